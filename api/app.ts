@@ -1,0 +1,53 @@
+import { OpenAPIHono } from '@hono/zod-openapi';
+import { ApiError } from '../core/errors.ts';
+import type { Services } from '../core/services.ts';
+import { V1, type AppEnv } from './context.ts';
+import { errorResponse, toApiError, validationHook } from './errors.ts';
+import { requestContext } from './middleware/request-context.ts';
+import { ROUTES } from './routes/index.ts';
+
+export const API_VERSION = '1.0.0';
+
+/** OpenAPI "/a/{id}/b" to a matcher of concrete paths. */
+function pathMatcher(path: string): RegExp {
+  return new RegExp(`^${path.replace(/\{[^}]+\}/g, '[^/]+')}/?$`);
+}
+
+export function createApp(services: Services) {
+  const app = new OpenAPIHono<AppEnv>({ defaultHook: validationHook as never });
+  app.use('*', requestContext(services));
+
+  for (const m of ROUTES) m.register(app);
+
+  app.openAPIRegistry.registerComponent('securitySchemes', 'bearerAuth', {
+    type: 'http',
+    scheme: 'bearer',
+    description: 'A service API key: svc_<keyId>_<secret>',
+  });
+  app.doc31('/openapi.json', {
+    openapi: '3.1.0',
+    info: { title: 'Avatar Realtime Service', version: API_VERSION },
+    servers: [{ url: services.config.publicBaseUrl }],
+  });
+  app.get('/healthz', (c) => c.json({ ok: true }));
+
+  const known = ROUTES.map((m) => ({ method: m.route.method.toUpperCase(), match: pathMatcher(m.route.path) }));
+  app.notFound((c) => {
+    const allowed = known.filter((k) => k.match.test(c.req.path)).map((k) => k.method);
+    if (allowed.length > 0) {
+      return errorResponse(
+        c,
+        new ApiError('method_not_allowed', `Method ${c.req.method} is not allowed here: use ${allowed.join(', ')}`, {}, { Allow: allowed.join(', ') }),
+      );
+    }
+    const hint = c.req.path.startsWith(V1) ? '' : ` (every endpoint lives under ${V1})`;
+    return errorResponse(c, new ApiError('not_found', `No route ${c.req.method} ${c.req.path}${hint}`));
+  });
+
+  app.onError((err, c) => {
+    const apiError = toApiError(err);
+    if (apiError.status >= 500) c.get('log')?.error({ err, path: c.req.path }, 'request failed');
+    return errorResponse(c, apiError);
+  });
+  return app;
+}

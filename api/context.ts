@@ -1,0 +1,20 @@
+import type { OpenAPIHono } from '@hono/zod-openapi';
+import type { Principal } from '../core/auth/key-store.ts';
+import type { Logger } from '../core/log.ts';
+import type { Services } from '../core/services.ts';
+
+/** What every handler can read from the Hono context. */
+export interface AppEnv {
+  Variables: {
+    services: Services;
+    requestId: string;
+    log: Logger;
+    /** Set by the auth guard on every authenticated route. */
+    principal: Principal;
+  };
+}
+
+export type App = OpenAPIHono<AppEnv>;
+
+/** Every endpoint lives under this prefix (spec section 9). */
+export const V1 = '/api/v1' as const;

@@ -1,0 +1,63 @@
+import type { Context } from 'hono';
+import { HTTPException } from 'hono/http-exception';
+import type { z } from 'zod';
+import { ApiError } from '../core/errors.ts';
+import type { AppEnv } from './context.ts';
+
+/** "a.b[0].c" from a zod issue path. */
+export function fieldPath(path: readonly PropertyKey[]): string {
+  let out = '';
+  for (const p of path) out += typeof p === 'number' ? `[${p}]` : out ? `.${String(p)}` : String(p);
+  return out;
+}
+
+const TARGET_LABEL: Record<string, string> = { json: 'body', query: 'query', param: 'path', header: 'header', form: 'form' };
+
+/** A 422 that names the offending field, from the first zod issue. */
+export function validationError(error: z.ZodError, target = 'json'): ApiError {
+  const issue = error.issues[0]!;
+  const where = TARGET_LABEL[target] ?? target;
+  let field = fieldPath(issue.path);
+  let message: string;
+  if (issue.code === 'unrecognized_keys') {
+    const key = issue.keys[0]!;
+    field = field ? `${field}.${key}` : key;
+    message = `Unknown field "${field}" in ${where} (field names are case-sensitive)`;
+  } else if (issue.code === 'invalid_type' && issue.input === undefined) {
+    message = `Missing required field "${field}" in ${where}`;
+  } else {
+    message = field ? `Invalid field "${field}" in ${where}: ${issue.message}` : `Invalid ${where}: ${issue.message}`;
+  }
+  return new ApiError('validation_error', message, { field: field || null, ...(error.issues.length > 1 ? { issues: error.issues.length } : {}) });
+}
+
+/** The zod-openapi hook: a failed validation becomes our 422. */
+export function validationHook(result: { success: boolean; error?: z.ZodError; target: string }): void {
+  if (!result.success && result.error) throw validationError(result.error, result.target);
+}
+
+/** Maps anything thrown to the spec's error body; unknown failures become 500 internal_error. */
+export function toApiError(err: unknown): ApiError {
+  if (err instanceof ApiError) return err;
+  if (err instanceof HTTPException) {
+    switch (err.status) {
+      case 400:
+        return new ApiError('malformed_json', 'Malformed JSON in request body');
+      case 413:
+        return new ApiError('payload_too_large', err.message || 'Request body too large');
+      case 415:
+        return new ApiError('unsupported_media_type', 'Unsupported Content-Type: send application/json');
+      default:
+        if (err.status >= 400 && err.status < 500) return new ApiError('bad_request', err.message || 'Bad request');
+    }
+  }
+  if (err instanceof Error && err.name === 'AbortError') return new ApiError('request_aborted', 'Request aborted');
+  return new ApiError('internal_error', 'Internal error: the request could not be completed. Retry, and quote the requestId if it persists');
+}
+
+export function errorResponse(c: Context<AppEnv>, err: ApiError): Response {
+  const services = c.get('services');
+  const body = err.toBody(c.get('requestId'), services?.config.BILLING_URL);
+  for (const [k, v] of Object.entries(err.headers)) c.header(k, v);
+  return c.json(body, err.status as 400);
+}

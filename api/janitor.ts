@@ -1,0 +1,23 @@
+import type { Services } from '../core/services.ts';
+
+/** How often expired credit reservations are settled: the bound on how long a crashed holder's credits stay held. */
+export const JANITOR_INTERVAL_MS = 15_000;
+
+/**
+ * Settles reservations whose holder died (at the usage it last reported), closes their sessions,
+ * and drops stale idempotency answers. Safe to run in every process at once: each step locks rows.
+ */
+export async function runJanitorOnce(services: Services): Promise<{ expired: number }> {
+  const expired = await services.ledger.expireDue();
+  await services.usage.closeExpired(expired);
+  await services.idempotency.purgeExpired();
+  return { expired: expired.length };
+}
+
+export function startJanitor(services: Services, intervalMs = JANITOR_INTERVAL_MS): { stop(): void } {
+  const timer = setInterval(() => {
+    runJanitorOnce(services).catch((err: unknown) => services.log.error({ err }, 'janitor pass failed'));
+  }, intervalMs);
+  timer.unref();
+  return { stop: () => clearInterval(timer) };
+}

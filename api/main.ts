@@ -1,0 +1,45 @@
+import { serve } from '@hono/node-server';
+import { ConfigError, loadConfig } from '../core/config.ts';
+import { createLogger } from '../core/log.ts';
+import { createServices } from '../core/services.ts';
+import { createApp } from './app.ts';
+import { startJanitor } from './janitor.ts';
+
+/** `npm start`: the API on PORT, on the embedded defaults unless configured otherwise. */
+async function main() {
+  let config;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      console.error(err.message);
+      process.exit(2);
+    }
+    throw err;
+  }
+  const log = createLogger(config.LOG_LEVEL);
+  const services = await createServices(config, { log, listen: true });
+  const app = createApp(services);
+  const janitor = startJanitor(services);
+  const server = serve({ fetch: app.fetch, port: config.PORT, hostname: config.HOST }, (info) => {
+    log.info({ port: info.port, publicBaseUrl: config.publicBaseUrl, database: config.DATABASE_URL ? 'external' : 'embedded', redis: Boolean(config.REDIS_URL) }, 'api listening');
+  });
+
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal }, 'shutting down');
+    janitor.stop();
+    server.close();
+    await services.close();
+    process.exit(0);
+  };
+  process.on('SIGINT', () => void stop('SIGINT'));
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+}
+
+main().catch((err: unknown) => {
+  console.error(err instanceof Error ? (err.stack ?? err.message) : err);
+  process.exit(1);
+});

@@ -1,0 +1,106 @@
+import { createRoute, z } from '@hono/zod-openapi';
+import { DEFAULT_KEY_SCOPES, hasScope, SCOPES } from '../../../core/auth/keys.ts';
+import { ApiError } from '../../../core/errors.ts';
+import { V1, type App } from '../../context.ts';
+import { guarded } from '../../middleware/guard.ts';
+import { errorResponses, Timestamp } from '../../schemas/common.ts';
+
+const CreateKeyBody = z
+  .object({
+    name: z.string().trim().min(1).max(120),
+    scopes: z
+      .array(z.enum(SCOPES))
+      .min(1)
+      .max(SCOPES.length)
+      .refine((s) => new Set(s).size === s.length, 'scopes must not repeat')
+      .optional()
+      .openapi({ description: 'Defaults to realtime:write, credits:read and avatars:read.' }),
+    spendLimitCreditMicros: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).nullable().optional(),
+    expiresAt: z.iso.datetime({ offset: true }).nullable().optional(),
+    environment: z.string().max(32).optional().openapi({ deprecated: true, description: 'Accepted and ignored.' }),
+  })
+  .strict()
+  .openapi('CreateApiKeyRequest');
+
+export const ApiKeySchema = z
+  .object({
+    id: z.string(),
+    keyId: z.string(),
+    tenantId: z.string(),
+    name: z.string(),
+    environment: z.string().openapi({ deprecated: true }),
+    redactedKey: z.string(),
+    scopes: z.array(z.enum(SCOPES)),
+    status: z.enum(['active', 'revoked']),
+    spendLimitCreditMicros: z.number().int().nullable(),
+    createdAt: Timestamp,
+    expiresAt: Timestamp.nullable(),
+    apiKey: z.string().openapi({ description: 'The full key, svc_<keyId>_<secret>. Shown only in this response.' }),
+  })
+  .openapi('ApiKeyCreated');
+
+export const route = createRoute({
+  operationId: 'createApiKey',
+  method: 'post',
+  path: `${V1}/api-keys`,
+  tags: ['Billing and keys'],
+  summary: 'Mint an API key',
+  description:
+    'A key can only grant scopes its creator holds, and a spend-limited creator can only mint keys limited at most as tightly.',
+  security: [{ bearerAuth: [] }],
+  request: { body: { required: true, content: { 'application/json': { schema: CreateKeyBody } } } },
+  responses: {
+    201: { description: 'The key, with the full apiKey', content: { 'application/json': { schema: ApiKeySchema } } },
+    ...errorResponses(401, 403, 413, 415, 422),
+  },
+});
+
+export function register(app: App) {
+  app.openapi(guarded(route), async (c) => {
+    const body = c.req.valid('json');
+    const caller = c.get('principal');
+    const scopes = body.scopes ?? DEFAULT_KEY_SCOPES;
+    for (const s of scopes) {
+      // '*' can only come from '*': hasScope(caller, '*') is true only for a caller holding '*'.
+      if (!hasScope(caller.scopes, s)) {
+        throw new ApiError('forbidden', `Cannot grant scope "${s}": the calling key does not hold it`, { field: 'scopes' });
+      }
+    }
+    const limit = body.spendLimitCreditMicros ?? null;
+    if (caller.spendLimitCreditMicros !== null && (limit === null || limit > caller.spendLimitCreditMicros)) {
+      throw new ApiError(
+        'forbidden',
+        `The calling key is spend-limited to ${caller.spendLimitCreditMicros} credit micros: the new key needs spendLimitCreditMicros at most that`,
+        { field: 'spendLimitCreditMicros' },
+      );
+    }
+    const expiresAt = body.expiresAt ? new Date(body.expiresAt) : null;
+    if (expiresAt && expiresAt.getTime() <= Date.now()) {
+      throw new ApiError('validation_error', 'Invalid field "expiresAt" in body: must be in the future', { field: 'expiresAt' });
+    }
+    const { record, apiKey } = await c.get('services').keys.create({
+      tenantId: caller.tenantId,
+      name: body.name,
+      scopes,
+      spendLimitCreditMicros: limit,
+      expiresAt,
+    });
+    return c.json(
+      {
+        id: record.id,
+        keyId: record.keyId,
+        tenantId: record.tenantId,
+        name: record.name,
+        environment: 'live',
+        redactedKey: record.redactedKey,
+        scopes: record.scopes as (typeof SCOPES)[number][],
+        status: record.status,
+        spendLimitCreditMicros: record.spendLimitCreditMicros,
+        createdAt: record.createdAt.toISOString(),
+        expiresAt: record.expiresAt?.toISOString() ?? null,
+        apiKey,
+      },
+      201,
+    );
+  });
+}

@@ -1,0 +1,166 @@
+import { parseArgs } from 'node:util';
+import { SCOPES, type Scope } from '../core/auth/keys.ts';
+import { ConfigError, loadConfig } from '../core/config.ts';
+import { MICROS_PER_SECOND } from '../core/credits/ledger.ts';
+import { createLogger } from '../core/log.ts';
+import { createServices, type Services } from '../core/services.ts';
+import type { TenantSwitch } from '../core/tenants.ts';
+
+/**
+ * Operator commands, against the same database the server uses (DATABASE_URL, or the embedded
+ * PostgreSQL in DATA_DIR, started for the command if the server is not running).
+ *
+ *   npm run --silent admin -- tenant create --name NAME --credits SECONDS --json
+ */
+const USAGE = `Usage: npm run --silent admin -- <command> [options]
+
+  tenant create --name NAME [--credits SECONDS] [--json]   create a workspace and a key with scope "*"
+  tenant list [--json]
+  tenant suspend TENANT_ID
+  tenant reactivate TENANT_ID
+  tenant switch TENANT_ID (scene-sessions|clip-library) (on|off)
+  credits grant TENANT_ID --seconds SECONDS [--json]
+  credits balance TENANT_ID [--json]
+  key create TENANT_ID --name NAME [--scopes a,b] [--spend-limit MICROS] [--legacy live|test] [--json]
+  key list TENANT_ID [--json]
+  key revoke KEY_ID
+`;
+
+class UsageError extends Error {}
+
+function secondsToMicros(v: string | undefined, flag: string): number {
+  const n = Number(v);
+  if (v === undefined || v.trim() === '' || !Number.isFinite(n) || n < 0) throw new UsageError(`${flag} must be a number of seconds >= 0`);
+  return Math.round(n * MICROS_PER_SECOND);
+}
+
+function need<T>(v: T | undefined, what: string): T {
+  if (v === undefined || v === '') throw new UsageError(`missing ${what}`);
+  return v;
+}
+
+const print = (json: boolean, value: unknown, text: string) => console.log(json ? JSON.stringify(value) : text);
+
+async function run(s: Services, argv: string[]): Promise<void> {
+  const { values: o, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      name: { type: 'string' },
+      credits: { type: 'string' },
+      seconds: { type: 'string' },
+      scopes: { type: 'string' },
+      'spend-limit': { type: 'string' },
+      legacy: { type: 'string' },
+      json: { type: 'boolean', default: false },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  const [area, verb, ...rest] = positionals;
+  const json = o.json ?? false;
+  const cmd = `${area ?? ''} ${verb ?? ''}`;
+
+  switch (cmd) {
+    case 'tenant create': {
+      const name = need(o.name, '--name');
+      const micros = o.credits === undefined ? 0 : secondsToMicros(o.credits, '--credits');
+      const tenant = await s.tenants.create(name);
+      if (micros > 0) await s.ledger.grant(tenant.id, micros, 'initial grant');
+      const { apiKey } = await s.keys.create({ tenantId: tenant.id, name: 'admin', scopes: ['*'] });
+      print(json, { tenantId: tenant.id, apiKey }, `tenant ${tenant.id}\napi key ${apiKey}`);
+      return;
+    }
+    case 'tenant list': {
+      const tenants = await s.tenants.list();
+      print(json, tenants, tenants.map((t) => `${t.id}\t${t.status}\t${t.name}`).join('\n'));
+      return;
+    }
+    case 'tenant suspend':
+    case 'tenant reactivate': {
+      const t = await s.tenants.setStatus(need(rest[0], 'TENANT_ID'), verb === 'suspend' ? 'suspended' : 'active');
+      if (!t) throw new UsageError(`no tenant ${rest[0]}`);
+      print(json, t, `${t.id} ${t.status}`);
+      return;
+    }
+    case 'tenant switch': {
+      const [id, which, state] = rest;
+      const sw = { 'scene-sessions': 'scene_sessions', 'clip-library': 'clip_library' }[need(which, 'switch name')] as TenantSwitch | undefined;
+      if (!sw) throw new UsageError('switch must be scene-sessions or clip-library');
+      if (state !== 'on' && state !== 'off') throw new UsageError('state must be on or off');
+      const t = await s.tenants.setSwitch(need(id, 'TENANT_ID'), sw, state === 'on');
+      if (!t) throw new UsageError(`no tenant ${id}`);
+      print(json, t, `${t.id} ${which} ${state}`);
+      return;
+    }
+    case 'credits grant': {
+      const b = await s.ledger.grant(need(rest[0], 'TENANT_ID'), secondsToMicros(o.seconds, '--seconds'), 'operator grant');
+      print(json, b, `${b.tenantId} balance ${b.balanceCreditMicros} credit micros`);
+      return;
+    }
+    case 'credits balance': {
+      const b = await s.ledger.balance(need(rest[0], 'TENANT_ID'));
+      print(json, b, `${b.tenantId} balance ${b.balanceCreditMicros} reserved ${b.reservedCreditMicros} credit micros`);
+      return;
+    }
+    case 'key create': {
+      const tenantId = need(rest[0], 'TENANT_ID');
+      const scopes = (o.scopes ? o.scopes.split(',').map((x) => x.trim()) : ['*']) as Scope[];
+      const bad = scopes.find((x) => !(SCOPES as readonly string[]).includes(x));
+      if (bad) throw new UsageError(`unknown scope ${bad}; scopes are ${SCOPES.join(', ')}`);
+      if (o.legacy && o.legacy !== 'live' && o.legacy !== 'test') throw new UsageError('--legacy must be live or test');
+      const limit = o['spend-limit'] === undefined ? null : Number(o['spend-limit']);
+      if (limit !== null && (!Number.isSafeInteger(limit) || limit < 0)) throw new UsageError('--spend-limit must be an integer >= 0');
+      if (!(await s.tenants.get(tenantId))) throw new UsageError(`no tenant ${tenantId}`);
+      const { record, apiKey } = await s.keys.create({
+        tenantId,
+        name: need(o.name, '--name'),
+        scopes,
+        spendLimitCreditMicros: limit,
+        legacyEnvironment: o.legacy as 'live' | 'test' | undefined,
+      });
+      print(json, { id: record.id, apiKey }, `${record.id}\n${apiKey}`);
+      return;
+    }
+    case 'key list': {
+      const keys = await s.keys.list(need(rest[0], 'TENANT_ID'));
+      print(json, keys, keys.map((k) => `${k.id}\t${k.status}\t${k.redactedKey}\t${k.scopes.join(',')}\t${k.name}`).join('\n'));
+      return;
+    }
+    case 'key revoke': {
+      const k = await s.keys.revoke(need(rest[0], 'KEY_ID'));
+      if (!k) throw new UsageError(`no key ${rest[0]}`);
+      print(json, { id: k.id, status: k.status }, `${k.id} revoked`);
+      return;
+    }
+    default:
+      if (o.help) {
+        console.log(USAGE);
+        return;
+      }
+      throw new UsageError(area ? `unknown command "${cmd.trim()}"` : 'no command');
+  }
+}
+
+async function main() {
+  const argv = process.argv.slice(2);
+  let services: Services | undefined;
+  try {
+    const config = loadConfig();
+    // Logs go to stderr so stdout stays one parsable line.
+    const log = createLogger('silent');
+    services = await createServices(config, { log });
+    await run(services, argv);
+  } catch (err) {
+    if (err instanceof UsageError || err instanceof ConfigError || (err instanceof TypeError && 'code' in err)) {
+      console.error(`admin: ${err.message}\n\n${USAGE}`);
+      process.exitCode = 2;
+    } else {
+      console.error(`admin: ${err instanceof Error ? err.message : String(err)}`);
+      process.exitCode = 1;
+    }
+  } finally {
+    await services?.close();
+  }
+}
+
+await main();

@@ -1,0 +1,69 @@
+import path from 'node:path';
+import { z } from 'zod';
+
+/**
+ * The one configuration of every process (API, agent worker, admin CLI), read from the environment.
+ * A bad value stops start-up with a message naming the variable.
+ */
+const optionalUrl = z.url().optional();
+const emptyAsUndefined = (v: unknown) => (v === '' ? undefined : v);
+
+const schema = z.object({
+  NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
+  PORT: z.coerce.number().int().min(0).max(65535).default(8080),
+  HOST: z.string().min(1).default('0.0.0.0'),
+  /** Where the embedded PostgreSQL, local object storage and other state live. */
+  DATA_DIR: z.string().min(1).default('./data'),
+  /** Public origin used in URLs handed to clients (signed media URLs). Defaults to http://localhost:PORT. */
+  PUBLIC_BASE_URL: z.preprocess(emptyAsUndefined, optionalUrl),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+
+  DATABASE_URL: z.preprocess(emptyAsUndefined, optionalUrl),
+  DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(10),
+  REDIS_URL: z.preprocess(emptyAsUndefined, optionalUrl),
+
+  LIVEKIT_URL: z.preprocess(emptyAsUndefined, optionalUrl),
+  LIVEKIT_API_KEY: z.preprocess(emptyAsUndefined, z.string().min(1).optional()),
+  LIVEKIT_API_SECRET: z.preprocess(emptyAsUndefined, z.string().min(1).optional()),
+
+  OPENAI_API_KEY: z.preprocess(emptyAsUndefined, z.string().min(1).optional()),
+  OPENAI_BASE_URL: z.preprocess(emptyAsUndefined, optionalUrl),
+
+  S3_ENDPOINT: z.preprocess(emptyAsUndefined, optionalUrl),
+  S3_BUCKET: z.preprocess(emptyAsUndefined, z.string().min(1).optional()),
+  S3_REGION: z.preprocess(emptyAsUndefined, z.string().min(1).optional()),
+  S3_ACCESS_KEY_ID: z.preprocess(emptyAsUndefined, z.string().min(1).optional()),
+  S3_SECRET_ACCESS_KEY: z.preprocess(emptyAsUndefined, z.string().min(1).optional()),
+
+  /** Per-key request throttle (spec section 8: 120 per 60 s). */
+  RATE_LIMIT_POINTS: z.coerce.number().int().min(1).default(120),
+  RATE_LIMIT_WINDOW_SECONDS: z.coerce.number().int().min(1).default(60),
+  /** Relative billing URL put on 402 errors. */
+  BILLING_URL: z.string().min(1).default('/platform/billing'),
+});
+
+export type Config = z.infer<typeof schema> & { dataDir: string; publicBaseUrl: string };
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const parsed = schema.safeParse(env);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `  ${i.path.join('.') || '(env)'}: ${i.message}`);
+    throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
+  }
+  const c = parsed.data;
+  const livekit = [c.LIVEKIT_URL, c.LIVEKIT_API_KEY, c.LIVEKIT_API_SECRET];
+  if (livekit.some(Boolean) && !livekit.every(Boolean)) {
+    throw new ConfigError(
+      'Invalid configuration:\n  LIVEKIT_URL, LIVEKIT_API_KEY and LIVEKIT_API_SECRET must be set together',
+    );
+  }
+  return {
+    ...c,
+    dataDir: path.resolve(c.DATA_DIR),
+    publicBaseUrl: (c.PUBLIC_BASE_URL ?? `http://localhost:${c.PORT}`).replace(/\/$/, ''),
+  };
+}

@@ -1,0 +1,112 @@
+/**
+ * The one error type of the service. Every failure a client can see is an ApiError with a code
+ * from this table; the table is exhaustive, so a new code cannot be thrown without a status.
+ * The wire shape is the error body of spec section 7.
+ */
+export const ERROR_STATUS = {
+  bad_request: 400,
+  malformed_json: 400,
+  portrait_url_not_supported: 400,
+  unauthorized: 401,
+  insufficient_credits: 402,
+  spend_limit_exceeded: 402,
+  forbidden: 403,
+  tenant_not_active: 403,
+  scene_sessions_not_enabled: 403,
+  clip_library_not_enabled: 403,
+  not_found: 404,
+  scene_not_found: 404,
+  method_not_allowed: 405,
+  request_aborted: 408,
+  workspace_missing: 409,
+  idempotency_conflict: 409,
+  avatar_state_conflict: 409,
+  revision_conflict: 409,
+  loop_pending: 409,
+  scene_not_ready: 409,
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  validation_error: 422,
+  loop_not_generatable: 422,
+  loop_prompt_rejected: 422,
+  clip_declaration_rejected: 422,
+  scene_source_rejected: 422,
+  concurrency_limit_reached: 429,
+  scene_concurrency_limit_reached: 429,
+  // A per-key rate limit answer carries no code on the wire (spec section 7); see `wireCode`.
+  rate_limited: 429,
+  internal_error: 500,
+  upstream_unreachable: 502,
+  invalid_upstream_response: 502,
+  capacity_unavailable: 503,
+  session_dispatch_failed: 503,
+  clip_screen_unavailable: 503,
+  scene_builder_unavailable: 503,
+  clip_library_not_ready: 503,
+  upstream_timeout: 504,
+} as const satisfies Record<string, number>;
+
+export type ErrorCode = keyof typeof ERROR_STATUS;
+
+/** Codes a client may retry without changing anything. */
+const RETRYABLE: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
+  'request_aborted',
+  'concurrency_limit_reached',
+  'scene_concurrency_limit_reached',
+  'rate_limited',
+  'scene_not_ready',
+  'internal_error',
+  'upstream_unreachable',
+  'invalid_upstream_response',
+  'capacity_unavailable',
+  'session_dispatch_failed',
+  'clip_screen_unavailable',
+  'scene_builder_unavailable',
+  'clip_library_not_ready',
+  'upstream_timeout',
+]);
+
+/** Codes whose wire body omits `code` (spec section 7: the per-key rate limit 429). */
+const CODELESS: ReadonlySet<ErrorCode> = new Set<ErrorCode>(['rate_limited']);
+
+export interface ErrorBody {
+  error: string;
+  status: number;
+  code?: string;
+  retryable: boolean;
+  billingUrl?: string;
+  requestId?: string;
+  [extra: string]: unknown;
+}
+
+export class ApiError extends Error {
+  override name = 'ApiError';
+  readonly status: number;
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    /** Extra body fields (for example `field`, `currentRevision`, the concurrency counters). */
+    readonly extra: Record<string, unknown> = {},
+    /** Extra response headers (for example Retry-After). */
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+    this.status = ERROR_STATUS[code];
+  }
+
+  get retryable(): boolean {
+    return RETRYABLE.has(this.code);
+  }
+
+  toBody(requestId?: string, billingUrl?: string): ErrorBody {
+    const body: ErrorBody = { error: this.message, status: this.status, retryable: this.retryable };
+    if (!CODELESS.has(this.code)) body.code = this.code;
+    if (this.status === 402 && billingUrl) body.billingUrl = billingUrl;
+    Object.assign(body, this.extra);
+    if (requestId) body.requestId = requestId;
+    return body;
+  }
+}
+
+export const notFound = (what: string) =>
+  new ApiError('not_found', `${what} not found, or it does not belong to this tenant`);

@@ -1,0 +1,68 @@
+import { Redis } from 'ioredis';
+import { KeyStore } from './auth/key-store.ts';
+import type { Config } from './config.ts';
+import { memoryRateLimiter, redisRateLimiter, type RateLimiter } from './coord/rate-limiter.ts';
+import { CreditLedger } from './credits/ledger.ts';
+import { openDatabase, type Database, type Sql } from './db/index.ts';
+import { IdempotencyStore } from './idempotency.ts';
+import { createLogger, type Logger } from './log.ts';
+import { TenantStore } from './tenants.ts';
+import { UsageStore } from './usage.ts';
+
+/**
+ * Everything a request handler, the agent worker or the CLI needs, built once per process.
+ * Coordination goes through Redis when REDIS_URL is set and through in-process implementations of
+ * the same interfaces otherwise (single process only).
+ */
+export interface Services {
+  config: Config;
+  log: Logger;
+  sql: Sql;
+  redis?: Redis;
+  tenants: TenantStore;
+  keys: KeyStore;
+  ledger: CreditLedger;
+  usage: UsageStore;
+  idempotency: IdempotencyStore;
+  rateLimiter: RateLimiter;
+  close(): Promise<void>;
+}
+
+export function connectRedis(url: string): Redis {
+  return new Redis(url, { maxRetriesPerRequest: 2, enableAutoPipelining: true, lazyConnect: false });
+}
+
+export interface CreateServicesOptions {
+  log?: Logger;
+  /** An already open database (tests share one cluster); otherwise opened from config. */
+  database?: Database;
+  /** Subscribe to key invalidations (API processes do; one-shot CLI commands need not). */
+  listen?: boolean;
+}
+
+export async function createServices(config: Config, opts: CreateServicesOptions = {}): Promise<Services> {
+  const log = opts.log ?? createLogger(config.LOG_LEVEL);
+  const db = opts.database ?? (await openDatabase(config, log));
+  const redis = config.REDIS_URL ? connectRedis(config.REDIS_URL) : undefined;
+  const limits = { points: config.RATE_LIMIT_POINTS, windowSeconds: config.RATE_LIMIT_WINDOW_SECONDS };
+  const keys = new KeyStore(db.sql, log);
+  if (opts.listen) await keys.listen();
+  const ledger = new CreditLedger(db.sql);
+  return {
+    config,
+    log,
+    sql: db.sql,
+    redis,
+    tenants: new TenantStore(db.sql),
+    keys,
+    ledger,
+    usage: new UsageStore(db.sql, ledger),
+    idempotency: new IdempotencyStore(db.sql),
+    rateLimiter: redis ? redisRateLimiter(redis, limits) : memoryRateLimiter(limits),
+    close: async () => {
+      await keys.close();
+      redis?.disconnect();
+      if (!opts.database) await db.close();
+    },
+  };
+}

@@ -1,0 +1,76 @@
+import type { Sql } from './db/index.ts';
+import { newId } from './ids.ts';
+
+export interface Tenant {
+  id: string;
+  name: string;
+  status: 'active' | 'suspended';
+  sceneSessionsEnabled: boolean;
+  clipLibraryEnabled: boolean;
+  maxConcurrentSessions: number;
+  createdAt: Date;
+}
+
+export type TenantSwitch = 'scene_sessions' | 'clip_library';
+
+const SWITCH_COLUMN: Record<TenantSwitch, string> = {
+  scene_sessions: 'scene_sessions_enabled',
+  clip_library: 'clip_library_enabled',
+};
+
+interface TenantRow {
+  id: string;
+  name: string;
+  status: 'active' | 'suspended';
+  scene_sessions_enabled: boolean;
+  clip_library_enabled: boolean;
+  max_concurrent_sessions: number;
+  created_at: Date;
+}
+
+const toTenant = (r: TenantRow): Tenant => ({
+  id: r.id,
+  name: r.name,
+  status: r.status,
+  sceneSessionsEnabled: r.scene_sessions_enabled,
+  clipLibraryEnabled: r.clip_library_enabled,
+  maxConcurrentSessions: r.max_concurrent_sessions,
+  createdAt: r.created_at,
+});
+
+/** Workspaces: created and switched by operators (the admin CLI), read by every request. */
+export class TenantStore {
+  constructor(private readonly sql: Sql) {}
+
+  async create(name: string): Promise<Tenant> {
+    const id = newId('tenant');
+    const [row] = await this.sql.begin(async (tx) => {
+      const rows = await tx<TenantRow[]>`insert into tenants (id, name) values (${id}, ${name}) returning *`;
+      await tx`insert into credit_wallets (tenant_id) values (${id})`;
+      return rows;
+    });
+    return toTenant(row!);
+  }
+
+  async get(id: string): Promise<Tenant | undefined> {
+    const [row] = await this.sql<TenantRow[]>`select * from tenants where id = ${id}`;
+    return row && toTenant(row);
+  }
+
+  async list(): Promise<Tenant[]> {
+    return (await this.sql<TenantRow[]>`select * from tenants order by created_at`).map(toTenant);
+  }
+
+  async setStatus(id: string, status: Tenant['status']): Promise<Tenant | undefined> {
+    const [row] = await this.sql<TenantRow[]>`
+      update tenants set status = ${status}, updated_at = now() where id = ${id} returning *`;
+    return row && toTenant(row);
+  }
+
+  async setSwitch(id: string, which: TenantSwitch, enabled: boolean): Promise<Tenant | undefined> {
+    const [row] = await this.sql<TenantRow[]>`
+      update tenants set ${this.sql(SWITCH_COLUMN[which])} = ${enabled}, updated_at = now()
+      where id = ${id} returning *`;
+    return row && toTenant(row);
+  }
+}

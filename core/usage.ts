@@ -1,0 +1,194 @@
+import type { Sql, Tx } from './db/index.ts';
+import type { CreditLedger } from './credits/ledger.ts';
+import { MICROS_PER_SECOND } from './credits/ledger.ts';
+import { newId } from './ids.ts';
+
+export type SessionKind = 'turn' | 'live' | 'lipsync' | 'generation';
+export type SessionStatus = 'reserved' | 'started' | 'released' | 'failed';
+
+export interface SessionUsage {
+  sessionId: string;
+  kind: SessionKind;
+  avatarId: string | null;
+  endUserId: string | null;
+  status: SessionStatus;
+  startedAt: string | null;
+  endedAt: string | null;
+  billableSeconds: number;
+  billedCreditMicros: number;
+  createdAt: string;
+}
+
+interface UsageRow {
+  id: string;
+  tenant_id: string;
+  kind: SessionKind;
+  avatar_id: string | null;
+  end_user_id: string | null;
+  status: SessionStatus;
+  reservation_id: string | null;
+  started_at: Date | null;
+  ended_at: Date | null;
+  billable_ms: number;
+  billed_credit_micros: number;
+  created_at: Date;
+}
+
+const toUsage = (r: UsageRow): SessionUsage => ({
+  sessionId: r.id,
+  kind: r.kind,
+  avatarId: r.avatar_id,
+  endUserId: r.end_user_id,
+  status: r.status,
+  startedAt: r.started_at?.toISOString() ?? null,
+  endedAt: r.ended_at?.toISOString() ?? null,
+  billableSeconds: r.billable_ms / 1000,
+  billedCreditMicros: r.billed_credit_micros,
+  createdAt: r.created_at.toISOString(),
+});
+
+export interface OpenSessionInput {
+  tenantId: string;
+  apiKeyId: string | null;
+  kind: SessionKind;
+  avatarId?: string | null;
+  endUserId?: string | null;
+  /** Credits held up front (estimate for a turn; the duration cap for a live call). */
+  reserveCreditMicros: number;
+  ttlSeconds: number;
+}
+
+export interface UsageWindow {
+  from: Date;
+  to: Date;
+}
+
+export const USAGE_DEFAULT_DAYS = 30;
+export const USAGE_MAX_DAYS = 90;
+const DAY_MS = 86_400_000;
+
+/**
+ * The effective window of a usage read: `to` defaults to now, `from` to 30 days before `to`, and a
+ * window wider than 90 days is narrowed (from moves up), never refused.
+ */
+export function effectiveWindow(from?: Date, to?: Date, now = new Date()): UsageWindow {
+  const end = to ?? now;
+  let start = from ?? new Date(end.getTime() - USAGE_DEFAULT_DAYS * DAY_MS);
+  if (end.getTime() - start.getTime() > USAGE_MAX_DAYS * DAY_MS) start = new Date(end.getTime() - USAGE_MAX_DAYS * DAY_MS);
+  return { from: start, to: end };
+}
+
+export function encodeCursor(createdAt: Date, id: string): string {
+  return Buffer.from(JSON.stringify([createdAt.toISOString(), id])).toString('base64url');
+}
+
+export function decodeCursor(cursor: string): { createdAt: Date; id: string } | undefined {
+  try {
+    const v: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+    if (!Array.isArray(v) || v.length !== 2 || typeof v[0] !== 'string' || typeof v[1] !== 'string') return undefined;
+    const createdAt = new Date(v[0]);
+    return Number.isNaN(createdAt.getTime()) ? undefined : { createdAt, id: v[1] };
+  } catch {
+    return undefined;
+  }
+}
+
+/** Billable sessions (turns, live calls, lipsync renders): one usage row each, tied to a credit reservation. */
+export class UsageStore {
+  constructor(
+    private readonly sql: Sql,
+    private readonly ledger: CreditLedger,
+  ) {}
+
+  /** Reserves credits and records the session as `reserved`, atomically. */
+  async open(input: OpenSessionInput, tx?: Tx): Promise<{ sessionId: string; reservationId: string }> {
+    const work = async (tx: Tx) => {
+      const reservation = await this.ledger.reserve(
+        {
+          tenantId: input.tenantId,
+          apiKeyId: input.apiKeyId,
+          amountCreditMicros: input.reserveCreditMicros,
+          purpose: input.kind,
+          ttlSeconds: input.ttlSeconds,
+        },
+        tx,
+      );
+      const id = newId('session');
+      await tx`insert into session_usage (id, tenant_id, api_key_id, kind, avatar_id, end_user_id, status, reservation_id)
+               values (${id}, ${input.tenantId}, ${input.apiKeyId}, ${input.kind}, ${input.avatarId ?? null},
+                       ${input.endUserId ?? null}, 'reserved', ${reservation.id})`;
+      return { sessionId: id, reservationId: reservation.id };
+    };
+    return tx ? work(tx) : (this.sql.begin(work) as Promise<{ sessionId: string; reservationId: string }>);
+  }
+
+  async start(sessionId: string): Promise<void> {
+    await this.sql`update session_usage set status = 'started', started_at = coalesce(started_at, now()), updated_at = now()
+                   where id = ${sessionId} and status = 'reserved'`;
+  }
+
+  /**
+   * Ends a session: `released` settles the reservation to the billable time (capped at the
+   * reservation); `failed` charges nothing. Idempotent: a second call changes nothing.
+   */
+  async finish(sessionId: string, outcome: { status: 'released' | 'failed'; billableMs: number }): Promise<SessionUsage | undefined> {
+    return this.sql.begin(async (tx) => {
+      const [row] = await tx<UsageRow[]>`select * from session_usage where id = ${sessionId} for update`;
+      if (!row) return undefined;
+      if (row.status === 'released' || row.status === 'failed') return toUsage(row);
+      const billableMs = outcome.status === 'failed' ? 0 : Math.max(0, Math.round(outcome.billableMs));
+      const wanted = Math.round((billableMs * MICROS_PER_SECOND) / 1000);
+      const { chargedCreditMicros } = row.reservation_id
+        ? await this.ledger.settle(row.reservation_id, wanted, tx)
+        : { chargedCreditMicros: 0 };
+      // Billable time is what was paid for: capped with the charge.
+      const paidMs = Math.min(billableMs, Math.floor((chargedCreditMicros * 1000) / MICROS_PER_SECOND));
+      const [updated] = await tx<UsageRow[]>`
+        update session_usage set status = ${outcome.status}, ended_at = now(), updated_at = now(),
+          started_at = coalesce(started_at, now()), billable_ms = ${paidMs}, billed_credit_micros = ${chargedCreditMicros}
+        where id = ${sessionId} returning *`;
+      return toUsage(updated!);
+    }) as Promise<SessionUsage | undefined>;
+  }
+
+  /** After the janitor expired reservations: close their sessions with what was charged. */
+  async closeExpired(reservationIds: string[]): Promise<number> {
+    if (reservationIds.length === 0) return 0;
+    const rows = await this.sql`
+      update session_usage u set
+        status = case when r.settled_credit_micros > 0 then 'released' else 'failed' end,
+        billed_credit_micros = coalesce(r.settled_credit_micros, 0),
+        billable_ms = coalesce(r.settled_credit_micros, 0) / 1000,
+        ended_at = now(), updated_at = now()
+      from credit_reservations r
+      where u.reservation_id = r.id and r.id = any(${reservationIds}) and u.status in ('reserved', 'started')`;
+    return rows.count;
+  }
+
+  async get(tenantId: string, sessionId: string): Promise<SessionUsage | undefined> {
+    const [row] = await this.sql<UsageRow[]>`select * from session_usage where tenant_id = ${tenantId} and id = ${sessionId}`;
+    return row && toUsage(row);
+  }
+
+  /** Sessions created within the window, newest first, keyset-paged. */
+  async list(
+    tenantId: string,
+    q: { window: UsageWindow; endUserId?: string; after?: { createdAt: Date; id: string }; limit: number },
+  ): Promise<{ data: SessionUsage[]; nextCursor: string | null }> {
+    const sql = this.sql;
+    const rows = await sql<UsageRow[]>`
+      select * from session_usage
+      where tenant_id = ${tenantId}
+        and created_at >= ${q.window.from} and created_at <= ${q.window.to}
+        ${q.endUserId !== undefined ? sql`and end_user_id = ${q.endUserId}` : sql``}
+        ${q.after ? sql`and (created_at, id) < (${q.after.createdAt}, ${q.after.id})` : sql``}
+      order by created_at desc, id desc
+      limit ${q.limit + 1}`;
+    const page = rows.slice(0, q.limit);
+    const last = page[page.length - 1];
+    return {
+      data: page.map(toUsage),
+      nextCursor: rows.length > q.limit && last ? encodeCursor(last.created_at, last.id) : null,
+    };
+  }
+}
