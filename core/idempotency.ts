@@ -47,7 +47,7 @@ export class IdempotencyStore {
       });
     }
     const hash = hashRequest(input.request);
-    const won = await this.sql`
+    const won = await this.sql<{ token: string }[]>`
       insert into idempotency_keys (tenant_id, scope, key, request_hash, state, locked_until, expires_at)
       values (${input.tenantId}, ${input.scope}, ${input.key}, ${hash}, 'in_flight',
               now() + make_interval(secs => ${CLAIM_LOCK_SECONDS}), now() + make_interval(secs => ${ANSWER_TTL_SECONDS}))
@@ -57,9 +57,11 @@ export class IdempotencyStore {
       where idempotency_keys.expires_at < now()
          or (idempotency_keys.state = 'in_flight' and idempotency_keys.locked_until < now()
              and idempotency_keys.request_hash = excluded.request_hash)
-      returning 1`;
+      returning created_at::text as token`;
     if (won.length === 1) {
-      return { kind: 'run', release: (answer) => this.release(input, answer) };
+      // The claim's token: a release only touches this claim, never a later takeover of the key.
+      const token = won[0]!.token;
+      return { kind: 'run', release: (answer) => this.release(input, token, answer) };
     }
     const [row] = await this.sql<{ request_hash: string; state: string; response_status: number | null; response_body: unknown }[]>`
       select request_hash, state, response_status, response_body from idempotency_keys
@@ -78,16 +80,18 @@ export class IdempotencyStore {
   }
 
   /** Stores the answer (4xx answers too: a replay must not run the work again), or frees the key after a failure. */
-  private async release(input: ClaimInput, answer?: { status: number; body: unknown }): Promise<void> {
+  private async release(input: ClaimInput, token: string, answer?: { status: number; body: unknown }): Promise<void> {
     if (!answer || answer.status >= 500) {
       await this.sql`delete from idempotency_keys
-                     where tenant_id = ${input.tenantId} and scope = ${input.scope} and key = ${input.key} and state = 'in_flight'`;
+                     where tenant_id = ${input.tenantId} and scope = ${input.scope} and key = ${input.key}
+                       and state = 'in_flight' and created_at = ${token}::timestamptz`;
       return;
     }
     await this.sql`
       update idempotency_keys set state = 'done', response_status = ${answer.status},
-        response_body = ${this.sql.json(answer.body as never)}
-      where tenant_id = ${input.tenantId} and scope = ${input.scope} and key = ${input.key}`;
+        response_body = ${this.sql.json((answer.body ?? null) as never)}
+      where tenant_id = ${input.tenantId} and scope = ${input.scope} and key = ${input.key}
+        and state = 'in_flight' and created_at = ${token}::timestamptz`;
   }
 
   /** Drops answers past their replay window. */

@@ -23,7 +23,7 @@ export const DEFAULT_KEY_SCOPES: Scope[] = ['realtime:write', 'credits:read', 'a
 
 const KEY_ID_LENGTH = 16;
 const SECRET_LENGTH = 43;
-const LEGACY_ENVIRONMENTS = ['live', 'test'] as const;
+type LegacyEnvironment = 'live' | 'test';
 
 export type ParsedKey =
   | { kind: 'current'; keyId: string; secret: string }
@@ -79,7 +79,7 @@ export function mintKey(): MintedKey {
 }
 
 /** A key in the legacy format (kept for tenants migrating older integrations). */
-export function mintLegacyKey(environment: (typeof LEGACY_ENVIRONMENTS)[number]): MintedKey {
+export function mintLegacyKey(environment: LegacyEnvironment): MintedKey {
   const secret = randomBytes(32).toString('hex');
   const apiKey = `svc_${environment}_${secret}`;
   const keyId = `legacy${randomBase62(10)}`;

