@@ -35,6 +35,9 @@ const schema = z.object({
   S3_ACCESS_KEY_ID: z.preprocess(emptyAsUndefined, z.string().min(1).optional()),
   S3_SECRET_ACCESS_KEY: z.preprocess(emptyAsUndefined, z.string().min(1).optional()),
 
+  /** ffmpeg binary; defaults to the static build from the @ffmpeg-installer npm package (run as a subprocess only). */
+  FFMPEG_PATH: z.preprocess(emptyAsUndefined, z.string().min(1).optional()),
+
   /** Per-key request throttle (spec section 8: 120 per 60 s). */
   RATE_LIMIT_POINTS: z.coerce.number().int().min(1).default(120),
   RATE_LIMIT_WINDOW_SECONDS: z.coerce.number().int().min(1).default(60),
