@@ -1,0 +1,71 @@
+/**
+ * The two ONNX models of the rig (see render/models/face/MODEL_CARD.md), each
+ * loaded once per process on first use and shared by every caller.
+ */
+import { fileURLToPath } from 'node:url';
+import * as ort from 'onnxruntime-node';
+
+export const MODEL_DIR = fileURLToPath(new URL('../models/face/', import.meta.url));
+export const DETECTOR_FILE = 'face_detection_short_range.onnx';
+export const LANDMARK_FILE = 'face_landmark.onnx';
+
+/** Input edge of the detector and of the landmark model (square NHWC RGB). */
+export const DETECTOR_SIZE = 128;
+export const LANDMARK_SIZE = 192;
+
+export interface RigSessions {
+  detector: ort.InferenceSession;
+  landmarks: ort.InferenceSession;
+}
+
+// Rigging happens once per avatar or clip, off the realtime path; one thread
+// keeps it from competing with live render sessions for the machine's cores.
+const SESSION_OPTIONS: ort.InferenceSession.SessionOptions = {
+  executionProviders: ['cpu'],
+  intraOpNumThreads: 1,
+  interOpNumThreads: 1,
+  graphOptimizationLevel: 'all',
+};
+
+let loading: Promise<RigSessions> | undefined;
+
+/** Lazily create both sessions; concurrent first callers share one load. */
+export function rigSessions(): Promise<RigSessions> {
+  loading ??= Promise.all([
+    ort.InferenceSession.create(MODEL_DIR + DETECTOR_FILE, SESSION_OPTIONS),
+    ort.InferenceSession.create(MODEL_DIR + LANDMARK_FILE, SESSION_OPTIONS),
+  ]).then(
+    ([detector, landmarks]) => ({ detector, landmarks }),
+    (err: unknown) => {
+      loading = undefined; // let a later call retry instead of caching the failure
+      throw err;
+    },
+  );
+  return loading;
+}
+
+/** Load both models now (at server start) so the first rig request does not pay for it. */
+export async function warmUpRig(): Promise<void> {
+  await rigSessions();
+}
+
+/** Release the sessions (tests, shutdown). The next rig call loads them again. */
+export async function releaseRigSessions(): Promise<void> {
+  const current = loading;
+  loading = undefined;
+  if (!current) return;
+  const s = await current.catch(() => undefined);
+  await Promise.all([s?.detector.release(), s?.landmarks.release()]);
+}
+
+export async function runModel(
+  session: ort.InferenceSession,
+  input: Float32Array,
+  size: number,
+): Promise<Record<string, Float32Array>> {
+  const feeds = { image: new ort.Tensor('float32', input, [1, size, size, 3]) };
+  const out = await session.run(feeds);
+  const result: Record<string, Float32Array> = {};
+  for (const [name, t] of Object.entries(out)) result[name] = t.data as Float32Array;
+  return result;
+}
