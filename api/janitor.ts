@@ -9,7 +9,7 @@ export const JANITOR_INTERVAL_MS = 15_000;
  */
 export async function runJanitorOnce(services: Services): Promise<{ expired: number }> {
   const expired = await services.ledger.expireDue();
-  await services.usage.closeExpired(expired);
+  await services.usage.closeOrphaned();
   await services.idempotency.purgeExpired();
   return { expired: expired.length };
 }

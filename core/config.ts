@@ -7,10 +7,13 @@ import { z } from 'zod';
  */
 const optionalUrl = z.url().optional();
 const emptyAsUndefined = (v: unknown) => (v === '' ? undefined : v);
+/** An integer; unset or empty gives the default (z.coerce alone would read "" as 0). */
+const envInt = (min: number, fallback: number, max = Number.MAX_SAFE_INTEGER) =>
+  z.preprocess(emptyAsUndefined, z.coerce.number().int().min(min).max(max).default(fallback));
 
 const schema = z.object({
   NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
-  PORT: z.coerce.number().int().min(0).max(65535).default(8080),
+  PORT: envInt(0, 8080, 65535),
   HOST: z.string().min(1).default('0.0.0.0'),
   /** Where the embedded PostgreSQL, local object storage and other state live. */
   DATA_DIR: z.string().min(1).default('./data'),
@@ -19,7 +22,7 @@ const schema = z.object({
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 
   DATABASE_URL: z.preprocess(emptyAsUndefined, optionalUrl),
-  DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(10),
+  DATABASE_POOL_SIZE: envInt(1, 10, 200),
   REDIS_URL: z.preprocess(emptyAsUndefined, optionalUrl),
 
   LIVEKIT_URL: z.preprocess(emptyAsUndefined, optionalUrl),
@@ -39,8 +42,8 @@ const schema = z.object({
   FFMPEG_PATH: z.preprocess(emptyAsUndefined, z.string().min(1).optional()),
 
   /** Per-key request throttle (spec section 8: 120 per 60 s). */
-  RATE_LIMIT_POINTS: z.coerce.number().int().min(1).default(120),
-  RATE_LIMIT_WINDOW_SECONDS: z.coerce.number().int().min(1).default(60),
+  RATE_LIMIT_POINTS: envInt(1, 120),
+  RATE_LIMIT_WINDOW_SECONDS: envInt(1, 60),
   /** Relative billing URL put on 402 errors. */
   BILLING_URL: z.string().min(1).default('/platform/billing'),
 });

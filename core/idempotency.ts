@@ -59,7 +59,8 @@ export class IdempotencyStore {
              and idempotency_keys.request_hash = excluded.request_hash)
       returning created_at::text as token`;
     if (won.length === 1) {
-      // The claim's token: a release only touches this claim, never a later takeover of the key.
+      // The claim's token (created_at to the microsecond, as text: a Date parameter would drop the
+      // microseconds). A release only touches this claim, never a later takeover of the key.
       const token = won[0]!.token;
       return { kind: 'run', release: (answer) => this.release(input, token, answer) };
     }
@@ -84,14 +85,14 @@ export class IdempotencyStore {
     if (!answer || answer.status >= 500) {
       await this.sql`delete from idempotency_keys
                      where tenant_id = ${input.tenantId} and scope = ${input.scope} and key = ${input.key}
-                       and state = 'in_flight' and created_at = ${token}::timestamptz`;
+                       and state = 'in_flight' and created_at = ${token}::text::timestamptz`;
       return;
     }
     await this.sql`
       update idempotency_keys set state = 'done', response_status = ${answer.status},
         response_body = ${this.sql.json((answer.body ?? null) as never)}
       where tenant_id = ${input.tenantId} and scope = ${input.scope} and key = ${input.key}
-        and state = 'in_flight' and created_at = ${token}::timestamptz`;
+        and state = 'in_flight' and created_at = ${token}::text::timestamptz`;
   }
 
   /** Drops answers past their replay window. */

@@ -114,9 +114,11 @@ export class UsageStore {
         tx,
       );
       const id = newId('session');
-      await tx`insert into session_usage (id, tenant_id, api_key_id, kind, avatar_id, end_user_id, status, reservation_id)
+      // created_at to the millisecond: the paging cursor carries a JS Date (milliseconds), and a
+      // microsecond part would make `(created_at, id) < cursor` skip rows of the cursor's millisecond.
+      await tx`insert into session_usage (id, tenant_id, api_key_id, kind, avatar_id, end_user_id, status, reservation_id, created_at)
                values (${id}, ${input.tenantId}, ${input.apiKeyId}, ${input.kind}, ${input.avatarId ?? null},
-                       ${input.endUserId ?? null}, 'reserved', ${reservation.id})`;
+                       ${input.endUserId ?? null}, 'reserved', ${reservation.id}, date_trunc('milliseconds', now()))`;
       return { sessionId: id, reservationId: reservation.id };
     };
     return tx ? work(tx) : (this.sql.begin(work) as Promise<{ sessionId: string; reservationId: string }>);
@@ -141,19 +143,27 @@ export class UsageStore {
       const { chargedCreditMicros } = row.reservation_id
         ? await this.ledger.settle(row.reservation_id, wanted, tx)
         : { chargedCreditMicros: 0 };
+      // A failed session bills nothing, unless the janitor already settled its reservation at the
+      // reported progress (holder presumed dead): then it ends released with that charge, as the
+      // janitor would have recorded it (a failed row always shows 0).
+      const status = chargedCreditMicros > 0 ? 'released' : outcome.status;
       // Billable time is what was paid for: capped with the charge.
-      const paidMs = Math.min(billableMs, Math.floor((chargedCreditMicros * 1000) / MICROS_PER_SECOND));
+      const chargedMs = Math.floor((chargedCreditMicros * 1000) / MICROS_PER_SECOND);
+      const paidMs = outcome.status === 'failed' ? chargedMs : Math.min(billableMs, chargedMs);
       const [updated] = await tx<UsageRow[]>`
-        update session_usage set status = ${outcome.status}, ended_at = now(), updated_at = now(),
+        update session_usage set status = ${status}, ended_at = now(), updated_at = now(),
           started_at = coalesce(started_at, now()), billable_ms = ${paidMs}, billed_credit_micros = ${chargedCreditMicros}
         where id = ${sessionId} returning *`;
       return toUsage(updated!);
     }) as Promise<SessionUsage | undefined>;
   }
 
-  /** After the janitor expired reservations: close their sessions with what was charged. */
-  async closeExpired(reservationIds: string[]): Promise<number> {
-    if (reservationIds.length === 0) return 0;
+  /**
+   * Closes every session still open whose reservation is already closed (the janitor expired it),
+   * with what was charged. A sweep rather than a list of ids, so a janitor that died between
+   * expiring and closing leaves nothing behind: the next pass finds those sessions.
+   */
+  async closeOrphaned(): Promise<number> {
     const rows = await this.sql`
       update session_usage u set
         status = case when r.settled_credit_micros > 0 then 'released' else 'failed' end,
@@ -161,7 +171,7 @@ export class UsageStore {
         billable_ms = coalesce(r.settled_credit_micros, 0) / 1000,
         ended_at = now(), updated_at = now()
       from credit_reservations r
-      where u.reservation_id = r.id and r.id = any(${reservationIds}) and u.status in ('reserved', 'started')`;
+      where u.reservation_id = r.id and u.status in ('reserved', 'started') and r.status <> 'open'`;
     return rows.count;
   }
 

@@ -205,8 +205,10 @@ export class CreditLedger {
     const [peek] = await tx<ReservationRow[]>`select * from credit_reservations where id = ${reservationId}`;
     if (!peek) throw new ApiError('not_found', 'Reservation not found');
     await this.lockWallet(tx, peek.tenant_id);
-    const [r] = await tx<ReservationRow[]>`select * from credit_reservations where id = ${reservationId} for update`;
-    if (r!.status !== 'open' || (onlyIfDue && r!.expires_at.getTime() > Date.now())) {
+    // Due by the database clock (the one expires_at was set with), not this process's clock.
+    const [r] = await tx<(ReservationRow & { due: boolean })[]>`
+      select *, expires_at <= now() as due from credit_reservations where id = ${reservationId} for update`;
+    if (r!.status !== 'open' || (onlyIfDue && !r!.due)) {
       return { chargedCreditMicros: r!.settled_credit_micros ?? 0, closedNow: false };
     }
     const charged = Math.min(charge(r!), r!.amount_credit_micros);

@@ -1,0 +1,114 @@
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from './config.ts';
+
+function configError(env: Record<string, string>): ConfigError {
+  let caught: unknown;
+  try {
+    loadConfig(env);
+  } catch (err) {
+    caught = err;
+  }
+  expect(caught, 'expected loadConfig to throw').toBeInstanceOf(ConfigError);
+  return caught as ConfigError;
+}
+
+describe('configuration from the environment', () => {
+  it('has working defaults for an empty environment', () => {
+    const c = loadConfig({});
+    expect(c).toMatchObject({
+      NODE_ENV: 'development',
+      PORT: 8080,
+      HOST: '0.0.0.0',
+      LOG_LEVEL: 'info',
+      DATABASE_POOL_SIZE: 10,
+      RATE_LIMIT_POINTS: 120,
+      RATE_LIMIT_WINDOW_SECONDS: 60,
+      BILLING_URL: '/platform/billing',
+      publicBaseUrl: 'http://localhost:8080',
+    });
+    expect(c.DATABASE_URL).toBeUndefined();
+    expect(c.REDIS_URL).toBeUndefined();
+    expect(c.LIVEKIT_URL).toBeUndefined();
+    expect(c.dataDir).toBe(path.resolve('./data'));
+    expect(path.isAbsolute(c.dataDir)).toBe(true);
+  });
+
+  it('reads and coerces values that are set', () => {
+    const c = loadConfig({
+      PORT: '9001',
+      LOG_LEVEL: 'debug',
+      DATABASE_URL: 'postgres://u:p@db:5432/avatars',
+      REDIS_URL: 'redis://cache:6379',
+      RATE_LIMIT_POINTS: '10',
+      DATA_DIR: '/var/lib/avatars',
+      PUBLIC_BASE_URL: 'https://avatars.example.com/',
+    });
+    expect(c).toMatchObject({
+      PORT: 9001,
+      LOG_LEVEL: 'debug',
+      DATABASE_URL: 'postgres://u:p@db:5432/avatars',
+      REDIS_URL: 'redis://cache:6379',
+      RATE_LIMIT_POINTS: 10,
+      dataDir: '/var/lib/avatars',
+      publicBaseUrl: 'https://avatars.example.com',
+    });
+  });
+
+  it('the public base URL defaults to localhost on the configured port', () => {
+    expect(loadConfig({ PORT: '3000' }).publicBaseUrl).toBe('http://localhost:3000');
+  });
+
+  it('treats a variable set to the empty string as unset', () => {
+    const c = loadConfig({ DATABASE_URL: '', REDIS_URL: '', PUBLIC_BASE_URL: '', LIVEKIT_URL: '', PORT: '', RATE_LIMIT_POINTS: '', DATABASE_POOL_SIZE: '' });
+    expect(c.DATABASE_URL).toBeUndefined();
+    expect(c.REDIS_URL).toBeUndefined();
+    expect(c.PORT).toBe(8080);
+    expect(c.RATE_LIMIT_POINTS).toBe(120);
+    expect(c.DATABASE_POOL_SIZE).toBe(10);
+    expect(c.publicBaseUrl).toBe('http://localhost:8080');
+  });
+
+  it.each([
+    ['PORT', 'abc'],
+    ['PORT', '70000'],
+    ['PORT', '80.5'],
+    ['DATABASE_URL', 'not-a-url'],
+    ['REDIS_URL', 'localhost'],
+    ['PUBLIC_BASE_URL', 'example.com'],
+    ['LOG_LEVEL', 'loud'],
+    ['NODE_ENV', 'staging'],
+    ['DATABASE_POOL_SIZE', '0'],
+    ['RATE_LIMIT_POINTS', '-1'],
+    ['RATE_LIMIT_WINDOW_SECONDS', 'soon'],
+  ])('refuses %s=%s with a ConfigError naming the variable', (name, value) => {
+    const err = configError({ [name]: value });
+    expect(err.name).toBe('ConfigError');
+    expect(err.message).toContain(name);
+  });
+
+  it('names every bad variable at once', () => {
+    const err = configError({ PORT: 'abc', LOG_LEVEL: 'loud', DATABASE_URL: 'not-a-url' });
+    for (const name of ['PORT', 'LOG_LEVEL', 'DATABASE_URL']) expect(err.message).toContain(name);
+  });
+
+  it('requires LIVEKIT_URL, LIVEKIT_API_KEY and LIVEKIT_API_SECRET together', () => {
+    const partials: Record<string, string>[] = [
+      { LIVEKIT_URL: 'ws://livekit:7880' },
+      { LIVEKIT_API_KEY: 'key' },
+      { LIVEKIT_URL: 'ws://livekit:7880', LIVEKIT_API_KEY: 'key' },
+      { LIVEKIT_API_KEY: 'key', LIVEKIT_API_SECRET: 'secret' },
+    ];
+    for (const partial of partials) {
+      const err = configError(partial);
+      for (const name of ['LIVEKIT_URL', 'LIVEKIT_API_KEY', 'LIVEKIT_API_SECRET']) expect(err.message).toContain(name);
+    }
+    const full = loadConfig({ LIVEKIT_URL: 'ws://livekit:7880', LIVEKIT_API_KEY: 'key', LIVEKIT_API_SECRET: 'secret' });
+    expect(full).toMatchObject({ LIVEKIT_URL: 'ws://livekit:7880', LIVEKIT_API_KEY: 'key', LIVEKIT_API_SECRET: 'secret' });
+  });
+
+  it('refuses a LiveKit URL that is not a URL even when all three are set', () => {
+    const err = configError({ LIVEKIT_URL: 'livekit', LIVEKIT_API_KEY: 'key', LIVEKIT_API_SECRET: 'secret' });
+    expect(err.message).toContain('LIVEKIT_URL');
+  });
+});
