@@ -121,6 +121,9 @@ export class CreditLedger {
   /** Holds credits up front. 402 insufficient_credits or spend_limit_exceeded when it cannot. */
   async reserve(input: ReserveInput, tx?: Tx): Promise<Reservation> {
     assertMicros('amountCreditMicros', input.amountCreditMicros, 1);
+    if (!Number.isFinite(input.ttlSeconds) || input.ttlSeconds < 0) {
+      throw new RangeError(`ttlSeconds must be a number >= 0, got ${input.ttlSeconds}`);
+    }
     return this.run(tx, async (tx) => {
       const w = await this.lockWallet(tx, input.tenantId);
       const available = w.balance_credit_micros - w.reserved_credit_micros;
@@ -177,7 +180,10 @@ export class CreditLedger {
    */
   async settle(reservationId: string, actualCreditMicros: number, tx?: Tx): Promise<{ chargedCreditMicros: number }> {
     assertMicros('actualCreditMicros', actualCreditMicros);
-    return this.run(tx, async (tx) => this.close(tx, reservationId, () => actualCreditMicros, 'settled'));
+    return this.run(tx, async (tx) => {
+      const { chargedCreditMicros } = await this.close(tx, reservationId, () => actualCreditMicros, 'settled');
+      return { chargedCreditMicros };
+    });
   }
 
   /** Settles every open reservation past its expiry at its reported progress (the janitor). */
