@@ -31,9 +31,35 @@ export function validationError(error: z.ZodError, target = 'json'): ApiError {
   return new ApiError('validation_error', message, { field: field || null, ...(error.issues.length > 1 ? { issues: error.issues.length } : {}) });
 }
 
-/** The zod-openapi hook: a failed validation becomes our 422. */
-export function validationHook(result: { success: boolean; error?: z.ZodError; target: string }): void {
-  if (!result.success && result.error) throw validationError(result.error, result.target);
+/** Path of the first string holding a NUL character, which no text column (nor any sane field) accepts. */
+export function findNul(value: unknown, path: (string | number)[] = []): (string | number)[] | undefined {
+  if (typeof value === 'string') return value.includes('\u0000') ? path : undefined;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const hit = findNul(value[i], [...path, i]);
+      if (hit) return hit;
+    }
+  } else if (value && typeof value === 'object') {
+    for (const [k, v] of Object.entries(value)) {
+      const hit = findNul(v, [...path, k]);
+      if (hit) return hit;
+    }
+  }
+  return undefined;
+}
+
+/**
+ * The zod-openapi hook of every route: a failed validation becomes our 422, and so does a NUL
+ * character anywhere in validated input (checked here once, not per schema).
+ */
+export function validationHook(result: { success: true; data: unknown; target: string } | { success: false; error: z.ZodError; target: string }): void {
+  if (!result.success) throw validationError(result.error, result.target);
+  const nul = findNul(result.data);
+  if (nul) {
+    const field = fieldPath(nul);
+    const where = TARGET_LABEL[result.target] ?? result.target;
+    throw new ApiError('validation_error', `Invalid field "${field}" in ${where}: must not contain NUL characters`, { field });
+  }
 }
 
 /** Maps anything thrown to the spec's error body; unknown failures become 500 internal_error. */

@@ -1,5 +1,6 @@
 import { serve } from '@hono/node-server';
 import { ConfigError, loadConfig } from '../core/config.ts';
+import { newRequestId } from '../core/ids.ts';
 import { createLogger } from '../core/log.ts';
 import { createServices } from '../core/services.ts';
 import { createApp } from './app.ts';
@@ -23,6 +24,20 @@ async function main() {
   const janitor = startJanitor(services);
   const server = serve({ fetch: app.fetch, port: config.PORT, hostname: config.HOST }, (info) => {
     log.info({ port: info.port, publicBaseUrl: config.publicBaseUrl, database: config.DATABASE_URL ? 'external' : 'embedded', redis: Boolean(config.REDIS_URL) }, 'api listening');
+  });
+
+  // Requests Node's HTTP parser refuses (bad request line, control bytes, oversized headers) never
+  // reach the app: answer them with the spec's error body too.
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: import('node:stream').Duplex) => {
+    if (!socket.writable) return socket.destroy();
+    const tooLarge = err.code === 'HPE_HEADER_OVERFLOW';
+    const status = tooLarge ? 431 : 400;
+    const requestId = newRequestId();
+    const body = JSON.stringify({ error: tooLarge ? 'Request headers too large' : 'Malformed HTTP request', status, code: 'bad_request', retryable: false, requestId });
+    socket.end(
+      `HTTP/1.1 ${status} ${tooLarge ? 'Request Header Fields Too Large' : 'Bad Request'}\r\nContent-Type: application/json\r\n` +
+        `Cache-Control: no-store\r\nX-Request-ID: ${requestId}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
   });
 
   let stopping = false;

@@ -87,7 +87,10 @@ export function decodeCursor(cursor: string): { createdAt: Date; id: string } | 
     const v: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
     if (!Array.isArray(v) || v.length !== 2 || typeof v[0] !== 'string' || typeof v[1] !== 'string') return undefined;
     const createdAt = new Date(v[0]);
-    return Number.isNaN(createdAt.getTime()) ? undefined : { createdAt, id: v[1] };
+    const year = createdAt.getUTCFullYear();
+    // Only what the API could have issued: a real row's time and id.
+    if (Number.isNaN(createdAt.getTime()) || year < 1 || year > 9999 || v[1].includes('\u0000') || v[1].length > 64) return undefined;
+    return { createdAt, id: v[1] };
   } catch {
     return undefined;
   }

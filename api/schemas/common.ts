@@ -36,5 +36,17 @@ export function errorResponses(...statuses: number[]) {
   ) as Record<number, { description: string; content: { 'application/json': { schema: typeof ErrorSchema } } }>;
 }
 
+/** Years PostgreSQL timestamps and JavaScript ISO strings agree on. */
+export function inTimestampRange(d: Date): boolean {
+  const y = d.getUTCFullYear();
+  return !Number.isNaN(d.getTime()) && y >= 1 && y <= 9999;
+}
+
+/** An ISO 8601 timestamp in a request (with a zone or offset), years 0001 to 9999 in UTC. */
+export const TimestampInput = z.iso
+  .datetime({ offset: true })
+  .refine((v) => inTimestampRange(new Date(v)), 'must be between years 0001 and 9999 (UTC)')
+  .openapi({ format: 'date-time', example: '2026-01-01T00:00:00Z' });
+
 /** ISO 8601 timestamp on the wire. */
 export const Timestamp = z.string().openapi({ format: 'date-time', example: '2026-01-01T00:00:00.000Z' });

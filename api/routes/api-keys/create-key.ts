@@ -3,7 +3,7 @@ import { DEFAULT_KEY_SCOPES, hasScope, SCOPES } from '../../../core/auth/keys.ts
 import { ApiError } from '../../../core/errors.ts';
 import { V1, type App } from '../../context.ts';
 import { guarded } from '../../middleware/guard.ts';
-import { errorResponses, Timestamp } from '../../schemas/common.ts';
+import { errorResponses, Timestamp, TimestampInput } from '../../schemas/common.ts';
 
 const CreateKeyBody = z
   .object({
@@ -16,7 +16,7 @@ const CreateKeyBody = z
       .optional()
       .openapi({ description: 'Defaults to realtime:write, credits:read and avatars:read.' }),
     spendLimitCreditMicros: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).nullable().optional(),
-    expiresAt: z.iso.datetime({ offset: true }).nullable().optional(),
+    expiresAt: TimestampInput.nullable().optional(),
     environment: z.string().max(32).optional().openapi({ deprecated: true, description: 'Accepted and ignored.' }),
   })
   .strict()

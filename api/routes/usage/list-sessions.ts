@@ -3,12 +3,12 @@ import { ApiError } from '../../../core/errors.ts';
 import { decodeCursor, effectiveWindow } from '../../../core/usage.ts';
 import { V1, type App } from '../../context.ts';
 import { guarded } from '../../middleware/guard.ts';
-import { errorResponses, Timestamp } from '../../schemas/common.ts';
+import { errorResponses, Timestamp, TimestampInput } from '../../schemas/common.ts';
 
 const Query = z
   .object({
-    from: z.iso.datetime({ offset: true }).optional().openapi({ description: 'Window start (ISO 8601). Default: 30 days before `to`.' }),
-    to: z.iso.datetime({ offset: true }).optional().openapi({ description: 'Window end (ISO 8601). Default: now.' }),
+    from: TimestampInput.optional().openapi({ description: 'Window start (ISO 8601). Default: 30 days before `to`.' }),
+    to: TimestampInput.optional().openapi({ description: 'Window end (ISO 8601). Default: now.' }),
     endUserId: z.string().min(1).max(256).optional(),
     cursor: z.string().min(1).max(512).optional(),
     limit: z.coerce.number().int().min(1).max(100).optional().openapi({ description: 'Page size, 1 to 100, default 50.' }),
@@ -55,12 +55,12 @@ export function register(app: App) {
     const q = c.req.valid('query');
     const from = q.from ? new Date(q.from) : undefined;
     const to = q.to ? new Date(q.to) : undefined;
-    if (from && to && from > to) {
-      throw new ApiError('validation_error', 'Invalid field "from" in query: must not be after "to"', { field: 'from' });
+    const window = effectiveWindow(from, to);
+    if (window.from > window.to) {
+      throw new ApiError('validation_error', 'Invalid field "from" in query: must not be after "to" (which defaults to now)', { field: 'from' });
     }
     const after = q.cursor ? decodeCursor(q.cursor) : undefined;
     if (q.cursor && !after) throw new ApiError('validation_error', 'Invalid field "cursor" in query: not a cursor this API returned', { field: 'cursor' });
-    const window = effectiveWindow(from, to);
     const page = await c.get('services').usage.list(c.get('principal').tenantId, {
       window,
       endUserId: q.endUserId,
