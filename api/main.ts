@@ -1,3 +1,4 @@
+import type { Duplex } from 'node:stream';
 import { serve } from '@hono/node-server';
 import { ConfigError, loadConfig } from '../core/config.ts';
 import { newRequestId } from '../core/ids.ts';
@@ -28,7 +29,7 @@ async function main() {
 
   // Requests Node's HTTP parser refuses (bad request line, control bytes, oversized headers) never
   // reach the app: answer them with the spec's error body too.
-  server.on('clientError', (err: NodeJS.ErrnoException, socket: import('node:stream').Duplex) => {
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
     if (!socket.writable) return socket.destroy();
     const tooLarge = err.code === 'HPE_HEADER_OVERFLOW';
     const status = tooLarge ? 431 : 400;
