@@ -1,0 +1,172 @@
+/**
+ * The built-in lip-sync renderer: crop the mouth region of a frame, run the
+ * mouth synthesis graph (onnxruntime-node, CPU or CUDA), composite back.
+ *
+ *   const synth = await createMouthSynth();
+ *   const face = prepareFaceForSynth(rigOfThisFrame);
+ *   const rgba = await synth.renderFrame(frame, face, { open: 0.6, wide: 0, round: 0 });
+ *
+ * `renderFrames` runs many sessions' frames in one graph call (the GPU path).
+ */
+import { fileURLToPath } from 'node:url';
+import * as ort from 'onnxruntime-node';
+import type { MouthShape } from './contract.ts';
+import { SYNTH_INPUTS, SYNTH_KEYPOINT_COUNT, SYNTH_OUTPUTS } from './contract.ts';
+import type { RgbaFrame } from './image.ts';
+import { checkFrame, compositeFromTensor, cropToTensor } from './image.ts';
+import type { PreparedFace } from './prepare.ts';
+
+export const MOUTH_SYNTH_MODEL = fileURLToPath(new URL('../models/synth/mouth_synth.onnx', import.meta.url));
+
+export type ExecutionProvider = 'cpu' | 'cuda';
+
+export interface MouthSynthOptions {
+  /** Default 'cpu'. 'cuda' needs onnxruntime-node installed with its CUDA provider. */
+  executionProvider?: ExecutionProvider;
+  /** Threads for one graph run; default 1 (many sessions share the cores, one run each). */
+  intraOpNumThreads?: number;
+  /** Another graph of the same contract (tests, experiments). */
+  modelPath?: string;
+}
+
+/** One frame to render: the frame, its prepared face, the mouth shape, and where to write. */
+export interface SynthItem {
+  frame: RgbaFrame;
+  face: PreparedFace;
+  shape: MouthShape;
+  /** Written in place when given (may be frame.data); otherwise a new buffer is returned. */
+  target?: Uint8Array | Uint8ClampedArray;
+}
+
+export interface MouthSynth {
+  readonly executionProvider: ExecutionProvider;
+  /** RGBA of the frame with the mouth in `shape`. Shape (0,0,0) returns the frame's pixels unchanged. */
+  renderFrame(
+    frame: RgbaFrame,
+    face: PreparedFace,
+    shape: MouthShape,
+    target?: Uint8Array | Uint8ClampedArray,
+  ): Promise<Uint8Array | Uint8ClampedArray>;
+  /** The same for many frames (e.g. one per live session): one graph run per distinct crop size in the batch. */
+  renderFrames(items: readonly SynthItem[]): Promise<(Uint8Array | Uint8ClampedArray)[]>;
+  release(): Promise<void>;
+}
+
+/** A shape this close to neutral does not move any pixel visibly; it skips the graph. */
+const NEUTRAL_EPS = 1e-4;
+
+export function isNeutral(shape: MouthShape): boolean {
+  return Math.abs(shape.open) < NEUTRAL_EPS && Math.abs(shape.wide) < NEUTRAL_EPS && Math.abs(shape.round) < NEUTRAL_EPS;
+}
+
+export function sessionOptions(ep: ExecutionProvider, threads: number): ort.InferenceSession.SessionOptions {
+  return {
+    executionProviders: ep === 'cuda' ? ['cuda', 'cpu'] : ['cpu'],
+    intraOpNumThreads: threads,
+    interOpNumThreads: 1,
+    graphOptimizationLevel: 'all',
+  };
+}
+
+export async function createMouthSynth(options: MouthSynthOptions = {}): Promise<MouthSynth> {
+  const ep = options.executionProvider ?? 'cpu';
+  if (ep !== 'cpu' && ep !== 'cuda') throw new RangeError(`executionProvider must be 'cpu' or 'cuda', got ${String(ep)}`);
+  const path = options.modelPath ?? MOUTH_SYNTH_MODEL;
+  let session: ort.InferenceSession;
+  try {
+    session = await ort.InferenceSession.create(path, sessionOptions(ep, options.intraOpNumThreads ?? 1));
+  } catch (err) {
+    const hint =
+      ep === 'cuda'
+        ? ' (the CUDA provider needs onnxruntime-node installed with ONNXRUNTIME_NODE_INSTALL=cuda12 and a CUDA 12 driver)'
+        : '';
+    throw new Error(`could not load the mouth synthesis model ${path} on ${ep}${hint}: ${String(err)}`, { cause: err });
+  }
+  for (const name of Object.values(SYNTH_INPUTS)) {
+    if (!session.inputNames.includes(name)) throw new Error(`${path} is not a mouth synthesis graph: no input "${name}"`);
+  }
+  for (const name of Object.values(SYNTH_OUTPUTS)) {
+    if (!session.outputNames.includes(name)) throw new Error(`${path} is not a mouth synthesis graph: no output "${name}"`);
+  }
+
+  const renderFrames = async (items: readonly SynthItem[]): Promise<(Uint8Array | Uint8ClampedArray)[]> => {
+    const results: (Uint8Array | Uint8ClampedArray)[] = [];
+    const groups = new Map<number, number[]>();
+    items.forEach((item, i) => {
+      checkFrame(item.frame);
+      const { width, height } = item.face.imageSize;
+      if (width !== item.frame.width || height !== item.frame.height) {
+        throw new RangeError(
+          `item ${i}: the face was prepared on a ${width}x${height} frame but the frame is ${item.frame.width}x${item.frame.height}`,
+        );
+      }
+      checkShape(item.shape, i);
+      const target = item.target ?? new Uint8Array(item.frame.data.length);
+      if (target.length !== item.frame.data.length) throw new RangeError(`item ${i}: target has the wrong size`);
+      if (target !== item.frame.data) target.set(item.frame.data);
+      results.push(target);
+      if (isNeutral(item.shape)) return;
+      const group = groups.get(item.face.cropSize);
+      if (group) group.push(i);
+      else groups.set(item.face.cropSize, [i]);
+    });
+    // One graph run per crop size (faces of similar size share one).
+    for (const [S, active] of groups) await runGroup(items, results, S, active);
+    return results;
+  };
+
+  const runGroup = async (
+    items: readonly SynthItem[],
+    results: (Uint8Array | Uint8ClampedArray)[],
+    S: number,
+    active: number[],
+  ): Promise<void> => {
+    const N = active.length;
+
+    const plane = S * S;
+    const crop = new Float32Array(N * 3 * plane);
+    const lips = new Float32Array(N * SYNTH_KEYPOINT_COUNT * 2);
+    const shape = new Float32Array(N * 3);
+    active.forEach((idx, n) => {
+      const { frame, face, shape: sh } = items[idx]!;
+      cropToTensor(frame, face.box, S, crop, n * 3 * plane);
+      lips.set(face.lips, n * SYNTH_KEYPOINT_COUNT * 2);
+      shape[n * 3] = sh.open;
+      shape[n * 3 + 1] = sh.wide;
+      shape[n * 3 + 2] = sh.round;
+    });
+    const res = await session.run({
+      [SYNTH_INPUTS.crop]: new ort.Tensor('float32', crop, [N, 3, S, S]),
+      [SYNTH_INPUTS.lips]: new ort.Tensor('float32', lips, [N, SYNTH_KEYPOINT_COUNT, 2]),
+      [SYNTH_INPUTS.shape]: new ort.Tensor('float32', shape, [N, 3]),
+    });
+    const out = res[SYNTH_OUTPUTS.out]!.data as Float32Array;
+    const mask = res[SYNTH_OUTPUTS.mask]!.data as Float32Array;
+    const keep = res[SYNTH_OUTPUTS.keep]!.data as Float32Array;
+    active.forEach((idx, n) => {
+      const { frame, face } = items[idx]!;
+      compositeFromTensor(frame, results[idx]!, face.box, S, out, n * 3 * plane, mask, n * plane, {
+        crop,
+        cropOffset: n * 3 * plane,
+        keep,
+        keepOffset: n * plane,
+      });
+    });
+  };
+
+  return {
+    executionProvider: ep,
+    renderFrames,
+    async renderFrame(frame, face, shape, target) {
+      const [rgba] = await renderFrames([target ? { frame, face, shape, target } : { frame, face, shape }]);
+      return rgba!;
+    },
+    release: () => session.release(),
+  };
+}
+
+function checkShape(shape: MouthShape, i: number): void {
+  for (const k of ['open', 'wide', 'round'] as const) {
+    if (!Number.isFinite(shape[k])) throw new RangeError(`item ${i}: shape.${k} must be a finite number`);
+  }
+}
