@@ -46,7 +46,7 @@ export function createApp(services: Services) {
 
   app.onError((err, c) => {
     const apiError = toApiError(err);
-    if (apiError.status >= 500) c.get('log')?.error({ err, path: c.req.path }, 'request failed');
+    if (apiError.status >= 500) services.log.error({ err, requestId: c.get('requestId'), path: c.req.path }, 'request failed');
     return errorResponse(c, apiError);
   });
   return app;

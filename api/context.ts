@@ -1,6 +1,5 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
 import type { Principal } from '../core/auth/key-store.ts';
-import type { Logger } from '../core/log.ts';
 import type { Services } from '../core/services.ts';
 
 /** What every handler can read from the Hono context. */
@@ -8,7 +7,6 @@ export interface AppEnv {
   Variables: {
     services: Services;
     requestId: string;
-    log: Logger;
     /** Set by the auth guard on every authenticated route. */
     principal: Principal;
   };

@@ -27,6 +27,12 @@ export function newId(kind: IdKind, length = 20): string {
   return `${ID_PREFIX[kind]}_${randomBase62(length)}`;
 }
 
+// Request ids need uniqueness, not secrecy: a random per-process prefix and a counter are unique
+// across processes and cost nothing on the hot path.
+const REQUEST_ID_PREFIX = `req_${randomBytes(6).toString('base64url')}`;
+let requestCounter = 0;
+
 export function newRequestId(): string {
-  return `req_${randomBytes(12).toString('base64url')}`;
+  requestCounter = (requestCounter + 1) % Number.MAX_SAFE_INTEGER;
+  return `${REQUEST_ID_PREFIX}${requestCounter.toString(36).padStart(6, '0')}`;
 }

@@ -5,14 +5,14 @@ import type { AppEnv } from '../context.ts';
 
 /**
  * First on every request: a server-generated request id (header X-Request-ID and, on errors, the
- * body), `Cache-Control: no-store`, the services and a request-scoped logger.
+ * body), `Cache-Control: no-store` and the services. Handlers log through `services.log` with the
+ * requestId as a field: no per-request child logger on the hot path.
  */
 export function requestContext(services: Services): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     const requestId = newRequestId();
     c.set('services', services);
     c.set('requestId', requestId);
-    c.set('log', services.log.child({ requestId }));
     c.header('X-Request-ID', requestId);
     c.header('Cache-Control', 'no-store');
     await next();
