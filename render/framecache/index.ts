@@ -1,0 +1,10 @@
+/**
+ * Frame caches: generated loops and clips stored for realtime playback (frames plus the face
+ * rig of every frame). Layout: format.ts.
+ */
+export { FRAMECACHE_FORMAT, FRAMECACHE_VERSION, FrameCacheError } from './format.ts';
+export type { FrameCacheManifest, FrameCodec } from './format.ts';
+export { FrameCacheWriter } from './writer.ts';
+export type { FrameCacheWriterOptions } from './writer.ts';
+export { openFrameCache } from './reader.ts';
+export type { FrameCache, OpenFrameCacheOptions } from './reader.ts';

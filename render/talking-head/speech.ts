@@ -1,0 +1,62 @@
+import { spawn } from 'node:child_process';
+import { resolveFfmpegPath } from '../encode/index.ts';
+import { synthesize } from '../tts/index.ts';
+import { audioToVisemeTrack, visemeTrack, type MouthFrame } from '../visemes/index.ts';
+import { TalkingHeadError } from './errors.ts';
+
+/** Speech ready to render: mono s16 audio and one mouth frame per video frame. */
+export interface Speech {
+  samples: Int16Array;
+  sampleRate: number;
+  fps: number;
+  mouth: MouthFrame[];
+  durationSeconds: number;
+}
+
+/** Longest audio a single render accepts (a lipsync request or a CLI run). */
+export const MAX_AUDIO_SECONDS = 600;
+/** Rate given audio is decoded at: plenty for speech, and what the audio viseme model resamples from. */
+export const DECODE_SAMPLE_RATE = 24_000;
+
+/** Text spoken by the embedded TTS; its phone timings give exact visemes. */
+export async function speechFromText(text: string, options: { voice?: string; fps?: number } = {}): Promise<Speech> {
+  const fps = options.fps ?? 25;
+  const tts = await synthesize({ text, ...(options.voice ? { voice: options.voice as never } : {}) });
+  const track = visemeTrack(tts.phones, fps, { durationSeconds: tts.durationSeconds });
+  return { samples: tts.samples, sampleRate: tts.sampleRate, fps, mouth: track.frames, durationSeconds: tts.durationSeconds };
+}
+
+/** Given audio (any format ffmpeg reads); visemes from the audio itself. */
+export async function speechFromAudioFile(path: string, options: { fps?: number } = {}): Promise<Speech> {
+  const fps = options.fps ?? 25;
+  const samples = await decodeAudio(path, DECODE_SAMPLE_RATE);
+  const track = await audioToVisemeTrack(samples, DECODE_SAMPLE_RATE, fps);
+  return { samples, sampleRate: DECODE_SAMPLE_RATE, fps, mouth: track.frames, durationSeconds: samples.length / DECODE_SAMPLE_RATE };
+}
+
+/** Decodes an audio file to mono s16 at `sampleRate` through ffmpeg, with clear refusals. */
+export async function decodeAudio(path: string, sampleRate: number): Promise<Int16Array> {
+  const maxBytes = MAX_AUDIO_SECONDS * sampleRate * 2;
+  const args = ['-v', 'error', '-nostdin', '-i', path, '-map', '0:a:0', '-ac', '1', '-ar', String(sampleRate), '-f', 's16le', '-t', String(MAX_AUDIO_SECONDS + 1), 'pipe:1'];
+  const child = spawn(resolveFfmpegPath(), args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  const chunks: Buffer[] = [];
+  let bytes = 0;
+  let stderr = '';
+  child.stdout.on('data', (d: Buffer) => {
+    bytes += d.length;
+    if (bytes <= maxBytes + sampleRate * 2) chunks.push(d);
+  });
+  child.stderr.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-2000)));
+  const code = await new Promise<number>((resolve, reject) => {
+    child.on('error', reject);
+    child.on('close', (c) => resolve(c ?? -1));
+  });
+  if (code !== 0) {
+    const why = stderr.trim().split('\n').pop() ?? 'unreadable';
+    throw new TalkingHeadError('invalid_audio', `The audio could not be decoded: ${why}`);
+  }
+  if (bytes > maxBytes) throw new TalkingHeadError('audio_too_long', `The audio is longer than ${MAX_AUDIO_SECONDS} s`);
+  const buf = Buffer.concat(chunks);
+  if (buf.length < 2) throw new TalkingHeadError('invalid_audio', 'The audio has no samples');
+  return new Int16Array(buf.buffer, buf.byteOffset, buf.length >> 1).slice();
+}

@@ -1,0 +1,325 @@
+/**
+ * The audio path: mouth parameters from speech audio alone, for audio that comes without phone timings
+ * (an external TTS, a user's recording for lip sync).
+ *
+ * render/models/visemes/audio_visemes.onnx takes raw 16 kHz audio and gives viseme probabilities every
+ * 10 ms; the feature extraction (STFT as a strided convolution, mel filterbank, log, normalisation) is inside
+ * the graph, so nothing here computes features. It sees 200 ms of past audio and 40 ms ahead. How it was
+ * trained and how well it does on voices and sentences it never saw: README.md.
+ *
+ * Streaming: AudioVisemeStream takes chunks of any size as they arrive and returns the video frames that
+ * are final. A frame at time t is out once audio up to t + LOOKAHEAD_SECONDS (+ at most 10 ms of control
+ * interpolation) has been pushed; each chunk reuses the features of the previous ones, so each 10 ms of
+ * audio is analysed once.
+ */
+import { fileURLToPath } from 'node:url';
+import * as ort from 'onnxruntime-node';
+import type { MouthFrame, ParamCurves, SmoothingOptions } from './track.ts';
+import { CONTROL_RATE, sampleCurves, smoothCausal } from './track.ts';
+import type { Viseme } from './visemes.ts';
+import { VISEMES, VISEME_PARAMS } from './visemes.ts';
+
+export const AUDIO_MODEL_PATH = fileURLToPath(new URL('../models/visemes/audio_visemes.onnx', import.meta.url));
+
+/** The model's contract (also in the .onnx metadata). */
+export const MODEL_SAMPLE_RATE = 16000;
+const HOP = 160;
+const WIN = 400;
+const PAST = 20;
+const AHEAD = 4;
+const K = PAST + 1 + AHEAD;
+const LEFT_PAD = PAST * HOP + WIN / 2;
+
+/** Audio needed beyond a frame's time before the model can classify it (4 frames ahead + half a window). */
+export const LOOKAHEAD_SECONDS = (AHEAD * HOP + WIN / 2) / MODEL_SAMPLE_RATE;
+
+/**
+ * The audio path smooths causally only (no anticipation pass): it cannot see further than the model does.
+ * Chosen on the validation voice of a leave-awb-out model (README.md), never on the held-out sets.
+ */
+export const AUDIO_SMOOTHING: Readonly<Pick<SmoothingOptions, 'attack' | 'release'>> = { attack: 0.01, release: 0.02 };
+
+const SESSION_OPTIONS: ort.InferenceSession.SessionOptions = {
+  executionProviders: ['cpu'],
+  intraOpNumThreads: 1,
+  interOpNumThreads: 1,
+  graphOptimizationLevel: 'all',
+};
+
+let loading: Promise<ort.InferenceSession> | undefined;
+
+/** The shared session, loaded once per process on first use. */
+export function audioVisemeSession(): Promise<ort.InferenceSession> {
+  loading ??= ort.InferenceSession.create(AUDIO_MODEL_PATH, SESSION_OPTIONS).catch((err: unknown) => {
+    loading = undefined;
+    throw err;
+  });
+  return loading;
+}
+
+/** Feature channels of the model (its `context` input is [batch, channels, frames]). */
+function featureChannels(session: ort.InferenceSession): number {
+  const meta = session.inputMetadata.find((m) => m.name === 'context');
+  const c = meta && meta.isTensor ? meta.shape[1] : undefined;
+  if (typeof c !== 'number' || !(c > 0)) throw new Error('audio_visemes.onnx: no fixed channel count on input "context"');
+  return c;
+}
+
+/** Loads the model now so the first stream does not pay for it. */
+export async function warmUpAudioVisemes(): Promise<void> {
+  await audioVisemeSession();
+}
+
+export async function releaseAudioVisemes(): Promise<void> {
+  const s = loading;
+  loading = undefined;
+  await (await s?.catch(() => undefined))?.release();
+}
+
+/**
+ * Streaming sample-rate converter to 16 kHz: windowed-sinc interpolation (Blackman, 16 zero crossings),
+ * low-passed at the lower Nyquist. Exact pass-through at 16 kHz.
+ */
+class Resampler {
+  private readonly step: number; // input samples per output sample
+  private readonly cutoff: number; // fraction of the input Nyquist
+  private readonly half: number; // taps on each side, in input samples
+  private buf = new Float32Array(0);
+  private bufStart = 0; // absolute input index of buf[0]
+  private pos = 0; // absolute input position of the next output sample
+
+  constructor(readonly inRate: number) {
+    this.step = inRate / MODEL_SAMPLE_RATE;
+    this.cutoff = Math.min(1, MODEL_SAMPLE_RATE / inRate);
+    this.half = Math.ceil(16 / this.cutoff);
+  }
+
+  push(x: Float32Array, final = false): Float32Array {
+    if (this.inRate === MODEL_SAMPLE_RATE) return x;
+    const merged = new Float32Array(this.buf.length + x.length + (final ? this.half + 1 : 0));
+    merged.set(this.buf);
+    merged.set(x, this.buf.length);
+    this.buf = merged;
+    const end = this.bufStart + this.buf.length; // absolute index just past the data
+    const out: number[] = [];
+    while (this.pos + this.half < end) {
+      const c = Math.floor(this.pos);
+      let acc = 0;
+      let norm = 0;
+      for (let i = c - this.half + 1; i <= c + this.half; i++) {
+        const d = this.pos - i;
+        const w = 0.42 + 0.5 * Math.cos((Math.PI * d) / this.half) + 0.08 * Math.cos((2 * Math.PI * d) / this.half);
+        const a = Math.PI * d * this.cutoff;
+        const h = (a === 0 ? 1 : Math.sin(a) / a) * w;
+        norm += h;
+        const v = i >= this.bufStart ? (this.buf[i - this.bufStart] ?? 0) : 0;
+        acc += v * h;
+      }
+      out.push(norm > 0 ? acc / norm : 0);
+      this.pos += this.step;
+    }
+    const keepFrom = Math.max(this.bufStart, Math.floor(this.pos) - this.half);
+    this.buf = this.buf.slice(keepFrom - this.bufStart);
+    this.bufStart = keepFrom;
+    return Float32Array.from(out);
+  }
+}
+
+function toFloat(samples: Int16Array | Float32Array): Float32Array {
+  if (samples instanceof Float32Array) return samples;
+  const f = new Float32Array(samples.length);
+  for (let i = 0; i < samples.length; i++) f[i] = (samples[i] as number) / 32768;
+  return f;
+}
+
+export interface AudioVisemeStreamOptions {
+  /** Sample rate of the pushed audio, Hz (any; converted to 16 kHz). */
+  sampleRate: number;
+  fps: number;
+  smoothing?: Partial<Pick<SmoothingOptions, 'attack' | 'release'>>;
+  /** Defaults to the shared session of audio_visemes.onnx. */
+  session?: ort.InferenceSession;
+}
+
+/**
+ * Incremental audio-to-mouth: push() audio chunks as they arrive (Int16 or Float32 in [-1, 1]), get the
+ * video frames that became final; end() flushes the rest. Frames come in order, frame k at time k / fps,
+ * one per video frame up to the end of the audio. Calls must not overlap (await each one).
+ */
+export class AudioVisemeStream {
+  readonly fps: number;
+  readonly sampleRate: number;
+  private readonly resampler: Resampler;
+  private readonly smoothing: Pick<SmoothingOptions, 'attack' | 'release'>;
+  private session: ort.InferenceSession | undefined;
+  private channels = 0;
+  private pending: Float32Array = new Float32Array(LEFT_PAD); // padded 16 kHz audio not yet turned into features
+  private context = new Float32Array(0); // last <= K-1 feature frames, [40, C] row-major
+  private contextFrames = 0;
+  private inputSamples = 0; // 16 kHz samples received (unpadded)
+  private readonly curves: ParamCurves = { open: new Float32Array(0), wide: new Float32Array(0), round: new Float32Array(0), viseme: new Uint8Array(0), closed: new Uint8Array(0) };
+  private readonly state = { open: { y: 0 }, wide: { y: 0 }, round: { y: 0 } };
+  private controlFrames = 0; // control samples produced (sample i at time i / 100)
+  private nextVideoFrame = 0;
+  private ended = false;
+
+  constructor(options: AudioVisemeStreamOptions) {
+    if (!(Number.isFinite(options.fps) && options.fps > 0 && options.fps <= 240)) throw new RangeError(`fps must be in (0, 240], got ${options.fps}`);
+    if (!(Number.isInteger(options.sampleRate) && options.sampleRate >= 4000 && options.sampleRate <= 192000)) {
+      throw new RangeError(`sampleRate must be an integer from 4000 to 192000, got ${options.sampleRate}`);
+    }
+    this.fps = options.fps;
+    this.sampleRate = options.sampleRate;
+    this.resampler = new Resampler(options.sampleRate);
+    this.smoothing = { ...AUDIO_SMOOTHING, ...options.smoothing };
+    this.session = options.session;
+  }
+
+  /** Feeds audio; resolves to the video frames that are now final. */
+  async push(samples: Int16Array | Float32Array): Promise<MouthFrame[]> {
+    if (this.ended) throw new Error('AudioVisemeStream: push after end');
+    const x = this.resampler.push(toFloat(samples));
+    this.inputSamples += x.length;
+    this.append(x);
+    await this.analyse();
+    return this.emit(false);
+  }
+
+  /** Flushes: the last frames, up to the end of the pushed audio. */
+  async end(): Promise<MouthFrame[]> {
+    if (this.ended) return [];
+    this.ended = true;
+    const tail = this.resampler.push(new Float32Array(0), true);
+    this.inputSamples += tail.length;
+    this.append(tail);
+    this.append(new Float32Array(AHEAD * HOP + WIN)); // right padding: the last frames' lookahead is silence
+    await this.analyse();
+    return this.emit(true);
+  }
+
+  private append(x: Float32Array): void {
+    if (x.length === 0) return;
+    const merged = new Float32Array(this.pending.length + x.length);
+    merged.set(this.pending);
+    merged.set(x, this.pending.length);
+    this.pending = merged;
+  }
+
+  private async analyse(): Promise<void> {
+    if (this.pending.length < WIN) return;
+    const m = 1 + Math.floor((this.pending.length - WIN) / HOP);
+    if (this.contextFrames + m < K) return; // not enough for one output yet
+    this.session ??= await audioVisemeSession();
+    this.channels ||= featureChannels(this.session);
+    const nf = this.channels;
+    const audio = this.pending.subarray(0, (m - 1) * HOP + WIN);
+    const out = await this.session.run({
+      audio: new ort.Tensor('float32', audio, [1, audio.length]),
+      context: new ort.Tensor('float32', this.context, [1, nf, this.contextFrames]),
+    });
+    const probs = out.probs as ort.Tensor;
+    const features = out.features as ort.Tensor;
+    const t = probs.dims[1] as number;
+    this.consume(probs.data as Float32Array, t);
+    // Keep the last K-1 feature frames (context ++ new) as the next call's context.
+    const all = this.contextFrames + m;
+    const keep = Math.min(K - 1, all);
+    const next = new Float32Array(nf * keep);
+    const feat = features.data as Float32Array;
+    for (let b = 0; b < nf; b++) {
+      for (let j = 0; j < keep; j++) {
+        const src = all - keep + j; // index in context ++ features
+        next[b * keep + j] = src < this.contextFrames ? (this.context[b * this.contextFrames + src] as number) : (feat[b * m + (src - this.contextFrames)] as number);
+      }
+    }
+    this.context = next;
+    this.contextFrames = keep;
+    this.pending = this.pending.slice(m * HOP);
+  }
+
+  private consume(p: Float32Array, t: number): void {
+    const open = new Float32Array(t);
+    const wide = new Float32Array(t);
+    const round = new Float32Array(t);
+    const vis = new Uint8Array(t);
+    for (let i = 0; i < t; i++) {
+      let best = 0;
+      let bestP = -1;
+      let o = 0;
+      let w = 0;
+      let r = 0;
+      for (let c = 0; c < VISEMES.length; c++) {
+        const pc = p[i * VISEMES.length + c] as number;
+        const v = VISEME_PARAMS[VISEMES[c] as Viseme];
+        o += pc * v.open;
+        w += pc * v.wide;
+        r += pc * v.round;
+        if (pc > bestP) {
+          bestP = pc;
+          best = c;
+        }
+      }
+      open[i] = o;
+      wide[i] = w;
+      round[i] = r;
+      vis[i] = best;
+    }
+    smoothCausal(open, this.smoothing, this.state.open);
+    smoothCausal(wide, this.smoothing, this.state.wide);
+    smoothCausal(round, this.smoothing, this.state.round);
+    const closed = new Uint8Array(t);
+    for (let i = 0; i < t; i++) closed[i] = vis[i] === 1 || (open[i] as number) < 0.02 ? 1 : 0;
+    const cat = <T extends Float32Array | Uint8Array>(a: T, b: T): T => {
+      const r = new (a.constructor as { new (n: number): T })(a.length + b.length);
+      r.set(a);
+      r.set(b, a.length);
+      return r;
+    };
+    this.curves.open = cat(this.curves.open, open);
+    this.curves.wide = cat(this.curves.wide, wide);
+    this.curves.round = cat(this.curves.round, round);
+    this.curves.viseme = cat(this.curves.viseme, vis);
+    this.curves.closed = cat(this.curves.closed, closed);
+    this.controlFrames += t;
+  }
+
+  private emit(final: boolean): MouthFrame[] {
+    // Control samples held: the tail of the curve, starting at absolute index base.
+    const base = this.controlFrames - this.curves.open.length;
+    const duration = this.inputSamples / MODEL_SAMPLE_RATE;
+    const totalVideo = Math.ceil(duration * this.fps - 1e-9);
+    let last = this.nextVideoFrame - 1;
+    // A frame at time t needs control samples floor(t*100) and the one after (or the end of the audio).
+    while (true) {
+      const k = last + 1;
+      const need = Math.floor((k / this.fps) * CONTROL_RATE) + 1;
+      if (final ? k >= totalVideo : need >= this.controlFrames) break;
+      last = k;
+    }
+    const count = last - this.nextVideoFrame + 1;
+    if (count <= 0) return [];
+    const frames = sampleCurves(this.curves, this.fps, count, this.nextVideoFrame, base);
+    this.nextVideoFrame += count;
+    // Drop control samples no later frame needs.
+    const keepFrom = Math.max(0, Math.floor((this.nextVideoFrame / this.fps) * CONTROL_RATE) - base - 1);
+    if (keepFrom > 0) {
+      for (const key of ['open', 'wide', 'round', 'viseme', 'closed'] as const) {
+        (this.curves as unknown as Record<string, Float32Array | Uint8Array>)[key] = this.curves[key].slice(keepFrom);
+      }
+    }
+    return frames;
+  }
+}
+
+/** Whole-buffer convenience: the mouth track of a complete recording (same as streaming it in one chunk). */
+export async function audioToVisemeTrack(
+  samples: Int16Array | Float32Array,
+  sampleRate: number,
+  fps: number,
+  options: Omit<AudioVisemeStreamOptions, 'sampleRate' | 'fps'> = {},
+): Promise<{ fps: number; durationSeconds: number; frames: MouthFrame[] }> {
+  const stream = new AudioVisemeStream({ ...options, sampleRate, fps });
+  const frames = [...(await stream.push(samples)), ...(await stream.end())];
+  return { fps, durationSeconds: samples.length / sampleRate, frames };
+}
+

@@ -1,0 +1,31 @@
+/**
+ * Visemes: mouth shapes over time, for lip sync. Two paths give the same per-video-frame parameters
+ * (MouthFrame: open, wide, round in [0, 1], the dominant viseme, and whether the lips are shut):
+ *
+ *   Phone path (exact, for the embedded TTS, which gives phone timings):
+ *     const { phones, durationSeconds } = await synthesize({ text });            // render/tts
+ *     const track = visemeTrack(phones, 25, { durationSeconds });                 // frames[k] at k / 25 s
+ *
+ *   Audio path (for audio without timings: an external TTS, a user's recording), streaming:
+ *     const s = new AudioVisemeStream({ sampleRate: 24000, fps: 25 });
+ *     for await (const chunk of audio) send(await s.push(chunk));                 // frames as they become final
+ *     send(await s.end());
+ *     // or, for a whole buffer: await audioToVisemeTrack(samples, sampleRate, 25)
+ *
+ * The viseme set (15 classes) and its parameters: visemes.ts. Smoothing and bilabial closures: track.ts.
+ * The audio model, its training data and its measured accuracy on unseen voices and sentences: README.md.
+ */
+export { VISEMES, VISEME_PARAMS, phoneViseme, phonesToVisemes } from './visemes.ts';
+export type { MouthParams, TimedPhone, Viseme, VisemeSegment } from './visemes.ts';
+export { visemeTrack, DEFAULT_SMOOTHING, CONTROL_RATE } from './track.ts';
+export type { MouthFrame, SmoothingOptions, VisemeTrack } from './track.ts';
+export {
+  AudioVisemeStream,
+  audioToVisemeTrack,
+  warmUpAudioVisemes,
+  releaseAudioVisemes,
+  LOOKAHEAD_SECONDS,
+  MODEL_SAMPLE_RATE,
+  AUDIO_MODEL_PATH,
+} from './audio.ts';
+export type { AudioVisemeStreamOptions } from './audio.ts';
