@@ -1,0 +1,147 @@
+import { fileURLToPath } from 'node:url';
+import sharp from 'sharp';
+import { benchGenerate } from '../render/generate/bench.ts';
+import { createLipSync, melSpectrogram, melWindow } from '../render/lipsync/index.ts';
+import { detectFaceRig } from '../render/rig/index.ts';
+import { benchSynth } from '../render/synth/bench.ts';
+import { createMouthSynth, prepareFaceForSynth } from '../render/synth/index.ts';
+import { closeTts, synthesizeStream, warmUpTts } from '../render/tts/index.ts';
+import { AudioVisemeStream, visemeTrack, warmUpAudioVisemes } from '../render/visemes/index.ts';
+import type { BenchModule, BenchReport } from './types.ts';
+
+const PORTRAIT = fileURLToPath(new URL('../render/rig/fixtures/grace_hopper.jpg', import.meta.url));
+const TINY_WAV2LIP = fileURLToPath(new URL('../render/models/lipsync/tiny_wav2lip.onnx', import.meta.url));
+
+/** A 512x512 RGBA frame of the portrait, face filling about half of it, and its rig. */
+async function frame512() {
+  const data = await sharp(PORTRAIT).resize(512, 512, { fit: 'cover' }).ensureAlpha().raw().toBuffer();
+  const rig = await detectFaceRig(await sharp(data, { raw: { width: 512, height: 512, channels: 4 } }).png().toBuffer());
+  return { frame: { width: 512, height: 512, data: new Uint8Array(data) }, rig };
+}
+
+async function msPer(fn: () => Promise<unknown>, seconds: number, perCall = 1): Promise<number> {
+  for (let i = 0; i < 3; i++) await fn();
+  let n = 0;
+  const t0 = performance.now();
+  while (performance.now() - t0 < seconds * 1000 || n < 3) {
+    await fn();
+    n++;
+  }
+  return (performance.now() - t0) / n / perCall;
+}
+
+/** The neural slot (the project's own Wav2Lip-contract model) beside the built-in path, same frames, one thread each. */
+async function benchNeuralSlot(seconds: number) {
+  const { frame, rig } = await frame512();
+  const audio = new Float32Array(16000 * 2).map((_, i) => Math.sin(i / 7) * 0.3);
+  const mel = melSpectrogram(audio);
+  const out: Record<string, Record<string, number>> = {};
+  for (const [name, choice] of [['builtin', 'builtin'], ['neural (tiny_wav2lip.onnx)', TINY_WAV2LIP]] as const) {
+    const engine = await createLipSync(choice, { intraOpNumThreads: 1 });
+    try {
+      const face = engine.prepare(rig);
+      out[name] = {};
+      for (const n of [1, 8]) {
+        const items = Array.from({ length: n }, (_, i) => ({ frame, face, shape: { open: 0.5, wide: 0.1, round: 0 }, mel: melWindow(mel, i, 25) }));
+        out[name][`batch ${n}`] = await msPer(() => engine.renderFrames(items), seconds, n);
+      }
+    } finally {
+      await engine.release();
+    }
+  }
+  return out;
+}
+
+/**
+ * Audio to the first lip-synced frame.
+ * - Given audio: the viseme model needs LOOKAHEAD of audio past a frame before that frame is final,
+ *   so latency = the audio that must arrive (algorithmic) + compute for the first frame.
+ * - Text (a turn in repeat mode): text in, first sentence synthesized, its visemes, first frame synthesized.
+ */
+async function benchFirstFrame() {
+  const { frame, rig } = await frame512();
+  const synth = await createMouthSynth({ intraOpNumThreads: 1 });
+  const face = prepareFaceForSynth(rig);
+  await warmUpTts();
+  await warmUpAudioVisemes();
+  await synth.renderFrame(frame, face, { open: 0.4, wide: 0, round: 0 });
+  try {
+    const textRuns: number[] = [];
+    for (let r = 0; r < 5; r++) {
+      const t0 = performance.now();
+      const stream = synthesizeStream({ text: 'Hello there, how are you today? I am glad you asked.' });
+      const first = await stream.next();
+      if (first.done) throw new Error('no speech');
+      const track = visemeTrack(first.value.phones, 25, { durationSeconds: first.value.durationSeconds });
+      await synth.renderFrame(frame, face, track.frames[0]!);
+      textRuns.push(performance.now() - t0);
+      await stream.return(undefined);
+    }
+    // Audio path: 20 ms chunks of speech-like audio arrive in real time; count the audio needed and the compute.
+    const audioRuns: { audioMs: number; computeMs: number }[] = [];
+    for (let r = 0; r < 5; r++) {
+      const s = new AudioVisemeStream({ sampleRate: 16000, fps: 25 });
+      let fed = 0;
+      let compute = 0;
+      for (;;) {
+        const chunk = new Float32Array(320).map((_, i) => Math.sin((fed + i) / 9) * 0.4);
+        fed += chunk.length;
+        const t0 = performance.now();
+        const frames = await s.push(chunk);
+        if (frames.length > 0) {
+          await synth.renderFrame(frame, face, frames[0]!);
+          compute += performance.now() - t0;
+          break;
+        }
+        compute += performance.now() - t0;
+      }
+      audioRuns.push({ audioMs: (fed / 16000) * 1000, computeMs: compute });
+    }
+    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+    return {
+      textToFirstFrameMs: median(textRuns),
+      audioBufferedBeforeFirstFrameMs: median(audioRuns.map((r) => r.audioMs)),
+      audioComputeToFirstFrameMs: median(audioRuns.map((r) => r.computeMs)),
+    };
+  } finally {
+    await synth.release();
+    await closeTts();
+  }
+}
+
+export const render: BenchModule = {
+  name: 'render',
+  description: 'lip-sync synthesis per core at 512x512, the neural slot beside it, audio-to-first-frame latency, 5 s clip generation; each beside a JPEG encode',
+  async run({ flags }): Promise<BenchReport> {
+    const seconds = Number(flags.seconds ?? 2);
+    const synthFig = await benchSynth({ seconds });
+    const neural = await benchNeuralSlot(seconds / 2);
+    const first = await benchFirstFrame();
+    const gen = await benchGenerate();
+    const jpeg = synthFig.msJpegEncode;
+    const f = (x: number) => x.toFixed(2);
+    const lines = [
+      `JPEG encode of one 512x512 frame (sharp, q80, 1 thread), same run: ${f(jpeg)} ms`,
+      '',
+      'built-in lip-sync synthesis, ms per 512x512 frame on one core (crop + ONNX graph + composite):',
+      ...synthFig.cases.map(
+        (c) =>
+          `  crop S=${c.cropSize}: ` +
+          Object.entries(c.msPerFrame).map(([n, ms]) => `batch ${n}: ${f(ms)} ms (${(1000 / ms).toFixed(0)} fps/core, x${f(ms / jpeg)} JPEG)`).join('; '),
+      ),
+      `  target: <= ${synthFig.targetMs} ms per frame per core`,
+      '',
+      'lip-sync engines side by side, ms per frame, one thread:',
+      ...Object.entries(neural).map(([name, v]) => `  ${name}: ${Object.entries(v).map(([k, ms]) => `${k} ${f(ms)} ms`).join(', ')}`),
+      '',
+      'audio to first lip-synced frame:',
+      `  text (repeat mode: TTS first sentence + visemes + first frame): ${f(first.textToFirstFrameMs)} ms`,
+      `  given audio: ${f(first.audioBufferedBeforeFirstFrameMs)} ms of audio must arrive (viseme look-ahead), then ${f(first.audioComputeToFirstFrameMs)} ms compute`,
+      '  target: <= 80 ms',
+      '',
+      `generation of a 5 s clip at ${gen.size}x${gen.size}, ${gen.fps} fps (${gen.frames} frames): ${f(gen.renderMs / 1000)} s, ` +
+        `${f(gen.renderMsPerFrame)} ms/frame (${gen.renderFramesPerSecond.toFixed(0)} fps), x${f(gen.renderMsPerFrame / gen.jpegEncodeMsPerFrame)} a JPEG encode (${f(gen.jpegEncodeMsPerFrame)} ms) measured with it`,
+    ];
+    return { results: { synth: synthFig, neural, firstFrame: first, generate: gen }, table: lines.join('\n'), failures: [] };
+  },
+};
