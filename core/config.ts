@@ -41,6 +41,9 @@ const schema = z.object({
   /** ffmpeg binary; defaults to the static build from the @ffmpeg-installer npm package (run as a subprocess only). */
   FFMPEG_PATH: z.preprocess(emptyAsUndefined, z.string().min(1).optional()),
 
+  /** Lip-sync engine: `builtin` (the ONNX mouth synthesis) or a path to a Wav2Lip-class ONNX model. */
+  LIPSYNC_MODEL: z.preprocess(emptyAsUndefined, z.string().min(1).default('builtin')),
+
   /** Per-key request throttle (spec section 8: 120 per 60 s). */
   RATE_LIMIT_POINTS: envInt(1, 120),
   RATE_LIMIT_WINDOW_SECONDS: envInt(1, 60),
