@@ -99,6 +99,13 @@ describe('admin CLI', () => {
       const { apiKey } = JSON.parse(second.stdout) as { apiKey: string };
       const res = await fetch(`${base}/api/v1/credits/balance`, { headers: { authorization: `Bearer ${apiKey}` } });
       expect(res.status).toBe(200);
+      // Over real HTTP the conventions are written on Node's response: check them there too.
+      expect(res.headers.get('cache-control')).toBe('no-store');
+      expect(res.headers.get('x-request-id')).toMatch(/^req_/);
+      const denied = await fetch(`${base}/api/v1/credits/balance`);
+      expect(denied.status).toBe(401);
+      expect(denied.headers.get('cache-control')).toBe('no-store');
+      expect(((await denied.json()) as { requestId: string }).requestId).toBe(denied.headers.get('x-request-id'));
       expect(((await res.json()) as { balanceCreditMicros: number }).balanceCreditMicros).toBe(3_000_000);
     } finally {
       process.kill(-server.pid!, 'SIGTERM');
