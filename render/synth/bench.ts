@@ -16,9 +16,9 @@ import { SYNTH_KEYPOINT_COUNT } from './contract.ts';
 import { createMouthSynth, MOUTH_SYNTH_MODEL, sessionOptions } from './engine.ts';
 import type { SynthItem } from './engine.ts';
 import { portraitFrame } from './examples/make-stills.ts';
-import { compositeFromTensor, cropToTensor } from './image.ts';
+import { compositeWarp, cropToRgba } from './image.ts';
 import type { PreparedFace } from './prepare.ts';
-import { prepareFaceForSynth } from './prepare.ts';
+import { autoCropSize, prepareFaceForSynth } from './prepare.ts';
 
 export interface SynthBenchCase {
   /** Crop edge S fed to the graph. */
@@ -34,7 +34,7 @@ export interface SynthBenchFigures {
   /** Crop box side in frame pixels for this portrait. */
   cropBoxPx: number;
   threads: 1;
-  /** 'auto' crop size (S close to the crop box, no downsampling) and the fixed 128. */
+  /** 'auto' crop size (3/4 of the crop box) and S equal to the crop box (one crop pixel per frame pixel). */
   cases: SynthBenchCase[];
   /** ms per 512x512 JPEG encode (sharp, quality 80, one libvips thread) in the same run. */
   msJpegEncode: number;
@@ -72,22 +72,33 @@ async function stageTimes(
   const S = face.cropSize;
   const session = await ort.InferenceSession.create(MOUTH_SYNTH_MODEL, sessionOptions('cpu', 1));
   try {
-    const crop = new Float32Array(3 * S * S);
+    const crop = new Uint8Array(4 * S * S);
     const feeds = {
-      crop: new ort.Tensor('float32', crop, [1, 3, S, S]),
+      crop: new ort.Tensor('uint8', crop, [1, S, S, 4]),
       lips: new ort.Tensor('float32', face.lips, [1, SYNTH_KEYPOINT_COUNT, 2]),
       shape: new ort.Tensor('float32', new Float32Array([0.6, 0, 0]), [1, 3]),
     };
-    const cropMs = await timeIt(seconds / 3, () => cropToTensor(frame, face.box, S, crop, 0));
+    const cropMs = await timeIt(seconds / 3, () => cropToRgba(frame, face.box, S, crop, 0));
     let res = await session.run(feeds);
     const graphMs = await timeIt(seconds / 3, async () => {
       res = await session.run(feeds);
     });
-    const out = res.out!.data as Float32Array;
-    const mask = res.mask!.data as Float32Array;
-    const keep = res.keep!.data as Float32Array;
+    const w = res.warp!.dims[3]!;
+    const at = res.inner_at!.data as BigInt64Array;
+    const layers = {
+      warp: res.warp!.data as Float32Array,
+      warpOffset: 0,
+      w,
+      warpAt: (S - w) / 2,
+      inner: res.inner!.data as Float32Array,
+      innerOffset: 0,
+      ih: res.inner!.dims[2]!,
+      iw: res.inner!.dims[3]!,
+      innerRow: Number(at[0]),
+      innerCol: Number(at[1]),
+    };
     const target = new Uint8Array(frame.data.length);
-    const compositeMs = await timeIt(seconds / 3, () => compositeFromTensor(frame, target, face.box, S, out, 0, mask, 0, { crop, cropOffset: 0, keep, keepOffset: 0 }));
+    const compositeMs = await timeIt(seconds / 3, () => compositeWarp(frame, target, face.box, S, layers));
     return { crop: cropMs, graph: graphMs, composite: compositeMs };
   } finally {
     await session.release();
@@ -103,7 +114,8 @@ export async function benchSynth(options: { seconds?: number; batches?: number[]
   const cases: SynthBenchCase[] = [];
   const synth = await createMouthSynth({ executionProvider: 'cpu', intraOpNumThreads: 1 });
   try {
-    for (const cropSize of ['auto', 128] as const) {
+    // 'auto' and the crop box's own size (every crop pixel one frame pixel)
+    for (const cropSize of ['auto', autoCropSize(prepareFaceForSynth(rig).box.size, 1)] as const) {
       const face = prepareFaceForSynth(rig, { cropSize });
       const msPerFrame: Record<string, number> = {};
       let k = 0;

@@ -3,15 +3,20 @@
  * (render/models/synth/mouth_synth.onnx, built by
  * render/models/build/synth/build_synth.py; keep the two in step).
  *
- *   crop  float32 [N,3,S,S]  RGB in [0,1]: a square crop of the frame, rotated so the
+ *   crop  uint8   [N,S,S,4]  RGBA (nearest pixel): a square crop of the frame, rotated so the
  *                            mouth corners are level (S free, DEFAULT_CROP_SIZE by default)
  *   lips  float32 [N,42,2]   SYNTH_KEYPOINTS in crop-normalised coords ([0,1] across the crop)
  *   shape float32 [N,3]      (open 0..1, wide -1..1, round 0..1)
- *   out   float32 [N,3,S,S]  the crop with the mouth re-shaped
- *   mask  float32 [N,1,S,S]  0 where out equals crop, up to 1 where it changed
- *   keep  float32 [N,1,S,S]  how much of the frame's own fine detail to keep where it changed:
- *                            1 where the skin moved under half a pixel, 0 where it moved 2+ px
- *                            or the inner mouth was drawn (see compositeFromTensor)
+ *   warp     float32 [N,2,w,w]  where each pixel of the crop's middle window takes its colour from:
+ *                               (du, dv) source offset in crop pixels; exactly 0 where nothing moved.
+ *                               The window is the crop less a border of (S - w) / 2 = floor(S / 10)
+ *   inner    float32 [N,4,h,k]  the drawn inner mouth: r, g, b in frame levels (0..255) premultiplied by
+ *                               its coverage, and the coverage (0..1), over the rows and columns that
+ *                               hold every opening of the batch
+ *   inner_at int64   [2]        crop pixel (row, column) of inner's first pixel
+ *
+ * The composite (compositeWarp in image.ts) samples the full-resolution frame
+ * at each changed pixel's source and lays the inner mouth over it.
  */
 import { LIPS_INNER, LIPS_OUTER } from '../rig/topology.ts';
 
@@ -27,7 +32,7 @@ export const SYNTH_KEYPOINT_COUNT = 42;
 export const DEFAULT_CROP_SIZE = 128;
 
 export const SYNTH_INPUTS = { crop: 'crop', lips: 'lips', shape: 'shape' } as const;
-export const SYNTH_OUTPUTS = { out: 'out', mask: 'mask', keep: 'keep' } as const;
+export const SYNTH_OUTPUTS = { warp: 'warp', inner: 'inner', innerAt: 'inner_at' } as const;
 
 /**
  * A mouth shape for one frame. `open`: jaw and lips apart, 0 (closed) to 1

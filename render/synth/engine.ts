@@ -13,7 +13,7 @@ import * as ort from 'onnxruntime-node';
 import type { MouthShape } from './contract.ts';
 import { SYNTH_INPUTS, SYNTH_KEYPOINT_COUNT, SYNTH_OUTPUTS } from './contract.ts';
 import type { RgbaFrame } from './image.ts';
-import { checkFrame, compositeFromTensor, cropToTensor } from './image.ts';
+import { checkFrame, compositeWarp, cropToRgba } from './image.ts';
 import type { PreparedFace } from './prepare.ts';
 
 export const MOUTH_SYNTH_MODEL = fileURLToPath(new URL('../models/synth/mouth_synth.onnx', import.meta.url));
@@ -124,33 +124,44 @@ export async function createMouthSynth(options: MouthSynthOptions = {}): Promise
     const N = active.length;
 
     const plane = S * S;
-    const crop = new Float32Array(N * 3 * plane);
+    const crop = new Uint8Array(N * 4 * plane);
     const lips = new Float32Array(N * SYNTH_KEYPOINT_COUNT * 2);
     const shape = new Float32Array(N * 3);
     active.forEach((idx, n) => {
       const { frame, face, shape: sh } = items[idx]!;
-      cropToTensor(frame, face.box, S, crop, n * 3 * plane);
+      cropToRgba(frame, face.box, S, crop, n * 4 * plane);
       lips.set(face.lips, n * SYNTH_KEYPOINT_COUNT * 2);
       shape[n * 3] = sh.open;
       shape[n * 3 + 1] = sh.wide;
       shape[n * 3 + 2] = sh.round;
     });
     const res = await session.run({
-      [SYNTH_INPUTS.crop]: new ort.Tensor('float32', crop, [N, 3, S, S]),
+      [SYNTH_INPUTS.crop]: new ort.Tensor('uint8', crop, [N, S, S, 4]),
       [SYNTH_INPUTS.lips]: new ort.Tensor('float32', lips, [N, SYNTH_KEYPOINT_COUNT, 2]),
       [SYNTH_INPUTS.shape]: new ort.Tensor('float32', shape, [N, 3]),
     });
-    const out = res[SYNTH_OUTPUTS.out]!.data as Float32Array;
-    const mask = res[SYNTH_OUTPUTS.mask]!.data as Float32Array;
-    const keep = res[SYNTH_OUTPUTS.keep]!.data as Float32Array;
+    const warp = res[SYNTH_OUTPUTS.warp]!;
+    const inner = res[SYNTH_OUTPUTS.inner]!;
+    const at = res[SYNTH_OUTPUTS.innerAt]!.data as BigInt64Array;
+    const w = warp.dims[3]!;
+    const [ih, iw] = [inner.dims[2]!, inner.dims[3]!];
+    const layers = {
+      warp: warp.data as Float32Array,
+      warpOffset: 0,
+      w,
+      warpAt: (S - w) / 2,
+      inner: inner.data as Float32Array,
+      innerOffset: 0,
+      ih,
+      iw,
+      innerRow: Number(at[0]),
+      innerCol: Number(at[1]),
+    };
     active.forEach((idx, n) => {
       const { frame, face } = items[idx]!;
-      compositeFromTensor(frame, results[idx]!, face.box, S, out, n * 3 * plane, mask, n * plane, {
-        crop,
-        cropOffset: n * 3 * plane,
-        keep,
-        keepOffset: n * plane,
-      });
+      layers.warpOffset = n * 2 * w * w;
+      layers.innerOffset = n * 4 * ih * iw;
+      compositeWarp(frame, results[idx]!, face.box, S, layers);
     });
   };
 

@@ -66,6 +66,37 @@ export function cropToTensor(frame: RgbaFrame, box: CropBox, S: number, dst: Flo
 }
 
 /**
+ * Sample `box` of the frame into dst[offset .. offset + 4*S*S) as RGBA bytes (HWC), nearest
+ * pixel: what the mouth synthesis graph reads its colours from (a few averaged samples), so
+ * a plain copy of the nearest pixels is enough, and cheap.
+ */
+export function cropToRgba(frame: RgbaFrame, box: CropBox, S: number, dst: Uint8Array, offset: number): void {
+  if (offset % 4 !== 0 || (dst.byteOffset & 3) !== 0) throw new RangeError('cropToRgba needs 4-byte aligned offsets');
+  const { width, height, data } = frame;
+  const src32 = new Uint32Array(data.buffer, data.byteOffset, width * height);
+  const dst32 = new Uint32Array(dst.buffer, dst.byteOffset + offset, S * S);
+  const c = Math.cos(box.angle);
+  const s = Math.sin(box.angle);
+  const step = box.size / S;
+  const maxX = width - 1;
+  const maxY = height - 1;
+  const sx = c * step;
+  const sy = s * step;
+  let o = 0;
+  for (let v = 0; v < S; v++) {
+    const dv = (v + 0.5) * step - box.size / 2;
+    // frame position of crop pixel (0, v), in index space + 0.5 (so truncation rounds)
+    let x = box.cx - s * dv + c * (0.5 * step - box.size / 2);
+    let y = box.cy + c * dv + s * (0.5 * step - box.size / 2);
+    for (let u = 0; u < S; u++, o++, x += sx, y += sy) {
+      const xi = x < 0 ? 0 : x > maxX ? maxX : x | 0;
+      const yi = y < 0 ? 0 : y > maxY ? maxY : y | 0;
+      dst32[o] = src32[yi * width + xi]!;
+    }
+  }
+}
+
+/**
  * Fraction of the crop's side over which the composite fades in from the
  * crop's edge. The graph itself leaves a 10% border untouched, so this only
  * guards against a model (e.g. a neural one) that changes pixels up to the edge.
@@ -74,12 +105,6 @@ export const FEATHER = 0.08;
 /** Mask weights under this are treated as "unchanged" (keeps identity exact). */
 const MIN_WEIGHT = 1 / 512;
 
-let deltaScratch = new Float32Array(0);
-function scratchDelta(n: number): Float32Array {
-  if (deltaScratch.length < n) deltaScratch = new Float32Array(n);
-  return deltaScratch;
-}
-
 let maskScratch = new Float32Array(0);
 function scratchMask(n: number): Float32Array {
   if (maskScratch.length < n) maskScratch = new Float32Array(n);
@@ -87,19 +112,11 @@ function scratchMask(n: number): Float32Array {
 }
 
 /**
- * Blend the graph's output (CHW floats at outOffset) into `target` (RGBA, the
- * frame's size) where the mask (at maskOffset) says it changed, feathered at
- * the crop's edge. Pixels outside the crop box are never written. `target`
+ * Blend a model's output (CHW floats in [0,1] at outOffset) into `target`
+ * (RGBA, the frame's size) where the mask (at maskOffset) says it changed,
+ * feathered at the crop's edge: the output replaces the frame there (a neural
+ * model's new face). Pixels outside the crop box are never written. `target`
  * may be the frame's own data (in place).
- *
- * With `detail` = { crop, keep } (the tensor the graph was given, same layout
- * as `out`, and the graph's keep plane), the change is added rather than the
- * output pasted: frame + up(mask * (out - crop)), so the frame keeps the fine
- * detail the crop's resampling lost (no softening where the skin only moves a
- * little, no jump in sharpness when speech starts). Where content moved far
- * (keep -> 0) that detail would stay behind as a ghost of the old edges, so
- * it is taken out: - up(mask * (1 - keep)) * (frame - up(crop)).
- * Without `detail`, the output replaces the frame (a neural model's new face).
  */
 export function compositeFromTensor(
   frame: RgbaFrame,
@@ -110,7 +127,6 @@ export function compositeFromTensor(
   outOffset: number,
   mask: Float32Array,
   maskOffset: number,
-  detail?: { crop: Float32Array; cropOffset: number; keep: Float32Array; keepOffset: number },
 ): void {
   const { width, height, data } = frame;
   const plane = S * S;
@@ -141,36 +157,6 @@ export function compositeFromTensor(
     }
   }
   if (u0max < 0) return; // nothing changed
-  // With `detail`: the change premultiplied by the mask, in frame levels, and the weight of the
-  // frame's own detail to take out, over the changed rows (every pixel read below has a masked
-  // neighbour, so rows v0min-1 .. v0max+1 cover all reads).
-  // Interleaved per crop pixel (7 floats): the 3 premultiplied changes, the detail-removal
-  // weight, and the crop itself in frame levels.
-  const d = detail ? scratchDelta(7 * plane) : undefined;
-  if (d && detail) {
-    const { crop, cropOffset, keep, keepOffset } = detail;
-    const j0 = Math.max(0, v0min - 1) * S;
-    const j1 = Math.min(S, v0max + 2) * S;
-    const oR = outOffset;
-    const oG = outOffset + plane;
-    const oB = outOffset + 2 * plane;
-    const cR = cropOffset;
-    const cG = cropOffset + plane;
-    const cB = cropOffset + 2 * plane;
-    for (let j = j0, b = j0 * 7; j < j1; j++, b += 7) {
-      const mm = m[j]! * 255;
-      const r = crop[cR + j]!;
-      const gg = crop[cG + j]!;
-      const bb = crop[cB + j]!;
-      d[b] = (out[oR + j]! - r) * mm;
-      d[b + 1] = (out[oG + j]! - gg) * mm;
-      d[b + 2] = (out[oB + j]! - bb) * mm;
-      d[b + 3] = m[j]! * (1 - keep[keepOffset + j]!);
-      d[b + 4] = r * 255;
-      d[b + 5] = gg * 255;
-      d[b + 6] = bb * 255;
-    }
-  }
   const c = Math.cos(box.angle);
   const s = Math.sin(box.angle);
   const scale = S / box.size;
@@ -221,25 +207,6 @@ export function compositeFromTensor(
       const w10 = (1 - fx) * fy;
       const w11 = fx * fy;
       const fi = (py * width + px) << 2;
-      if (d) {
-        if (m[j00]! + m[j01]! + m[j10]! + m[j11]! < MIN_WEIGHT) continue;
-        const a0 = j00 * 7;
-        const a1 = j01 * 7;
-        const a2 = j10 * 7;
-        const a3 = j11 * 7;
-        const drop = d[a0 + 3]! * w00 + d[a1 + 3]! * w01 + d[a2 + 3]! * w10 + d[a3 + 3]! * w11;
-        for (let ch = 0; ch < 3; ch++) {
-          const src = data[fi + ch]!;
-          let r = src + d[a0 + ch]! * w00 + d[a1 + ch]! * w01 + d[a2 + ch]! * w10 + d[a3 + ch]! * w11;
-          if (drop > MIN_WEIGHT) {
-            const was = d[a0 + 4 + ch]! * w00 + d[a1 + 4 + ch]! * w01 + d[a2 + 4 + ch]! * w10 + d[a3 + 4 + ch]! * w11;
-            r -= drop * (src - was);
-          }
-          r = Math.round(r);
-          target[fi + ch] = r < 0 ? 0 : r > 255 ? 255 : r;
-        }
-        continue;
-      }
       let a = m[j00]! * w00 + m[j01]! * w01 + m[j10]! * w10 + m[j11]! * w11;
       if (a < MIN_WEIGHT) continue;
       if (a > 1) a = 1;
@@ -250,6 +217,216 @@ export function compositeFromTensor(
         const r = Math.round(src + (val - src) * a);
         target[fi + ch] = r < 0 ? 0 : r > 255 ? 255 : r;
       }
+    }
+  }
+}
+
+/** The mouth synthesis graph's outputs for one frame (see contract.ts), where they lie in the crop. */
+export interface WarpLayers {
+  /** Planes du, dv (source offset in crop pixels), w x w each, from `warpOffset`; 0 = unmoved. */
+  warp: Float32Array;
+  warpOffset: number;
+  /** Side of the warp's window; its first row and column are crop pixel `warpAt`. */
+  w: number;
+  warpAt: number;
+  /** Planes r, g, b (frame levels, premultiplied) and coverage a, ih x iw each, from `innerOffset`. */
+  inner: Float32Array;
+  innerOffset: number;
+  ih: number;
+  iw: number;
+  /** Crop pixel (row, column) of the inner layer's first pixel. */
+  innerRow: number;
+  innerCol: number;
+}
+
+let spanScratch = new Int32Array(0);
+let sourceScratch = new Uint8Array(0);
+
+/**
+ * Apply the graph's warp and inner-mouth layer to the frame, in frame space:
+ * each changed frame pixel takes the frame's own colour at its source
+ * (its position plus the warp, bilinear on the full-resolution frame, so the
+ * skin keeps all its detail wherever it moves), then the inner mouth over it
+ * by its coverage. Only pixels whose warp or coverage is non-zero are written,
+ * all inside the crop box. `target` may be the frame's own data (in place).
+ */
+export function compositeWarp(
+  frame: RgbaFrame,
+  target: Uint8Array | Uint8ClampedArray,
+  box: CropBox,
+  S: number,
+  layers: WarpLayers,
+): void {
+  const { width, height } = frame;
+  const { warp, warpOffset: wo, w, warpAt, inner, innerOffset: io, ih, iw, innerRow, innerCol } = layers;
+  const wp = w * w;
+  const last = w - 1;
+  // Per window row: the first and last column of non-zero warp (or inner coverage).
+  if (spanScratch.length < 2 * w) spanScratch = new Int32Array(2 * w);
+  const lo = spanScratch;
+  let rowMin = w;
+  let rowMax = -1;
+  const iv0 = innerRow - warpAt;
+  const iu0 = innerCol - warpAt;
+  for (let v = 0; v < w; v++) {
+    const r = wo + v * w;
+    let a = 0;
+    while (a < w && warp[r + a] === 0 && warp[r + a + wp] === 0) a++;
+    let b = last;
+    while (b > a && warp[r + b] === 0 && warp[r + b + wp] === 0) b--;
+    if (a >= w) {
+      a = w;
+      b = -2;
+    }
+    if (v >= iv0 && v < iv0 + ih) {
+      a = Math.min(a, Math.max(0, iu0));
+      b = Math.max(b, Math.min(last, iu0 + iw - 1));
+    }
+    if (b < a) {
+      lo[2 * v] = w;
+      lo[2 * v + 1] = -2;
+      continue;
+    }
+    lo[2 * v] = a;
+    lo[2 * v + 1] = b;
+    if (v < rowMin) rowMin = v;
+    rowMax = v;
+  }
+  if (rowMax < 0) return; // nothing changed
+  // A pixel's bilinear taps are rows v0, v0 + 1 and columns u0, u0 + 1: it is live when
+  // u0 lies in [min(lo) - 1, max(hi)] of the two rows (kept in place: row v0 holds the pair).
+  let colMin = w;
+  let colMax = -1;
+  for (let v = 0; v < last; v++) {
+    const a = Math.min(lo[2 * v]!, lo[2 * v + 2]!) - 1;
+    const b = Math.max(lo[2 * v + 1]!, lo[2 * v + 3]!);
+    lo[2 * v] = a;
+    lo[2 * v + 1] = b;
+    if (b >= a) {
+      if (a < colMin) colMin = a;
+      if (b > colMax) colMax = b;
+    }
+  }
+  lo[2 * last] = w;
+  lo[2 * last + 1] = -2;
+
+  // Plain Uint8Array views (a Buffer or a clamped array would make the loop below polymorphic);
+  // in place, the frame is read from a copy.
+  const data = frame.data;
+  let src = new Uint8Array(data.buffer, data.byteOffset, data.length);
+  const dst = new Uint8Array(target.buffer, target.byteOffset, target.length);
+  if (target.buffer === data.buffer) {
+    if (sourceScratch.length < data.length) sourceScratch = new Uint8Array(data.length);
+    sourceScratch.set(src);
+    src = sourceScratch.subarray(0, data.length);
+  }
+
+  const c = Math.cos(box.angle);
+  const s = Math.sin(box.angle);
+  const scale = S / box.size;
+  const step = box.size / S; // frame pixels per crop pixel
+  // Frame bounding box of the live window region (one pixel of slack).
+  let xMin = Infinity;
+  let xMax = -Infinity;
+  let yMin = Infinity;
+  let yMax = -Infinity;
+  for (const wu of [colMin - 1, colMax + 2]) {
+    for (const wv of [rowMin - 2, rowMax + 2]) {
+      const du = (wu + warpAt + 0.5 - S / 2) * step;
+      const dv = (wv + warpAt + 0.5 - S / 2) * step;
+      const x = box.cx + c * du - s * dv;
+      const y = box.cy + s * du + c * dv;
+      if (x < xMin) xMin = x;
+      if (x > xMax) xMax = x;
+      if (y < yMin) yMin = y;
+      if (y > yMax) yMax = y;
+    }
+  }
+  const xStart = Math.max(0, Math.floor(xMin));
+  const xEnd = Math.min(width - 1, Math.ceil(xMax));
+  const yStart = Math.max(0, Math.floor(yMin));
+  const yEnd = Math.min(height - 1, Math.ceil(yMax));
+  const su = c * scale; // window index step per frame pixel along x
+  const sv = -s * scale;
+  // crop offset (du, dv) in crop pixels -> frame offset
+  const ax = c * step;
+  const bx = -s * step;
+  const ay = s * step;
+  const by = c * step;
+  const maxX = width - 1;
+  const maxY = height - 1;
+  const ip = ih * iw;
+  const iLastU = iw - 1;
+  const iLastV = ih - 1;
+  for (let py = yStart; py <= yEnd; py++) {
+    const dy = py + 0.5 - box.cy;
+    const dx0 = xStart + 0.5 - box.cx;
+    // window index coordinates of frame pixel (xStart, py)
+    let wu = (c * dx0 + s * dy) * scale + S / 2 - 0.5 - warpAt;
+    let wv = (-s * dx0 + c * dy) * scale + S / 2 - 0.5 - warpAt;
+    let fi = (py * width + xStart) << 2;
+    for (let px = xStart; px <= xEnd; px++, wu += su, wv += sv, fi += 4) {
+      if (!(wu >= 0 && wv >= 0 && wu < last && wv < last)) continue;
+      const u0 = wu | 0;
+      const v0 = wv | 0;
+      if (u0 < lo[2 * v0]! || u0 > lo[2 * v0 + 1]!) continue;
+      const fx = wu - u0;
+      const fy = wv - v0;
+      const j = wo + v0 * w + u0;
+      const t0 = warp[j]! + (warp[j + 1]! - warp[j]!) * fx;
+      const t1 = warp[j + w]! + (warp[j + w + 1]! - warp[j + w]!) * fx;
+      const du = t0 + (t1 - t0) * fy;
+      const k = j + wp;
+      const q0 = warp[k]! + (warp[k + 1]! - warp[k]!) * fx;
+      const q1 = warp[k + w]! + (warp[k + w + 1]! - warp[k + w]!) * fx;
+      const dv = q0 + (q1 - q0) * fy;
+      // the frame's own colour at the source position
+      let sx = px + ax * du + bx * dv;
+      let sy = py + ay * du + by * dv;
+      sx = sx < 0 ? 0 : sx > maxX ? maxX : sx;
+      sy = sy < 0 ? 0 : sy > maxY ? maxY : sy;
+      const x0 = sx | 0;
+      const y0 = sy | 0;
+      const gx = sx - x0;
+      const gy = sy - y0;
+      const i00 = (y0 * width + x0) << 2;
+      const i01 = x0 < maxX ? i00 + 4 : i00;
+      const i10 = y0 < maxY ? i00 + (width << 2) : i00;
+      const i11 = x0 < maxX ? i10 + 4 : i10;
+      const w11 = gx * gy;
+      const w01 = gx - w11;
+      const w10 = gy - w11;
+      const w00 = 1 - gx - w10;
+      let r = src[i00]! * w00 + src[i01]! * w01 + src[i10]! * w10 + src[i11]! * w11;
+      let g = src[i00 + 1]! * w00 + src[i01 + 1]! * w01 + src[i10 + 1]! * w10 + src[i11 + 1]! * w11;
+      let b = src[i00 + 2]! * w00 + src[i01 + 2]! * w01 + src[i10 + 2]! * w10 + src[i11 + 2]! * w11;
+      // the inner mouth over it
+      const iu = wu - iu0;
+      const iv = wv - iv0;
+      if (iu >= 0 && iv >= 0 && iu < iLastU && iv < iLastV) {
+        const m0 = iu | 0;
+        const n0 = iv | 0;
+        const hx = iu - m0;
+        const hy = iv - n0;
+        const e = io + n0 * iw + m0;
+        const e11 = hx * hy;
+        const e01 = hx - e11;
+        const e10 = hy - e11;
+        const e00 = 1 - hx - e10;
+        const ea = e + 3 * ip;
+        const alpha = inner[ea]! * e00 + inner[ea + 1]! * e01 + inner[ea + iw]! * e10 + inner[ea + iw + 1]! * e11;
+        if (alpha > 0) {
+          const keep = 1 - alpha;
+          const eg = e + ip;
+          const eb = e + 2 * ip;
+          r = r * keep + inner[e]! * e00 + inner[e + 1]! * e01 + inner[e + iw]! * e10 + inner[e + iw + 1]! * e11;
+          g = g * keep + inner[eg]! * e00 + inner[eg + 1]! * e01 + inner[eg + iw]! * e10 + inner[eg + iw + 1]! * e11;
+          b = b * keep + inner[eb]! * e00 + inner[eb + 1]! * e01 + inner[eb + iw]! * e10 + inner[eb + iw + 1]! * e11;
+        }
+      }
+      dst[fi] = r <= 0 ? 0 : r >= 255 ? 255 : (r + 0.5) | 0;
+      dst[fi + 1] = g <= 0 ? 0 : g >= 255 ? 255 : (g + 0.5) | 0;
+      dst[fi + 2] = b <= 0 ? 0 : b >= 255 ? 255 : (b + 0.5) | 0;
     }
   }
 }

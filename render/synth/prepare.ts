@@ -30,19 +30,22 @@ export interface PreparedFace {
 
 export interface PrepareOptions {
   /**
-   * Crop edge fed to the graph (S). 'auto' (the default) matches the crop's size in the
-   * frame, rounded to a multiple of 16 within [MIN_AUTO_CROP, MAX_AUTO_CROP], so the
-   * mouth is not resampled to fewer pixels and back (which softens skin texture);
-   * a number fixes it (e.g. DEFAULT_CROP_SIZE, cheaper: cost grows with S squared).
+   * Crop edge fed to the graph (S): the resolution of its warp field and drawn inner mouth
+   * (the skin itself is always sampled from the full-resolution frame). 'auto' (the default)
+   * is 3/4 of the crop's size in the frame, rounded to a multiple of 16 within
+   * [MIN_AUTO_CROP, MAX_AUTO_CROP]: at 1x it looks the same as the full size and costs about
+   * half as much (the graph's cost grows with S squared); a number fixes it.
    */
   cropSize?: number | 'auto';
 }
 
 export const MIN_AUTO_CROP = 96;
 export const MAX_AUTO_CROP = 192;
+/** 'auto' crop edge per frame pixel of the crop box. */
+export const AUTO_CROP_SCALE = 0.75;
 
-export function autoCropSize(sizePx: number): number {
-  return Math.min(MAX_AUTO_CROP, Math.max(MIN_AUTO_CROP, Math.round(sizePx / 16) * 16));
+export function autoCropSize(sizePx: number, scale = AUTO_CROP_SCALE): number {
+  return Math.min(MAX_AUTO_CROP, Math.max(MIN_AUTO_CROP, Math.round((sizePx * scale) / 16) * 16));
 }
 
 const MOUTH_RIGHT = 61;

@@ -9,8 +9,9 @@ CUDA providers (opset 17, only standard ops; GridSample does the warp).
 
 Contract (mirrored in render/synth/contract.ts; keep them in step):
 
-  crop   float32 [N,3,S,S]  RGB in [0,1], a square crop rotated so the mouth
-                            corners lie on a horizontal line (S is free; 128 by default)
+  crop   uint8   [N,S,S,4]  RGBA (nearest pixel), a square crop rotated so the mouth corners lie on
+                            a horizontal line; only its size (S) and the colours of the lips, skin
+                            and teeth are read from it
   lips   float32 [N,42,2]   key points in crop-normalised coords ([0,1] across the crop, x right, y down):
                               0..19  inner lip loop (MediaPipe 78,191,80,81,82,13,312,311,310,415,
                                      308,324,318,402,317,14,87,178,88,95): corner, 9 upper, corner, 9 lower
@@ -19,10 +20,12 @@ Contract (mirrored in render/synth/contract.ts; keep them in step):
                               40     chin (152)
                               41     base of the nose (2)
   shape  float32 [N,3]      (open 0..1, wide -1..1, round 0..1); (0,0,0) leaves the crop as it is
-  out    float32 [N,3,S,S]  the lip-synced crop
-  mask   float32 [N,1,S,S]  where `out` differs from `crop` (0 = untouched), for compositing
-  keep   float32 [N,1,S,S]  how much of the frame's own fine detail to keep there: 1 where the skin
-                            moved under half a pixel, 0 where it moved 2+ px or the mouth was drawn
+  warp     float32 [N,2,w,w]  backward warp over the crop's middle window (w = S - 2*floor(S/10)): where
+                              each pixel takes its colour from, (du, dv) in crop pixels; exactly 0 where
+                              it moved under 0.05 px. The composite samples the full-resolution frame there.
+  inner    float32 [N,4,h,k]  the drawn inner mouth, rgb in frame levels premultiplied by its coverage,
+                              and the coverage, over the rows/columns holding every opening of the batch
+  inner_at int64   [2]        crop pixel (row, column) of inner's first pixel
 
 Design, all in the mouth's own frame (x along the corners, y down), lengths
 in units of the mouth width W (outer corner to outer corner):
@@ -31,7 +34,8 @@ in units of the mouth width W (outer corner to outer corner):
      lines are interpolated across the columns (Gaussian-weighted, Nadaraya-
      Watson) from the 11 points of each.
   2. A backward warp (output pixel -> source pixel), so every output pixel is
-     defined and GridSample (bilinear) does the resampling:
+     defined; the composite (render/synth/image.ts) resamples the frame itself
+     along it (one bilinear step from the full-resolution frame):
        - the corners move out with `wide` and in with `round` (a horizontal
          field that peaks at the corners and fades into the cheeks);
        - the lower lip and the whole jaw drop with `open`: the lower lip by a
@@ -89,12 +93,16 @@ def _f(x):
 
 def build() -> onnx.ModelProto:
     g = Graph('mouth_synth', opset=17)
-    crop = g.input('crop', [None, 3, None, None])
+    rgba = g.input('crop', [None, None, None, 4], dtype=TensorProto.UINT8)
     lips = g.input('lips', [None, K, 2])
     shape = g.input('shape', [None, 3])
 
     # --- pixel grid (crop-normalised pixel centres), S taken from the input ---
-    s_int = g.op('Shape', crop).gather(3, axis=0)
+    s_int = g.op('Shape', rgba).gather(2, axis=0)
+    # the crop only gives the colours of the lips, skin and teeth: RGB in [0,1], NCHW for GridSample
+    crop = g.op('Slice', g.op('Transpose', rgba, perm=[0, 3, 1, 2]), g.const(np.asarray([0], np.int64)),
+                g.const(np.asarray([3], np.int64)), g.const(np.asarray([1], np.int64)))
+    crop = crop.cast(TensorProto.FLOAT) * (1.0 / 255.0)
     s_f = s_int.cast(TensorProto.FLOAT)
     px = 1.0 / s_f  # one pixel, normalised
     # Only the middle of the crop can change (a 10% border is kept as it is): every per-pixel
@@ -222,9 +230,11 @@ def build() -> onnx.ModelProto:
     border = bx * by
     dxs = (x_src - X) * border
     dys = (y_src - Y) * border
-    grid = concat([(X + dxs) * 2.0 - 1.0, (Y + dys) * 2.0 - 1.0], axis=1)  # [N,2,S,S]
-    grid = g.op('Transpose', grid, perm=[0, 2, 3, 1])
-    warped = g.op('GridSample', crop, grid, mode='bilinear', padding_mode='zeros', align_corners=0)  # [N,3,w,w]
+    # Under 0.05 px of motion counts as none, fading in up to 0.5 px (keeps the changed region small
+    # and exactly zero where nothing visibly moves).
+    moved = (dxs.abs() + dys.abs()) / px
+    gate = ((moved - 0.05) / 0.45).clip(0.0, 1.0) * s_f  # normalised -> crop pixels
+    warp = concat([dxs * gate, dys * gate], axis=1)  # [N,2,w,w], source offset in crop pixels
 
     # --- colours sampled from the crop itself ---
     lip_idx = [3, 4, 5, 6, 7, 13, 14, 15, 16, 17]
@@ -267,9 +277,6 @@ def build() -> onnx.ModelProto:
     X = sl(X, [ca], [cb], [3])
     yU, yUo, yLo, t_c, drop_c, lift_c, gap_o, top_new, bot_new = [
         sl(v, [ca], [cb], [3]) for v in (yU, yUo, yLo, t_c, drop_c, lift_c, gap_o, top_new, bot_new)]
-    warped_win = warped
-    warped = sl(warped, [ra, ca], [rb, cb], [2, 3])
-
     d_edge = (Y - top_new).min(bot_new - Y)  # distance inside the new space
     inside = (d_edge / px + 0.5).clip(0.0, 1.0)
     d_lip = (Y - yUo).min(yLo - Y)  # distance from the lips
@@ -294,9 +301,9 @@ def build() -> onnx.ModelProto:
     tongue = lip_rgb * g.const(np.asarray([0.95, 0.72, 0.72], np.float32).reshape(1, 3, 1, 1)) * tongue_shade
 
     # teeth colour: ivory, brightness from the lighting on the skin, a little of the lips' tint
-    bright = (skin_l * 0.4 + 0.43).clip(0.5, 0.85)
-    ivory = g.const(np.asarray([1.0, 0.94, 0.84], np.float32).reshape(1, 3, 1, 1))
-    teeth = ivory * bright * 0.92 + lip_rgb * 0.08 * bright
+    bright = (skin_l * 0.45 + 0.5).clip(0.6, 0.9)
+    ivory = g.const(np.asarray([1.0, 0.95, 0.86], np.float32).reshape(1, 3, 1, 1))
+    teeth = ivory * bright * 0.94 + lip_rgb * 0.06 * bright
     # A portrait that shows its teeth gives their colour: sample the upper part of its opening.
     _, y_iu = pt(5)
     _, y_il = pt(15)
@@ -311,13 +318,16 @@ def build() -> onnx.ModelProto:
 
     # tooth separations on an arch: equal steps in angle around the dental arch
     phi = (t_c * 0.92).clip(-0.99, 0.99).asin()
-    sep = ((phi * (2.0 * np.pi / 0.32)).cos() * 0.5 + 0.5) ** 6.0  # 1 at the gaps between teeth, [N,1,1,S]
+    tooth_wave = (phi * (2.0 * np.pi / 0.32)).cos()
+    sep = (tooth_wave * 0.5 + 0.5) ** 6.0  # 1 at the gaps between teeth, [N,1,1,S]
+    # each tooth a little rounder (lighter in its middle) and not all alike (alternate a touch darker)
+    per_tooth = (0.93 + 0.09 * (0.5 - 0.5 * tooth_wave)) * (1.0 + 0.045 * (phi * (np.pi / 0.32) + 0.6 - np.pi / 2).cos())
 
     # upper teeth: fixed to the skull, edge a little below the resting upper lip line, arching up at the sides
     y_edge = yU + W * (TOOTH_LEN * (1.0 - 0.35 * t_c.sq()) - 0.008 * sep)
     # rounded lips ("oo") cover most of the teeth
     a_up = ((y_edge - Y) / (px * 1.3) + 0.5).clip(0.0, 1.0) * (1.0 - smoothstep(0.45, 0.88, at)) * (1.0 - 0.6 * rd)
-    up_shade = (0.55 + 0.45 * smoothstep(yUo, yUo + W * 0.06, Y)) * (1.0 - 0.4 * t_c.sq()) * (1.0 - 0.12 * sep)
+    up_shade = (0.55 + 0.45 * smoothstep(yUo, yUo + W * 0.06, Y)) * (1.0 - 0.4 * t_c.sq()) * (1.0 - 0.12 * sep) * per_tooth
     up_shade = up_shade * (1.0 - 0.15 * smoothstep(y_edge - W * 0.03, y_edge, Y))
     up_teeth = teeth * up_shade
 
@@ -330,25 +340,13 @@ def build() -> onnx.ModelProto:
     inner = lerp(cavity, tongue, a_tongue)
     inner = lerp(inner, lo_teeth, a_lo)
     inner = lerp(inner, up_teeth, a_up)
-    delta = (inner - warped) * alpha  # on the opening's sub-window
-    out_win = warped_win + pad_hw(delta, ra, ca, win - rb, win - cb)
-    moved = (dxs.abs() + dys.abs()) / px
-    # under 0.05 px of motion counts as none (keeps the composited region small)
-    mask_win = ((moved - 0.05) / 0.45).clip(0.0, 1.0).max(pad_hw(alpha, ra, ca, win - rb, win - cb))
+    # premultiplied by its coverage, in frame levels, with the coverage itself
+    inner_pm = concat([inner * alpha * 255.0, alpha], axis=1)  # [N,4,h,k]
+    inner_at = concat([(b0 + ra).reshape([1]), (b0 + ca).reshape([1])], 0)
 
-    # back to the whole crop: the border is the input's own pixels, with mask 0
-    crop_win = sl(crop, [b0, b0], [b1, b1], [2, 3])
-    out = crop + pad_hw(out_win - crop_win, b0, b0, b0, b0)
-    mask = pad_hw(mask_win, b0, b0, b0, b0)
-    # how much of the frame's own fine detail may stay (see render/synth/image.ts): all of it where
-    # the skin moved under half a pixel, none where it moved 2+ px or the inner mouth was drawn
-    alpha_win = pad_hw(alpha, ra, ca, win - rb, win - cb)
-    keep_win = (1.0 - ((moved - 0.5) / 1.5).clip(0.0, 1.0)) * (1.0 - alpha_win)
-    keep = 1.0 - pad_hw(1.0 - keep_win, b0, b0, b0, b0)
-
-    g.output(out, 'out', ['N', 3, 'S', 'S'])
-    g.output(mask, 'mask', ['N', 1, 'S', 'S'])
-    g.output(keep, 'keep', ['N', 1, 'S', 'S'])
+    g.output(warp, 'warp', ['N', 2, 'w', 'w'])
+    g.output(inner_pm, 'inner', ['N', 4, 'h', 'k'])
+    g.output(inner_at, 'inner_at', [2], dtype=TensorProto.INT64)
     return g.model(doc='Built-in mouth synthesis for avatar-platform; see render/models/build/synth/build_synth.py')
 
 
