@@ -5,6 +5,7 @@ import { V1, type AppEnv } from './context.ts';
 import { errorResponse, toApiError, validationHook } from './errors.ts';
 import { requestContext } from './middleware/request-context.ts';
 import { ROUTES } from './routes/index.ts';
+import { registerMedia } from './routes/media/serve-media.ts';
 
 export const API_VERSION = '1.0.0';
 
@@ -18,6 +19,8 @@ export function createApp(services: Services) {
   app.use('*', requestContext(services));
 
   for (const m of ROUTES) m.register(app);
+  // Local media (signed URLs, outside /api/v1: the signature is the auth).
+  registerMedia(app);
 
   app.openAPIRegistry.registerComponent('securitySchemes', 'bearerAuth', {
     type: 'http',

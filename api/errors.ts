@@ -31,18 +31,24 @@ export function validationError(error: z.ZodError, target = 'json'): ApiError {
   return new ApiError('validation_error', message, { field: field || null, ...(error.issues.length > 1 ? { issues: error.issues.length } : {}) });
 }
 
-/** Path of the first string holding a NUL character, which no text column (nor any sane field) accepts. */
-export function findNul(value: unknown, path: (string | number)[] = []): (string | number)[] | undefined {
-  if (typeof value === 'string') return value.includes('\u0000') ? path : undefined;
-  if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) {
-      const hit = findNul(value[i], [...path, i]);
-      if (hit) return hit;
-    }
-  } else if (value && typeof value === 'object') {
-    for (const [k, v] of Object.entries(value)) {
-      const hit = findNul(v, [...path, k]);
-      if (hit) return hit;
+/** Deepest nesting accepted in free-form JSON (settings, metadata, ...): far beyond any real use, far below stack and jsonb limits. */
+export const MAX_INPUT_DEPTH = 64;
+
+/**
+ * The first problem no schema can catch in validated input: a string holding a NUL character
+ * (no text column accepts one) or nesting deeper than MAX_INPUT_DEPTH. Iterative, so hostile
+ * nesting cannot overflow the stack.
+ */
+export function findUnsafeInput(value: unknown): { path: (string | number)[]; problem: 'nul' | 'depth' } | undefined {
+  const stack: { v: unknown; path: (string | number)[] }[] = [{ v: value, path: [] }];
+  while (stack.length > 0) {
+    const { v, path } = stack.pop()!;
+    if (typeof v === 'string') {
+      if (v.includes('\u0000')) return { path, problem: 'nul' };
+    } else if (v && typeof v === 'object') {
+      if (path.length >= MAX_INPUT_DEPTH) return { path, problem: 'depth' };
+      if (Array.isArray(v)) v.forEach((x, i) => stack.push({ v: x, path: [...path, i] }));
+      else for (const [k, x] of Object.entries(v)) stack.push({ v: x, path: [...path, k] });
     }
   }
   return undefined;
@@ -50,15 +56,16 @@ export function findNul(value: unknown, path: (string | number)[] = []): (string
 
 /**
  * The zod-openapi hook of every route: a failed validation becomes our 422, and so does a NUL
- * character anywhere in validated input (checked here once, not per schema).
+ * character or hostile nesting anywhere in validated input (checked here once, not per schema).
  */
 export function validationHook(result: { success: true; data: unknown; target: string } | { success: false; error: z.ZodError; target: string }): void {
   if (!result.success) throw validationError(result.error, result.target);
-  const nul = findNul(result.data);
-  if (nul) {
-    const field = fieldPath(nul);
+  const unsafe = findUnsafeInput(result.data);
+  if (unsafe) {
+    const field = fieldPath(unsafe.path);
     const where = TARGET_LABEL[result.target] ?? result.target;
-    throw new ApiError('validation_error', `Invalid field "${field}" in ${where}: must not contain NUL characters`, { field });
+    const why = unsafe.problem === 'nul' ? 'must not contain NUL characters' : `nests deeper than ${MAX_INPUT_DEPTH} levels`;
+    throw new ApiError('validation_error', `Invalid field "${field}" in ${where}: ${why}`, { field });
   }
 }
 

@@ -4,6 +4,7 @@ import { ConfigError, loadConfig } from '../core/config.ts';
 import { newRequestId } from '../core/ids.ts';
 import { createLogger } from '../core/log.ts';
 import { createServices } from '../core/services.ts';
+import { startJobWorkers } from '../core/jobs/workers.ts';
 import { createApp } from './app.ts';
 import { startJanitor } from './janitor.ts';
 
@@ -23,6 +24,8 @@ async function main() {
   const services = await createServices(config, { log, listen: true });
   const app = createApp(services);
   const janitor = startJanitor(services);
+  // Background jobs (avatar loop generation; each render runs in a child process). JOB_WORKERS=0 leaves them to core/jobs/worker-main.ts.
+  const workers = config.JOB_WORKERS > 0 ? await startJobWorkers(services) : undefined;
   const server = serve({ fetch: app.fetch, port: config.PORT, hostname: config.HOST }, (info) => {
     log.info({ port: info.port, publicBaseUrl: config.publicBaseUrl, database: config.DATABASE_URL ? 'external' : 'embedded', redis: Boolean(config.REDIS_URL) }, 'api listening');
   });
@@ -48,6 +51,7 @@ async function main() {
     log.info({ signal }, 'shutting down');
     janitor.stop();
     server.close();
+    await workers?.stop({ timeoutMs: 10_000 });
     await services.close();
     process.exit(0);
   };

@@ -37,12 +37,31 @@ const schema = z.object({
   S3_REGION: z.preprocess(emptyAsUndefined, z.string().min(1).optional()),
   S3_ACCESS_KEY_ID: z.preprocess(emptyAsUndefined, z.string().min(1).optional()),
   S3_SECRET_ACCESS_KEY: z.preprocess(emptyAsUndefined, z.string().min(1).optional()),
+  /** Secret behind signed local media URLs (share it between API processes); default: DATA_DIR/media-signing.secret, made once. */
+  MEDIA_SIGNING_SECRET: z.preprocess(emptyAsUndefined, z.string().min(16).optional()),
 
   /** ffmpeg binary; defaults to the static build from the @ffmpeg-installer npm package (run as a subprocess only). */
   FFMPEG_PATH: z.preprocess(emptyAsUndefined, z.string().min(1).optional()),
 
   /** Lip-sync engine: `builtin` (the ONNX mouth synthesis) or a path to a Wav2Lip-class ONNX model. */
   LIPSYNC_MODEL: z.preprocess(emptyAsUndefined, z.string().min(1).default('builtin')),
+
+  /** Avatar background jobs (core/jobs, pg-boss): worker concurrency in the API process (0: none), retries, expiry. */
+  JOB_WORKERS: envInt(0, 1, 16),
+  JOB_RETRY_LIMIT: envInt(0, 3, 20),
+  JOB_RETRY_DELAY_SECONDS: envInt(1, 10, 3600),
+  /** A job running longer is failed and retried; also how long a crashed worker's job waits before it is retried. */
+  JOB_EXPIRE_SECONDS: envInt(2, 1800, 86_400),
+  JOB_MAINTENANCE_SECONDS: envInt(1, 30, 3600),
+  JOB_POLL_SECONDS: envInt(1, 2, 60),
+  /** Length of a generated idle loop (seconds). */
+  AVATAR_LOOP_SECONDS: envInt(2, 8, 30),
+  /** Price of one loop generation (PUT /avatars/{id}/loop), in credit micros. */
+  LOOP_GENERATION_CREDIT_MICROS: envInt(1, 30_000_000),
+  /** OpenAI-compatible moderation endpoint (full URL, e.g. https://api.openai.com/v1/moderations) screening motion prompts. */
+  MODERATION_URL: z.preprocess(emptyAsUndefined, optionalUrl),
+  /** Bearer key of MODERATION_URL; defaults to OPENAI_API_KEY. */
+  MODERATION_API_KEY: z.preprocess(emptyAsUndefined, z.string().min(1).optional()),
 
   /** Per-key request throttle (spec section 8: 120 per 60 s). */
   RATE_LIMIT_POINTS: envInt(1, 120),

@@ -26,11 +26,15 @@ export const ERROR_STATUS = {
   scene_not_ready: 409,
   payload_too_large: 413,
   unsupported_media_type: 415,
+  range_not_satisfiable: 416,
   validation_error: 422,
   loop_not_generatable: 422,
   loop_prompt_rejected: 422,
   clip_declaration_rejected: 422,
   scene_source_rejected: 422,
+  // Assets: bytes of no accepted type; a remote URL refused by the safe fetcher's address rules.
+  unsupported_asset_type: 422,
+  remote_url_refused: 422,
   concurrency_limit_reached: 429,
   scene_concurrency_limit_reached: 429,
   // A per-key rate limit answer carries no code on the wire (spec section 7); see `wireCode`.

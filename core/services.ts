@@ -8,6 +8,11 @@ import { IdempotencyStore } from './idempotency.ts';
 import { createLogger, type Logger } from './log.ts';
 import { TenantStore } from './tenants.ts';
 import { UsageStore } from './usage.ts';
+import { AvatarService, createPromptScreen, type PortraitAssets } from './avatars/index.ts';
+import { createJobQueue, type JobQueue } from './jobs/index.ts';
+import { createStorage, type ObjectStorage } from './storage/index.ts';
+import { AssetStore } from './assets/index.ts';
+import { SafeFetcher } from './net/safe-fetch.ts';
 
 /**
  * Everything a request handler, the agent worker or the CLI needs, built once per process.
@@ -25,6 +30,16 @@ export interface Services {
   usage: UsageStore;
   idempotency: IdempotencyStore;
   rateLimiter: RateLimiter;
+  storage: ObjectStorage;
+  /** Tenant assets (rows and bytes): get(tenantId, id), openStream, readBytes. */
+  assets: AssetStore;
+  /** The one way to fetch a user-supplied URL (address rules, redirects, timeouts, size cap). */
+  safeFetch: SafeFetcher;
+  /** Durable background jobs (pg-boss); started lazily on first use. */
+  jobs: JobQueue;
+  /** What avatars read of assets (a tenant's asset, its bytes). */
+  portraitAssets: PortraitAssets;
+  avatars: AvatarService;
   close(): Promise<void>;
 }
 
@@ -48,6 +63,23 @@ export async function createServices(config: Config, opts: CreateServicesOptions
   const keys = new KeyStore(db.sql, log);
   if (opts.listen) await keys.listen();
   const ledger = new CreditLedger(db.sql);
+  const usage = new UsageStore(db.sql, ledger);
+  const storage = createStorage(config);
+  const safeFetch = new SafeFetcher();
+  const jobs = createJobQueue(config, db.url, log);
+  const assets = new AssetStore(db.sql, storage);
+  // Avatars read portraits through the asset store (its get and readBytes).
+  const portraitAssets: PortraitAssets = assets;
+  const avatars = new AvatarService({
+    sql: db.sql,
+    jobs,
+    storage,
+    assets: portraitAssets,
+    screen: createPromptScreen(config, log),
+    usage,
+    log,
+    loopPriceCreditMicros: config.LOOP_GENERATION_CREDIT_MICROS,
+  });
   return {
     config,
     log,
@@ -56,11 +88,19 @@ export async function createServices(config: Config, opts: CreateServicesOptions
     tenants: new TenantStore(db.sql),
     keys,
     ledger,
-    usage: new UsageStore(db.sql, ledger),
+    usage,
     idempotency: new IdempotencyStore(db.sql),
     rateLimiter: redis ? redisRateLimiter(redis, limits) : memoryRateLimiter(limits),
+    storage,
+    assets,
+    safeFetch,
+    jobs,
+    portraitAssets,
+    avatars,
     close: async () => {
+      await jobs.stop();
       await keys.close();
+      await safeFetch.close();
       redis?.disconnect();
       if (!opts.database) await db.close();
     },

@@ -3,6 +3,7 @@
 #   - redis-server and ffmpeg from Debian's packages,
 #   - the LiveKit server, built with `go install` at the version pinned in package.json
 #     (config.livekitServerVersion) into a cache outside the clone, keyed by that version,
+#   - moto's S3-compatible server (PyPI) in a venv in the same cache, for the storage contract suite,
 #   - the npm dependencies (npm ci).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,6 +29,15 @@ if [ ! -x "$bin_dir/server" ]; then
   GOBIN="$bin_dir" GOFLAGS=-mod=mod go install "github.com/livekit/livekit-server/cmd/server@$version"
 fi
 "$bin_dir/server" --version
+
+# A real S3-compatible server for the storage contract suite: moto, in a venv keyed by version.
+moto_version=$(node -p "require('./package.json').config.motoVersion")
+moto_dir="${XDG_CACHE_HOME:-$HOME/.cache}/avatar-platform/moto-$moto_version"
+if [ ! -x "$moto_dir/bin/moto_server" ]; then
+  echo "installing moto[server] $moto_version into $moto_dir"
+  python3 -m venv "$moto_dir"
+  "$moto_dir/bin/pip" install --quiet "moto[server]==$moto_version"
+fi
 
 if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   ONNXRUNTIME_NODE_INSTALL="${ONNXRUNTIME_NODE_INSTALL:-skip}" npm ci --no-audit --no-fund

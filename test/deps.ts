@@ -101,3 +101,23 @@ export async function startLiveKit(): Promise<RunningServer> {
   });
   return { url: `ws://127.0.0.1:${port}`, stop: stopper(child) };
 }
+
+/** moto's S3-compatible server (PyPI `moto[server]`), installed by scripts/install-test-deps.sh into a venv in the cache. */
+export function motoServerBinary(): string {
+  if (process.env.MOTO_SERVER_BIN) return process.env.MOTO_SERVER_BIN;
+  const cache = process.env.XDG_CACHE_HOME ?? path.join(os.homedir(), '.cache');
+  const version = (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { config: { motoVersion: string } }).config.motoVersion;
+  const venv = path.join(cache, 'avatar-platform', `moto-${version}`, 'bin', 'moto_server');
+  return existsSync(venv) ? venv : 'moto_server';
+}
+
+/** A real S3-compatible endpoint on loopback for the storage contract suite. */
+export async function startS3Server(): Promise<RunningServer> {
+  const port = await freePort();
+  const child = spawn(motoServerBinary(), ['-H', '127.0.0.1', '-p', String(port)], { stdio: 'ignore' });
+  child.on('error', () => {});
+  await waitForPort(port, child, 'moto_server').catch((err: unknown) => {
+    throw new Error(`Cannot start moto_server (${String(err)}). Install it: bash scripts/install-test-deps.sh`);
+  });
+  return { url: `http://127.0.0.1:${port}`, stop: stopper(child) };
+}

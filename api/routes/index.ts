@@ -1,6 +1,15 @@
 import type { RouteConfig } from '@hono/zod-openapi';
 import type { App } from '../context.ts';
 import * as createApiKey from './api-keys/create-key.ts';
+import * as createAvatar from './avatars/create-avatar.ts';
+import * as deleteAvatar from './avatars/delete-avatar.ts';
+import * as getAvatar from './avatars/get-avatar.ts';
+import * as listAvatars from './avatars/list-avatars.ts';
+import * as redirectAvatarLoop from './avatars/redirect-loop.ts';
+import * as updateAvatar from './avatars/update-avatar.ts';
+import * as createRemoteAsset from './assets/create-remote-asset.ts';
+import * as listAssets from './assets/list-assets.ts';
+import * as uploadAsset from './assets/upload-asset.ts';
 import * as getCreditBalance from './credits/get-balance.ts';
 import * as listSessionUsage from './usage/list-sessions.ts';
 
@@ -10,4 +19,4 @@ export interface RouteModule {
 }
 
 /** Every /api/v1 route. Adding a route means adding its module here. */
-export const ROUTES: RouteModule[] = [getCreditBalance, listSessionUsage, createApiKey];
+export const ROUTES: RouteModule[] = [getCreditBalance, listSessionUsage, createApiKey, listAvatars, createAvatar, getAvatar, updateAvatar, deleteAvatar, redirectAvatarLoop, listAssets, uploadAsset, createRemoteAsset];

@@ -1,0 +1,156 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { MICROS_PER_SECOND } from '../../../core/credits/ledger.ts';
+import { startJobWorkers } from '../../../core/jobs/workers.ts';
+import { testApi } from '../../../test/helpers.ts';
+import { call, portraitAsset, type AvatarBody } from './test-support.ts';
+
+/**
+ * Background generation end to end, with a job worker in this process (renders in child
+ * processes): 2-second loops keep the file fast.
+ */
+const t = await testApi({ env: { AVATAR_LOOP_SECONDS: '2', JOB_POLL_SECONDS: '1', JOB_RETRY_DELAY_SECONDS: '1', LOOP_GENERATION_CREDIT_MICROS: String(30 * MICROS_PER_SECOND) } });
+const workers = await startJobWorkers(t.services);
+afterAll(async () => {
+  await workers.stop({ timeoutMs: 2000 });
+  await t.close();
+});
+const A = '/api/v1/avatars';
+
+async function until(key: string, id: string, done: (a: AvatarBody) => boolean, timeout = 60_000): Promise<AvatarBody> {
+  const end = Date.now() + timeout;
+  for (;;) {
+    const r = await call(t, key, 'GET', `${A}/${id}`);
+    expect(r.status).toBe(200);
+    if (done(r.body)) return r.body;
+    if (Date.now() > end) throw new Error(`timed out; last: ${JSON.stringify(r.body)}`);
+    await new Promise((res) => setTimeout(res, 300));
+  }
+}
+
+/** The serving loop's bytes, fetched through the app's signed media route as a client would. */
+async function servedBytes(url: string): Promise<Buffer> {
+  const u = new URL(url);
+  const res = await t.app.request(u.pathname + u.search);
+  expect(res.status).toBe(200);
+  expect(res.headers.get('content-type')).toBe('video/mp4');
+  return Buffer.from(await res.arrayBuffer());
+}
+
+function ffprobe(bytes: Buffer): { codec: string; duration: number; width: number } {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'loop-probe-'));
+  const file = path.join(dir, 'loop.mp4');
+  writeFileSync(file, bytes);
+  const out = JSON.parse(
+    execFileSync('ffprobe', ['-v', 'error', '-select_streams', 'v:0', '-show_entries', 'stream=codec_name,width:format=duration', '-of', 'json', file]).toString(),
+  ) as { streams: { codec_name: string; width: number }[]; format: { duration: string } };
+  return { codec: out.streams[0]!.codec_name, width: out.streams[0]!.width, duration: Number(out.format.duration) };
+}
+
+describe('avatar lifecycle (background generation)', () => {
+  let key = '';
+  let tenantId = '';
+  let avatar: AvatarBody;
+
+  it('happy: create with a portrait, poll until ready; servingUrl serves an H.264 loop', async () => {
+    ({ apiKey: key, tenantId } = await t.newTenant({ credits: 100 }));
+    const asset = await portraitAsset(t, tenantId, { fixture: 'astronaut' });
+    const created = await call(t, key, 'POST', A, { displayName: 'Eileen', sourceKind: 'image', sourceAssetId: asset, motionPrompt: 'calm and friendly' });
+    expect(created.status).toBe(201);
+    expect(created.body).toMatchObject({ status: 'preprocessing', idleVideoStatus: 'queued', servingUrl: null });
+    const seen = new Set<string>();
+    avatar = await until(key, created.body.id, (a) => {
+      seen.add(a.idleVideoStatus);
+      return a.status !== 'preprocessing';
+    });
+    expect(avatar, JSON.stringify(avatar)).toMatchObject({ status: 'ready', idleVideoStatus: 'ready', error: null, cacheVersion: 1, sourceKind: 'video' });
+    expect([...seen].every((s) => ['queued', 'generating', 'ready'].includes(s))).toBe(true);
+    expect(avatar.cacheManifestId).toMatch(/^cmf_/);
+    expect(avatar.servingUrl).toBeTruthy();
+    const [row] = await t.services.sql`select serving_loop_key, serving_cache_key from avatars where id = ${avatar.id}`;
+    expect(row!.serving_loop_key).toMatch(new RegExp(`^tenants/${tenantId}/avatars/${avatar.id}/loops/gen_\\w+/idle\\.mp4$`));
+    const probe = ffprobe(await servedBytes(avatar.servingUrl!));
+    expect(probe.codec).toBe('h264');
+    expect(probe.width).toBe(512);
+    expect(probe.duration).toBeGreaterThan(1.8);
+    expect(probe.duration).toBeLessThan(2.3);
+    expect(await t.services.storage.stat(`${row!.serving_cache_key as string}/manifest.json`)).toBeDefined();
+  });
+
+  it('happy: PUT loop answers 202 and keeps serving the previous loop until the new one publishes; billed once', async () => {
+    const before = await t.services.ledger.balance(tenantId);
+    const oldUrl = new URL(avatar.servingUrl!).pathname;
+    const headers = { 'idempotency-key': 'redirect-1' };
+    const r = await call(t, key, 'PUT', `${A}/${avatar.id}/loop`, { motionPrompt: 'lively, smiling, glances aside' }, headers);
+    expect(r.status).toBe(202);
+    expect(r.body).toMatchObject({ status: 'ready', idleVideoStatus: 'queued', cacheVersion: 1, motionPrompt: 'calm and friendly' });
+    expect(new URL(r.body.servingUrl!).pathname).toBe(oldUrl);
+
+    // Replay of the same key and body: the stored 202, without a second render or charge.
+    const replay = await call(t, key, 'PUT', `${A}/${avatar.id}/loop`, { motionPrompt: 'lively, smiling, glances aside' }, headers);
+    expect(replay.status).toBe(202);
+    expect(replay.body).toEqual(r.body);
+    const reuse = await call(t, key, 'PUT', `${A}/${avatar.id}/loop`, { motionPrompt: 'something else' }, headers);
+    expect(reuse.status).toBe(409);
+    expect(reuse.body.code).toBe('idempotency_conflict');
+    // Another render while this one is pending.
+    const pending = await call(t, key, 'PUT', `${A}/${avatar.id}/loop`, { motionPrompt: 'nod' });
+    expect(pending.status).toBe(409);
+    expect(pending.body.code).toBe('loop_pending');
+
+    const mid = await call(t, key, 'GET', `${A}/${avatar.id}`);
+    expect(mid.body.status).toBe('ready');
+    if (mid.body.idleVideoStatus !== 'ready') expect(new URL(mid.body.servingUrl!).pathname).toBe(oldUrl);
+
+    const done = await until(key, avatar.id, (a) => a.idleVideoStatus === 'ready');
+    expect(done).toMatchObject({ status: 'ready', cacheVersion: 2, motionPrompt: 'lively, smiling, glances aside', error: null });
+    expect(new URL(done.servingUrl!).pathname).not.toBe(oldUrl);
+    const after = await t.services.ledger.balance(tenantId);
+    expect(before.balanceCreditMicros - after.balanceCreditMicros).toBe(30 * MICROS_PER_SECOND);
+    expect(after.reservedCreditMicros).toBe(0);
+    const usage = await t.services.sql`select status, billed_credit_micros from session_usage where tenant_id = ${tenantId} and kind = 'generation'`;
+    expect(usage.map((u) => [u.status, u.billed_credit_micros])).toEqual([['released', 30 * MICROS_PER_SECOND]]);
+    // The previous loop's objects are gone once the new one serves.
+    expect(await t.services.storage.stat(decodeURIComponent(oldUrl.replace(/^\/media\//, '')))).toBeUndefined();
+    expect((await t.app.request(new URL(avatar.servingUrl!).pathname + new URL(avatar.servingUrl!).search)).status).toBe(404);
+  });
+
+  it('error: 402 when credits are short, 422 for a refused prompt and for a draft; nothing written or billed', async () => {
+    const poor = await t.newTenant({ credits: 10 });
+    const asset = await portraitAsset(t, poor.tenantId);
+    await t.services.sql`
+      insert into avatars (id, tenant_id, display_name, source_asset_id, status, idle_video_status, serving_loop_key, cache_version)
+      values ('ava_poorready', ${poor.tenantId}, 'p', ${asset}, 'ready', 'ready', 'tenants/x/avatars/ava_poorready/loops/gen_x/idle.mp4', 1)`;
+    const short = await call(t, poor.apiKey, 'PUT', `${A}/ava_poorready/loop`, { motionPrompt: 'nod' });
+    expect(short.status).toBe(402);
+    expect(short.body.code).toBe('insufficient_credits');
+    const rejected = await call(t, poor.apiKey, 'PUT', `${A}/ava_poorready/loop`, { motionPrompt: 'a gory beheading' });
+    expect(rejected.status).toBe(422);
+    expect(rejected.body.code).toBe('loop_prompt_rejected');
+    for (const motionPrompt of ['', '   ', 'x'.repeat(1201)]) {
+      expect((await call(t, poor.apiKey, 'PUT', `${A}/ava_poorready/loop`, { motionPrompt })).body.code).toBe('loop_prompt_rejected');
+    }
+    const d = await call(t, poor.apiKey, 'POST', A, { displayName: 'draft' });
+    const notGen = await call(t, poor.apiKey, 'PUT', `${A}/${d.body.id}/loop`, { motionPrompt: 'nod' });
+    expect(notGen.status).toBe(422);
+    expect(notGen.body.code).toBe('loop_not_generatable');
+    expect((await call(t, poor.apiKey, 'GET', `${A}/ava_poorready`)).body).toMatchObject({ idleVideoStatus: 'ready', cacheVersion: 1 });
+    const bal = await t.services.ledger.balance(poor.tenantId);
+    expect(bal).toMatchObject({ balanceCreditMicros: 10 * MICROS_PER_SECOND, reservedCreditMicros: 0 });
+    expect((await t.services.sql`select count(*)::int as n from session_usage where tenant_id = ${poor.tenantId}`)[0]!.n).toBe(0);
+  });
+
+  it('error: a portrait the rig refuses fails the avatar with its reason, without retry', async () => {
+    const { apiKey, tenantId: tid } = await t.newTenant();
+    const asset = await portraitAsset(t, tid, { fixture: 'brick' });
+    const created = await call(t, apiKey, 'POST', A, { displayName: 'wall', sourceAssetId: asset });
+    const failed = await until(apiKey, created.body.id, (a) => a.status !== 'preprocessing');
+    expect(failed).toMatchObject({ status: 'failed', idleVideoStatus: 'failed', servingUrl: null });
+    expect(failed.error).toMatch(/no_face/);
+    const [job] = await t.services.sql`select state, retry_count from pgboss.job where name = 'avatar-loop' and data->>'avatarId' = ${failed.id}`;
+    expect(job).toMatchObject({ state: 'completed', retry_count: 0 });
+  });
+});

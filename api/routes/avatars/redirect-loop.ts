@@ -1,0 +1,55 @@
+import { createRoute, z } from '@hono/zod-openapi';
+import { V1, type App } from '../../context.ts';
+import { guarded } from '../../middleware/guard.ts';
+import { errorResponses } from '../../schemas/common.ts';
+import { AvatarIdParam, AvatarSchema, checkAvatarId, MotionPromptInput } from './schemas.ts';
+
+const RedirectLoopBody = z.object({ motionPrompt: MotionPromptInput }).strict().openapi('RedirectLoopRequest');
+
+export const route = createRoute({
+  operationId: 'redirectAvatarLoop',
+  method: 'put',
+  path: `${V1}/avatars/{avatarId}/loop`,
+  tags: ['Avatars'],
+  summary: 'Re-direct the idle loop',
+  description:
+    'Re-renders the idle loop from a new motionPrompt, billed as one generation. Answers 202 at once; the previous loop keeps serving as servingUrl until the new one publishes. Honours Idempotency-Key (replay returns the stored 202).',
+  security: [{ bearerAuth: [] }],
+  request: {
+    params: AvatarIdParam,
+    headers: z.object({ 'idempotency-key': z.string().optional().openapi({ description: 'At most 180 characters.' }) }),
+    body: { required: true, content: { 'application/json': { schema: RedirectLoopBody } } },
+  },
+  responses: {
+    202: { description: 'Accepted: the avatar, still serving its previous loop', content: { 'application/json': { schema: AvatarSchema } } },
+    ...errorResponses(401, 402, 403, 404, 409, 413, 415, 422, 503),
+  },
+});
+
+export function register(app: App) {
+  app.openapi(guarded(route), async (c) => {
+    const avatarId = checkAvatarId(c.req.valid('param').avatarId);
+    const { motionPrompt } = c.req.valid('json');
+    const principal = c.get('principal');
+    const { avatars, idempotency } = c.get('services');
+    const key = c.req.header('idempotency-key');
+    if (key === undefined) return c.json(await avatars.redirectLoop(principal, avatarId, motionPrompt), 202);
+    const claim = await idempotency.claim({
+      tenantId: principal.tenantId,
+      scope: 'PUT /avatars/{avatarId}/loop',
+      key,
+      request: JSON.stringify({ avatarId, motionPrompt }),
+      mode: 'replay',
+    });
+    if (claim.kind === 'replay') return c.json(claim.body as z.infer<typeof AvatarSchema>, 202);
+    try {
+      const avatar = await avatars.redirectLoop(principal, avatarId, motionPrompt);
+      await claim.release({ status: 202, body: avatar });
+      return c.json(avatar, 202);
+    } catch (err) {
+      // Errors are not stored: nothing was written, so the same key may be retried.
+      await claim.release();
+      throw err;
+    }
+  });
+}

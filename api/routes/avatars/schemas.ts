@@ -1,0 +1,88 @@
+import { z } from '@hono/zod-openapi';
+import { PROFILE_LIMITS, PROMPT_MAX } from '../../../core/avatars/index.ts';
+import { AVATAR_STATUSES, IDLE_VIDEO_STATUSES } from '../../../core/avatars/types.ts';
+import { notFound } from '../../../core/errors.ts';
+import { Timestamp } from '../../schemas/common.ts';
+
+/** Deepest nesting accepted inside voice, llm, settings and metadata. */
+export const MAX_JSON_DEPTH = 16;
+
+/** True when `v` nests at most `max` levels (iterative: no recursion, no spread of large arrays). */
+function withinDepth(v: unknown, max: number): boolean {
+  const stack: [unknown, number][] = [[v, 0]];
+  while (stack.length > 0) {
+    const [x, d] = stack.pop()!;
+    if (x === null || typeof x !== 'object') continue;
+    if (d > max) return false;
+    for (const child of Array.isArray(x) ? x : Object.values(x)) stack.push([child, d + 1]);
+  }
+  return true;
+}
+
+/** A JSON object of the caller's own structure (its inner structure is not part of the contract). */
+export const JsonObject = z
+  .record(z.string(), z.unknown())
+  .refine((v) => withinDepth(v, MAX_JSON_DEPTH), `must not nest deeper than ${MAX_JSON_DEPTH} levels`)
+  .openapi({ type: 'object', additionalProperties: true });
+
+/** Loose bound only: the prompt screen owns the real rules (nonempty, at most 1,200 characters: 422 loop_prompt_rejected). */
+export const MotionPromptInput = z
+  .string()
+  .max(PROMPT_MAX * 4)
+  .openapi({ description: `Art-directs the generated loop. Trimmed, nonempty, at most ${PROMPT_MAX} characters; screened (422 loop_prompt_rejected).` });
+
+/**
+ * A string of at most `max` UTF-16 code units (JavaScript length), as the spec measures profile text.
+ * zod's own max() counts code points (an emoji is 1 there, 2 here), so the refine does the real check.
+ */
+export const utf16Max = <T extends z.ZodString>(s: T, max: number) =>
+  s.max(max).refine((v) => v.length <= max, `must be at most ${max} UTF-16 code units`);
+
+export const DisplayName = utf16Max(z.string().trim().min(1), PROFILE_LIMITS.displayName);
+export const VoiceId = z.string().trim().min(1).max(160);
+
+/** Any avatarId that names no live avatar of the caller's tenant is 404, whatever its shape. */
+export const AvatarIdParam = z.object({
+  avatarId: z.string().openapi({ param: { name: 'avatarId', in: 'path' }, example: 'ava_0123456789ABCDEFGHij', description: 'Starts with ava_' }),
+});
+
+const AVATAR_ID = /^ava_[0-9A-Za-z]{1,64}$/;
+
+/** 404 at once for an id that cannot be an avatar's (no database round trip). */
+export function checkAvatarId(avatarId: string): string {
+  if (!AVATAR_ID.test(avatarId)) throw notFound(`Avatar ${avatarId.slice(0, 80)}`);
+  return avatarId;
+}
+
+export const AvatarSchema = z
+  .object({
+    id: z.string().openapi({ example: 'ava_0123456789ABCDEFGHij' }),
+    tenantId: z.string(),
+    displayName: z.string(),
+    sourceKind: z.enum(['image', 'video']).openapi({ description: 'Reads video once the generated loop attaches: do not branch on it.' }),
+    modelId: z.string(),
+    sourceAssetId: z.string().nullable(),
+    status: z.enum(AVATAR_STATUSES),
+    idleVideoStatus: z.enum(IDLE_VIDEO_STATUSES),
+    servingUrl: z.string().nullable().openapi({ description: 'Signed URL (1 hour) of the loop MP4 serving now; null until one exists.' }),
+    error: z.string().nullable().openapi({ description: 'Why generation failed (status failed, or idleVideoStatus failed).' }),
+    defaultVoiceId: z.string().nullable(),
+    cacheManifestId: z.string().nullable(),
+    cacheVersion: z.number().int(),
+    motionPrompt: z.string().nullable(),
+    personality: z.string().nullable(),
+    background: z.string().nullable(),
+    artDirection: z.string().nullable(),
+    replyStyle: z.string().nullable(),
+    anchorTimeMs: z.number().int().nullable(),
+    voice: z.unknown().nullable(),
+    llm: z.unknown().nullable(),
+    settings: z.record(z.string(), z.unknown()),
+    metadata: z.record(z.string(), z.unknown()),
+    createdAt: Timestamp,
+    updatedAt: Timestamp,
+  })
+  .openapi('Avatar');
+
+/** Spec section 8: 128 KiB on avatar create and update. */
+export const AVATAR_BODY_LIMIT = 128 * 1024;

@@ -1,0 +1,65 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { newId } from '../../../core/ids.ts';
+import type { TestApi } from '../../../test/helpers.ts';
+
+const FIXTURES = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../render/rig/fixtures');
+
+export type Fixture = 'astronaut' | 'grace_hopper' | 'cameraman' | 'brick' | 'rocket';
+
+export function fixtureBytes(name: Fixture): Buffer {
+  return readFileSync(path.join(FIXTURES, `${name}.jpg`));
+}
+
+/**
+ * A stored image asset of `tenantId` (bytes in object storage, a row in `assets`), as an upload
+ * would leave it. `status` and `kind` can be set to make unusable ones.
+ */
+export async function portraitAsset(
+  t: TestApi,
+  tenantId: string,
+  o: { fixture?: Fixture; status?: 'ready' | 'pending_upload' | 'failed'; kind?: 'image' | 'video' | 'audio' } = {},
+): Promise<string> {
+  const id = newId('asset');
+  const bytes = fixtureBytes(o.fixture ?? 'astronaut');
+  const key = `tenants/${tenantId}/assets/${id}/original.jpg`;
+  const put = await t.services.storage.put(key, bytes, { contentType: 'image/jpeg' });
+  await t.services.sql`
+    insert into assets (id, tenant_id, kind, status, content_type, size_bytes, sha256, storage_key)
+    values (${id}, ${tenantId}, ${o.kind ?? 'image'}, ${o.status ?? 'ready'}, 'image/jpeg', ${put.size}, ${put.sha256}, ${key})`;
+  return id;
+}
+
+export interface AvatarBody {
+  id: string;
+  tenantId: string;
+  displayName: string;
+  sourceKind: string;
+  modelId: string;
+  sourceAssetId: string | null;
+  status: string;
+  idleVideoStatus: string;
+  servingUrl: string | null;
+  error: string | null;
+  defaultVoiceId: string | null;
+  cacheManifestId: string | null;
+  cacheVersion: number;
+  motionPrompt: string | null;
+  personality: string | null;
+  background: string | null;
+  artDirection: string | null;
+  replyStyle: string | null;
+  metadata: Record<string, unknown>;
+  createdAt: string;
+  updatedAt: string;
+  code?: string;
+  field?: string | null;
+}
+
+export async function call(t: TestApi, key: string, method: string, url: string, body?: unknown, headers?: Record<string, string>) {
+  const res = await t.request(method, url, { key, ...(body !== undefined ? { body } : {}), ...(headers ? { headers } : {}) });
+  const text = await res.text();
+  return { status: res.status, body: (text ? JSON.parse(text) : null) as AvatarBody, res };
+}
+

@@ -1,0 +1,299 @@
+import type { Readable } from 'node:stream';
+import type { Sql } from '../db/index.ts';
+import { newId } from '../ids.ts';
+import { checkUrl, SafeFetchError, type SafeFetcher } from '../net/safe-fetch.ts';
+import { SizeLimitError, type ByteRange, type ObjectStorage } from '../storage/index.ts';
+import { sniff } from './sniff.ts';
+import { ASSET_MAX_BYTES, type AssetKind, type AssetRecord, type AssetStatus } from './types.ts';
+
+interface AssetRow {
+  id: string;
+  tenant_id: string;
+  kind: AssetKind;
+  status: AssetStatus;
+  content_type: string | null;
+  size_bytes: number | null;
+  sha256: string | null;
+  storage_key: string | null;
+  original_filename: string | null;
+  source_url: string | null;
+  metadata: Record<string, unknown> | null;
+  error: string | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+const toRecord = (r: AssetRow): AssetRecord => ({
+  id: r.id,
+  tenantId: r.tenant_id,
+  kind: r.kind,
+  status: r.status,
+  contentType: r.content_type,
+  sizeBytes: r.size_bytes,
+  sha256: r.sha256,
+  storageKey: r.storage_key,
+  originalFilename: r.original_filename,
+  sourceUrl: r.source_url,
+  metadata: r.metadata ?? {},
+  error: r.error,
+  createdAt: r.created_at,
+  updatedAt: r.updated_at,
+});
+
+/** Why bytes were refused; the API turns each into its error (422, 413). */
+export type IngestFailure =
+  | { reason: 'empty' }
+  | { reason: 'unsupported_type'; detectedMime?: string }
+  | { reason: 'kind_mismatch'; declared: AssetKind; sniffed: AssetKind; contentType: string }
+  | { reason: 'too_large'; kind: AssetKind; maxBytes: number };
+
+export class AssetIngestError extends Error {
+  override name = 'AssetIngestError';
+  constructor(readonly failure: IngestFailure) {
+    super(`Asset refused: ${failure.reason}`);
+  }
+}
+
+export interface StoredBytes {
+  kind: AssetKind;
+  contentType: string;
+  sizeBytes: number;
+  sha256: string;
+  storageKey: string;
+}
+
+/** Where an asset's bytes live in object storage. */
+export function assetStorageKey(tenantId: string, assetId: string): string {
+  return `tenants/${tenantId}/assets/${assetId}`;
+}
+
+export const MAX_LIST = 100;
+
+/** A remote import that failed: the asset row (now `failed`) and why. */
+export class RemoteImportError extends Error {
+  override name = 'RemoteImportError';
+  constructor(
+    readonly asset: AssetRecord | undefined,
+    override readonly cause: SafeFetchError | AssetIngestError,
+  ) {
+    super(cause.message);
+  }
+}
+
+/** The `error` stored on a failed asset row. */
+export function failureCode(err: SafeFetchError | AssetIngestError): string {
+  if (err instanceof AssetIngestError) return err.failure.reason;
+  return err.reason === 'forbidden_address' || err.reason === 'too_many_redirects' ? 'remote_url_refused' : `remote_${err.reason}`;
+}
+
+/**
+ * Tenant assets: rows in `assets` (migration 0003) and their bytes in object storage. Every read
+ * takes the tenant id: another tenant's asset does not exist for the caller.
+ */
+export class AssetStore {
+  constructor(
+    private readonly sql: Sql,
+    readonly storage: ObjectStorage,
+  ) {}
+
+  /**
+   * Streams `source` into storage under the asset's key: the type is sniffed from the first bytes,
+   * must be accepted and agree with `declaredKind`, and the kind's size cap holds while the bytes
+   * stream. On any failure nothing stays stored (AssetIngestError for refused bytes).
+   */
+  async storeBytes(tenantId: string, assetId: string, source: Readable, declaredKind?: AssetKind): Promise<StoredBytes> {
+    let sniffed;
+    try {
+      sniffed = await sniff(source);
+    } catch (err) {
+      source.destroy();
+      throw err;
+    }
+    const refuse = (failure: IngestFailure): never => {
+      sniffed.stream.destroy();
+      throw new AssetIngestError(failure);
+    };
+    if (sniffed.empty) return refuse({ reason: 'empty' });
+    const type = sniffed.type;
+    if (!type) return refuse({ reason: 'unsupported_type', detectedMime: sniffed.detectedMime });
+    if (declaredKind && declaredKind !== type.kind) {
+      return refuse({ reason: 'kind_mismatch', declared: declaredKind, sniffed: type.kind, contentType: type.contentType });
+    }
+    const storageKey = assetStorageKey(tenantId, assetId);
+    const maxBytes = ASSET_MAX_BYTES[type.kind];
+    try {
+      const put = await this.storage.put(storageKey, sniffed.stream, { contentType: type.contentType, maxBytes });
+      return { kind: type.kind, contentType: type.contentType, sizeBytes: put.size, sha256: put.sha256, storageKey };
+    } catch (err) {
+      sniffed.stream.destroy();
+      if (err instanceof SizeLimitError) throw new AssetIngestError({ reason: 'too_large', kind: type.kind, maxBytes });
+      throw err;
+    }
+  }
+
+  /**
+   * An upload: the bytes are stored first, then the row is written `ready`, so a refused or failed
+   * upload leaves neither bytes nor a row.
+   */
+  async createUploaded(input: {
+    tenantId: string;
+    source: Readable;
+    declaredKind?: AssetKind;
+    originalFilename?: string | null;
+    metadata?: Record<string, unknown>;
+  }): Promise<AssetRecord> {
+    const id = newId('asset');
+    const stored = await this.storeBytes(input.tenantId, id, input.source, input.declaredKind);
+    return this.recordUploaded({ tenantId: input.tenantId, id, stored, originalFilename: input.originalFilename, metadata: input.metadata });
+  }
+
+  /** The `ready` row of bytes already stored under `id` by storeBytes; the bytes are deleted if it cannot be written. */
+  async recordUploaded(input: {
+    tenantId: string;
+    id: string;
+    stored: StoredBytes;
+    originalFilename?: string | null;
+    metadata?: Record<string, unknown>;
+  }): Promise<AssetRecord> {
+    const { stored } = input;
+    try {
+      const [row] = await this.sql<AssetRow[]>`
+        insert into assets (id, tenant_id, kind, status, content_type, size_bytes, sha256, storage_key, original_filename, metadata)
+        values (${input.id}, ${input.tenantId}, ${stored.kind}, 'ready', ${stored.contentType}, ${stored.sizeBytes}, ${stored.sha256},
+                ${stored.storageKey}, ${input.originalFilename ?? null}, ${this.sql.json((input.metadata ?? {}) as never)})
+        returning *`;
+      return toRecord(row!);
+    } catch (err) {
+      await this.storage.delete(stored.storageKey).catch(() => {});
+      throw err;
+    }
+  }
+
+  /** A row for bytes that are about to stream in (remote imports): `pending_upload`. */
+  async createPending(input: {
+    tenantId: string;
+    kind: AssetKind;
+    sourceUrl?: string | null;
+    originalFilename?: string | null;
+    metadata?: Record<string, unknown>;
+  }): Promise<AssetRecord> {
+    const [row] = await this.sql<AssetRow[]>`
+      insert into assets (id, tenant_id, kind, status, source_url, original_filename, metadata)
+      values (${newId('asset')}, ${input.tenantId}, ${input.kind}, 'pending_upload', ${input.sourceUrl ?? null},
+              ${input.originalFilename ?? null}, ${this.sql.json((input.metadata ?? {}) as never)})
+      returning *`;
+    return toRecord(row!);
+  }
+
+  /** pending_upload to ready, with what the bytes turned out to be. */
+  async markReady(tenantId: string, id: string, stored: StoredBytes): Promise<AssetRecord> {
+    const [row] = await this.sql<AssetRow[]>`
+      update assets set status = 'ready', kind = ${stored.kind}, content_type = ${stored.contentType}, size_bytes = ${stored.sizeBytes},
+             sha256 = ${stored.sha256}, storage_key = ${stored.storageKey}, error = null, updated_at = now()
+      where id = ${id} and tenant_id = ${tenantId} and status = 'pending_upload'
+      returning *`;
+    if (!row) throw new Error(`Asset ${id} is no longer pending`);
+    return toRecord(row);
+  }
+
+  /** pending_upload to failed, with a short machine-readable reason. */
+  async markFailed(tenantId: string, id: string, error: string): Promise<AssetRecord | undefined> {
+    const [row] = await this.sql<AssetRow[]>`
+      update assets set status = 'failed', error = ${error}, updated_at = now()
+      where id = ${id} and tenant_id = ${tenantId} and status = 'pending_upload'
+      returning *`;
+    return row && toRecord(row);
+  }
+
+  /**
+   * POST /assets/remote: a `pending_upload` row, then the remote file streamed through the safe
+   * fetcher into storage (sniffed, kind-checked and capped like an upload), then `ready`. On any
+   * refusal or failure the row becomes `failed` with `error` and RemoteImportError is thrown.
+   * A URL refused by its form alone (scheme, credentials) is refused before any row is written.
+   */
+  async importRemote(
+    input: { tenantId: string; kind: AssetKind; remoteUrl: string; originalFilename?: string | null; metadata?: Record<string, unknown> },
+    fetcher: SafeFetcher,
+  ): Promise<AssetRecord> {
+    try {
+      checkUrl(input.remoteUrl);
+    } catch (err) {
+      if (err instanceof SafeFetchError && err.reason === 'invalid_url') throw new RemoteImportError(undefined, err);
+      // A forbidden literal address still gets its failed row, like every other refusal.
+    }
+    const pending = await this.createPending({
+      tenantId: input.tenantId,
+      kind: input.kind,
+      sourceUrl: input.remoteUrl,
+      originalFilename: input.originalFilename ?? null,
+      metadata: input.metadata,
+    });
+    try {
+      const res = await fetcher.fetch(input.remoteUrl, { maxBytes: ASSET_MAX_BYTES[input.kind] });
+      let stored: StoredBytes;
+      try {
+        stored = await this.storeBytes(input.tenantId, pending.id, res.body, input.kind);
+      } catch (err) {
+        res.body.destroy();
+        // The body's own failure (cap, timeout, upstream reset) says more than the store's.
+        const bodyErr = res.body.errored;
+        throw bodyErr instanceof SafeFetchError ? bodyErr : err;
+      }
+      try {
+        return await this.markReady(input.tenantId, pending.id, stored);
+      } catch (err) {
+        await this.storage.delete(stored.storageKey).catch(() => {});
+        throw err;
+      }
+    } catch (err) {
+      if (err instanceof SafeFetchError || err instanceof AssetIngestError) {
+        const failed = await this.markFailed(input.tenantId, pending.id, failureCode(err));
+        throw new RemoteImportError(failed, err);
+      }
+      await this.markFailed(input.tenantId, pending.id, 'internal_error').catch(() => {});
+      throw err;
+    }
+  }
+
+  /** The tenant's asset, or undefined (also for another tenant's id). */
+  async get(tenantId: string, id: string): Promise<AssetRecord | undefined> {
+    const [row] = await this.sql<AssetRow[]>`select * from assets where id = ${id} and tenant_id = ${tenantId}`;
+    return row && toRecord(row);
+  }
+
+  /** Most recent first, at most 100. */
+  async list(tenantId: string, limit = MAX_LIST): Promise<AssetRecord[]> {
+    const n = Math.min(Math.max(1, Math.floor(limit)), MAX_LIST);
+    const rows = await this.sql<AssetRow[]>`
+      select * from assets where tenant_id = ${tenantId} order by created_at desc, id desc limit ${n}`;
+    return rows.map(toRecord);
+  }
+
+  /** The bytes of a ready asset as a stream (optionally a byte range), for renderers and jobs. */
+  async openStream(tenantId: string, id: string, range?: ByteRange): Promise<Readable> {
+    const asset = await this.get(tenantId, id);
+    if (!asset || asset.status !== 'ready' || !asset.storageKey) throw new Error(`Asset ${id} is not ready for tenant ${tenantId}`);
+    return this.storage.get(asset.storageKey, range);
+  }
+
+  /** The bytes of a ready asset in memory, refusing more than maxBytes (a portrait for the rig). */
+  async readBytes(tenantId: string, id: string, maxBytes = 32 * 1024 * 1024): Promise<Buffer> {
+    const stream = await this.openStream(tenantId, id);
+    const chunks: Buffer[] = [];
+    let size = 0;
+    for await (const chunk of stream as AsyncIterable<Buffer>) {
+      size += chunk.length;
+      if (size > maxBytes) {
+        stream.destroy();
+        throw new Error(`Asset ${id} exceeds ${maxBytes} bytes`);
+      }
+      chunks.push(chunk);
+    }
+    return Buffer.concat(chunks);
+  }
+
+  /** A signed, expiring URL of a ready asset's bytes (null otherwise). */
+  async publicUrl(asset: AssetRecord, ttlSeconds: number): Promise<string | null> {
+    return asset.status === 'ready' && asset.storageKey ? this.storage.signedUrl(asset.storageKey, ttlSeconds) : null;
+  }
+}

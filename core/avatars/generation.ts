@@ -1,0 +1,206 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createReadStream } from 'node:fs';
+import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { createRequire } from 'node:module';
+import type { Sql } from '../db/index.ts';
+import type { JobContext, JobQueue } from '../jobs/queue.ts';
+import type { Logger } from '../log.ts';
+import type { ObjectStorage } from '../storage/index.ts';
+import type { UsageStore } from '../usage.ts';
+import type { PortraitAssets } from './ports.ts';
+import type { RenderRequest, RenderResult } from './render-child.ts';
+import { AVATAR_LOOP_DEAD_JOB, AVATAR_LOOP_JOB, type AvatarRow, type LoopJobData } from './types.ts';
+
+const CHILD = path.join(path.dirname(fileURLToPath(import.meta.url)), 'render-child.ts');
+const TSX_LOADER = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
+
+export interface LoopWorkerDeps {
+  sql: Sql;
+  jobs: JobQueue;
+  storage: ObjectStorage;
+  assets: PortraitAssets;
+  usage: UsageStore;
+  log: Logger;
+  /** Seconds of the generated idle loop. */
+  loopSeconds: number;
+  /** Concurrent renders in this process. */
+  concurrency: number;
+  /**
+   * The motion library of issue 5 hooks in here: called after the idle loop published, with the
+   * prepared job (generate the default clips from the same portrait). Nothing by default.
+   */
+  afterLoopPublished?: (data: LoopJobData, row: AvatarRow) => Promise<void>;
+}
+
+/** Storage key prefix of one generation's outputs: tenants/<t>/avatars/<a>/loops/<generation>. */
+export function loopPrefix(d: Pick<LoopJobData, 'tenantId' | 'avatarId' | 'generationId'>): string {
+  return `tenants/${d.tenantId}/avatars/${d.avatarId}/loops/${d.generationId}`;
+}
+
+/** A render error that retrying cannot fix: the avatar fails at once. */
+class Refused extends Error {}
+
+/**
+ * The worker side of avatar loop generation: registers the job handlers and runs each render in a
+ * child process (off this process's event loop; a crash there fails the attempt, which retries).
+ */
+export class LoopWorker {
+  private readonly children = new Set<ChildProcess>();
+
+  constructor(private readonly d: LoopWorkerDeps) {}
+
+  async start(): Promise<void> {
+    await this.d.jobs.work<LoopJobData>(AVATAR_LOOP_JOB, (data, job) => this.run(data, job), { concurrency: this.d.concurrency });
+    await this.d.jobs.work<LoopJobData>(AVATAR_LOOP_DEAD_JOB, (data) => this.dead(data));
+  }
+
+  /** Kills running renders (their jobs fail and retry elsewhere). */
+  killRenders(): void {
+    for (const c of this.children) c.kill('SIGKILL');
+  }
+
+  private async setState(data: LoopJobData, fields: { idle: AvatarRow['idle_video_status']; error?: string | null; failAvatar?: boolean }): Promise<boolean> {
+    const rows = await this.d.sql`
+      update avatars set idle_video_status = ${fields.idle},
+        error = ${fields.error === undefined ? this.d.sql`error` : fields.error},
+        status = ${fields.failAvatar ? this.d.sql`case when serving_loop_key is null then 'failed' else status end` : this.d.sql`status`},
+        loop_render_pending = ${fields.idle === 'queued' || fields.idle === 'generating'},
+        updated_at = now()
+      where id = ${data.avatarId} and generation_id = ${data.generationId} and deleted_at is null
+        and idle_video_status in ('queued', 'generating')`;
+    return rows.count > 0;
+  }
+
+  private async settle(data: LoopJobData, ok: boolean): Promise<void> {
+    if (!data.usageSessionId) return;
+    await this.d.usage.finish(data.usageSessionId, ok ? { status: 'released', billableMs: data.priceCreditMicros / 1000 } : { status: 'failed', billableMs: 0 });
+  }
+
+  async run(data: LoopJobData, job: JobContext): Promise<void> {
+    const log = this.d.log.child({ job: job.id, avatarId: data.avatarId, generationId: data.generationId, attempt: job.retryCount });
+    if (!(await this.setState(data, { idle: 'generating' }))) {
+      // Deleted, superseded, or already published by an earlier attempt: nothing to do.
+      log.info('loop job no longer current, skipped');
+      await this.settle(data, false);
+      return;
+    }
+    if (data.usageSessionId) await this.d.usage.start(data.usageSessionId);
+    const work = await mkdtemp(path.join(os.tmpdir(), 'avatar-loop-'));
+    const prefix = loopPrefix(data);
+    let uploaded: string[] = [];
+    try {
+      const [row] = await this.d.sql<AvatarRow[]>`select * from avatars where id = ${data.avatarId} and tenant_id = ${data.tenantId}`;
+      if (!row?.source_asset_id) throw new Refused('The avatar has no portrait to animate');
+      const portraitPath = path.join(work, 'portrait');
+      await writeFile(portraitPath, await this.d.assets.readBytes(data.tenantId, row.source_asset_id));
+      const result = await this.render({
+        portraitPath,
+        outDir: path.join(work, 'out'),
+        seed: data.avatarId,
+        motionPrompt: data.motionPrompt,
+        seconds: this.d.loopSeconds,
+        reviewed: data.reviewed,
+      });
+      if (!result.ok) throw new Refused(`The portrait cannot be animated (${result.refused.code}): ${result.refused.message}`);
+      log.info({ frames: result.frames, renderMs: result.renderMs, totalMs: result.totalMs }, 'loop rendered');
+
+      // Beside the serving loop, under this generation's own prefix; then one conditional swap of keys.
+      const loopKey = `${prefix}/idle.mp4`;
+      await this.d.storage.put(loopKey, createReadStream(result.mp4), { contentType: 'video/mp4' });
+      uploaded.push(loopKey);
+      for (const f of await readdir(result.cacheDir)) {
+        const key = `${prefix}/cache/${f}`;
+        await this.d.storage.put(key, createReadStream(path.join(result.cacheDir, f)), {
+          contentType: f.endsWith('.json') ? 'application/json' : 'application/octet-stream',
+        });
+        uploaded.push(key);
+      }
+      const published = await this.d.sql.begin(async (tx) => {
+        const [old] = await tx<AvatarRow[]>`
+          select * from avatars where id = ${data.avatarId} and generation_id = ${data.generationId} and deleted_at is null
+            and idle_video_status in ('queued', 'generating') for update`;
+        if (!old) return undefined;
+        const [updated] = await tx<AvatarRow[]>`
+          update avatars set serving_loop_key = ${loopKey}, serving_cache_key = ${`${prefix}/cache`},
+            cache_manifest_id = ${`cmf_${data.generationId.slice(4)}`}, cache_version = cache_version + 1,
+            idle_video_status = 'ready', status = 'ready', error = null, source_kind = 'video',
+            motion_prompt = ${data.motionPrompt}, loop_render_pending = false, updated_at = now()
+          where id = ${data.avatarId} returning *`;
+        return { old, updated: updated! };
+      });
+      if (!published) {
+        log.info('loop superseded before publishing, discarded');
+        await this.deleteKeys(uploaded);
+        await this.settle(data, false);
+        return;
+      }
+      uploaded = [];
+      await this.settle(data, true);
+      log.info({ loopKey }, 'loop published');
+      // The previous loop's objects go once the new keys serve.
+      if (published.old.serving_loop_key && published.old.serving_loop_key !== loopKey) {
+        const oldPrefix = published.old.serving_loop_key.replace(/\/idle\.mp4$/, '');
+        await this.deleteKeys([published.old.serving_loop_key, ...['manifest.json', 'frames.bin', 'landmarks.f32'].map((f) => `${oldPrefix}/cache/${f}`)]);
+      }
+      await this.d.afterLoopPublished?.(data, published.updated);
+    } catch (err) {
+      await this.deleteKeys(uploaded);
+      const last = job.retryCount >= job.retryLimit;
+      if (err instanceof Refused || last) {
+        const message = err instanceof Refused ? err.message : `Loop generation failed after ${job.retryCount + 1} attempts`;
+        log.warn({ err }, 'loop generation failed');
+        await this.setState(data, { idle: 'failed', error: message, failAvatar: true });
+        await this.settle(data, false);
+        return; // done: a refusal is not retried
+      }
+      log.warn({ err }, 'loop generation attempt failed, will retry');
+      await this.setState(data, { idle: 'queued' });
+      throw err;
+    } finally {
+      await rm(work, { recursive: true, force: true });
+    }
+  }
+
+  /** A job that ran out of attempts without its handler deciding (its last worker died): fail the avatar. */
+  private async dead(data: LoopJobData): Promise<void> {
+    if (await this.setState(data, { idle: 'failed', error: 'Loop generation failed: its worker stopped repeatedly', failAvatar: true })) {
+      await this.settle(data, false);
+    }
+  }
+
+  private async deleteKeys(keys: string[]): Promise<void> {
+    for (const k of keys) {
+      await this.d.storage.delete(k).catch((err: unknown) => this.d.log.warn({ err, key: k }, 'could not delete a loop object'));
+    }
+  }
+
+  private render(req: RenderRequest): Promise<RenderResult> {
+    return new Promise((resolve, reject) => {
+      const child = spawn(process.execPath, ['--import', TSX_LOADER, CHILD, JSON.stringify(req)], {
+        stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+        env: { ...process.env, NODE_OPTIONS: '' },
+      });
+      this.children.add(child);
+      let out = '';
+      let errText = '';
+      child.stdout!.on('data', (b: Buffer) => (out += b.toString()));
+      child.stderr!.on('data', (b: Buffer) => (errText = (errText + b.toString()).slice(-4000)));
+      child.on('error', reject);
+      child.on('exit', (code, signal) => {
+        this.children.delete(child);
+        const line = out.trim().split('\n').pop();
+        if (code === 0 && line) {
+          try {
+            return resolve(JSON.parse(line) as RenderResult);
+          } catch {
+            /* fall through */
+          }
+        }
+        reject(new Error(`loop render exited with ${signal ?? code}: ${errText.trim().slice(-1000)}`));
+      });
+    });
+  }
+}

@@ -1,0 +1,85 @@
+export const AVATAR_STATUSES = ['draft', 'preprocessing', 'ready', 'failed', 'disabled', 'deleted'] as const;
+export type AvatarStatus = (typeof AVATAR_STATUSES)[number];
+export const IDLE_VIDEO_STATUSES = ['none', 'queued', 'generating', 'ready', 'failed'] as const;
+export type IdleVideoStatus = (typeof IDLE_VIDEO_STATUSES)[number];
+
+export interface AvatarRow {
+  id: string;
+  tenant_id: string;
+  display_name: string;
+  source_kind: 'image' | 'video';
+  model_id: string;
+  source_asset_id: string | null;
+  motion_prompt: string | null;
+  status: AvatarStatus;
+  idle_video_status: IdleVideoStatus;
+  error: string | null;
+  default_voice_id: string | null;
+  voice: unknown;
+  llm: unknown;
+  settings: Record<string, unknown>;
+  metadata: Record<string, unknown>;
+  personality: string | null;
+  background: string | null;
+  art_direction: string | null;
+  reply_style: string | null;
+  anchor_time_ms: number | null;
+  serving_loop_key: string | null;
+  serving_cache_key: string | null;
+  loop_render_pending: boolean;
+  cache_manifest_id: string | null;
+  cache_version: number;
+  deleted_at: Date | null;
+  created_at: Date;
+  updated_at: Date;
+  generation_id: string | null;
+}
+
+/** The Avatar of the wire (camelCase, spec section 2, plus the profile fields this API adds). */
+export interface Avatar {
+  id: string;
+  tenantId: string;
+  displayName: string;
+  sourceKind: 'image' | 'video';
+  modelId: string;
+  sourceAssetId: string | null;
+  status: AvatarStatus;
+  idleVideoStatus: IdleVideoStatus;
+  /** Signed URL of the loop MP4 that serves now; null until one exists. */
+  servingUrl: string | null;
+  error: string | null;
+  defaultVoiceId: string | null;
+  cacheManifestId: string | null;
+  cacheVersion: number;
+  motionPrompt: string | null;
+  personality: string | null;
+  background: string | null;
+  artDirection: string | null;
+  replyStyle: string | null;
+  anchorTimeMs: number | null;
+  voice: unknown;
+  llm: unknown;
+  settings: Record<string, unknown>;
+  metadata: Record<string, unknown>;
+  createdAt: string;
+  updatedAt: string;
+}
+
+/** Data of a loop-generation job (queue AVATAR_LOOP_JOB). */
+export interface LoopJobData {
+  tenantId: string;
+  avatarId: string;
+  /** Must still be the avatar's generation_id when the loop publishes. */
+  generationId: string;
+  /** The direction this generation renders (the avatar's motionPrompt once published). */
+  motionPrompt: string | null;
+  reason: 'create' | 'swap' | 'redirect';
+  /** A person reviewed the source (PATCH sourceReview): the rig's pose and size limits are relaxed. */
+  reviewed: boolean;
+  /** The billed generation (PUT loop), settled when the job ends. */
+  usageSessionId: string | null;
+  priceCreditMicros: number;
+}
+
+export const AVATAR_LOOP_JOB = 'avatar-loop';
+export const AVATAR_LOOP_DEAD_JOB = 'avatar-loop-dead';

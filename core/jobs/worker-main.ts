@@ -1,0 +1,43 @@
+/**
+ * A standalone job worker process (`npx tsx core/jobs/worker-main.ts`): the same workers the API
+ * server runs in-process, for deployments that scale rendering apart from the API. Same
+ * configuration as the API (DATABASE_URL, storage, JOB_*).
+ */
+import { ConfigError, loadConfig } from '../config.ts';
+import { createLogger } from '../log.ts';
+import { createServices } from '../services.ts';
+import { startJobWorkers } from './workers.ts';
+
+async function main() {
+  let config;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      console.error(err.message);
+      process.exit(2);
+    }
+    throw err;
+  }
+  const log = createLogger(config.LOG_LEVEL);
+  const services = await createServices(config, { log });
+  const workers = await startJobWorkers(services);
+  log.info({ concurrency: Math.max(1, config.JOB_WORKERS) }, 'job worker started');
+  process.send?.('ready');
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal }, 'job worker stopping');
+    await workers.stop({ timeoutMs: 30_000 });
+    await services.close();
+    process.exit(0);
+  };
+  process.on('SIGINT', () => void stop('SIGINT'));
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+}
+
+main().catch((err: unknown) => {
+  console.error(err instanceof Error ? (err.stack ?? err.message) : err);
+  process.exit(1);
+});

@@ -1,0 +1,51 @@
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { MAX_SIGNED_URL_TTL_SECONDS } from './types.ts';
+
+/** File under DATA_DIR holding the media signing secret when MEDIA_SIGNING_SECRET is not set. */
+export const SIGNING_SECRET_FILE = 'media-signing.secret';
+
+/**
+ * The secret behind signed media URLs: MEDIA_SIGNING_SECRET when configured (several API processes
+ * must share it), otherwise a random one created once in DATA_DIR with mode 0600 (never inside the
+ * served media folder).
+ */
+export function loadSigningSecret(dataDir: string, configured?: string): string {
+  if (configured) return configured;
+  const file = path.join(dataDir, SIGNING_SECRET_FILE);
+  mkdirSync(dataDir, { recursive: true });
+  try {
+    // 'wx': create only if absent, so concurrent first starts cannot overwrite each other's secret.
+    writeFileSync(file, randomBytes(32).toString('base64url'), { mode: 0o600, flag: 'wx' });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+  }
+  const secret = readFileSync(file, 'utf8').trim();
+  if (secret.length < 16) throw new Error(`${file} holds no usable secret: delete it to have a new one made`);
+  return secret;
+}
+
+/** HMAC-SHA256 signatures of (key, expiry) pairs, with a key derived from the secret for this one use. */
+export class MediaSigner {
+  private readonly hmacKey: Buffer;
+
+  constructor(secret: string) {
+    this.hmacKey = createHmac('sha256', secret).update('avatar-platform media url v1').digest();
+  }
+
+  sign(key: string, exp: number): string {
+    return createHmac('sha256', this.hmacKey).update(`${key}\n${exp}`).digest('base64url');
+  }
+
+  /** True when `sig` signs (key, exp) and exp is in the future but not beyond the longest lifetime. */
+  verify(key: string, exp: unknown, sig: unknown, nowMs = Date.now()): boolean {
+    if (typeof exp !== 'string' || typeof sig !== 'string' || !/^\d{1,12}$/.test(exp) || !/^[A-Za-z0-9_-]{43}$/.test(sig)) return false;
+    const expSeconds = Number(exp);
+    const now = Math.floor(nowMs / 1000);
+    if (expSeconds <= now || expSeconds > now + MAX_SIGNED_URL_TTL_SECONDS + 60) return false;
+    const expected = Buffer.from(this.sign(key, expSeconds), 'base64url');
+    const given = Buffer.from(sig, 'base64url');
+    return given.length === expected.length && timingSafeEqual(given, expected);
+  }
+}
