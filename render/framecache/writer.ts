@@ -4,6 +4,7 @@ import { mkdir, open, rename, rm, writeFile } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { encodeJpeg, rgbaToI420 } from '../encode/index.ts';
+import { boundingBox } from '../rig/geometry.ts';
 import { LIPS_OUTER } from '../rig/topology.ts';
 import type { Point3 } from '../rig/types.ts';
 import type { FrameCacheManifest, FrameCodec } from './format.ts';
@@ -31,18 +32,10 @@ export interface FrameCacheWriterOptions {
 
 const r1 = (v: number): number => Math.round(v * 10) / 10;
 
+/** [x, y, width, height] to 0.1 px: the manifest's compact box form. */
 function boxOf(points: readonly { x: number; y: number }[]): [number, number, number, number] {
-  let x0 = Infinity;
-  let y0 = Infinity;
-  let x1 = -Infinity;
-  let y1 = -Infinity;
-  for (const p of points) {
-    x0 = Math.min(x0, p.x);
-    y0 = Math.min(y0, p.y);
-    x1 = Math.max(x1, p.x);
-    y1 = Math.max(y1, p.y);
-  }
-  return [r1(x0), r1(y0), r1(x1 - x0), r1(y1 - y0)];
+  const b = boundingBox(points);
+  return [r1(b.x), r1(b.y), r1(b.width), r1(b.height)];
 }
 
 export class FrameCacheWriter {

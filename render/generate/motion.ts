@@ -28,6 +28,7 @@
  * part a GPU would speed up; the warp is a displacement field + bilinear sampling, so a
  * GridSample port stays possible.
  */
+import { boundingBox } from '../rig/geometry.ts';
 import type { FaceRig, Point3 } from '../rig/types.ts';
 import type { FramedPortrait } from './framing.ts';
 import { rigFromLandmarks } from './rigutil.ts';
@@ -946,18 +947,10 @@ function blankEye(): EyeState {
   return { on: false, close: 0, squint: 0, gx: 0, gy: 0 };
 }
 
+/** The points' bounding box grown by `margin`, in this file's corner form. */
 function boxOf(points: { x: number; y: number }[], margin: number): Box {
-  let x0 = Infinity;
-  let y0 = Infinity;
-  let x1 = -Infinity;
-  let y1 = -Infinity;
-  for (const p of points) {
-    x0 = Math.min(x0, p.x);
-    y0 = Math.min(y0, p.y);
-    x1 = Math.max(x1, p.x);
-    y1 = Math.max(y1, p.y);
-  }
-  return { x0: x0 - margin, y0: y0 - margin, x1: x1 + margin, y1: y1 + margin };
+  const b = boundingBox(points);
+  return { x0: b.x - margin, y0: b.y - margin, x1: b.x + b.width + margin, y1: b.y + b.height + margin };
 }
 
 function unionBox(boxes: Box[]): Box {
