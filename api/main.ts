@@ -1,6 +1,6 @@
 import type { Duplex } from 'node:stream';
 import { serve } from '@hono/node-server';
-import { ConfigError, loadConfig } from '../core/config.ts';
+import { loadConfigOrExit } from '../core/config.ts';
 import { newRequestId } from '../core/ids.ts';
 import { createLogger } from '../core/log.ts';
 import { createServices } from '../core/services.ts';
@@ -10,16 +10,7 @@ import { startJanitor } from './janitor.ts';
 
 /** `npm start`: the API on PORT, on the embedded defaults unless configured otherwise. */
 async function main() {
-  let config;
-  try {
-    config = loadConfig();
-  } catch (err) {
-    if (err instanceof ConfigError) {
-      console.error(err.message);
-      process.exit(2);
-    }
-    throw err;
-  }
+  const config = loadConfigOrExit();
   const log = createLogger(config.LOG_LEVEL);
   const services = await createServices(config, { log, listen: true });
   const app = createApp(services);

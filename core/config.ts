@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { z } from 'zod';
+import { DEFAULT_CLIP_IDS } from './avatars/default-clips.ts';
 
 /**
  * The one configuration of every process (API, agent worker, admin CLI), read from the environment.
@@ -56,6 +57,17 @@ const schema = z.object({
   JOB_POLL_SECONDS: envInt(1, 2, 60),
   /** Length of a generated idle loop (seconds). */
   AVATAR_LOOP_SECONDS: envInt(2, 8, 30),
+  /**
+   * The default motion library generated after an avatar's first idle loop publishes: a comma list of
+   * clip ids of core/avatars/default-clips.ts (default: all of them); empty generates none.
+   */
+  DEFAULT_MOTION_CLIPS: z.preprocess(
+    (v) => (v === undefined ? DEFAULT_CLIP_IDS.join(',') : v),
+    z
+      .string()
+      .transform((v) => v.split(',').map((s) => s.trim()).filter(Boolean))
+      .refine((ids) => ids.every((id) => DEFAULT_CLIP_IDS.includes(id)), `must list ids among ${DEFAULT_CLIP_IDS.join(', ')} (comma-separated), or be empty`),
+  ),
   /** Price of one loop generation (PUT /avatars/{id}/loop), in credit micros. */
   LOOP_GENERATION_CREDIT_MICROS: envInt(1, 30_000_000),
   /** OpenAI-compatible moderation endpoint (full URL, e.g. https://api.openai.com/v1/moderations) screening motion prompts. */
@@ -94,4 +106,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dataDir: path.resolve(c.DATA_DIR),
     publicBaseUrl: (c.PUBLIC_BASE_URL ?? `http://localhost:${c.PORT}`).replace(/\/$/, ''),
   };
+}
+
+/** For a process entry point: the config, or the reasons on stderr and exit code 2. */
+export function loadConfigOrExit(): Config {
+  try {
+    return loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      console.error(err.message);
+      process.exit(2);
+    }
+    throw err;
+  }
 }

@@ -1,21 +1,19 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { createReadStream } from 'node:fs';
 import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
-import { createRequire } from 'node:module';
 import type { Sql } from '../db/index.ts';
 import type { JobContext, JobQueue } from '../jobs/queue.ts';
 import type { Logger } from '../log.ts';
 import type { ObjectStorage } from '../storage/index.ts';
 import type { UsageStore } from '../usage.ts';
 import type { PortraitAssets } from './ports.ts';
+import { queueDefaultClips } from './clips.ts';
+import type { DefaultClip } from './default-clips.ts';
 import type { RenderRequest, RenderResult } from './render-child.ts';
+import { spawnRender } from './render-process.ts';
 import { AVATAR_LOOP_DEAD_JOB, AVATAR_LOOP_JOB, type AvatarRow, type LoopJobData } from './types.ts';
-
-const CHILD = path.join(path.dirname(fileURLToPath(import.meta.url)), 'render-child.ts');
-const TSX_LOADER = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
 
 export interface LoopWorkerDeps {
   sql: Sql;
@@ -33,6 +31,11 @@ export interface LoopWorkerDeps {
    * prepared job (generate the default clips from the same portrait). Nothing by default.
    */
   afterLoopPublished?: (data: LoopJobData, row: AvatarRow) => Promise<void>;
+  /**
+   * The default motion library (DEFAULT_MOTION_CLIPS): queued in the transaction that publishes the
+   * loop, when the avatar has no clips yet (core/avatars/clips.ts). None when empty or absent.
+   */
+  defaultClips?: readonly DefaultClip[];
 }
 
 /** Storage key prefix of one generation's outputs: tenants/<t>/avatars/<a>/loops/<generation>. */
@@ -129,6 +132,8 @@ export class LoopWorker {
             idle_video_status = 'ready', status = 'ready', error = null, source_kind = 'video',
             motion_prompt = ${data.motionPrompt}, loop_render_pending = false, updated_at = now()
           where id = ${data.avatarId} returning *`;
+        // The first published loop also queues the default motion library (once per avatar).
+        await queueDefaultClips(tx, this.d.jobs, { tenantId: data.tenantId, avatarId: data.avatarId, reviewed: data.reviewed }, this.d.defaultClips ?? []);
         return { old, updated: updated! };
       });
       if (!published) {
@@ -178,29 +183,6 @@ export class LoopWorker {
   }
 
   private render(req: RenderRequest): Promise<RenderResult> {
-    return new Promise((resolve, reject) => {
-      const child = spawn(process.execPath, ['--import', TSX_LOADER, CHILD, JSON.stringify(req)], {
-        stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
-        env: { ...process.env, NODE_OPTIONS: '' },
-      });
-      this.children.add(child);
-      let out = '';
-      let errText = '';
-      child.stdout!.on('data', (b: Buffer) => (out += b.toString()));
-      child.stderr!.on('data', (b: Buffer) => (errText = (errText + b.toString()).slice(-4000)));
-      child.on('error', reject);
-      child.on('exit', (code, signal) => {
-        this.children.delete(child);
-        const line = out.trim().split('\n').pop();
-        if (code === 0 && line) {
-          try {
-            return resolve(JSON.parse(line) as RenderResult);
-          } catch {
-            /* fall through */
-          }
-        }
-        reject(new Error(`loop render exited with ${signal ?? code}: ${errText.trim().slice(-1000)}`));
-      });
-    });
+    return spawnRender(req, this.children);
   }
 }

@@ -1,5 +1,5 @@
 /**
- * One idle-loop render, in a child process of the job worker (so the ~15 ms-per-frame warp never
+ * One render (the idle loop, or a motion clip with `clip` set), in a child process of the job worker (so the ~15 ms-per-frame warp never
  * blocks the API's event loop, and a crash of the renderer cannot take the worker down).
  *
  * Input: one JSON argument, RenderRequest. Output: one JSON line on stdout, RenderResult, then exit
@@ -8,7 +8,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { generateIdleLoop, preparePortrait, writeMotion } from '../../render/generate/index.ts';
+import { generateClip, generateIdleLoop, preparePortrait, writeMotion } from '../../render/generate/index.ts';
 import { detectFaceRig, isRigError, type RigLimits } from '../../render/rig/index.ts';
 
 export interface RenderRequest {
@@ -17,6 +17,12 @@ export interface RenderRequest {
   seed: string;
   motionPrompt: string | null;
   seconds: number;
+  /**
+   * Render a motion clip instead of the idle loop: `generateClip(prepared, { motionPrompt,
+   * durationSeconds, seed })`, written as `clip.mp4` and `cache/` in outDir (`motionPrompt` and
+   * `seconds` above are then unused).
+   */
+  clip?: { motionPrompt: string; durationSeconds: number; fps?: number };
   /** A person reviewed the source (PATCH sourceReview): the rig's pose and size limits are relaxed. */
   reviewed: boolean;
 }
@@ -38,12 +44,19 @@ async function main() {
   try {
     const rig = await detectFaceRig(bytes, req.reviewed ? { limits: REVIEWED_LIMITS } : {});
     const prepared = await preparePortrait(bytes, { rig });
-    const gen = await generateIdleLoop(prepared, {
-      seed: req.seed,
-      seconds: req.seconds,
-      ...(req.motionPrompt ? { motionPrompt: req.motionPrompt } : {}),
-    });
-    const mp4 = path.join(req.outDir, 'idle.mp4');
+    const gen = req.clip
+      ? await generateClip(prepared, {
+          seed: req.seed,
+          motionPrompt: req.clip.motionPrompt,
+          durationSeconds: req.clip.durationSeconds,
+          ...(req.clip.fps ? { fps: req.clip.fps } : {}),
+        })
+      : await generateIdleLoop(prepared, {
+          seed: req.seed,
+          seconds: req.seconds,
+          ...(req.motionPrompt ? { motionPrompt: req.motionPrompt } : {}),
+        });
+    const mp4 = path.join(req.outDir, req.clip ? 'clip.mp4' : 'idle.mp4');
     const cacheDir = path.join(req.outDir, 'cache');
     const out = await writeMotion(gen, { mp4Path: mp4, cacheDir });
     result = { ok: true, mp4, cacheDir, frames: out.frames, renderMs: Math.round(out.renderMs), totalMs: Math.round(out.totalMs) };

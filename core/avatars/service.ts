@@ -6,11 +6,12 @@ import type { JobQueue } from '../jobs/queue.ts';
 import type { Logger } from '../log.ts';
 import type { ObjectStorage } from '../storage/index.ts';
 import type { UsageStore } from '../usage.ts';
+import { motionLibraries } from './clips.ts';
 import type { PortraitAssets } from './ports.ts';
 import { sessionInstructions, SESSION_INSTRUCTIONS_MAX } from './profile.ts';
 import type { PromptScreen } from './screen.ts';
 import { checkSource, type SourceVerdict } from './source-check.ts';
-import { AVATAR_LOOP_DEAD_JOB, AVATAR_LOOP_JOB, type Avatar, type AvatarRow, type LoopJobData } from './types.ts';
+import { AVATAR_LOOP_DEAD_JOB, AVATAR_LOOP_JOB, type Avatar, type AvatarRow, type LoopJobData, type MotionLibraryClip } from './types.ts';
 
 /** How long a serving URL handed out in an Avatar stays valid. */
 export const SERVING_URL_TTL_SECONDS = 3600;
@@ -78,7 +79,8 @@ export class AvatarService {
   // Reads
   // ---------------------------------------------------------------------------------------------
 
-  async toAvatar(r: AvatarRow): Promise<Avatar> {
+  /** The wire Avatar; `library` when the caller already read it (a list reads all in one query). */
+  async toAvatar(r: AvatarRow, library?: MotionLibraryClip[]): Promise<Avatar> {
     return {
       id: r.id,
       tenantId: r.tenant_id,
@@ -105,6 +107,7 @@ export class AvatarService {
       metadata: r.metadata ?? {},
       createdAt: r.created_at.toISOString(),
       updatedAt: r.updated_at.toISOString(),
+      motionLibrary: library ?? (await motionLibraries(this.d.sql, this.d.storage, [r.id])).get(r.id) ?? [],
     };
   }
 
@@ -131,7 +134,8 @@ export class AvatarService {
     const rows = await this.d.sql<AvatarRow[]>`
       select * from avatars where tenant_id = ${tenantId} and deleted_at is null
       order by updated_at desc, id desc limit ${AVATAR_LIST_MAX}`;
-    return Promise.all(rows.map((r) => this.toAvatar(r)));
+    const libraries = await motionLibraries(this.d.sql, this.d.storage, rows.map((r) => r.id));
+    return Promise.all(rows.map((r) => this.toAvatar(r, libraries.get(r.id) ?? [])));
   }
 
   // ---------------------------------------------------------------------------------------------

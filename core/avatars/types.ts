@@ -63,7 +63,59 @@ export interface Avatar {
   metadata: Record<string, unknown>;
   createdAt: string;
   updatedAt: string;
+  /** The avatar's motion library (until GET /clips exists): its live clips, oldest first. */
+  motionLibrary: MotionLibraryClip[];
 }
+
+/** One clip of `Avatar.motionLibrary`. */
+export interface MotionLibraryClip {
+  clipId: string;
+  /** Progress of the clip's latest render, separate from `url` (which keeps serving during a replacement). */
+  status: ClipStatus;
+  /** Signed URL (1 hour) of the clip's serving MP4; null until one rendered. */
+  url: string | null;
+  motionPrompt: string | null;
+  durationSeconds: number | null;
+  error: string | null;
+}
+
+export const CLIP_STATUSES = ['queued', 'rendering', 'ready', 'failed'] as const;
+export type ClipStatus = (typeof CLIP_STATUSES)[number];
+
+/** A row of `avatar_clips` (migration 0006). */
+export interface AvatarClipRow {
+  avatar_id: string;
+  clip_id: string;
+  status: ClipStatus;
+  source_kind: 'generated' | 'upload';
+  motion_prompt: string | null;
+  duration_seconds: number | null;
+  upload_asset_id: string | null;
+  /** The serving outputs: they stay set while a replacement renders or after it failed. */
+  mp4_key: string | null;
+  cache_key: string | null;
+  /** The render that produced mp4_key/cache_key. */
+  generation_id: string | null;
+  anchor_version: number;
+  pose_check: unknown;
+  error: string | null;
+  is_default: boolean;
+  retired_at: Date | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+/** Data of a clip job (queue AVATAR_CLIPS_JOB): renders one generated clip of the avatar. */
+export interface ClipJobData {
+  tenantId: string;
+  avatarId: string;
+  clipId: string;
+  /** The portrait was accepted by a person's review: the rig's limits are relaxed, as for the loop. */
+  reviewed: boolean;
+}
+
+export const AVATAR_CLIPS_JOB = 'avatar-clips';
+export const AVATAR_CLIPS_DEAD_JOB = 'avatar-clips-dead';
 
 /** Data of a loop-generation job (queue AVATAR_LOOP_JOB). */
 export interface LoopJobData {

@@ -3,22 +3,13 @@
  * server runs in-process, for deployments that scale rendering apart from the API. Same
  * configuration as the API (DATABASE_URL, storage, JOB_*).
  */
-import { ConfigError, loadConfig } from '../config.ts';
+import { loadConfigOrExit } from '../config.ts';
 import { createLogger } from '../log.ts';
 import { createServices } from '../services.ts';
 import { startJobWorkers } from './workers.ts';
 
 async function main() {
-  let config;
-  try {
-    config = loadConfig();
-  } catch (err) {
-    if (err instanceof ConfigError) {
-      console.error(err.message);
-      process.exit(2);
-    }
-    throw err;
-  }
+  const config = loadConfigOrExit();
   const log = createLogger(config.LOG_LEVEL);
   const services = await createServices(config, { log });
   const workers = await startJobWorkers(services);

@@ -1,14 +1,18 @@
+import { ClipWorker } from '../avatars/clips.ts';
+import { defaultClipsFor } from '../avatars/default-clips.ts';
 import { LoopWorker } from '../avatars/generation.ts';
 import type { Services } from '../services.ts';
 
 export interface RunningWorkers {
   loops: LoopWorker;
+  clips: ClipWorker;
   /** Stops taking jobs; running ones get `timeoutMs` to finish, then fail (and retry elsewhere). */
   stop(opts?: { timeoutMs?: number }): Promise<void>;
 }
 
 /**
- * Starts this process's job workers: avatar loop generation (each render in a child process).
+ * Starts this process's job workers: avatar loop generation and motion-library clips (each render
+ * in a child process; `concurrency` of each kind).
  * Started by the API server (`JOB_WORKERS` > 0) and by `tsx core/jobs/worker-main.ts`.
  */
 export async function startJobWorkers(services: Services, opts: { concurrency?: number; loopSeconds?: number } = {}): Promise<RunningWorkers> {
@@ -21,13 +25,25 @@ export async function startJobWorkers(services: Services, opts: { concurrency?: 
     log: services.log.child({ component: 'jobs' }),
     loopSeconds: opts.loopSeconds ?? services.config.AVATAR_LOOP_SECONDS,
     concurrency: opts.concurrency ?? Math.max(1, services.config.JOB_WORKERS),
+    defaultClips: defaultClipsFor(services.config.DEFAULT_MOTION_CLIPS),
+  });
+  const clips = new ClipWorker({
+    sql: services.sql,
+    jobs: services.jobs,
+    storage: services.storage,
+    assets: services.portraitAssets,
+    log: services.log.child({ component: 'jobs' }),
+    concurrency: opts.concurrency ?? Math.max(1, services.config.JOB_WORKERS),
   });
   await loops.start();
+  await clips.start();
   return {
     loops,
+    clips,
     stop: async (o = {}) => {
       await services.jobs.stop(o);
       loops.killRenders();
+      clips.killRenders();
     },
   };
 }

@@ -2,7 +2,9 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
+import { DEFAULT_CLIPS } from '../../../core/avatars/default-clips.ts';
+import { AVATAR_CLIPS_JOB } from '../../../core/avatars/types.ts';
 import { MICROS_PER_SECOND } from '../../../core/credits/ledger.ts';
 import { startJobWorkers } from '../../../core/jobs/workers.ts';
 import { testApi } from '../../../test/helpers.ts';
@@ -10,9 +12,10 @@ import { call, portraitAsset, type AvatarBody } from './test-support.ts';
 
 /**
  * Background generation end to end, with a job worker in this process (renders in child
- * processes): 2-second loops keep the file fast.
+ * processes): 2-second loops and two default clips keep the file fast.
  */
-const t = await testApi({ env: { AVATAR_LOOP_SECONDS: '2', JOB_POLL_SECONDS: '1', JOB_RETRY_DELAY_SECONDS: '1', LOOP_GENERATION_CREDIT_MICROS: String(30 * MICROS_PER_SECOND) } });
+const CLIPS = ['nod', 'smile'];
+const t = await testApi({ env: { AVATAR_LOOP_SECONDS: '2', DEFAULT_MOTION_CLIPS: CLIPS.join(','), JOB_POLL_SECONDS: '1', JOB_RETRY_DELAY_SECONDS: '1', LOOP_GENERATION_CREDIT_MICROS: String(30 * MICROS_PER_SECOND) } });
 const workers = await startJobWorkers(t.services);
 afterAll(async () => {
   await workers.stop({ timeoutMs: 2000 });
@@ -40,14 +43,31 @@ async function servedBytes(url: string): Promise<Buffer> {
   return Buffer.from(await res.arrayBuffer());
 }
 
-function ffprobe(bytes: Buffer): { codec: string; duration: number; width: number } {
+function ffprobe(bytes: Buffer): { codec: string; duration: number; width: number; height: number } {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'loop-probe-'));
   const file = path.join(dir, 'loop.mp4');
   writeFileSync(file, bytes);
   const out = JSON.parse(
-    execFileSync('ffprobe', ['-v', 'error', '-select_streams', 'v:0', '-show_entries', 'stream=codec_name,width:format=duration', '-of', 'json', file]).toString(),
-  ) as { streams: { codec_name: string; width: number }[]; format: { duration: string } };
-  return { codec: out.streams[0]!.codec_name, width: out.streams[0]!.width, duration: Number(out.format.duration) };
+    execFileSync('ffprobe', ['-v', 'error', '-select_streams', 'v:0', '-show_entries', 'stream=codec_name,width,height:format=duration', '-of', 'json', file]).toString(),
+  ) as { streams: { codec_name: string; width: number; height: number }[]; format: { duration: string } };
+  return { codec: out.streams[0]!.codec_name, width: out.streams[0]!.width, height: out.streams[0]!.height, duration: Number(out.format.duration) };
+}
+
+interface LibraryClip {
+  clipId: string;
+  status: string;
+  url: string | null;
+  motionPrompt: string | null;
+  durationSeconds: number | null;
+  error: string | null;
+}
+const library = (a: AvatarBody) => (a as unknown as { motionLibrary: LibraryClip[] }).motionLibrary;
+
+async function clipRows(avatarId: string) {
+  return [
+    ...(await t.services.sql<{ clip_id: string; status: string; generation_id: string | null; mp4_key: string | null; updated_at: Date }[]>`
+    select clip_id, status, generation_id, mp4_key, updated_at from avatar_clips where avatar_id = ${avatarId} order by clip_id`),
+  ];
 }
 
 describe('avatar lifecycle (background generation)', () => {
@@ -78,6 +98,28 @@ describe('avatar lifecycle (background generation)', () => {
     expect(probe.duration).toBeGreaterThan(1.8);
     expect(probe.duration).toBeLessThan(2.3);
     expect(await t.services.storage.stat(`${row!.serving_cache_key as string}/manifest.json`)).toBeDefined();
+  });
+
+  let clipsBefore: Awaited<ReturnType<typeof clipRows>> = [];
+
+  it('happy: the default motion library renders in the background once the loop publishes', async () => {
+    // Queued with the loop's publish (the avatar is ready before its clips are).
+    expect(library(avatar).map((c) => c.clipId)).toEqual(CLIPS);
+    const done = await until(key, avatar.id, (a) => library(a).every((c) => c.status !== 'queued' && c.status !== 'rendering'), 120_000);
+    expect(done.status).toBe('ready');
+    for (const clip of library(done)) {
+      const def = DEFAULT_CLIPS.find((c) => c.clipId === clip.clipId)!;
+      expect(clip, JSON.stringify(clip)).toMatchObject({ status: 'ready', error: null, motionPrompt: def.motionPrompt, durationSeconds: def.durationSeconds });
+      const probe = ffprobe(await servedBytes(clip.url!));
+      expect(probe).toMatchObject({ codec: 'h264', width: 512, height: 512 });
+      expect(Math.abs(probe.duration - def.durationSeconds)).toBeLessThanOrEqual(1 / 25 + 1e-3);
+    }
+    clipsBefore = await clipRows(avatar.id);
+    for (const r of clipsBefore) {
+      expect(r.mp4_key).toBe(`tenants/${tenantId}/avatars/${avatar.id}/clips/${r.clip_id}/${r.generation_id}/clip.mp4`);
+    }
+    const [row] = await t.services.sql`select count(*)::int as n, bool_and(is_default) as d from avatar_clips where avatar_id = ${avatar.id}`;
+    expect(row).toMatchObject({ n: CLIPS.length, d: true });
   });
 
   it('happy: PUT loop answers 202 and keeps serving the previous loop until the new one publishes; billed once', async () => {
@@ -116,6 +158,38 @@ describe('avatar lifecycle (background generation)', () => {
     // The previous loop's objects are gone once the new one serves.
     expect(await t.services.storage.stat(decodeURIComponent(oldUrl.replace(/^\/media\//, '')))).toBeUndefined();
     expect((await t.app.request(new URL(avatar.servingUrl!).pathname + new URL(avatar.servingUrl!).search)).status).toBe(404);
+    // The re-direction neither adds nor re-renders clips.
+    expect(await clipRows(avatar.id)).toEqual(clipsBefore);
+    const jobs = await t.services.sql`select count(*)::int as n from pgboss.job where name = ${AVATAR_CLIPS_JOB} and data->>'avatarId' = ${avatar.id}`;
+    expect(jobs[0]!.n).toBe(CLIPS.length);
+    expect(library(done).map((c) => c.status)).toEqual(CLIPS.map(() => 'ready'));
+  });
+
+  it("edge: a deleted avatar's pending clip job completes without writing", async () => {
+    const { tenantId: tid } = await t.newTenant();
+    const asset = await portraitAsset(t, tid);
+    await t.services.sql`
+      insert into avatars (id, tenant_id, display_name, source_asset_id, status, idle_video_status, deleted_at)
+      values ('ava_deletedclips', ${tid}, 'gone', ${asset}, 'deleted', 'ready', now())`;
+    await t.services.sql`
+      insert into avatar_clips (avatar_id, clip_id, status, source_kind, motion_prompt, duration_seconds, is_default)
+      values ('ava_deletedclips', 'nod', 'queued', 'generated', 'nod', 4, true)`;
+    const before = await clipRows('ava_deletedclips');
+    const put = vi.spyOn(t.services.storage, 'put');
+    try {
+      const jobId = await t.services.jobs.enqueue(AVATAR_CLIPS_JOB, { tenantId: tid, avatarId: 'ava_deletedclips', clipId: 'nod', reviewed: false });
+      const end = Date.now() + 30_000;
+      for (;;) {
+        const [job] = await t.services.sql`select state from pgboss.job where id = ${jobId!}`;
+        if (job?.state === 'completed') break;
+        if (Date.now() > end) throw new Error(`clip job not completed: ${JSON.stringify(job)}`);
+        await new Promise((res) => setTimeout(res, 200));
+      }
+      expect(put.mock.calls.filter(([k]) => k.includes('ava_deletedclips'))).toEqual([]);
+    } finally {
+      put.mockRestore();
+    }
+    expect(await clipRows('ava_deletedclips')).toEqual(before);
   });
 
   it('error: 402 when credits are short, 422 for a refused prompt and for a draft; nothing written or billed', async () => {
@@ -150,6 +224,7 @@ describe('avatar lifecycle (background generation)', () => {
     const failed = await until(apiKey, created.body.id, (a) => a.status !== 'preprocessing');
     expect(failed).toMatchObject({ status: 'failed', idleVideoStatus: 'failed', servingUrl: null });
     expect(failed.error).toMatch(/no_face/);
+    expect(library(failed)).toEqual([]); // no loop published: no clips queued
     const [job] = await t.services.sql`select state, retry_count from pgboss.job where name = 'avatar-loop' and data->>'avatarId' = ${failed.id}`;
     expect(job).toMatchObject({ state: 'completed', retry_count: 0 });
   });

@@ -1,6 +1,6 @@
 import { z } from '@hono/zod-openapi';
 import { PROFILE_LIMITS, PROMPT_MAX } from '../../../core/avatars/index.ts';
-import { AVATAR_STATUSES, IDLE_VIDEO_STATUSES } from '../../../core/avatars/types.ts';
+import { AVATAR_STATUSES, CLIP_STATUSES, IDLE_VIDEO_STATUSES } from '../../../core/avatars/types.ts';
 import { notFound } from '../../../core/errors.ts';
 import { Timestamp } from '../../schemas/common.ts';
 
@@ -54,6 +54,17 @@ export function checkAvatarId(avatarId: string): string {
   return avatarId;
 }
 
+export const MotionLibraryClipSchema = z
+  .object({
+    clipId: z.string().openapi({ example: 'nod' }),
+    status: z.enum(CLIP_STATUSES).openapi({ description: "Progress of the clip's latest render; separate from url, which keeps serving during a replacement." }),
+    url: z.string().nullable().openapi({ description: "Signed URL (1 hour) of the clip's MP4; null until one rendered." }),
+    motionPrompt: z.string().nullable(),
+    durationSeconds: z.number().int().nullable(),
+    error: z.string().nullable().openapi({ description: 'Why the latest render failed (status failed).' }),
+  })
+  .openapi('MotionLibraryClip');
+
 export const AvatarSchema = z
   .object({
     id: z.string().openapi({ example: 'ava_0123456789ABCDEFGHij' }),
@@ -81,6 +92,10 @@ export const AvatarSchema = z
     metadata: z.record(z.string(), z.unknown()),
     createdAt: Timestamp,
     updatedAt: Timestamp,
+    motionLibrary: z.array(MotionLibraryClipSchema).openapi({
+      description:
+        'The motion library: the default clips (listen, nod, smile, think) queued once the first idle loop publishes, rendering in the background after the avatar is ready.',
+    }),
   })
   .openapi('Avatar');
 

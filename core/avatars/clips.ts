@@ -1,0 +1,222 @@
+import type { ChildProcess } from 'node:child_process';
+import { createReadStream } from 'node:fs';
+import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import type { Sql, Tx } from '../db/index.ts';
+import { randomBase62 } from '../ids.ts';
+import type { JobContext, JobQueue } from '../jobs/queue.ts';
+import type { Logger } from '../log.ts';
+import type { ObjectStorage } from '../storage/index.ts';
+import type { DefaultClip } from './default-clips.ts';
+import type { PortraitAssets } from './ports.ts';
+import { spawnRender } from './render-process.ts';
+import {
+  AVATAR_CLIPS_DEAD_JOB,
+  AVATAR_CLIPS_JOB,
+  type AvatarClipRow,
+  type AvatarRow,
+  type ClipJobData,
+  type MotionLibraryClip,
+} from './types.ts';
+
+/**
+ * The motion library's clips (table `avatar_clips`, migration 0006): queueing the default set when
+ * an avatar's first idle loop publishes, and the worker that renders generated clips.
+ *
+ * One job per clip (`avatar-clips`, data ClipJobData): each clip retries on its own (the loop
+ * job's pg-boss retry options), and clips of one avatar render in parallel across workers.
+ */
+
+/** Signed clip URLs last as long as the avatar's servingUrl. */
+const CLIP_URL_TTL_SECONDS = 3600;
+
+/** Storage prefix of one render of a clip: tenants/<t>/avatars/<a>/clips/<clipId>/<generationId>. */
+export function clipPrefix(d: Pick<ClipJobData, 'tenantId' | 'avatarId' | 'clipId'>, generationId: string): string {
+  return `tenants/${d.tenantId}/avatars/${d.avatarId}/clips/${d.clipId}/${generationId}`;
+}
+
+export async function enqueueClip(tx: Tx, jobs: JobQueue, data: ClipJobData): Promise<void> {
+  await jobs.enqueue(AVATAR_CLIPS_JOB, data, { deadLetter: AVATAR_CLIPS_DEAD_JOB }, tx);
+}
+
+/**
+ * Inside the transaction that publishes an avatar's loop (the avatar row locked): when the avatar
+ * has no clips at all yet, inserts the default clips (`queued`, `is_default`) and enqueues one job
+ * per clip. A later publish (PUT loop, a swap) finds rows and adds nothing. Returns the clips queued.
+ */
+export async function queueDefaultClips(
+  tx: Tx,
+  jobs: JobQueue,
+  d: Pick<ClipJobData, 'tenantId' | 'avatarId' | 'reviewed'>,
+  clips: readonly DefaultClip[],
+): Promise<number> {
+  if (clips.length === 0) return 0;
+  const [existing] = await tx`select 1 from avatar_clips where avatar_id = ${d.avatarId} limit 1`;
+  if (existing) return 0;
+  for (const c of clips) {
+    await tx`
+      insert into avatar_clips (avatar_id, clip_id, status, source_kind, motion_prompt, duration_seconds, is_default)
+      values (${d.avatarId}, ${c.clipId}, 'queued', 'generated', ${c.motionPrompt}, ${c.durationSeconds}, true)`;
+    await enqueueClip(tx, jobs, { ...d, clipId: c.clipId });
+  }
+  return clips.length;
+}
+
+/** The avatar's live (not retired) clips as `Avatar.motionLibrary`, by avatar id. */
+export async function motionLibraries(sql: Sql | Tx, storage: ObjectStorage, avatarIds: string[]): Promise<Map<string, MotionLibraryClip[]>> {
+  const out = new Map<string, MotionLibraryClip[]>(avatarIds.map((id) => [id, []]));
+  if (avatarIds.length === 0) return out;
+  const rows = await sql<AvatarClipRow[]>`
+    select * from avatar_clips where avatar_id = any(${avatarIds}) and retired_at is null order by created_at, clip_id`;
+  for (const r of rows) {
+    out.get(r.avatar_id)?.push({
+      clipId: r.clip_id,
+      status: r.status,
+      url: r.mp4_key ? await storage.signedUrl(r.mp4_key, CLIP_URL_TTL_SECONDS) : null,
+      motionPrompt: r.motion_prompt,
+      durationSeconds: r.duration_seconds,
+      error: r.error,
+    });
+  }
+  return out;
+}
+
+export interface ClipWorkerDeps {
+  sql: Sql;
+  jobs: JobQueue;
+  storage: ObjectStorage;
+  assets: PortraitAssets;
+  log: Logger;
+  /** Concurrent clip renders in this process. */
+  concurrency: number;
+}
+
+/** A render error that retrying cannot fix (the rig refuses the portrait): the clip fails at once. */
+class Refused extends Error {}
+
+/** Renders generated clips, each in a child process (render-child.ts with `clip`). */
+export class ClipWorker {
+  private readonly children = new Set<ChildProcess>();
+
+  constructor(private readonly d: ClipWorkerDeps) {}
+
+  async start(): Promise<void> {
+    await this.d.jobs.work<ClipJobData>(AVATAR_CLIPS_JOB, (data, job) => this.run(data, job), { concurrency: this.d.concurrency });
+    await this.d.jobs.work<ClipJobData>(AVATAR_CLIPS_DEAD_JOB, (data) => this.dead(data));
+  }
+
+  /** Kills running renders (their jobs fail and retry elsewhere). */
+  killRenders(): void {
+    for (const c of this.children) c.kill('SIGKILL');
+  }
+
+  /** Moves the clip's status, only while the avatar is live and the clip is still queued or rendering. */
+  private async setStatus(data: ClipJobData, status: 'queued' | 'rendering' | 'failed', error: string | null = null): Promise<boolean> {
+    const rows = await this.d.sql`
+      update avatar_clips c set status = ${status}, error = ${error}, updated_at = now()
+      from avatars a
+      where c.avatar_id = ${data.avatarId} and c.clip_id = ${data.clipId} and c.retired_at is null
+        and c.status in ('queued', 'rendering') and a.id = c.avatar_id and a.deleted_at is null`;
+    return rows.count > 0;
+  }
+
+  async run(data: ClipJobData, job: JobContext): Promise<void> {
+    const log = this.d.log.child({ job: job.id, avatarId: data.avatarId, clipId: data.clipId, attempt: job.retryCount });
+    const [clip] = await this.d.sql<AvatarClipRow[]>`
+      select c.* from avatar_clips c join avatars a on a.id = c.avatar_id
+      where c.avatar_id = ${data.avatarId} and a.tenant_id = ${data.tenantId} and a.deleted_at is null
+        and c.clip_id = ${data.clipId} and c.retired_at is null and c.status in ('queued', 'rendering')`;
+    if (!clip || clip.source_kind !== 'generated' || !clip.motion_prompt || !(await this.setStatus(data, 'rendering'))) {
+      // Deleted avatar, retired or already settled clip: nothing to do.
+      log.info('clip job no longer current, skipped');
+      return;
+    }
+    const generationId = `gen_${randomBase62(20)}`;
+    const prefix = clipPrefix(data, generationId);
+    const work = await mkdtemp(path.join(os.tmpdir(), 'avatar-clip-'));
+    let uploaded: string[] = [];
+    try {
+      const [avatar] = await this.d.sql<AvatarRow[]>`select * from avatars where id = ${data.avatarId}`;
+      if (!avatar?.source_asset_id) throw new Refused('The avatar has no portrait to animate');
+      const portraitPath = path.join(work, 'portrait');
+      await writeFile(portraitPath, await this.d.assets.readBytes(data.tenantId, avatar.source_asset_id));
+      const result = await spawnRender(
+        {
+          portraitPath,
+          outDir: path.join(work, 'out'),
+          seed: `${data.avatarId}:${data.clipId}`,
+          motionPrompt: null,
+          seconds: 0,
+          clip: { motionPrompt: clip.motion_prompt, durationSeconds: clip.duration_seconds ?? 5 },
+          reviewed: data.reviewed,
+        },
+        this.children,
+      );
+      if (!result.ok) throw new Refused(`The portrait cannot be animated (${result.refused.code}): ${result.refused.message}`);
+      log.info({ frames: result.frames, renderMs: result.renderMs, totalMs: result.totalMs }, 'clip rendered');
+
+      const mp4Key = `${prefix}/clip.mp4`;
+      await this.d.storage.put(mp4Key, createReadStream(result.mp4), { contentType: 'video/mp4' });
+      uploaded.push(mp4Key);
+      for (const f of await readdir(result.cacheDir)) {
+        const key = `${prefix}/cache/${f}`;
+        await this.d.storage.put(key, createReadStream(path.join(result.cacheDir, f)), {
+          contentType: f.endsWith('.json') ? 'application/json' : 'application/octet-stream',
+        });
+        uploaded.push(key);
+      }
+      // Publish only while the clip still renders and the avatar lives (the avatar row share-locked
+      // so a DELETE waits for, or wins over, this publish).
+      const old = await this.d.sql.begin(async (tx) => {
+        const [cur] = await tx<AvatarClipRow[]>`
+          select c.* from avatar_clips c join avatars a on a.id = c.avatar_id
+          where c.avatar_id = ${data.avatarId} and c.clip_id = ${data.clipId} and c.status = 'rendering' and c.retired_at is null
+            and a.deleted_at is null
+          for update of c for share of a`;
+        if (!cur) return undefined;
+        await tx`
+          update avatar_clips set status = 'ready', mp4_key = ${mp4Key}, cache_key = ${`${prefix}/cache`},
+            generation_id = ${generationId}, error = null, updated_at = now()
+          where avatar_id = ${data.avatarId} and clip_id = ${data.clipId}`;
+        return cur;
+      });
+      if (!old) {
+        log.info('clip no longer current before publishing, discarded');
+        await this.deleteKeys(uploaded);
+        return;
+      }
+      uploaded = [];
+      log.info({ mp4Key }, 'clip published');
+      // A replaced render's objects go once the new keys serve.
+      if (old.mp4_key && old.mp4_key !== mp4Key) {
+        await this.deleteKeys([old.mp4_key, ...(old.cache_key ? ['manifest.json', 'frames.bin', 'landmarks.f32'].map((f) => `${old.cache_key}/${f}`) : [])]);
+      }
+    } catch (err) {
+      await this.deleteKeys(uploaded);
+      const last = job.retryCount >= job.retryLimit;
+      if (err instanceof Refused || last) {
+        const message = err instanceof Refused ? err.message : `Clip generation failed after ${job.retryCount + 1} attempts`;
+        log.warn({ err }, 'clip generation failed');
+        await this.setStatus(data, 'failed', message);
+        return;
+      }
+      log.warn({ err }, 'clip generation attempt failed, will retry');
+      await this.setStatus(data, 'queued');
+      throw err;
+    } finally {
+      await rm(work, { recursive: true, force: true });
+    }
+  }
+
+  /** A job that ran out of attempts without its handler deciding (its last worker died): fail the clip. */
+  private async dead(data: ClipJobData): Promise<void> {
+    await this.setStatus(data, 'failed', 'Clip generation failed: its worker stopped repeatedly');
+  }
+
+  private async deleteKeys(keys: string[]): Promise<void> {
+    for (const k of keys) {
+      await this.d.storage.delete(k).catch((err: unknown) => this.d.log.warn({ err, key: k }, 'could not delete a clip object'));
+    }
+  }
+}
