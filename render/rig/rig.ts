@@ -9,33 +9,16 @@
  *      first pass's landmarks and aligned on its eye corners (tighter than the
  *      detector's keypoints) -> contours, openness, pose -> size and pose checks.
  */
+import { rigFromLandmarks } from './assemble.ts';
 import type { Detection } from './detector.ts';
 import { decodeDetections, mergeDetections } from './detector.ts';
 import { RigError } from './errors.ts';
-import {
-  boundingBox,
-  headPose,
-  mean,
-  mouthOpenness,
-  opennessRatio,
-  roiFromBox,
-} from './geometry.ts';
+import { boundingBox, headPose, roiFromBox } from './geometry.ts';
 import type { Region, RgbImage, Roi } from './image.ts';
 import { cropTensor, decodeImage, letterboxTensor, reduced, roiToImage } from './image.ts';
 import { DETECTOR_SIZE, LANDMARK_SIZE, rigSessions, runModel } from './models.ts';
-import {
-  FACE_OVAL,
-  LANDMARK_COUNT,
-  LEFT_EYE,
-  LEFT_EYE_CORNERS,
-  LEFT_EYE_LIDS,
-  LIPS_INNER,
-  LIPS_OUTER,
-  RIGHT_EYE,
-  RIGHT_EYE_CORNERS,
-  RIGHT_EYE_LIDS,
-} from './topology.ts';
-import type { EyeRig, FaceRig, Point, Point3 } from './types.ts';
+import { LANDMARK_COUNT, LEFT_EYE_CORNERS, RIGHT_EYE_CORNERS } from './topology.ts';
+import type { FaceRig, Point3 } from './types.ts';
 
 /** Limits a caller may tighten or relax (e.g. clip pose checks vs avatar creation). */
 export interface RigLimits {
@@ -124,28 +107,7 @@ export async function detectFaceRig(image: Buffer | string, options: RigOptions 
   const pose = headPose(lm);
   checkPose(pose, limits);
 
-  const pick = (idx: readonly number[]): Point[] => idx.map((i) => ({ x: lm[i]!.x, y: lm[i]!.y }));
-  type Lids = readonly (readonly [number, number])[];
-  const eye = (contour: readonly number[], lids: Lids, c: { outer: number; inner: number }): EyeRig => {
-    const pts = pick(contour);
-    return { contour: pts, center: mean(pts), openness: opennessRatio(lm, lids, c.outer, c.inner) };
-  };
-
-  return {
-    imageSize: { width: img.width, height: img.height },
-    box,
-    detection: { box: face.box, score: face.score },
-    presence: fit.presence,
-    landmarks: lm,
-    lips: { outer: pick(LIPS_OUTER), inner: pick(LIPS_INNER) },
-    eyes: {
-      left: eye(LEFT_EYE, LEFT_EYE_LIDS, LEFT_EYE_CORNERS),
-      right: eye(RIGHT_EYE, RIGHT_EYE_LIDS, RIGHT_EYE_CORNERS),
-    },
-    faceOval: pick(FACE_OVAL),
-    mouthOpenness: mouthOpenness(lm),
-    pose,
-  };
+  return rigFromLandmarks(lm, { width: img.width, height: img.height }, { box: face.box, score: face.score }, fit.presence);
 }
 
 /**
