@@ -1,3 +1,4 @@
+import type { Avatar } from '../../../core/avatars/types.ts';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -31,31 +32,8 @@ export async function portraitAsset(
   return id;
 }
 
-export interface AvatarBody {
-  id: string;
-  tenantId: string;
-  displayName: string;
-  sourceKind: string;
-  modelId: string;
-  sourceAssetId: string | null;
-  status: string;
-  idleVideoStatus: string;
-  servingUrl: string | null;
-  error: string | null;
-  defaultVoiceId: string | null;
-  cacheManifestId: string | null;
-  cacheVersion: number;
-  motionPrompt: string | null;
-  personality: string | null;
-  background: string | null;
-  artDirection: string | null;
-  replyStyle: string | null;
-  metadata: Record<string, unknown>;
-  createdAt: string;
-  updatedAt: string;
-  code?: string;
-  field?: string | null;
-}
+/** An avatar answer as tests read it: the wire Avatar, or an error body. */
+export type AvatarBody = Avatar & { code?: string; field?: string | null };
 
 export async function call(t: TestApi, key: string, method: string, url: string, body?: unknown, headers?: Record<string, string>) {
   const res = await t.request(method, url, { key, ...(body !== undefined ? { body } : {}), ...(headers ? { headers } : {}) });
