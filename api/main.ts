@@ -1,6 +1,7 @@
 import type { Duplex } from 'node:stream';
 import { serve } from '@hono/node-server';
 import { loadConfigOrExit } from '../core/config.ts';
+import { onShutdown, runMain } from '../core/process.ts';
 import { newRequestId } from '../core/ids.ts';
 import { createLogger } from '../core/log.ts';
 import { createServices } from '../core/services.ts';
@@ -35,22 +36,12 @@ async function main() {
     );
   });
 
-  let stopping = false;
-  const stop = async (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    log.info({ signal }, 'shutting down');
+  onShutdown(log, async () => {
     janitor.stop();
     server.close();
     await workers?.stop({ timeoutMs: 10_000 });
     await services.close();
-    process.exit(0);
-  };
-  process.on('SIGINT', () => void stop('SIGINT'));
-  process.on('SIGTERM', () => void stop('SIGTERM'));
+  });
 }
 
-main().catch((err: unknown) => {
-  console.error(err instanceof Error ? (err.stack ?? err.message) : err);
-  process.exit(1);
-});
+runMain(main);

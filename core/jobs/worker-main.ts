@@ -4,6 +4,7 @@
  * configuration as the API (DATABASE_URL, storage, JOB_*).
  */
 import { loadConfigOrExit } from '../config.ts';
+import { onShutdown, runMain } from '../process.ts';
 import { createLogger } from '../log.ts';
 import { createServices } from '../services.ts';
 import { startJobWorkers } from './workers.ts';
@@ -15,20 +16,10 @@ async function main() {
   const workers = await startJobWorkers(services);
   log.info({ concurrency: Math.max(1, config.JOB_WORKERS) }, 'job worker started');
   process.send?.('ready');
-  let stopping = false;
-  const stop = async (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    log.info({ signal }, 'job worker stopping');
+  onShutdown(log, async () => {
     await workers.stop({ timeoutMs: 30_000 });
     await services.close();
-    process.exit(0);
-  };
-  process.on('SIGINT', () => void stop('SIGINT'));
-  process.on('SIGTERM', () => void stop('SIGTERM'));
+  });
 }
 
-main().catch((err: unknown) => {
-  console.error(err instanceof Error ? (err.stack ?? err.message) : err);
-  process.exit(1);
-});
+runMain(main);
