@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
-import { freshDatabase } from '../test/helpers.ts';
-import { ApiError, type ErrorCode } from './errors.ts';
+import { expectApiError, freshDatabase } from '../test/helpers.ts';
+import type { ApiError } from './errors.ts';
 import { IDEMPOTENCY_KEY_MAX, IdempotencyStore, type Claim, type ClaimInput } from './idempotency.ts';
 
 const db = await freshDatabase();
@@ -20,17 +20,6 @@ function input(over: Partial<ClaimInput> = {}): ClaimInput {
   };
 }
 
-async function expectApiError(p: Promise<unknown>, code: ErrorCode, status: number): Promise<ApiError> {
-  const err = await p.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err, `expected ApiError ${code}`).toBeInstanceOf(ApiError);
-  const e = err as ApiError;
-  expect(e.code).toBe(code);
-  expect(e.status).toBe(status);
-  return e;
-}
 
 function expectRun(c: Claim): Extract<Claim, { kind: 'run' }> {
   expect(c.kind).toBe('run');

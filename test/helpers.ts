@@ -1,9 +1,10 @@
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { inject } from 'vitest';
+import { expect, inject } from 'vitest';
 import { createApp } from '../api/app.ts';
 import type { Scope } from '../core/auth/keys.ts';
+import { ApiError, type ErrorCode } from '../core/errors.ts';
 import { loadConfig } from '../core/config.ts';
 import { MICROS_PER_SECOND } from '../core/credits/ledger.ts';
 import { connect, type Sql } from '../core/db/client.ts';
@@ -121,4 +122,17 @@ export async function json<T = Record<string, unknown>>(res: Response): Promise<
   } catch {
     throw new Error(`Expected JSON, got ${res.status}: ${text.slice(0, 300)}`);
   }
+}
+
+/** Awaits a promise that must reject with an ApiError of this code and status; returns the error. */
+export async function expectApiError(p: Promise<unknown>, code: ErrorCode, status: number): Promise<ApiError> {
+  const err = await p.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(err, `expected ApiError ${code}`).toBeInstanceOf(ApiError);
+  const e = err as ApiError;
+  expect(e.code).toBe(code);
+  expect(e.status).toBe(status);
+  return e;
 }

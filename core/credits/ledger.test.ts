@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { afterAll, describe, expect, it, vi } from 'vitest';
-import { testServices } from '../../test/helpers.ts';
-import { ApiError, type ErrorCode } from '../errors.ts';
+import { expectApiError, testServices } from '../../test/helpers.ts';
+import { ApiError } from '../errors.ts';
 import { CreditLedger, MICROS_PER_SECOND } from './ledger.ts';
 
 const s = await testServices();
@@ -20,17 +20,6 @@ async function newKey(tenantId: string, spendLimitCreditMicros: number | null = 
   return record.id;
 }
 
-async function expectApiError(p: Promise<unknown>, code: ErrorCode, status: number): Promise<ApiError> {
-  const err = await p.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err, `expected ApiError ${code}`).toBeInstanceOf(ApiError);
-  const e = err as ApiError;
-  expect(e.code).toBe(code);
-  expect(e.status).toBe(status);
-  return e;
-}
 
 async function keyRow(id: string) {
   const [k] = await s.sql<{ spent_credit_micros: number; reserved_credit_micros: number }[]>`
