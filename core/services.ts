@@ -9,6 +9,7 @@ import { createLogger, type Logger } from './log.ts';
 import { TenantStore } from './tenants.ts';
 import { UsageStore } from './usage.ts';
 import { AvatarService, createPromptScreen, type PortraitAssets } from './avatars/index.ts';
+import { ClipLibrary } from './avatars/clip-library.ts';
 import { createJobQueue, type JobQueue } from './jobs/index.ts';
 import { createStorage, type ObjectStorage } from './storage/index.ts';
 import { AssetStore } from './assets/index.ts';
@@ -40,6 +41,8 @@ export interface Services {
   /** What avatars read of assets (a tenant's asset, its bytes). */
   portraitAssets: PortraitAssets;
   avatars: AvatarService;
+  /** GET/PUT /avatars/{id}/clips: the clip-library envelope and declarations. */
+  clipLibrary: ClipLibrary;
   close(): Promise<void>;
 }
 
@@ -70,12 +73,14 @@ export async function createServices(config: Config, opts: CreateServicesOptions
   const assets = new AssetStore(db.sql, storage);
   // Avatars read portraits through the asset store (its get and readBytes).
   const portraitAssets: PortraitAssets = assets;
+  const screen = createPromptScreen(config, log);
+  const clipLibrary = new ClipLibrary({ sql: db.sql, jobs, storage, assets: portraitAssets, screen });
   const avatars = new AvatarService({
     sql: db.sql,
     jobs,
     storage,
     assets: portraitAssets,
-    screen: createPromptScreen(config, log),
+    screen,
     usage,
     log,
     loopPriceCreditMicros: config.LOOP_GENERATION_CREDIT_MICROS,
@@ -97,6 +102,7 @@ export async function createServices(config: Config, opts: CreateServicesOptions
     jobs,
     portraitAssets,
     avatars,
+    clipLibrary,
     close: async () => {
       await jobs.stop();
       await keys.close();

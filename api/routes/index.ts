@@ -4,6 +4,8 @@ import * as createApiKey from './api-keys/create-key.ts';
 import * as createAvatar from './avatars/create-avatar.ts';
 import * as deleteAvatar from './avatars/delete-avatar.ts';
 import * as getAvatar from './avatars/get-avatar.ts';
+import * as getClipLibrary from './avatars/get-clips.ts';
+import * as putClipLibrary from './avatars/put-clips.ts';
 import * as listAvatars from './avatars/list-avatars.ts';
 import * as redirectAvatarLoop from './avatars/redirect-loop.ts';
 import * as updateAvatar from './avatars/update-avatar.ts';
@@ -19,4 +21,4 @@ export interface RouteModule {
 }
 
 /** Every /api/v1 route. Adding a route means adding its module here. */
-export const ROUTES: RouteModule[] = [getCreditBalance, listSessionUsage, createApiKey, listAvatars, createAvatar, getAvatar, updateAvatar, deleteAvatar, redirectAvatarLoop, listAssets, uploadAsset, createRemoteAsset];
+export const ROUTES: RouteModule[] = [getCreditBalance, listSessionUsage, createApiKey, listAvatars, createAvatar, getAvatar, updateAvatar, deleteAvatar, redirectAvatarLoop, getClipLibrary, putClipLibrary, listAssets, uploadAsset, createRemoteAsset];

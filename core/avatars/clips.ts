@@ -42,7 +42,7 @@ export async function enqueueClip(tx: Tx, jobs: JobQueue, data: ClipJobData): Pr
 
 /**
  * Inside the transaction that publishes an avatar's loop (the avatar row locked): when the avatar
- * has no clips at all yet, inserts the default clips (`queued`, `is_default`) and enqueues one job
+ * has no clips at all yet (and never declared its clip library), inserts the default clips (`queued`, `is_default`) and enqueues one job
  * per clip. A later publish (PUT loop, a swap) finds rows and adds nothing. Returns the clips queued.
  */
 export async function queueDefaultClips(
@@ -54,6 +54,9 @@ export async function queueDefaultClips(
   if (clips.length === 0) return 0;
   const [existing] = await tx`select 1 from avatar_clips where avatar_id = ${d.avatarId} limit 1`;
   if (existing) return 0;
+  // A clip-library declaration (PUT clips, even an empty one) replaces the defaults for good.
+  const [declared] = await tx`select 1 from avatars where id = ${d.avatarId} and clip_revision > 0`;
+  if (declared) return 0;
   for (const c of clips) {
     await tx`
       insert into avatar_clips (avatar_id, clip_id, status, source_kind, motion_prompt, duration_seconds, is_default)
@@ -111,13 +114,29 @@ export class ClipWorker {
     for (const c of this.children) c.kill('SIGKILL');
   }
 
-  /** Moves the clip's status, only while the avatar is live and the clip is still queued or rendering. */
-  private async setStatus(data: ClipJobData, status: 'queued' | 'rendering' | 'failed', error: string | null = null): Promise<boolean> {
-    const rows = await this.d.sql`
+  /**
+   * Moves the clip's status, only while the avatar is live and the clip is still queued or rendering,
+   * and, given `source`, only while the clip still has that source: a render that outlived a
+   * re-declaration of its clip must not settle the new source's row.
+   */
+  private async setStatus(
+    data: ClipJobData,
+    status: 'queued' | 'rendering' | 'failed',
+    error: string | null = null,
+    source?: { motionPrompt: string; durationSeconds: number | null },
+  ): Promise<boolean> {
+    const sql = this.d.sql;
+    const rows = await sql`
       update avatar_clips c set status = ${status}, error = ${error}, updated_at = now()
       from avatars a
       where c.avatar_id = ${data.avatarId} and c.clip_id = ${data.clipId} and c.retired_at is null
-        and c.status in ('queued', 'rendering') and a.id = c.avatar_id and a.deleted_at is null`;
+        and c.status in ('queued', 'rendering') and a.id = c.avatar_id and a.deleted_at is null
+        ${
+          source
+            ? sql`and c.source_kind = 'generated' and c.motion_prompt = ${source.motionPrompt}
+                  and c.duration_seconds is not distinct from ${source.durationSeconds}`
+            : sql``
+        }`;
     return rows.count > 0;
   }
 
@@ -132,6 +151,7 @@ export class ClipWorker {
       log.info('clip job no longer current, skipped');
       return;
     }
+    const rendered = { motionPrompt: clip.motion_prompt, durationSeconds: clip.duration_seconds };
     const generationId = `gen_${randomBase62(20)}`;
     const prefix = clipPrefix(data, generationId);
     const work = await mkdtemp(path.join(os.tmpdir(), 'avatar-clip-'));
@@ -173,6 +193,9 @@ export class ClipWorker {
           select c.* from avatar_clips c join avatars a on a.id = c.avatar_id
           where c.avatar_id = ${data.avatarId} and c.clip_id = ${data.clipId} and c.status = 'rendering' and c.retired_at is null
             and a.deleted_at is null
+            -- A PUT clips may have re-declared the clip with another source while this rendered.
+            and c.source_kind = 'generated' and c.motion_prompt = ${clip.motion_prompt}
+            and c.duration_seconds is not distinct from ${clip.duration_seconds}
           for update of c for share of a`;
         if (!cur) return undefined;
         await tx`
@@ -198,11 +221,11 @@ export class ClipWorker {
       if (err instanceof Refused || last) {
         const message = err instanceof Refused ? err.message : `Clip generation failed after ${job.retryCount + 1} attempts`;
         log.warn({ err }, 'clip generation failed');
-        await this.setStatus(data, 'failed', message);
+        await this.setStatus(data, 'failed', message, rendered);
         return;
       }
       log.warn({ err }, 'clip generation attempt failed, will retry');
-      await this.setStatus(data, 'queued');
+      await this.setStatus(data, 'queued', null, rendered);
       throw err;
     } finally {
       await rm(work, { recursive: true, force: true });

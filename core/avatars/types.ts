@@ -33,6 +33,10 @@ export interface AvatarRow {
   created_at: Date;
   updated_at: Date;
   generation_id: string | null;
+  /** Accepted clip-library declarations so far (migration 0007). */
+  clip_revision: number;
+  /** The declared behaviour (idle / on / actions), null before the first declaration (migration 0007). */
+  clip_behavior: unknown;
 }
 
 /** The Avatar of the wire (camelCase, spec section 2, plus the profile fields this API adds). */

@@ -120,6 +120,12 @@ describe('avatar lifecycle (background generation)', () => {
     }
     const [row] = await t.services.sql`select count(*)::int as n, bool_and(is_default) as d from avatar_clips where avatar_id = ${avatar.id}`;
     expect(row).toMatchObject({ n: CLIPS.length, d: true });
+    // The clip-library GET shows the same rows (generated, ready, serving) at revision 0.
+    const lib = await call(t, key, 'GET', `${A}/${avatar.id}/clips`);
+    expect(lib.status).toBe(200);
+    const env = lib.body as unknown as { data: { clipId: string; status: string; source: string; url: string | null }[]; revision: number; clipLibraryEligible: boolean };
+    expect(env).toMatchObject({ revision: 0, clipLibraryEligible: true });
+    expect(env.data.map((c) => [c.clipId, c.status, c.source, c.url !== null])).toEqual(CLIPS.map((id) => [id, 'ready', 'generated', true]));
   });
 
   it('happy: PUT loop answers 202 and keeps serving the previous loop until the new one publishes; billed once', async () => {

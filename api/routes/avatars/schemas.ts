@@ -101,3 +101,49 @@ export const AvatarSchema = z
 
 /** Spec section 8: 128 KiB on avatar create and update. */
 export const AVATAR_BODY_LIMIT = 128 * 1024;
+
+/** Spec section 8: 64 KiB on PUT /avatars/{avatarId}/clips. */
+export const CLIP_LIBRARY_BODY_LIMIT = 64 * 1024;
+
+export const ClipRowSchema = z
+  .object({
+    clipId: z.string().openapi({ example: 'wave' }),
+    status: z.enum(CLIP_STATUSES).openapi({ description: "The clip's latest job; separate from url, which keeps serving during a replacement or after its failure." }),
+    url: z.string().nullable().openapi({ description: 'Signed URL (1 hour) of the serving MP4; null until one rendered.' }),
+    source: z.enum(['generated', 'upload']),
+    uploadAssetId: z.string().nullable(),
+    motionPrompt: z.string().nullable(),
+    durationSeconds: z.number().int().nullable(),
+    anchorVersion: z.number().int(),
+    poseCheck: z.unknown().nullable().openapi({ description: 'Pose validation of an uploaded clip; null while pending (not run yet) and for generated clips.' }),
+    error: z.string().nullable(),
+    createdAt: Timestamp,
+    updatedAt: Timestamp,
+  })
+  .openapi('ClipLibraryClip');
+
+const ClipEnvelopeFields = {
+  data: z.array(ClipRowSchema).openapi({ description: 'The live (not retired) clips, oldest first.' }),
+  avatarId: z.string(),
+  revision: z.number().int().openapi({ description: 'Accepted declarations so far: send it back as expectedRevision.' }),
+  anchorVersion: z.number().int(),
+  anchor: z
+    .object({
+      kind: z.literal('source_loop'),
+      sourceAssetId: z.string().nullable(),
+      url: z.string().nullable().openapi({ description: 'Signed URL (1 hour) of the serving idle loop the clips start and end on.' }),
+    })
+    .openapi({ description: "The anchor: the avatar's source loop." }),
+  clipLibraryEligible: z.boolean().openapi({ description: 'The workspace switch is on and the avatar has a portrait: a PUT may be accepted.' }),
+  defaultSourceAssetId: z.string().nullable(),
+  behavior: z.record(z.string(), z.unknown()).openapi({ description: 'The declared idle / on / actions; {} before the first declaration.' }),
+};
+
+export const ClipEnvelopeSchema = z.object(ClipEnvelopeFields).openapi('ClipLibrary');
+
+export const ClipPutAnswerSchema = z
+  .object({
+    ...ClipEnvelopeFields,
+    plan: z.object({ kept: z.array(z.string()), queued: z.array(z.string()), retired: z.array(z.string()) }),
+  })
+  .openapi('ClipLibraryDeclared');

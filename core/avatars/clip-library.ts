@@ -1,0 +1,208 @@
+/**
+ * The clip library of an avatar over HTTP (spec section 2 "Clip library", section 4 avatar rules
+ * 9 to 12): GET /avatars/{id}/clips (the envelope) and PUT /avatars/{id}/clips (a declaration, a
+ * full replacement). The pure rules live in clips/declaration (validation, plan, round trip); this
+ * file adds the database, the prompt screen, the asset checks and the clip render jobs.
+ */
+import type { ClipEnvelope, ClipEnvelopeRow, ClipPlan, NormalisedDeclaration } from '../../clips/declaration/index.ts';
+import { currentClipRowFromDb, declarationRejected, planDeclaration, validateDeclaration } from '../../clips/declaration/index.ts';
+import type { Principal } from '../auth/key-store.ts';
+import type { Sql, Tx } from '../db/index.ts';
+import { ApiError, notFound } from '../errors.ts';
+import type { JobQueue } from '../jobs/queue.ts';
+import type { ObjectStorage } from '../storage/index.ts';
+import { enqueueClip } from './clips.ts';
+import type { PortraitAssets } from './ports.ts';
+import type { PromptScreen } from './screen.ts';
+import type { AvatarClipRow, AvatarRow } from './types.ts';
+
+/** Signed clip and anchor URLs last as long as the avatar's servingUrl. */
+const URL_TTL_SECONDS = 3600;
+
+/**
+ * The anchor generation every clip is rendered against. Portrait swaps do not bump it yet (one
+ * anchor version for now); rows carry their own `anchor_version` for when they do.
+ */
+export const CLIP_ANCHOR_VERSION = 1;
+
+/** The clip-library anchor: the avatar's source loop (its serving idle loop), which every clip starts and ends on. */
+export interface ClipAnchor {
+  kind: 'source_loop';
+  /** The avatar's portrait asset, null for a draft. */
+  sourceAssetId: string | null;
+  /** Signed URL of the serving idle loop (as the avatar's servingUrl), null until one published. */
+  url: string | null;
+}
+
+export type ClipPutAnswer = ClipEnvelope & { plan: ClipPlan };
+
+export interface ClipLibraryDeps {
+  sql: Sql;
+  jobs: JobQueue;
+  storage: ObjectStorage;
+  assets: PortraitAssets;
+  screen: PromptScreen;
+}
+
+export class ClipLibrary {
+  constructor(private readonly d: ClipLibraryDeps) {}
+
+  private async avatarRow(q: Sql | Tx, tenantId: string, avatarId: string, forUpdate = false): Promise<AvatarRow> {
+    const [row] = forUpdate
+      ? await q<AvatarRow[]>`select * from avatars where id = ${avatarId} and tenant_id = ${tenantId} and deleted_at is null for update`
+      : await q<AvatarRow[]>`select * from avatars where id = ${avatarId} and tenant_id = ${tenantId} and deleted_at is null`;
+    if (!row) throw notFound(`Avatar ${avatarId}`);
+    return row;
+  }
+
+  private async switchOn(q: Sql | Tx, tenantId: string): Promise<boolean> {
+    const [t] = await q<{ on: boolean }[]>`select clip_library_enabled as on from tenants where id = ${tenantId}`;
+    return Boolean(t?.on);
+  }
+
+  /** The GET envelope; readable whatever the switch (then `clipLibraryEligible` is false). */
+  async envelope(tenantId: string, avatarId: string): Promise<ClipEnvelope> {
+    const row = await this.avatarRow(this.d.sql, tenantId, avatarId);
+    return this.toEnvelope(this.d.sql, row, await this.switchOn(this.d.sql, tenantId));
+  }
+
+  private async toEnvelope(q: Sql | Tx, avatar: AvatarRow, switchOn: boolean): Promise<ClipEnvelope> {
+    const rows = await q<AvatarClipRow[]>`
+      select * from avatar_clips where avatar_id = ${avatar.id} and retired_at is null order by created_at, clip_id`;
+    const data: ClipEnvelopeRow[] = [];
+    for (const r of rows) {
+      data.push({
+        clipId: r.clip_id,
+        status: r.status,
+        url: r.mp4_key ? await this.d.storage.signedUrl(r.mp4_key, URL_TTL_SECONDS) : null,
+        source: r.source_kind,
+        uploadAssetId: r.upload_asset_id,
+        motionPrompt: r.motion_prompt,
+        durationSeconds: r.duration_seconds,
+        anchorVersion: r.anchor_version,
+        poseCheck: r.pose_check ?? null,
+        error: r.error,
+        createdAt: r.created_at.toISOString(),
+        updatedAt: r.updated_at.toISOString(),
+      });
+    }
+    const anchor: ClipAnchor = {
+      kind: 'source_loop',
+      sourceAssetId: avatar.source_asset_id,
+      url: avatar.serving_loop_key ? await this.d.storage.signedUrl(avatar.serving_loop_key, URL_TTL_SECONDS) : null,
+    };
+    return {
+      data,
+      avatarId: avatar.id,
+      revision: avatar.clip_revision,
+      anchorVersion: CLIP_ANCHOR_VERSION,
+      anchor,
+      clipLibraryEligible: switchOn && avatar.source_asset_id !== null,
+      defaultSourceAssetId: avatar.source_asset_id,
+      behavior: (avatar.clip_behavior as ClipEnvelope['behavior']) ?? {},
+    };
+  }
+
+  /**
+   * PUT /avatars/{id}/clips. Order: 404, 403 (switch off, or no portrait), 422 (declaration), 409
+   * (stale revision, early), screen (422 refused / 503 unavailable), 422 (upload assets), then one
+   * transaction under the avatar's row lock: 409 again, plan, retire, upsert + enqueue, behaviour,
+   * revision + 1. Nothing is written on any error.
+   */
+  async declare(principal: Principal, avatarId: string, raw: unknown): Promise<ClipPutAnswer> {
+    const tenantId = principal.tenantId;
+    const current = await this.avatarRow(this.d.sql, tenantId, avatarId);
+    if (!(await this.switchOn(this.d.sql, tenantId))) {
+      throw new ApiError('clip_library_not_enabled', 'The Clip Library is not enabled for this workspace: ask an operator to enable it');
+    }
+    if (!current.source_asset_id) {
+      throw new ApiError('clip_library_not_enabled', 'This avatar has no portrait (a draft): PATCH a sourceAssetId before declaring clips');
+    }
+    const result = validateDeclaration(raw);
+    if (!result.ok) throw declarationRejected(result.problems);
+    const decl = result.declaration;
+    if (decl.expectedRevision !== current.clip_revision) throw revisionConflict(current.clip_revision);
+    await this.screenAll(decl);
+    await this.checkUploads(tenantId, decl);
+
+    return this.d.sql.begin(async (tx) => {
+      const locked = await this.avatarRow(tx, tenantId, avatarId, true);
+      if (decl.expectedRevision !== locked.clip_revision) throw revisionConflict(locked.clip_revision);
+      const rows = await tx<AvatarClipRow[]>`select * from avatar_clips where avatar_id = ${avatarId}`;
+      const plan = planDeclaration(rows.map(currentClipRowFromDb), decl);
+      if (plan.retired.length > 0) {
+        await tx`
+          update avatar_clips set retired_at = now(), updated_at = now()
+          where avatar_id = ${avatarId} and clip_id = any(${plan.retired}) and retired_at is null`;
+      }
+      const reviewed = await lastSwapReviewed(tx, locked);
+      for (const clipId of plan.queued) {
+        const source = decl.clips[clipId]!.source;
+        const generated = source.kind === 'generated';
+        // A live row keeps serving its previous outputs while the new source renders (spec: the url
+        // can stay non-null during a replacement); a revived retired row starts without outputs.
+        await tx`
+          insert into avatar_clips (avatar_id, clip_id, status, source_kind, motion_prompt, duration_seconds, upload_asset_id, anchor_version)
+          values (${avatarId}, ${clipId}, 'queued', ${source.kind}, ${generated ? source.motionPrompt : null},
+                  ${generated ? source.durationSeconds : null}, ${generated ? null : source.assetId}, ${CLIP_ANCHOR_VERSION})
+          on conflict (avatar_id, clip_id) do update set
+            status = 'queued', source_kind = excluded.source_kind, motion_prompt = excluded.motion_prompt,
+            duration_seconds = excluded.duration_seconds, upload_asset_id = excluded.upload_asset_id,
+            anchor_version = excluded.anchor_version, pose_check = null, error = null, is_default = false,
+            mp4_key = case when avatar_clips.retired_at is null then avatar_clips.mp4_key end,
+            cache_key = case when avatar_clips.retired_at is null then avatar_clips.cache_key end,
+            generation_id = case when avatar_clips.retired_at is null then avatar_clips.generation_id end,
+            retired_at = null, updated_at = now()`;
+        // Uploaded clips await pose validation (not implemented yet): they stay queued with a null
+        // pose_check and no job. Generated clips render through the default library's clip job.
+        if (generated) await enqueueClip(tx, this.d.jobs, { tenantId, avatarId, clipId, reviewed });
+      }
+      const [updated] = await tx<AvatarRow[]>`
+        update avatars set clip_behavior = ${tx.json(decl.behavior as never)}, clip_revision = clip_revision + 1, updated_at = now()
+        where id = ${avatarId} returning *`;
+      const envelope = await this.toEnvelope(tx, updated!, true);
+      return { ...envelope, plan };
+    });
+  }
+
+  /** Every motion prompt and action description through the avatar prompt screen (rule 9: even on metadata-only writes). */
+  private async screenAll(decl: NormalisedDeclaration): Promise<void> {
+    const texts: { field: string; text: string }[] = [];
+    for (const [id, { source }] of Object.entries(decl.clips)) {
+      if (source.kind === 'generated') texts.push({ field: `clips.${id}.source.motionPrompt`, text: source.motionPrompt });
+    }
+    for (const [id, a] of Object.entries(decl.behavior.actions ?? {})) texts.push({ field: `actions.${id}.description`, text: a.description });
+    // Sequential: a 503 from the screen (clip_screen_unavailable) propagates as is, nothing written.
+    for (const t of texts) {
+      const v = await this.d.screen.screen(t.text);
+      if (!v.ok) throw declarationRejected([{ field: t.field, message: `was refused by the prompt screen: ${v.reason}` }]);
+    }
+  }
+
+  /** Uploaded sources must be the tenant's ready video assets. */
+  private async checkUploads(tenantId: string, decl: NormalisedDeclaration): Promise<void> {
+    for (const [id, { source }] of Object.entries(decl.clips)) {
+      if (source.kind !== 'upload') continue;
+      const asset = await this.d.assets.get(tenantId, source.assetId);
+      const field = `clips.${id}.source.assetId`;
+      if (!asset) throw declarationRejected([{ field, message: `names asset ${source.assetId}, which is not found or not this workspace's` }]);
+      if (asset.kind !== 'video') throw declarationRejected([{ field, message: `names a ${asset.kind} asset; uploaded clips are video assets` }]);
+      if (asset.status !== 'ready') throw declarationRejected([{ field, message: `names an asset that is ${asset.status}, not ready` }]);
+    }
+  }
+}
+
+function revisionConflict(currentRevision: number): ApiError {
+  return new ApiError('revision_conflict', `The clip library changed (revision ${currentRevision}): GET it again and re-declare against that revision`, {
+    currentRevision,
+  });
+}
+
+/** Whether the current portrait was accepted by a person's review (clips then render with relaxed rig limits, as the loop). */
+async function lastSwapReviewed(tx: Tx, row: AvatarRow): Promise<boolean> {
+  if (!row.source_asset_id) return false;
+  const [r] = await tx<{ review_reason: string | null }[]>`
+    select review_reason from avatar_source_reviews where avatar_id = ${row.id} and asset_id = ${row.source_asset_id} and accepted
+    order by id desc limit 1`;
+  return Boolean(r?.review_reason);
+}
