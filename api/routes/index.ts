@@ -8,6 +8,7 @@ import * as getClipLibrary from './avatars/get-clips.ts';
 import * as putClipLibrary from './avatars/put-clips.ts';
 import * as listAvatars from './avatars/list-avatars.ts';
 import * as redirectAvatarLoop from './avatars/redirect-loop.ts';
+import * as reviewClip from './avatars/review-clip.ts';
 import * as updateAvatar from './avatars/update-avatar.ts';
 import * as createRemoteAsset from './assets/create-remote-asset.ts';
 import * as listAssets from './assets/list-assets.ts';
@@ -21,4 +22,4 @@ export interface RouteModule {
 }
 
 /** Every /api/v1 route. Adding a route means adding its module here. */
-export const ROUTES: RouteModule[] = [getCreditBalance, listSessionUsage, createApiKey, listAvatars, createAvatar, getAvatar, updateAvatar, deleteAvatar, redirectAvatarLoop, getClipLibrary, putClipLibrary, listAssets, uploadAsset, createRemoteAsset];
+export const ROUTES: RouteModule[] = [getCreditBalance, listSessionUsage, createApiKey, listAvatars, createAvatar, getAvatar, updateAvatar, deleteAvatar, redirectAvatarLoop, getClipLibrary, putClipLibrary, reviewClip, listAssets, uploadAsset, createRemoteAsset];

@@ -11,10 +11,12 @@ import type { Sql, Tx } from '../db/index.ts';
 import { ApiError, notFound } from '../errors.ts';
 import type { JobQueue } from '../jobs/queue.ts';
 import type { ObjectStorage } from '../storage/index.ts';
-import { enqueueClip } from './clips.ts';
+import { randomBase62 } from '../ids.ts';
+import { clipPrefix, enqueueClip } from './clips.ts';
 import type { PortraitAssets } from './ports.ts';
 import type { PromptScreen } from './screen.ts';
 import type { AvatarClipRow, AvatarRow } from './types.ts';
+import { UPLOAD_CLIP_MAX_BYTES } from './upload-pose.ts';
 
 /** Signed clip and anchor URLs last as long as the avatar's servingUrl. */
 const URL_TTL_SECONDS = 3600;
@@ -35,6 +37,15 @@ export interface ClipAnchor {
 }
 
 export type ClipPutAnswer = ClipEnvelope & { plan: ClipPlan };
+
+/** The body of POST /avatars/{id}/clips/review. */
+export interface ClipReviewInput {
+  clipId: string;
+  uploadAssetId: string;
+  expectedRevision: number;
+  expectedAnchorVersion: number;
+  reason: string;
+}
 
 export interface ClipLibraryDeps {
   sql: Sql;
@@ -153,9 +164,9 @@ export class ClipLibrary {
             cache_key = case when avatar_clips.retired_at is null then avatar_clips.cache_key end,
             generation_id = case when avatar_clips.retired_at is null then avatar_clips.generation_id end,
             retired_at = null, updated_at = now()`;
-        // Uploaded clips await pose validation (not implemented yet): they stay queued with a null
-        // pose_check and no job. Generated clips render through the default library's clip job.
-        if (generated) await enqueueClip(tx, this.d.jobs, { tenantId, avatarId, clipId, reviewed });
+        // Generated clips render through the default library's clip job; uploaded ones are
+        // pose-validated by the same job (ClipWorker.validateUpload). Never inline in the PUT.
+        await enqueueClip(tx, this.d.jobs, { tenantId, avatarId, clipId, reviewed });
       }
       const [updated] = await tx<AvatarRow[]>`
         update avatars set clip_behavior = ${tx.json(decl.behavior as never)}, clip_revision = clip_revision + 1, updated_at = now()
@@ -163,6 +174,89 @@ export class ClipLibrary {
       const envelope = await this.toEnvelope(tx, updated!, true);
       return { ...envelope, plan };
     });
+  }
+
+  /**
+   * POST /avatars/{id}/clips/review (spec section 4 avatar rule 8): a person accepts an uploaded
+   * clip whose pose validation refused it for its pose (`pose_mismatch`) or has not settled yet.
+   * The machine verdict stays in `pose_check`, with `review: { reason, at, by }` added; the video is
+   * copied under the clip's prefix (as the accepted path does) and the clip serves (`ready`). Any
+   * other refusal (no face, invalid media, over 18 MB) stays refused: 409 avatar_state_conflict.
+   * 409 revision_conflict / avatar_state_conflict (with the current values) when the caller's
+   * revision or anchor version is stale; 404 for an unknown avatar or clip.
+   */
+  async review(principal: Principal, avatarId: string, input: ClipReviewInput): Promise<void> {
+    const tenantId = principal.tenantId;
+    const check = (avatar: AvatarRow, clip: AvatarClipRow | undefined): AvatarClipRow => {
+      if (input.expectedRevision !== avatar.clip_revision) throw revisionConflict(avatar.clip_revision);
+      if (input.expectedAnchorVersion !== CLIP_ANCHOR_VERSION) {
+        throw new ApiError('avatar_state_conflict', `The clip anchor changed (anchor version ${CLIP_ANCHOR_VERSION}): GET the clip library again`, {
+          currentAnchorVersion: CLIP_ANCHOR_VERSION,
+          currentRevision: avatar.clip_revision,
+        });
+      }
+      if (!clip) throw notFound(`Clip ${input.clipId}`);
+      if (clip.source_kind !== 'upload' || clip.upload_asset_id !== input.uploadAssetId) {
+        throw new ApiError('avatar_state_conflict', `Clip ${input.clipId} is not an upload of asset ${input.uploadAssetId} (its source changed): GET the clip library again`, {
+          currentRevision: avatar.clip_revision,
+        });
+      }
+      const verdict = (clip.pose_check as { verdict?: string } | null)?.verdict;
+      const pending = clip.status === 'queued' || clip.status === 'rendering';
+      const poseRefused = clip.status === 'failed' && verdict === 'pose_mismatch';
+      if (!pending && !poseRefused) {
+        const why = clip.status === 'ready' ? 'it already serves' : `its refusal (${verdict ?? 'processing failure'}) is not a pose refusal and stays refused`;
+        throw new ApiError('avatar_state_conflict', `Clip ${input.clipId} cannot be reviewed: ${why}`, {
+          currentRevision: avatar.clip_revision,
+          clipStatus: clip.status,
+        });
+      }
+      return clip;
+    };
+    const clipRow = async (q: Sql | Tx, lock: boolean) => {
+      const [c] = lock
+        ? await q<AvatarClipRow[]>`select * from avatar_clips where avatar_id = ${avatarId} and clip_id = ${input.clipId} and retired_at is null for update`
+        : await q<AvatarClipRow[]>`select * from avatar_clips where avatar_id = ${avatarId} and clip_id = ${input.clipId} and retired_at is null`;
+      return c;
+    };
+
+    // Early checks, then the copy outside any lock, then the same checks again under the locks.
+    const avatar = await this.avatarRow(this.d.sql, tenantId, avatarId);
+    check(avatar, await clipRow(this.d.sql, false));
+    const [asset] = await this.d.sql<{ size_bytes: number | null }[]>`
+      select size_bytes from assets where id = ${input.uploadAssetId} and tenant_id = ${tenantId} and status = 'ready' and kind = 'video'`;
+    if (!asset) throw new ApiError('avatar_state_conflict', `Asset ${input.uploadAssetId} is no longer a ready video of this workspace: it cannot be reviewed`);
+    if (asset.size_bytes != null && asset.size_bytes > UPLOAD_CLIP_MAX_BYTES) {
+      throw new ApiError('avatar_state_conflict', `The video is over the ${UPLOAD_CLIP_MAX_BYTES}-byte quality-check ceiling: it stays refused`);
+    }
+    const video = await this.d.assets.readBytes(tenantId, input.uploadAssetId);
+    if (video.length > UPLOAD_CLIP_MAX_BYTES) {
+      throw new ApiError('avatar_state_conflict', `The video is over the ${UPLOAD_CLIP_MAX_BYTES}-byte quality-check ceiling: it stays refused`);
+    }
+    const generationId = `rev_${randomBase62(20)}`;
+    const mp4Key = `${clipPrefix({ tenantId, avatarId, clipId: input.clipId }, generationId)}/clip.mp4`;
+    await this.d.storage.put(mp4Key, video, { contentType: 'video/mp4' });
+    let old: AvatarClipRow;
+    try {
+      old = await this.d.sql.begin(async (tx) => {
+        const locked = await this.avatarRow(tx, tenantId, avatarId, true);
+        const cur = check(locked, await clipRow(tx, true));
+        const review = { reason: input.reason, at: new Date().toISOString(), by: principal.apiKeyId };
+        const poseCheck = { ...((cur.pose_check as Record<string, unknown> | null) ?? { verdict: 'pending' }), review };
+        await tx`
+          update avatar_clips set status = 'ready', pose_check = ${tx.json(poseCheck as never)}, error = null,
+            mp4_key = ${mp4Key}, cache_key = null, generation_id = ${generationId}, updated_at = now()
+          where avatar_id = ${avatarId} and clip_id = ${input.clipId}`;
+        return cur;
+      });
+    } catch (err) {
+      await this.d.storage.delete(mp4Key).catch(() => {});
+      throw err;
+    }
+    if (old.mp4_key && old.mp4_key !== mp4Key) {
+      const keys = [old.mp4_key, ...(old.cache_key ? ['manifest.json', 'frames.bin', 'landmarks.f32'].map((f) => `${old.cache_key}/${f}`) : [])];
+      for (const k of keys) await this.d.storage.delete(k).catch(() => {});
+    }
   }
 
   /** Every motion prompt and action description through the avatar prompt screen (rule 9: even on metadata-only writes). */

@@ -10,6 +10,7 @@ import type { Logger } from '../log.ts';
 import type { ObjectStorage } from '../storage/index.ts';
 import type { DefaultClip } from './default-clips.ts';
 import type { PortraitAssets } from './ports.ts';
+import { isRigError } from '../../render/rig/index.ts';
 import { spawnRender } from './render-process.ts';
 import {
   AVATAR_CLIPS_DEAD_JOB,
@@ -19,6 +20,7 @@ import {
   type ClipJobData,
   type MotionLibraryClip,
 } from './types.ts';
+import { anchorPose, type AnchorPose, checkUploadedClip, UPLOAD_CLIP_MAX_BYTES, type UploadPoseCheck } from './upload-pose.ts';
 
 /**
  * The motion library's clips (table `avatar_clips`, migration 0006): queueing the default set when
@@ -101,6 +103,7 @@ class Refused extends Error {}
 /** Renders generated clips, each in a child process (render-child.ts with `clip`). */
 export class ClipWorker {
   private readonly children = new Set<ChildProcess>();
+  private readonly anchors = new Map<string, AnchorPose | { refused: string }>();
 
   constructor(private readonly d: ClipWorkerDeps) {}
 
@@ -146,6 +149,7 @@ export class ClipWorker {
       select c.* from avatar_clips c join avatars a on a.id = c.avatar_id
       where c.avatar_id = ${data.avatarId} and a.tenant_id = ${data.tenantId} and a.deleted_at is null
         and c.clip_id = ${data.clipId} and c.retired_at is null and c.status in ('queued', 'rendering')`;
+    if (clip?.source_kind === 'upload' && clip.upload_asset_id) return this.validateUpload(data, clip.upload_asset_id, job, log);
     if (!clip || clip.source_kind !== 'generated' || !clip.motion_prompt || !(await this.setStatus(data, 'rendering'))) {
       // Deleted avatar, retired or already settled clip: nothing to do.
       log.info('clip job no longer current, skipped');
@@ -230,6 +234,114 @@ export class ClipWorker {
     } finally {
       await rm(work, { recursive: true, force: true });
     }
+  }
+
+  /**
+   * Pose validation of an uploaded clip (upload-pose.ts): the asset's bytes (at most 18 MB), first,
+   * middle and last frames through the face rig, each against the anchor (the portrait's rig pose,
+   * computed once per portrait asset in this worker). Accepted: the video is copied under the
+   * clip's prefix and serves (`ready`); refused or out of pose: `failed` with the verdict in
+   * `pose_check` (a `pose_mismatch` can still be accepted by a person, POST clips/review).
+   */
+  private async validateUpload(data: ClipJobData, assetId: string, job: JobContext, log: Logger): Promise<void> {
+    const sql = this.d.sql;
+    const guard = (status: string) => sql`
+      update avatar_clips c set status = ${status}, updated_at = now()
+      from avatars a
+      where c.avatar_id = ${data.avatarId} and c.clip_id = ${data.clipId} and c.retired_at is null
+        and c.status in ('queued', 'rendering') and c.source_kind = 'upload' and c.upload_asset_id = ${assetId}
+        and a.id = c.avatar_id and a.deleted_at is null`;
+    if ((await guard('rendering')).count === 0) {
+      log.info('clip job no longer current, skipped');
+      return;
+    }
+    const generationId = `upl_${randomBase62(20)}`;
+    const mp4Key = `${clipPrefix(data, generationId)}/clip.mp4`;
+    let uploaded = false;
+    try {
+      const [avatar] = await sql<AvatarRow[]>`select * from avatars where id = ${data.avatarId}`;
+      let verdict: UploadPoseCheck;
+      const anchor = avatar?.source_asset_id ? await this.anchorFor(data.tenantId, avatar.source_asset_id) : undefined;
+      const [asset] = await sql<{ size_bytes: number | null }[]>`select size_bytes from assets where id = ${assetId} and tenant_id = ${data.tenantId}`;
+      if (!anchor || 'refused' in anchor) {
+        verdict = {
+          verdict: 'refused',
+          code: 'anchor_unavailable',
+          message: anchor && 'refused' in anchor ? `The avatar's portrait has no usable anchor pose: ${anchor.refused}` : 'The avatar has no portrait to compare with',
+          frames: [],
+          checkedAt: new Date().toISOString(),
+        };
+      } else if (asset?.size_bytes != null && asset.size_bytes > UPLOAD_CLIP_MAX_BYTES) {
+        verdict = {
+          verdict: 'refused',
+          code: 'too_large',
+          message: `The video is ${asset.size_bytes} bytes, over the ${UPLOAD_CLIP_MAX_BYTES}-byte quality-check ceiling`,
+          frames: [],
+          checkedAt: new Date().toISOString(),
+        };
+      } else {
+        const video = await this.d.assets.readBytes(data.tenantId, assetId);
+        verdict = await checkUploadedClip(video, anchor);
+        if (verdict.verdict === 'accepted') {
+          await this.d.storage.put(mp4Key, video, { contentType: 'video/mp4' });
+          uploaded = true;
+        }
+      }
+      const accepted = verdict.verdict === 'accepted';
+      const error = verdict.verdict === 'accepted' ? null : verdict.message;
+      const old = await sql.begin(async (tx) => {
+        const [cur] = await tx<AvatarClipRow[]>`
+          select c.* from avatar_clips c join avatars a on a.id = c.avatar_id
+          where c.avatar_id = ${data.avatarId} and c.clip_id = ${data.clipId} and c.status = 'rendering' and c.retired_at is null
+            and a.deleted_at is null and c.source_kind = 'upload' and c.upload_asset_id = ${assetId}
+          for update of c for share of a`;
+        if (!cur) return undefined;
+        await tx`
+          update avatar_clips set status = ${accepted ? 'ready' : 'failed'}, pose_check = ${tx.json(verdict as never)}, error = ${error},
+            mp4_key = ${accepted ? mp4Key : cur.mp4_key}, cache_key = ${accepted ? null : cur.cache_key},
+            generation_id = ${accepted ? generationId : cur.generation_id}, updated_at = now()
+          where avatar_id = ${data.avatarId} and clip_id = ${data.clipId}`;
+        return cur;
+      });
+      if (!old) {
+        log.info('clip no longer current before publishing, discarded');
+        if (uploaded) await this.deleteKeys([mp4Key]);
+        return;
+      }
+      log.info({ verdict: verdict.verdict }, 'uploaded clip pose-checked');
+      if (accepted && old.mp4_key && old.mp4_key !== mp4Key) {
+        await this.deleteKeys([old.mp4_key, ...(old.cache_key ? ['manifest.json', 'frames.bin', 'landmarks.f32'].map((f) => `${old.cache_key}/${f}`) : [])]);
+      }
+    } catch (err) {
+      if (uploaded) await this.deleteKeys([mp4Key]);
+      if (job.retryCount >= job.retryLimit) {
+        log.warn({ err }, 'clip pose validation failed');
+        await sql`
+          update avatar_clips set status = 'failed', error = ${`Pose validation failed after ${job.retryCount + 1} attempts`}, updated_at = now()
+          where avatar_id = ${data.avatarId} and clip_id = ${data.clipId} and status in ('queued', 'rendering')
+            and source_kind = 'upload' and upload_asset_id = ${assetId}`;
+        return;
+      }
+      log.warn({ err }, 'clip pose validation attempt failed, will retry');
+      await guard('queued');
+      throw err;
+    }
+  }
+
+  /** The anchor pose of a portrait asset, once per asset in this worker (a refusal is remembered too). */
+  private async anchorFor(tenantId: string, portraitAssetId: string): Promise<AnchorPose | { refused: string }> {
+    const hit = this.anchors.get(portraitAssetId);
+    if (hit) return hit;
+    let out: AnchorPose | { refused: string };
+    try {
+      out = await anchorPose(await this.d.assets.readBytes(tenantId, portraitAssetId));
+    } catch (err) {
+      if (!isRigError(err)) throw err;
+      out = { refused: `${err.code}: ${err.message}` };
+    }
+    if (this.anchors.size > 1000) this.anchors.clear();
+    this.anchors.set(portraitAssetId, out);
+    return out;
   }
 
   /** A job that ran out of attempts without its handler deciding (its last worker died): fail the clip. */

@@ -121,8 +121,8 @@ describe('PUT /avatars/{id}/clips', () => {
       on: { userSpeechStarted: { clips: ['ear', 'nod'] } },
       actions: { greet: { description: 'Greet the user warmly', clips: ['wave', 'intro'] } },
     });
-    // Render jobs for the new generated clips only (the defaults' four plus four); the upload awaits pose validation.
-    expect(await clipJobs(s.avatarId)).toEqual([...DEFAULT_CLIPS.map((c) => c.clipId), 'breathe', 'ear', 'sway', 'wave'].sort());
+    // One job per queued clip (the defaults' four plus five): renders for the generated ones, pose validation for the upload.
+    expect(await clipJobs(s.avatarId)).toEqual([...DEFAULT_CLIPS.map((c) => c.clipId), 'breathe', 'ear', 'intro', 'sway', 'wave'].sort());
     const [retired] = await t.services.sql`select count(*)::int as n from avatar_clips where avatar_id = ${s.avatarId} and retired_at is not null`;
     expect(retired!.n).toBe(3);
 
@@ -143,7 +143,7 @@ describe('PUT /avatars/{id}/clips', () => {
     expect([...again.body.plan!.kept].sort()).toEqual(['breathe', 'ear', 'intro', 'nod', 'sway', 'wave']);
     expect(again.body.revision).toBe(2);
     expect(again.body.behavior).toEqual(got.body.behavior);
-    expect(await clipJobs(s.avatarId)).toHaveLength(8); // nothing enqueued
+    expect(await clipJobs(s.avatarId)).toHaveLength(9); // nothing enqueued
 
     // An empty declaration retires every clip and removes the behaviour.
     const empty = await api(s.key, 'PUT', s.url, { expectedRevision: 2, clips: {} });

@@ -105,6 +105,9 @@ export const AVATAR_BODY_LIMIT = 128 * 1024;
 /** Spec section 8: 64 KiB on PUT /avatars/{avatarId}/clips. */
 export const CLIP_LIBRARY_BODY_LIMIT = 64 * 1024;
 
+/** Spec section 8: 4 KiB on POST /avatars/{avatarId}/clips/review. */
+export const CLIP_REVIEW_BODY_LIMIT = 4 * 1024;
+
 export const ClipRowSchema = z
   .object({
     clipId: z.string().openapi({ example: 'wave' }),
