@@ -73,7 +73,11 @@ describe('loop jobs survive a crash', () => {
       return a!.status === 'preprocessing' ? undefined : a;
     }, 60_000);
     expect(done).toMatchObject({ status: 'ready', idle_video_status: 'ready', cache_version: 1, error: null });
-    const [job] = await t.services.sql`select state, retry_count from pgboss.job where name = 'avatar-loop' and data->>'avatarId' = ${id}`;
+    // pg-boss records completion just after the handler returns: wait for it rather than read once.
+    const job = await waitFor('the job to complete', async () => {
+      const [j] = await t.services.sql`select state, retry_count from pgboss.job where name = 'avatar-loop' and data->>'avatarId' = ${id}`;
+      return j?.state === 'active' ? undefined : j;
+    }, 10_000);
     expect(job).toMatchObject({ state: 'completed', retry_count: 1 });
   });
 });

@@ -231,7 +231,9 @@ describe('avatar lifecycle (background generation)', () => {
     expect(failed).toMatchObject({ status: 'failed', idleVideoStatus: 'failed', servingUrl: null });
     expect(failed.error).toMatch(/no_face/);
     expect(library(failed)).toEqual([]); // no loop published: no clips queued
-    const [job] = await t.services.sql`select state, retry_count from pgboss.job where name = 'avatar-loop' and data->>'avatarId' = ${failed.id}`;
-    expect(job).toMatchObject({ state: 'completed', retry_count: 0 });
+    // pg-boss records completion just after the handler returns: poll for it.
+    await expect
+      .poll(async () => (await t.services.sql`select state, retry_count from pgboss.job where name = 'avatar-loop' and data->>'avatarId' = ${failed.id}`)[0], { timeout: 10_000, interval: 100 })
+      .toMatchObject({ state: 'completed', retry_count: 0 });
   });
 });
