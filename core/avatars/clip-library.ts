@@ -21,12 +21,6 @@ import { UPLOAD_CLIP_MAX_BYTES } from './upload-pose.ts';
 /** Signed clip and anchor URLs last as long as the avatar's servingUrl. */
 const URL_TTL_SECONDS = 3600;
 
-/**
- * The anchor generation every clip is rendered against. Portrait swaps do not bump it yet (one
- * anchor version for now); rows carry their own `anchor_version` for when they do.
- */
-export const CLIP_ANCHOR_VERSION = 1;
-
 /** The clip-library anchor: the avatar's source loop (its serving idle loop), which every clip starts and ends on. */
 export interface ClipAnchor {
   kind: 'source_loop';
@@ -106,7 +100,7 @@ export class ClipLibrary {
       data,
       avatarId: avatar.id,
       revision: avatar.clip_revision,
-      anchorVersion: CLIP_ANCHOR_VERSION,
+      anchorVersion: avatar.anchor_version,
       anchor,
       clipLibraryEligible: switchOn && avatar.source_asset_id !== null,
       defaultSourceAssetId: avatar.source_asset_id,
@@ -155,7 +149,7 @@ export class ClipLibrary {
         await tx`
           insert into avatar_clips (avatar_id, clip_id, status, source_kind, motion_prompt, duration_seconds, upload_asset_id, anchor_version)
           values (${avatarId}, ${clipId}, 'queued', ${source.kind}, ${generated ? source.motionPrompt : null},
-                  ${generated ? source.durationSeconds : null}, ${generated ? null : source.assetId}, ${CLIP_ANCHOR_VERSION})
+                  ${generated ? source.durationSeconds : null}, ${generated ? null : source.assetId}, ${locked.anchor_version})
           on conflict (avatar_id, clip_id) do update set
             status = 'queued', source_kind = excluded.source_kind, motion_prompt = excluded.motion_prompt,
             duration_seconds = excluded.duration_seconds, upload_asset_id = excluded.upload_asset_id,
@@ -189,9 +183,9 @@ export class ClipLibrary {
     const tenantId = principal.tenantId;
     const check = (avatar: AvatarRow, clip: AvatarClipRow | undefined): AvatarClipRow => {
       if (input.expectedRevision !== avatar.clip_revision) throw revisionConflict(avatar.clip_revision);
-      if (input.expectedAnchorVersion !== CLIP_ANCHOR_VERSION) {
-        throw new ApiError('avatar_state_conflict', `The clip anchor changed (anchor version ${CLIP_ANCHOR_VERSION}): GET the clip library again`, {
-          currentAnchorVersion: CLIP_ANCHOR_VERSION,
+      if (input.expectedAnchorVersion !== avatar.anchor_version) {
+        throw new ApiError('avatar_state_conflict', `The clip anchor changed (anchor version ${avatar.anchor_version}): GET the clip library again`, {
+          currentAnchorVersion: avatar.anchor_version,
           currentRevision: avatar.clip_revision,
         });
       }

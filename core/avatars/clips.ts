@@ -156,6 +156,8 @@ export class ClipWorker {
       return;
     }
     const rendered = { motionPrompt: clip.motion_prompt, durationSeconds: clip.duration_seconds };
+    // The anchor (portrait) version this render is made for, read with the portrait below.
+    let anchorVersion = 0;
     const generationId = `gen_${randomBase62(20)}`;
     const prefix = clipPrefix(data, generationId);
     const work = await mkdtemp(path.join(os.tmpdir(), 'avatar-clip-'));
@@ -163,6 +165,7 @@ export class ClipWorker {
     try {
       const [avatar] = await this.d.sql<AvatarRow[]>`select * from avatars where id = ${data.avatarId}`;
       if (!avatar?.source_asset_id) throw new Refused('The avatar has no portrait to animate');
+      anchorVersion = avatar.anchor_version;
       const portraitPath = path.join(work, 'portrait');
       await writeFile(portraitPath, await this.d.assets.readBytes(data.tenantId, avatar.source_asset_id));
       const result = await spawnRender(
@@ -197,14 +200,16 @@ export class ClipWorker {
           select c.* from avatar_clips c join avatars a on a.id = c.avatar_id
           where c.avatar_id = ${data.avatarId} and c.clip_id = ${data.clipId} and c.status = 'rendering' and c.retired_at is null
             and a.deleted_at is null
-            -- A PUT clips may have re-declared the clip with another source while this rendered.
+            -- A PUT clips may have re-declared the clip with another source while this rendered,
+            -- and a portrait swap may have moved the anchor this was rendered for.
             and c.source_kind = 'generated' and c.motion_prompt = ${clip.motion_prompt}
             and c.duration_seconds is not distinct from ${clip.duration_seconds}
+            and a.anchor_version = ${anchorVersion}
           for update of c for share of a`;
         if (!cur) return undefined;
         await tx`
           update avatar_clips set status = 'ready', mp4_key = ${mp4Key}, cache_key = ${`${prefix}/cache`},
-            generation_id = ${generationId}, error = null, updated_at = now()
+            generation_id = ${generationId}, anchor_version = ${anchorVersion}, error = null, updated_at = now()
           where avatar_id = ${data.avatarId} and clip_id = ${data.clipId}`;
         return cur;
       });
@@ -294,12 +299,13 @@ export class ClipWorker {
           select c.* from avatar_clips c join avatars a on a.id = c.avatar_id
           where c.avatar_id = ${data.avatarId} and c.clip_id = ${data.clipId} and c.status = 'rendering' and c.retired_at is null
             and a.deleted_at is null and c.source_kind = 'upload' and c.upload_asset_id = ${assetId}
+            and a.anchor_version = ${avatar?.anchor_version ?? 0}
           for update of c for share of a`;
         if (!cur) return undefined;
         await tx`
           update avatar_clips set status = ${accepted ? 'ready' : 'failed'}, pose_check = ${tx.json(verdict as never)}, error = ${error},
             mp4_key = ${accepted ? mp4Key : cur.mp4_key}, cache_key = ${accepted ? null : cur.cache_key},
-            generation_id = ${accepted ? generationId : cur.generation_id}, updated_at = now()
+            generation_id = ${accepted ? generationId : cur.generation_id}, anchor_version = ${avatar?.anchor_version ?? cur.anchor_version}, updated_at = now()
           where avatar_id = ${data.avatarId} and clip_id = ${data.clipId}`;
         return cur;
       });

@@ -6,7 +6,7 @@ import type { JobQueue } from '../jobs/queue.ts';
 import type { Logger } from '../log.ts';
 import type { ObjectStorage } from '../storage/index.ts';
 import type { UsageStore } from '../usage.ts';
-import { motionLibraries } from './clips.ts';
+import { enqueueClip, motionLibraries } from './clips.ts';
 import type { PortraitAssets } from './ports.ts';
 import { sessionInstructions, SESSION_INSTRUCTIONS_MAX } from './profile.ts';
 import type { PromptScreen } from './screen.ts';
@@ -283,8 +283,17 @@ export class AvatarService {
       const status = locked.serving_loop_key && locked.status === 'ready' ? 'ready' : 'preprocessing';
       const [r] = await tx<AvatarRow[]>`
         update avatars set source_asset_id = ${assetId}, anchor_time_ms = ${anchorTimeMs}, status = ${status},
-          idle_video_status = 'queued', error = null, generation_id = ${generationId}, loop_render_pending = true, updated_at = now()
+          idle_video_status = 'queued', error = null, generation_id = ${generationId}, loop_render_pending = true,
+          anchor_version = anchor_version + 1, updated_at = now()
         where id = ${current.id} returning *`;
+      // A new portrait is a new anchor: every live clip is re-rendered (generated) or re-validated
+      // (uploaded) against it, each still serving its previous outputs until the new ones publish.
+      const live = await tx<{ clip_id: string }[]>`
+        update avatar_clips set status = 'queued', error = null, updated_at = now()
+        where avatar_id = ${current.id} and retired_at is null returning clip_id`;
+      for (const { clip_id } of live) {
+        await enqueueClip(tx, this.d.jobs, { tenantId, avatarId: current.id, clipId: clip_id, reviewed: review !== undefined });
+      }
       await this.enqueueLoop(tx, {
         tenantId,
         avatarId: current.id,

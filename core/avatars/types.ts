@@ -37,6 +37,8 @@ export interface AvatarRow {
   clip_revision: number;
   /** The declared behaviour (idle / on / actions), null before the first declaration (migration 0007). */
   clip_behavior: unknown;
+  /** The clip anchor (portrait) version: moved by a portrait swap. */
+  anchor_version: number;
 }
 
 /** The Avatar of the wire (camelCase, spec section 2, plus the profile fields this API adds). */

@@ -236,4 +236,34 @@ describe('avatar lifecycle (background generation)', () => {
       .poll(async () => (await t.services.sql`select state, retry_count from pgboss.job where name = 'avatar-loop' and data->>'avatarId' = ${failed.id}`)[0], { timeout: 10_000, interval: 100 })
       .toMatchObject({ state: 'completed', retry_count: 0 });
   });
+
+  it('happy: a portrait swap moves the clip anchor and re-renders every clip from the new portrait', async () => {
+    const before = await clipRows(avatar.id);
+    const lib0 = (await call(t, key, 'GET', `${A}/${avatar.id}/clips`)).body as unknown as { anchorVersion: number; revision: number };
+    const grace = await portraitAsset(t, tenantId, { fixture: 'grace_hopper' });
+    const swapped = await call(t, key, 'PATCH', `${A}/${avatar.id}`, { sourceAssetId: grace });
+    expect(swapped.status, JSON.stringify(swapped.body)).toBe(200);
+    const lib1 = (await call(t, key, 'GET', `${A}/${avatar.id}/clips`)).body as unknown as { anchorVersion: number };
+    expect(lib1.anchorVersion).toBe(lib0.anchorVersion + 1);
+    // A review made against the old anchor is stale.
+    const stale = await call(t, key, 'POST', `${A}/${avatar.id}/clips/review`, {
+      clipId: 'nod',
+      uploadAssetId: grace,
+      expectedRevision: lib0.revision,
+      expectedAnchorVersion: lib0.anchorVersion,
+      reason: 'looks right to me',
+    });
+    expect(stale.status).toBe(409);
+    expect(stale.body).toMatchObject({ currentAnchorVersion: lib1.anchorVersion });
+    // Every clip renders again, for the new anchor, with new outputs.
+    const done = await until(key, avatar.id, (a) => a.status === 'ready' && library(a).every((c) => c.status === 'ready'), 120_000);
+    expect(library(done).map((c) => c.clipId)).toEqual(CLIPS);
+    const after = await clipRows(avatar.id);
+    for (const r of after) {
+      const old = before.find((b) => b.clip_id === r.clip_id)!;
+      expect(r.generation_id).not.toBe(old.generation_id);
+    }
+    const [row] = await t.services.sql`select count(*)::int as n from avatar_clips where avatar_id = ${avatar.id} and anchor_version = ${lib1.anchorVersion}`;
+    expect(row!.n).toBe(CLIPS.length);
+  });
 });
