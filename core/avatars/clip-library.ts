@@ -16,6 +16,7 @@ import { clipPrefix, enqueueClip } from './clips.ts';
 import type { PortraitAssets } from './ports.ts';
 import type { PromptScreen } from './screen.ts';
 import type { AvatarClipRow, AvatarRow } from './types.ts';
+import { deleteObjects, renderObjectKeys } from './render-outputs.ts';
 import { UPLOAD_CLIP_MAX_BYTES } from './upload-pose.ts';
 
 /** Signed clip and anchor URLs last as long as the avatar's servingUrl. */
@@ -248,8 +249,7 @@ export class ClipLibrary {
       throw err;
     }
     if (old.mp4_key && old.mp4_key !== mp4Key) {
-      const keys = [old.mp4_key, ...(old.cache_key ? ['manifest.json', 'frames.bin', 'landmarks.f32'].map((f) => `${old.cache_key}/${f}`) : [])];
-      for (const k of keys) await this.d.storage.delete(k).catch(() => {});
+      await deleteObjects(this.d.storage, undefined, renderObjectKeys(old.mp4_key, old.cache_key));
     }
   }
 

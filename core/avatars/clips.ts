@@ -1,6 +1,5 @@
 import type { ChildProcess } from 'node:child_process';
-import { createReadStream } from 'node:fs';
-import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type { Sql, Tx } from '../db/index.ts';
@@ -12,6 +11,7 @@ import type { DefaultClip } from './default-clips.ts';
 import type { PortraitAssets } from './ports.ts';
 import { isRigError } from '../../render/rig/index.ts';
 import { spawnRender } from './render-process.ts';
+import { deleteObjects, renderObjectKeys, uploadRender } from './render-outputs.ts';
 import {
   AVATAR_CLIPS_DEAD_JOB,
   AVATAR_CLIPS_JOB,
@@ -183,16 +183,7 @@ export class ClipWorker {
       if (!result.ok) throw new Refused(`The portrait cannot be animated (${result.refused.code}): ${result.refused.message}`);
       log.info({ frames: result.frames, renderMs: result.renderMs, totalMs: result.totalMs }, 'clip rendered');
 
-      const mp4Key = `${prefix}/clip.mp4`;
-      await this.d.storage.put(mp4Key, createReadStream(result.mp4), { contentType: 'video/mp4' });
-      uploaded.push(mp4Key);
-      for (const f of await readdir(result.cacheDir)) {
-        const key = `${prefix}/cache/${f}`;
-        await this.d.storage.put(key, createReadStream(path.join(result.cacheDir, f)), {
-          contentType: f.endsWith('.json') ? 'application/json' : 'application/octet-stream',
-        });
-        uploaded.push(key);
-      }
+      const { mp4Key, cacheKey } = await uploadRender(this.d.storage, prefix, result, 'clip.mp4', uploaded);
       // Publish only while the clip still renders and the avatar lives (the avatar row share-locked
       // so a DELETE waits for, or wins over, this publish).
       const old = await this.d.sql.begin(async (tx) => {
@@ -208,7 +199,7 @@ export class ClipWorker {
           for update of c for share of a`;
         if (!cur) return undefined;
         await tx`
-          update avatar_clips set status = 'ready', mp4_key = ${mp4Key}, cache_key = ${`${prefix}/cache`},
+          update avatar_clips set status = 'ready', mp4_key = ${mp4Key}, cache_key = ${cacheKey},
             generation_id = ${generationId}, anchor_version = ${anchorVersion}, error = null, updated_at = now()
           where avatar_id = ${data.avatarId} and clip_id = ${data.clipId}`;
         return cur;
@@ -222,7 +213,7 @@ export class ClipWorker {
       log.info({ mp4Key }, 'clip published');
       // A replaced render's objects go once the new keys serve.
       if (old.mp4_key && old.mp4_key !== mp4Key) {
-        await this.deleteKeys([old.mp4_key, ...(old.cache_key ? ['manifest.json', 'frames.bin', 'landmarks.f32'].map((f) => `${old.cache_key}/${f}`) : [])]);
+        await this.deleteKeys(renderObjectKeys(old.mp4_key, old.cache_key));
       }
     } catch (err) {
       await this.deleteKeys(uploaded);
@@ -316,7 +307,7 @@ export class ClipWorker {
       }
       log.info({ verdict: verdict.verdict }, 'uploaded clip pose-checked');
       if (accepted && old.mp4_key && old.mp4_key !== mp4Key) {
-        await this.deleteKeys([old.mp4_key, ...(old.cache_key ? ['manifest.json', 'frames.bin', 'landmarks.f32'].map((f) => `${old.cache_key}/${f}`) : [])]);
+        await this.deleteKeys(renderObjectKeys(old.mp4_key, old.cache_key));
       }
     } catch (err) {
       if (uploaded) await this.deleteKeys([mp4Key]);
@@ -355,9 +346,7 @@ export class ClipWorker {
     await this.setStatus(data, 'failed', 'Clip generation failed: its worker stopped repeatedly');
   }
 
-  private async deleteKeys(keys: string[]): Promise<void> {
-    for (const k of keys) {
-      await this.d.storage.delete(k).catch((err: unknown) => this.d.log.warn({ err, key: k }, 'could not delete a clip object'));
-    }
+  private deleteKeys(keys: string[]): Promise<void> {
+    return deleteObjects(this.d.storage, this.d.log, keys);
   }
 }

@@ -1,6 +1,5 @@
 import type { ChildProcess } from 'node:child_process';
-import { createReadStream } from 'node:fs';
-import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type { Sql } from '../db/index.ts';
@@ -12,6 +11,7 @@ import type { PortraitAssets } from './ports.ts';
 import { queueDefaultClips } from './clips.ts';
 import type { DefaultClip } from './default-clips.ts';
 import type { RenderRequest, RenderResult } from './render-child.ts';
+import { deleteObjects, renderObjectKeys, uploadRender } from './render-outputs.ts';
 import { spawnRender } from './render-process.ts';
 import { AVATAR_LOOP_DEAD_JOB, AVATAR_LOOP_JOB, type AvatarRow, type LoopJobData } from './types.ts';
 
@@ -111,23 +111,14 @@ export class LoopWorker {
       log.info({ frames: result.frames, renderMs: result.renderMs, totalMs: result.totalMs }, 'loop rendered');
 
       // Beside the serving loop, under this generation's own prefix; then one conditional swap of keys.
-      const loopKey = `${prefix}/idle.mp4`;
-      await this.d.storage.put(loopKey, createReadStream(result.mp4), { contentType: 'video/mp4' });
-      uploaded.push(loopKey);
-      for (const f of await readdir(result.cacheDir)) {
-        const key = `${prefix}/cache/${f}`;
-        await this.d.storage.put(key, createReadStream(path.join(result.cacheDir, f)), {
-          contentType: f.endsWith('.json') ? 'application/json' : 'application/octet-stream',
-        });
-        uploaded.push(key);
-      }
+      const { mp4Key: loopKey, cacheKey } = await uploadRender(this.d.storage, prefix, result, 'idle.mp4', uploaded);
       const published = await this.d.sql.begin(async (tx) => {
         const [old] = await tx<AvatarRow[]>`
           select * from avatars where id = ${data.avatarId} and generation_id = ${data.generationId} and deleted_at is null
             and idle_video_status in ('queued', 'generating') for update`;
         if (!old) return undefined;
         const [updated] = await tx<AvatarRow[]>`
-          update avatars set serving_loop_key = ${loopKey}, serving_cache_key = ${`${prefix}/cache`},
+          update avatars set serving_loop_key = ${loopKey}, serving_cache_key = ${cacheKey},
             cache_manifest_id = ${`cmf_${data.generationId.slice(4)}`}, cache_version = cache_version + 1,
             idle_video_status = 'ready', status = 'ready', error = null, source_kind = 'video',
             motion_prompt = ${data.motionPrompt}, loop_render_pending = false, updated_at = now()
@@ -147,8 +138,7 @@ export class LoopWorker {
       log.info({ loopKey }, 'loop published');
       // The previous loop's objects go once the new keys serve.
       if (published.old.serving_loop_key && published.old.serving_loop_key !== loopKey) {
-        const oldPrefix = published.old.serving_loop_key.replace(/\/idle\.mp4$/, '');
-        await this.deleteKeys([published.old.serving_loop_key, ...['manifest.json', 'frames.bin', 'landmarks.f32'].map((f) => `${oldPrefix}/cache/${f}`)]);
+        await this.deleteKeys(renderObjectKeys(published.old.serving_loop_key, published.old.serving_cache_key));
       }
       await this.d.afterLoopPublished?.(data, published.updated);
     } catch (err) {
@@ -176,10 +166,8 @@ export class LoopWorker {
     }
   }
 
-  private async deleteKeys(keys: string[]): Promise<void> {
-    for (const k of keys) {
-      await this.d.storage.delete(k).catch((err: unknown) => this.d.log.warn({ err, key: k }, 'could not delete a loop object'));
-    }
+  private deleteKeys(keys: string[]): Promise<void> {
+    return deleteObjects(this.d.storage, this.d.log, keys);
   }
 
   private render(req: RenderRequest): Promise<RenderResult> {
