@@ -44,8 +44,10 @@ export class MediaSigner {
     const expSeconds = Number(exp);
     const now = Math.floor(nowMs / 1000);
     if (expSeconds <= now || expSeconds > now + MAX_SIGNED_URL_TTL_SECONDS + 60) return false;
-    const expected = Buffer.from(this.sign(key, expSeconds), 'base64url');
-    const given = Buffer.from(sig, 'base64url');
+    // Compare the exact string we issue (43 ASCII characters, checked above), not its decoded bytes:
+    // base64url's last character carries padding bits, so other spellings decode to the same bytes.
+    const expected = Buffer.from(this.sign(key, expSeconds), 'ascii');
+    const given = Buffer.from(sig, 'ascii');
     return given.length === expected.length && timingSafeEqual(given, expected);
   }
 }
