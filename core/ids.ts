@@ -19,6 +19,12 @@ export const ID_PREFIX = {
   session: 'ses',
   request: 'req',
   ledgerEntry: 'led',
+  scene: 'scn',
+  videoCache: 'vc',
+  recording: 'rec',
+  queueTicket: 'qtk',
+  worker: 'wrk',
+  conversation: 'cnv',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIX;
