@@ -1,0 +1,268 @@
+import { describe, expect, it } from 'vitest';
+import type { MouthFrame } from '../../render/visemes/index.ts';
+import { SpeechPlayout, type AudioSink, type MouthStream, type PlayoutEvent } from './playout.ts';
+
+const SR = 24_000;
+const FPS = 25;
+const SPF = SR / FPS;
+
+/**
+ * A simulated audio device in virtual time, shaped like rtc-node's native AudioSource: a queue of
+ * `queueMs` that a device clock drains 10 ms at a time (its rate off by `ppm`), and a capture that
+ * resolves only once the chunk fits. It plays silence of its own when starved, as a real one does.
+ */
+class SimDevice implements AudioSink {
+  readonly sampleRate = SR;
+  readonly queueSamples: number;
+  queued = 0;
+  /** Samples of our stream played so far, and pushed so far (played + queued). */
+  played = 0;
+  pushed = 0;
+  /** Loudness of what was pushed, per 10 ms of our stream: 1 where the audio is speech. */
+  loud = new Uint8Array(SR * 60 * 11 / (SR / 100));
+  private pending: { pcm: Int16Array; resolve: () => void }[] = [];
+  nextDrain: number;
+  private readonly drainEvery: number;
+
+  constructor(
+    private readonly clock: { t: number },
+    queueMs: number,
+    ppm: number,
+  ) {
+    this.queueSamples = (SR * queueMs) / 1000;
+    this.drainEvery = 10 / (1 + ppm / 1e6);
+    this.nextDrain = clock.t + this.drainEvery;
+  }
+
+  capture(pcm: Int16Array): Promise<void> {
+    return new Promise((resolve) => {
+      this.pending.push({ pcm, resolve });
+      this.admit();
+    });
+  }
+
+  clear(): void {
+    this.queued = 0;
+    // What was queued is dropped: our stream continues from what played.
+    this.pushed = this.played;
+    this.admit();
+  }
+
+  private admit(): void {
+    while (this.pending.length > 0 && this.queued + this.pending[0]!.pcm.length <= this.queueSamples) {
+      const { pcm, resolve } = this.pending.shift()!;
+      for (let i = 0; i < pcm.length; i += SR / 100) {
+        let sum = 0;
+        for (let k = i; k < Math.min(pcm.length, i + SR / 100); k++) sum += Math.abs(pcm[k]!);
+        this.loud[Math.floor((this.pushed + i) / (SR / 100))] = sum / (SR / 100) > 1000 ? 1 : 0;
+      }
+      this.queued += pcm.length;
+      this.pushed += pcm.length;
+      resolve();
+    }
+  }
+
+  /** Advances the device to the clock's time: 10 ms frames leave the queue. */
+  step(): void {
+    while (this.clock.t >= this.nextDrain) {
+      const take = Math.min(this.queued, SR / 100);
+      this.queued -= take;
+      this.played += take;
+      this.nextDrain += this.drainEvery;
+      this.admit();
+    }
+  }
+
+  /** Exact playout position of our stream now (samples), interpolated within the current 10 ms frame. */
+  truePosition(): number {
+    const into = 1 - (this.nextDrain - this.clock.t) / this.drainEvery;
+    return this.played + (this.queued > 0 ? Math.max(0, Math.min(1, into)) * (SR / 100) : 0);
+  }
+
+  heardAt(position: number): boolean {
+    return this.loud[Math.floor(position / (SR / 100))] === 1;
+  }
+}
+
+const flush = async () => {
+  for (let i = 0; i < 6; i++) await Promise.resolve();
+};
+
+/** A mouth track that opens exactly where the audio is loud, frame by frame (the real model is tested in render/visemes). */
+function loudnessMouth(): MouthStream {
+  let carry: number[] = [];
+  let frame = 0;
+  const frames = (final: boolean): MouthFrame[] => {
+    const out: MouthFrame[] = [];
+    while (carry.length >= SPF || (final && carry.length > 0)) {
+      const part = carry.splice(0, SPF);
+      const loud = part.reduce((s, v) => s + Math.abs(v), 0) / part.length > 1000;
+      out.push({ time: frame++ / FPS, open: loud ? 0.8 : 0, wide: 0, round: 0, viseme: loud ? 'aa' : 'sil', closed: !loud } as MouthFrame);
+    }
+    return out;
+  };
+  return {
+    push: async (pcm) => {
+      for (const v of pcm) carry.push(v);
+      return frames(false);
+    },
+    end: async () => frames(true),
+  };
+}
+
+function tone(samples: number, amp = 8000): Int16Array {
+  const pcm = new Int16Array(samples);
+  for (let i = 0; i < samples; i++) pcm[i] = Math.round(amp * Math.sin((2 * Math.PI * 220 * i) / SR));
+  return pcm;
+}
+
+function setup(opts: { queueMs?: number; ppm?: number } = {}) {
+  const clock = { t: 0 };
+  const device = new SimDevice(clock, opts.queueMs ?? 100, opts.ppm ?? 0);
+  const events: PlayoutEvent[] = [];
+  const playout = new SpeechPlayout({ sink: device, fps: FPS, now: () => clock.t, onEvent: (e) => events.push(e), mouthStream: () => loudnessMouth() });
+  /** Runs the device until `ms` later, stopping at each of its 10 ms drains (or at `until`). */
+  const advance = async (ms: number) => {
+    const end = clock.t + ms;
+    while (clock.t < end) {
+      clock.t = Math.min(end, device.nextDrain);
+      device.step();
+      await flush();
+    }
+  };
+  return { clock, device, events, playout, advance };
+}
+
+const CALL_MS = Number(process.env.PLAYOUT_CALL_MS ?? 600_000);
+
+describe('speech playout (the A/V synchronizer)', () => {
+  it('keeps video frames within ±20 ms of the audio over a 10-minute call, with drifting device clocks and late ticks', { timeout: 120_000 }, async () => {
+    for (const ppm of [+300, -300]) {
+      const { clock, device, playout, advance } = setup({ ppm });
+      playout.start();
+      let seed = 7;
+      const rand = () => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff);
+      const offsets: number[] = [];
+      let lastFrame = -1;
+      let nextSpeech = 1000;
+      let seg = 0;
+      let nextTick = 0;
+      let speechFrames = 0;
+      let mismatched = 0;
+      while (clock.t < CALL_MS) {
+        if (clock.t >= nextSpeech) {
+          // A reply of 1 to 6 s arrives faster than real time, as TTS audio does.
+          const id = `s${seg++}`;
+          playout.begin(id);
+          playout.push(id, tone(Math.round(SR * (1 + rand() * 5))));
+          playout.end(id);
+          nextSpeech = clock.t + 3000 + rand() * 6000;
+        }
+        if (clock.t >= nextTick) {
+          const f = playout.frameAt(clock.t, lastFrame);
+          const frame = f.frame;
+          if (frame !== lastFrame) {
+            expect(frame).toBeGreaterThan(lastFrame);
+            lastFrame = frame;
+            offsets.push(((frame * SPF - device.truePosition()) * 1000) / SR);
+            // The picture shows speech exactly when speech is heard (a 1-frame edge allowed).
+            const heard = device.heardAt(frame * SPF);
+            const shown = f.mouth !== null && f.mouth.open > 0;
+            if (shown) speechFrames++;
+            if (heard !== shown) mismatched++;
+          }
+          // Ticks every 10 ms, up to 8 ms late, and a 150 ms stall of the event loop now and then.
+          nextTick = clock.t + 10 + rand() * 8 + (rand() < 0.001 ? 150 : 0);
+        }
+        await advance(Math.max(0.5, Math.min(nextTick, nextSpeech) - clock.t));
+      }
+      await playout.stop();
+      const first = offsets.slice(0, 1500);
+      const last = offsets.slice(-1500);
+      const mean = (a: number[]) => a.reduce((s, v) => s + v, 0) / a.length;
+      const worst = Math.max(...offsets.map(Math.abs));
+      const sorted = offsets.map(Math.abs).sort((a, b) => a - b);
+      const p99 = sorted[Math.floor(sorted.length * 0.99)]!;
+      expect(offsets.length).toBeGreaterThan((CALL_MS / 1000) * FPS * 0.95);
+      expect(worst, `worst A/V offset ${worst.toFixed(1)} ms at ${ppm} ppm`).toBeLessThanOrEqual(20);
+      // On-time ticks (all but the stalls) land within a few milliseconds.
+      expect(p99, `p99 A/V offset at ${ppm} ppm`).toBeLessThanOrEqual(13);
+      // No drift: the offset at the end of the call is where it was at the start.
+      expect(Math.abs(mean(last) - mean(first)), `drift at ${ppm} ppm`).toBeLessThan(2);
+      expect(speechFrames).toBeGreaterThan((CALL_MS / 1000) * 5);
+      expect(mismatched / offsets.length).toBeLessThan(0.03);
+    }
+  });
+
+  it('reports each segment finished exactly once: played out with its duration, or interrupted with the position reached', async () => {
+    const { events, playout, advance } = setup();
+    playout.start();
+    playout.begin('a');
+    playout.push('a', tone(SR)); // 1 s
+    playout.end('a');
+    playout.begin('b');
+    playout.push('b', tone(SR * 2));
+    playout.end('b');
+    await advance(1500); // a done (1 s + the queue), b half a second in
+    expect(events.filter((e) => e.type === 'finished')).toEqual([{ type: 'finished', segmentId: 'a', positionSeconds: 1, interrupted: false }]);
+    playout.begin('c'); // queued behind b, never played
+    playout.push('c', tone(SR));
+    playout.interrupt();
+    const finished = events.filter((e) => e.type === 'finished');
+    expect(finished.map((e) => e.type === 'finished' && [e.segmentId, e.interrupted])).toEqual([
+      ['a', false],
+      ['b', true],
+      ['c', true],
+    ]);
+    const b = finished[1] as Extract<PlayoutEvent, { type: 'finished' }>;
+    expect(b.positionSeconds).toBeGreaterThan(0.35);
+    expect(b.positionSeconds).toBeLessThan(0.55);
+    expect((finished[2] as Extract<PlayoutEvent, { type: 'finished' }>).positionSeconds).toBe(0);
+    // Late data of an interrupted stream is dropped, and no second event comes for it.
+    playout.push('c', tone(SR));
+    playout.end('c');
+    await advance(1500);
+    expect(events.filter((e) => e.type === 'finished')).toHaveLength(3);
+    expect(playout.frameAt().segmentId).toBeNull();
+    expect(events.filter((e) => e.type === 'started').map((e) => e.segmentId)).toEqual(['a', 'b']);
+  });
+
+  it('stops the audio within one chunk of an interruption and closes the mouth', async () => {
+    const { device, playout, advance } = setup();
+    playout.start();
+    playout.begin('a');
+    playout.push('a', tone(SR * 3));
+    playout.end('a');
+    await advance(1000);
+    expect(playout.frameAt().mouth?.open).toBeGreaterThan(0);
+    playout.interrupt();
+    const stoppedAt = device.played;
+    await advance(200);
+    // After the clear, only silence reaches the device, once the chunk already handed to it (20 ms) has played.
+    for (let p = stoppedAt + (SR * 30) / 1000; p < device.played; p += SR / 100) expect(device.heardAt(p), `speech heard ${((p - stoppedAt) / SR) * 1000} ms after the interruption`).toBe(false);
+    expect(playout.frameAt().mouth).toBeNull();
+  });
+
+  it('waits for a little audio before starting a segment, rides out a slow producer, and finishes an empty segment at once', async () => {
+    const { events, playout, advance, device } = setup();
+    playout.start();
+    playout.begin('slow');
+    playout.push('slow', tone(SR * 0.05)); // 50 ms: under the 100 ms start buffer
+    await advance(300);
+    expect(events).toEqual([]);
+    expect(device.loud.some((v) => v > 0)).toBe(false);
+    playout.push('slow', tone(SR * 0.1));
+    await advance(300);
+    expect(events.map((e) => e.type)).toEqual(['started']);
+    // The producer stalls 400 ms mid-segment (silence fills in), then finishes.
+    await advance(400);
+    playout.push('slow', tone(SR * 0.2));
+    playout.end('slow');
+    await advance(600);
+    expect(events.at(-1)).toEqual({ type: 'finished', segmentId: 'slow', positionSeconds: 0.35, interrupted: false });
+
+    playout.begin('empty');
+    playout.end('empty');
+    expect(events.at(-1)).toEqual({ type: 'finished', segmentId: 'empty', positionSeconds: 0, interrupted: false });
+  });
+});

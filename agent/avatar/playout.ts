@@ -1,0 +1,395 @@
+/**
+ * Speech playout on one clock: the A/V synchronizer of a call (rtc-node has none).
+ *
+ * rtc-node publishes audio from a native queue that it drains in real time, and pushes back:
+ * `AudioSource.captureFrame` resolves only once the chunk fits in that queue. A pump keeps the
+ * queue full at all times (silence between speech segments), so the sample being played now is
+ * the count of samples accepted, minus the queue's size, plus the time since the last acceptance.
+ * That position is the call's media clock. Video frames are rendered for it (the mouth from the
+ * segment playing at that position, the body's frame from its frame number), so audio and video
+ * cannot drift apart whatever the timers do: the audio device's pace is the only pace.
+ *
+ * Segments follow LiveKit's avatar protocol: one per `lk.audio_stream` byte stream, each answered
+ * by exactly one "finished" event (played out, or interrupted with the position reached), which the
+ * receiver turns into an `lk.playback_finished` RPC.
+ */
+import type { MouthFrame } from '../../render/visemes/index.ts';
+
+/** Where the audio goes: rtc-node's AudioSource in a call, a simulated device in tests. */
+export interface AudioSink {
+  readonly sampleRate: number;
+  /** How many samples the sink queues ahead of what it plays (its queue size). */
+  readonly queueSamples: number;
+  /** Resolves once `pcm` is queued; waits while the queue is full. */
+  capture(pcm: Int16Array): Promise<void>;
+  /** Drops everything queued and not yet played. */
+  clear(): void;
+}
+
+/** Incremental audio → mouth frames (render/visemes AudioVisemeStream has this shape). */
+export interface MouthStream {
+  push(samples: Int16Array): Promise<MouthFrame[]>;
+  end(): Promise<MouthFrame[]>;
+}
+
+export type PlayoutEvent =
+  | { type: 'started'; segmentId: string }
+  | { type: 'finished'; segmentId: string; positionSeconds: number; interrupted: boolean };
+
+export interface SpeechPlayoutOptions {
+  sink: AudioSink;
+  /** Video frame rate of the mouth track. */
+  fps: number;
+  /** Mouth frames for a segment's audio (at the sink's rate); none: no mouth (tests of timing alone). */
+  mouthStream?: (sampleRate: number, fps: number) => MouthStream;
+  onEvent: (event: PlayoutEvent) => void;
+  /** Milliseconds, monotonic. */
+  now?: () => number;
+  /** Samples per pushed chunk; default 20 ms. */
+  chunkSamples?: number;
+  /**
+   * A segment starts playing once this much of it has arrived (or all of it): the mouth model needs
+   * to hear a little ahead of the sample it shapes. Default 100 ms.
+   */
+  startBufferSamples?: number;
+  /** Largest segment accepted, in samples (later samples are dropped); default 10 minutes. */
+  maxSegmentSamples?: number;
+  /**
+   * Half the period at which the caller asks for frames, ms (default 5, for a 10 ms tick): frame n
+   * is due once playout is within this of its start, so its error is centred on zero.
+   */
+  frameLeadMs?: number;
+}
+
+interface Segment {
+  id: string;
+  chunks: Int16Array[];
+  /** Samples received and not yet handed to the sink. */
+  buffered: number;
+  received: number;
+  inputEnded: boolean;
+  /** Absolute sample index (pump clock) of its first and one-past-last pushed samples. */
+  startAt: number | null;
+  endAt: number | null;
+  startedSent: boolean;
+  done: boolean;
+  mouth: MouthFrame[];
+  mouthChain: Promise<void>;
+  mouthStream: MouthStream | null;
+}
+
+/** A stretch of pushed audio: which segment (and where in it) or silence. */
+interface Span {
+  start: number;
+  length: number;
+  segment: Segment | null;
+  offset: number;
+}
+
+/** Where the call's playout stands at a moment. */
+export interface PlayoutFrame {
+  /** Playout position in samples since the pump started. */
+  position: number;
+  /** Video frame number of that position at `fps`. */
+  frame: number;
+  /** The segment playing there, null in silence. */
+  segmentId: string | null;
+  /** The mouth for that instant, null in silence (closed mouth). */
+  mouth: MouthFrame | null;
+  /** Mean absolute amplitude of the audio playing there (0..32768), for sync markers and meters. */
+  level: number;
+}
+
+export class SpeechPlayout {
+  readonly sampleRate: number;
+  readonly fps: number;
+  private readonly sink: AudioSink;
+  private readonly now: () => number;
+  private readonly chunkSamples: number;
+  private readonly startBuffer: number;
+  private readonly maxSegment: number;
+  private readonly samplesPerFrame: number;
+  private readonly frameLead: number;
+  private readonly segments: Segment[] = [];
+  private readonly byId = new Map<string, Segment>();
+  private spans: Span[] = [];
+  private accepted = 0;
+  private acceptedAt = 0;
+  private lastChunk = 0;
+  private floor = 0;
+  private running = false;
+  private pump: Promise<void> | null = null;
+
+  constructor(private readonly o: SpeechPlayoutOptions) {
+    this.sink = o.sink;
+    this.sampleRate = o.sink.sampleRate;
+    this.fps = o.fps;
+    this.now = o.now ?? (() => performance.now());
+    this.chunkSamples = o.chunkSamples ?? Math.round(this.sampleRate * 0.02);
+    this.startBuffer = o.startBufferSamples ?? Math.round(this.sampleRate * 0.1);
+    this.maxSegment = o.maxSegmentSamples ?? this.sampleRate * 600;
+    this.samplesPerFrame = this.sampleRate / this.fps;
+    this.frameLead = ((o.frameLeadMs ?? 5) * this.sampleRate) / 1000;
+  }
+
+  /** Starts the pump: from now on the sink always has audio (speech or silence). */
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.acceptedAt = this.now();
+    this.pump = this.runPump();
+  }
+
+  /** Stops the pump; unfinished segments are reported interrupted. */
+  async stop(): Promise<void> {
+    if (!this.running) return;
+    this.running = false;
+    this.interruptAll();
+    // A capture blocked on a full queue returns once the queue is cleared.
+    this.sink.clear();
+    await this.pump;
+  }
+
+  /** A new segment (one byte stream). */
+  begin(id: string): void {
+    if (this.byId.has(id)) return;
+    const seg: Segment = {
+      id,
+      chunks: [],
+      buffered: 0,
+      received: 0,
+      inputEnded: false,
+      startAt: null,
+      endAt: null,
+      startedSent: false,
+      done: false,
+      mouth: [],
+      mouthChain: Promise.resolve(),
+      mouthStream: this.o.mouthStream ? this.o.mouthStream(this.sampleRate, this.fps) : null,
+    };
+    this.segments.push(seg);
+    this.byId.set(id, seg);
+  }
+
+  /** Audio of a segment, at the sink's rate. Ignored once the segment is done (interrupted). */
+  push(id: string, pcm: Int16Array): void {
+    const seg = this.byId.get(id);
+    if (!seg || seg.done || seg.inputEnded || pcm.length === 0) return;
+    const room = this.maxSegment - seg.received;
+    if (room <= 0) return;
+    const part = pcm.length > room ? pcm.subarray(0, room) : pcm;
+    seg.chunks.push(part);
+    seg.buffered += part.length;
+    seg.received += part.length;
+    this.feedMouth(seg, part);
+  }
+
+  /** The segment's stream closed: it plays to its end, then reports finished. */
+  end(id: string): void {
+    const seg = this.byId.get(id);
+    if (!seg || seg.inputEnded) return;
+    seg.inputEnded = true;
+    const stream = seg.mouthStream;
+    if (stream && !seg.done) {
+      seg.mouthChain = seg.mouthChain.then(async () => {
+        if (!seg.done) seg.mouth.push(...(await stream.end()));
+      }).catch(() => {});
+    }
+    // An empty segment finishes at once (nothing to play).
+    if (seg.received === 0 && seg.startAt === null) this.finish(seg, false);
+  }
+
+  /** `lk.clear_buffer`: stop speaking now. Every unfinished segment is reported interrupted. */
+  interrupt(): void {
+    const position = this.position();
+    this.interruptAll(position);
+    this.sink.clear();
+    // The sink's queue is gone: what is accepted from now on plays right after `position`.
+    this.accepted = Math.max(this.floor, Math.round(position));
+    this.acceptedAt = this.now();
+    this.lastChunk = 0;
+    this.spans = this.spans.filter((s) => s.start < this.accepted);
+    const last = this.spans[this.spans.length - 1];
+    if (last && last.start + last.length > this.accepted) last.length = this.accepted - last.start;
+  }
+
+  /** True while a segment is queued or playing. */
+  get speaking(): boolean {
+    return this.segments.some((s) => !s.done);
+  }
+
+  /** Playout position (samples since the pump started) at `now`. Never goes back. */
+  position(now = this.now()): number {
+    if (!this.running && this.accepted === 0) return 0;
+    const base = this.accepted - this.sink.queueSamples;
+    const since = Math.max(0, ((now - this.acceptedAt) * this.sampleRate) / 1000);
+    const p = base + Math.min(since, this.lastChunk);
+    this.floor = Math.max(this.floor, p, 0);
+    return this.floor;
+  }
+
+  /**
+   * The video frame due at `now` (the one whose time playout has reached, within `frameLeadMs`), with
+   * the segment and mouth at that frame's time. `lastShown` is the frame the caller showed last: when
+   * a late tick finds an unshown frame more than half over, the next frame (nearer in time) is due
+   * instead, so no frame is ever shown more than half a frame off its audio. Also reports segments
+   * that started or ended by then.
+   */
+  frameAt(now = this.now(), lastShown = -1): PlayoutFrame {
+    const position = this.position(now);
+    this.settle(position);
+    let frame = Math.floor((position + this.frameLead) / this.samplesPerFrame);
+    if (frame > lastShown && position - frame * this.samplesPerFrame > this.samplesPerFrame / 2) frame += 1;
+    // Never back: a frame taken early after a late tick stays until its successor is due.
+    frame = Math.max(frame, lastShown);
+    const at = frame * this.samplesPerFrame;
+    const span = this.spanAt(at);
+    if (!span || !span.segment) return { position, frame, segmentId: null, mouth: null, level: this.levelAt(at) };
+    const seg = span.segment;
+    const j = Math.floor((span.offset + (at - span.start)) / this.samplesPerFrame);
+    // Mouth frames come from the model a little behind the audio; hold the last one briefly rather than blink shut.
+    const mouth = j < seg.mouth.length + 3 ? (seg.mouth[Math.min(j, seg.mouth.length - 1)] ?? null) : null;
+    return { position, frame, segmentId: seg.id, mouth, level: this.levelAt(at) };
+  }
+
+  // ---------------------------------------------------------------------------------------------
+
+  private feedMouth(seg: Segment, pcm: Int16Array): void {
+    const stream = seg.mouthStream;
+    if (!stream) return;
+    seg.mouthChain = seg.mouthChain.then(async () => {
+      if (!seg.done) seg.mouth.push(...(await stream.push(pcm)));
+    }).catch(() => {});
+  }
+
+  private async runPump(): Promise<void> {
+    while (this.running) {
+      const pcm = this.nextChunk();
+      try {
+        await this.sink.capture(pcm);
+      } catch {
+        if (!this.running) break;
+        // A sink that failed (the track went away): wait a chunk's time rather than spin.
+        await new Promise<void>((r) => setTimeout(r, (this.chunkSamples * 1000) / this.sampleRate));
+        continue;
+      }
+      this.accepted += pcm.length;
+      this.acceptedAt = this.now();
+      this.lastChunk = pcm.length;
+      this.settle(this.position());
+    }
+  }
+
+  /** The next chunk: the head segment's audio once it may start, silence otherwise. */
+  private nextChunk(): Int16Array {
+    const out = new Int16Array(this.chunkSamples);
+    let filled = 0;
+    while (filled < this.chunkSamples) {
+      const seg = this.segments.find((s) => !s.done && (s.startAt === null || s.endAt === null));
+      const playable = seg && (seg.startAt !== null || seg.buffered >= this.startBuffer || seg.inputEnded);
+      if (!seg || !playable || seg.buffered === 0) {
+        if (seg && seg.startAt !== null && seg.inputEnded && seg.buffered === 0 && seg.endAt === null) {
+          seg.endAt = this.accepted + filled;
+          continue;
+        }
+        this.addSpan(this.accepted + filled, this.chunkSamples - filled, null, 0);
+        break;
+      }
+      if (seg.startAt === null) seg.startAt = this.accepted + filled;
+      const head = seg.chunks[0]!;
+      const take = Math.min(head.length, this.chunkSamples - filled);
+      out.set(head.subarray(0, take), filled);
+      const offset = seg.received - seg.buffered;
+      this.addSpan(this.accepted + filled, take, seg, offset);
+      if (take === head.length) seg.chunks.shift();
+      else seg.chunks[0] = head.subarray(take);
+      seg.buffered -= take;
+      filled += take;
+      if (seg.buffered === 0 && seg.inputEnded) seg.endAt = this.accepted + filled;
+    }
+    this.recordLevels(this.accepted, out);
+    return out;
+  }
+
+  private addSpan(start: number, length: number, segment: Segment | null, offset: number): void {
+    const last = this.spans[this.spans.length - 1];
+    if (last && last.segment === segment && last.start + last.length === start && (segment === null || last.offset + last.length === offset)) {
+      last.length += length;
+    } else {
+      this.spans.push({ start, length, segment, offset });
+    }
+    // Keep about 10 s of history (frames are asked for around the playout position only).
+    const horizon = start - this.sampleRate * 10;
+    while (this.spans.length > 2 && this.spans[0]!.start + this.spans[0]!.length < horizon) this.spans.shift();
+  }
+
+  private spanAt(position: number): Span | undefined {
+    for (let i = this.spans.length - 1; i >= 0; i--) {
+      const s = this.spans[i]!;
+      if (position >= s.start) return position < s.start + s.length ? s : undefined;
+    }
+    return undefined;
+  }
+
+  /** Reports segments whose first sample has played, and those played out. */
+  private settle(position: number): void {
+    for (const seg of this.segments) {
+      if (seg.done) continue;
+      if (!seg.startedSent && seg.startAt !== null && position >= seg.startAt) {
+        seg.startedSent = true;
+        this.o.onEvent({ type: 'started', segmentId: seg.id });
+      }
+      if (seg.endAt !== null && position >= seg.endAt) this.finish(seg, false, seg.received);
+    }
+  }
+
+  private interruptAll(position = this.position()): void {
+    for (const seg of [...this.segments]) if (!seg.done) this.finish(seg, true, this.playedSamples(seg, position));
+  }
+
+  /** Samples of `seg` played by `position`: those handed to the sink, less those still queued after it. */
+  private playedSamples(seg: Segment, position: number): number {
+    let unplayed = 0;
+    for (const s of this.spans) {
+      if (s.segment !== seg) continue;
+      unplayed += Math.min(s.length, Math.max(0, s.start + s.length - position));
+    }
+    return Math.max(0, seg.received - seg.buffered - unplayed);
+  }
+
+  private finish(seg: Segment, interrupted: boolean, playedSamples = 0): void {
+    if (seg.done) return;
+    seg.done = true;
+    seg.chunks = [];
+    seg.buffered = 0;
+    const i = this.segments.indexOf(seg);
+    if (i >= 0) this.segments.splice(i, 1);
+    // Keep the id known a while, so late data of an interrupted stream is ignored, not replayed.
+    setTimeout(() => this.byId.delete(seg.id), 60_000).unref?.();
+    this.o.onEvent({ type: 'finished', segmentId: seg.id, positionSeconds: playedSamples / this.sampleRate, interrupted });
+  }
+
+  /** Mean absolute amplitude of pushed audio per 10 ms bucket (absolute bucket index), about 10 s of it. */
+  private readonly levels = new Map<number, number>();
+
+  private recordLevels(start: number, pcm: Int16Array): void {
+    const per = this.sampleRate / 100;
+    for (let i = 0; i < pcm.length; ) {
+      const bucket = Math.floor((start + i) / per);
+      const until = Math.min(pcm.length, (bucket + 1) * per - start);
+      let sum = 0;
+      for (let k = i; k < until; k++) sum += Math.abs(pcm[k]!);
+      this.levels.set(bucket, sum / Math.max(1, until - i));
+      i = until;
+    }
+    const horizon = Math.floor(start / per) - 1000;
+    for (const k of this.levels.keys()) {
+      if (k >= horizon) break;
+      this.levels.delete(k);
+    }
+  }
+
+  private levelAt(position: number): number {
+    return this.levels.get(Math.floor(position / (this.sampleRate / 100))) ?? 0;
+  }
+}
