@@ -90,7 +90,7 @@ const flush = async () => {
 
 /** A mouth track that opens exactly where the audio is loud, frame by frame (the real model is tested in render/visemes). */
 function loudnessMouth(): MouthStream {
-  let carry: number[] = [];
+  const carry: number[] = [];
   let frame = 0;
   const frames = (final: boolean): MouthFrame[] => {
     const out: MouthFrame[] = [];
