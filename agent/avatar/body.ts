@@ -1,0 +1,122 @@
+/**
+ * The body of a call: which frame of which clip shows at each video frame. An avatar plays the
+ * clips its behaviour engine chooses (the weighted idle pool, listening reactions, the actions the
+ * LLM asks for), each whole and cut only at its end, where every clip meets the anchor pose. A
+ * scene plays its one clip over and over. Speech never restarts the body: the mouth is drawn on
+ * whatever frame plays.
+ */
+import {
+  createIdleSelector,
+  createReactionPicker,
+  schedulerFrom,
+  type Availability,
+  type Behavior,
+  type Play,
+  type ReactionPicker,
+  type Scheduler,
+  type SchedulerResult,
+} from '../../clips/behavior/index.ts';
+import type { ClipMedia } from './media.ts';
+
+export interface BodyFrame {
+  media: ClipMedia;
+  /** Frame index within the clip. */
+  index: number;
+  clipId: string;
+  kind: Play['kind'] | 'scene';
+}
+
+export type ActionAnswer = NonNullable<SchedulerResult['action']>;
+
+export interface Body {
+  /** The body's frame at video frame `n` of the call (n never decreases). */
+  frameAt(n: number): BodyFrame;
+  /** The user started speaking: a listening reaction plays at the next clip boundary. */
+  userSpeechStarted(): void;
+  /** The LLM asked for an action: accepted (it plays at the next clip boundary) or why not. */
+  requestAction(actionId: string): ActionAnswer;
+  /** The actions on offer now (those with a playable take), for the LLM's tools. */
+  actionMenu(): { id: string; description: string }[];
+}
+
+/** An avatar's body: clips chosen by its behaviour engine. `media(clipId)` is the loaded clip ('source' is the idle loop). */
+export class BehaviorBody implements Body {
+  private readonly scheduler: Scheduler;
+  private readonly picker: ReactionPicker;
+  private current: { play: Play; media: ClipMedia; start: number } | null = null;
+
+  /** `availability` must call a clip ready only once its media is loaded (`media(clipId)` returns it). */
+  constructor(
+    behavior: Behavior,
+    availability: Availability,
+    private readonly media: (clipId: string) => ClipMedia | undefined,
+    seed: number,
+    private readonly onPlay?: (play: Play) => void,
+  ) {
+    this.picker = createReactionPicker(behavior, availability, seed);
+    this.scheduler = schedulerFrom({ idle: createIdleSelector(behavior, availability, seed), picker: this.picker });
+  }
+
+  frameAt(n: number): BodyFrame {
+    if (!this.current) this.begin(this.scheduler.start(), n);
+    let cur = this.current!;
+    while (n - cur.start >= cur.media.frameCount) {
+      const { play } = this.scheduler.handle({ type: 'clipEnded' });
+      this.begin(play!, cur.start + cur.media.frameCount);
+      cur = this.current!;
+    }
+    return { media: cur.media, index: Math.max(0, n - cur.start), clipId: cur.play.clipId, kind: cur.play.kind };
+  }
+
+  userSpeechStarted(): void {
+    this.scheduler.handle({ type: 'userSpeechStarted' });
+  }
+
+  requestAction(actionId: string): ActionAnswer {
+    return this.scheduler.handle({ type: 'actionRequested', actionId }).action!;
+  }
+
+  actionMenu(): { id: string; description: string }[] {
+    return this.picker.actionMenu();
+  }
+
+  private begin(play: Play, start: number): void {
+    // Availability follows loaded media, so a chosen clip is loaded; the idle loop covers a race.
+    const media = this.media(play.clipId) ?? this.media('source');
+    if (!media) throw new Error(`No media for clip ${play.clipId} and no idle loop to fall back to`);
+    this.current = { play, media, start };
+    this.onPlay?.(play);
+  }
+}
+
+/** How a scene's clip continues at its end: from the start again, or back and forth (seamless for clips that do not loop). */
+export type SceneContinuation = 'loop' | 'pingpong';
+
+/** A scene's body: its one clip, continued as asked; no reactions or actions (nothing to cut to). */
+export class SceneBody implements Body {
+  constructor(
+    private readonly media: ClipMedia,
+    private readonly continuation: SceneContinuation = 'loop',
+  ) {}
+
+  frameAt(n: number): BodyFrame {
+    const count = this.media.frameCount;
+    let index = n % count;
+    if (this.continuation === 'pingpong' && count > 1) {
+      const period = 2 * (count - 1);
+      const k = n % period;
+      index = k < count ? k : period - k;
+    }
+    return { media: this.media, index, clipId: 'scene', kind: 'scene' };
+  }
+
+  userSpeechStarted(): void {}
+
+  requestAction(): ActionAnswer {
+    return { accepted: false, reason: 'no_available_take' };
+  }
+
+  actionMenu(): { id: string; description: string }[] {
+    return [];
+  }
+}

@@ -1,0 +1,161 @@
+/**
+ * LiveKit's avatar protocol, the avatar's side (as LiveKit's own avatar runners speak it):
+ *
+ * - the agent's speech arrives on `lk.audio_stream` byte streams: one stream per segment, raw
+ *   int16 little-endian PCM, attributes `sample_rate` and `num_channels`, closed at the segment's end;
+ * - RPC `lk.clear_buffer` (agent → avatar): stop now (barge-in);
+ * - RPC `lk.playback_finished` (avatar → agent): once per stream, `{ playback_position, interrupted,
+ *   synchronized_transcript }` (exactly those keys: Python agents refuse any other);
+ * - RPC `lk.playback_started` (avatar → agent): a segment's first sample is playing. Agents that
+ *   did not ask for it answer UNSUPPORTED_METHOD; the receiver then stops sending it to them.
+ *
+ * Only the agent this avatar speaks for may send audio or clear; anything else is refused. A
+ * stream it cannot use (bad attributes, too many at once) is still answered, as played at 0, so
+ * the agent never waits on it.
+ */
+import { AudioFrame, AudioResampler, type ByteStreamReader, type Room, type RpcInvocationData } from '@livekit/rtc-node';
+import type { Logger } from '../../core/log.ts';
+import type { PlayoutEvent, SpeechPlayout } from './playout.ts';
+
+export const AUDIO_STREAM_TOPIC = 'lk.audio_stream';
+export const RPC_CLEAR_BUFFER = 'lk.clear_buffer';
+export const RPC_PLAYBACK_FINISHED = 'lk.playback_finished';
+export const RPC_PLAYBACK_STARTED = 'lk.playback_started';
+/** rtc-node's RpcError code for a method the other side did not register. */
+const UNSUPPORTED_METHOD = 1400;
+
+/** Segments queued at once beyond which new streams are answered at once and dropped. */
+export const MAX_PENDING_SEGMENTS = 32;
+
+export interface AudioReceiverOptions {
+  room: Room;
+  playout: SpeechPlayout;
+  /** The identity of the agent this avatar speaks for: the only sender accepted. */
+  senderIdentity: string;
+  log: Logger;
+}
+
+interface StreamFormat {
+  sampleRate: number;
+  channels: number;
+}
+
+function parseFormat(attributes: Record<string, string> | undefined): StreamFormat | undefined {
+  const sampleRate = Number(attributes?.sample_rate);
+  const channels = Number(attributes?.num_channels ?? '1');
+  if (!Number.isInteger(sampleRate) || sampleRate < 8000 || sampleRate > 48_000) return undefined;
+  if (channels !== 1 && channels !== 2) return undefined;
+  return { sampleRate, channels };
+}
+
+export class AvatarAudioReceiver {
+  private readonly log: Logger;
+  private startedUnsupported = false;
+  private pending = 0;
+  private closed = false;
+
+  constructor(private readonly o: AudioReceiverOptions) {
+    this.log = o.log;
+  }
+
+  start(): void {
+    const { room } = this.o;
+    room.registerByteStreamHandler(AUDIO_STREAM_TOPIC, (reader, { identity }) => {
+      void this.receive(reader, identity).catch((err: unknown) => this.log.warn({ err }, 'audio stream failed'));
+    });
+    room.localParticipant!.registerRpcMethod(RPC_CLEAR_BUFFER, async (data: RpcInvocationData) => {
+      if (data.callerIdentity !== this.o.senderIdentity) return 'reject';
+      this.o.playout.interrupt();
+      return 'ok';
+    });
+  }
+
+  stop(): void {
+    this.closed = true;
+    try {
+      this.o.room.unregisterByteStreamHandler(AUDIO_STREAM_TOPIC);
+      this.o.room.localParticipant?.unregisterRpcMethod(RPC_CLEAR_BUFFER);
+    } catch {
+      // The room is already gone.
+    }
+  }
+
+  /** Playout events become the protocol's RPCs to the sender. */
+  onPlayoutEvent(event: PlayoutEvent): void {
+    if (this.closed) return;
+    if (event.type === 'finished') {
+      this.pending = Math.max(0, this.pending - 1);
+      const payload = JSON.stringify({ playback_position: event.positionSeconds, interrupted: event.interrupted, synchronized_transcript: null });
+      this.rpc(RPC_PLAYBACK_FINISHED, payload);
+    } else if (!this.startedUnsupported) {
+      this.rpc(RPC_PLAYBACK_STARTED, '');
+    }
+  }
+
+  private rpc(method: string, payload: string): void {
+    const lp = this.o.room.localParticipant;
+    if (!lp || !this.o.room.isConnected) return;
+    lp.performRpc({ destinationIdentity: this.o.senderIdentity, method, payload, responseTimeout: 5000 }).catch((err: { code?: number }) => {
+      if (method === RPC_PLAYBACK_STARTED && err?.code === UNSUPPORTED_METHOD) {
+        this.startedUnsupported = true;
+        return;
+      }
+      this.log.warn({ err, method }, 'avatar protocol rpc failed');
+    });
+  }
+
+  private async receive(reader: ByteStreamReader, identity: string): Promise<void> {
+    const id = reader.info.streamId;
+    const drain = async () => {
+      for await (const _ of reader) void _;
+    };
+    if (identity !== this.o.senderIdentity) {
+      this.log.warn({ identity }, 'audio stream from a participant this avatar does not speak for, ignored');
+      return drain();
+    }
+    const { playout } = this.o;
+    const format = parseFormat(reader.info.attributes);
+    this.pending++;
+    playout.begin(id);
+    if (!format || this.pending > MAX_PENDING_SEGMENTS || this.closed) {
+      if (!format) this.log.warn({ attributes: reader.info.attributes }, 'audio stream with unusable attributes, answered as played');
+      playout.end(id); // empty: finishes at once
+      return drain();
+    }
+    const resampler = format.sampleRate !== playout.sampleRate ? new AudioResampler(format.sampleRate, playout.sampleRate, 1) : null;
+    let carry: Uint8Array | null = null;
+    const frameBytes = 2 * format.channels;
+    const pushPcm = (pcm: Int16Array) => {
+      if (pcm.length === 0) return;
+      if (!resampler) return playout.push(id, pcm);
+      for (const f of resampler.push(new AudioFrame(pcm, format.sampleRate, 1, pcm.length))) playout.push(id, f.data);
+    };
+    try {
+      for await (const chunk of reader) {
+        let bytes = chunk;
+        if (carry) {
+          bytes = new Uint8Array(carry.length + chunk.length);
+          bytes.set(carry);
+          bytes.set(chunk, carry.length);
+          carry = null;
+        }
+        const whole = bytes.length - (bytes.length % frameBytes);
+        if (whole < bytes.length) carry = bytes.slice(whole);
+        if (whole === 0) continue;
+        // Copied into an aligned buffer (chunks may start at any byte offset).
+        const samples = new Int16Array(bytes.slice(0, whole).buffer);
+        pushPcm(format.channels === 1 ? samples : downmix(samples));
+      }
+      if (resampler) for (const f of resampler.flush()) playout.push(id, f.data);
+    } finally {
+      resampler?.close();
+      playout.end(id);
+    }
+  }
+}
+
+function downmix(stereo: Int16Array): Int16Array {
+  const mono = new Int16Array(stereo.length >> 1);
+  for (let i = 0; i < mono.length; i++) mono[i] = (stereo[2 * i]! + stereo[2 * i + 1]!) >> 1;
+  return mono;
+}

@@ -1,0 +1,144 @@
+/**
+ * A call's recording: what the avatar publishes (its video and audio) with the user's audio mixed
+ * in, written to an H.264 + AAC MP4 while the call runs. Everything sits on the call's playout
+ * clock: the avatar's audio at the position it plays, the user's audio at the position playing when
+ * it arrived (so the file sounds as the call did), frame n at n / fps. Only a few seconds of audio
+ * are held before they are written, so memory stays flat over a long call.
+ */
+import { stat } from 'node:fs/promises';
+import { Mp4Writer } from '../../render/encode/index.ts';
+
+export interface RecorderOptions {
+  path: string;
+  width: number;
+  height: number;
+  fps: number;
+  sampleRate: number;
+  /** The call's frame number and playout sample where the recording starts. */
+  startFrame: number;
+  startSample: number;
+}
+
+export interface RecordingResult {
+  path: string;
+  durationSeconds: number;
+  sizeBytes: number;
+}
+
+/** Frames more than this behind the writer are dropped rather than queued (the encoder is running late). */
+const MAX_QUEUED_FRAMES = 50;
+
+export class CallRecorder {
+  private readonly writer: Mp4Writer;
+  private readonly spf: number;
+  private nextFrame: number;
+  private lastFrame: Uint8Array | null = null;
+  /** Mixed audio not yet written, from sample `mixBase` (absolute playout index). */
+  private mix = new Int32Array(0);
+  private mixBase: number;
+  private written: number;
+  private chain: Promise<void> = Promise.resolve();
+  private queued = 0;
+  private failed: unknown = null;
+  dropped = 0;
+
+  constructor(private readonly o: RecorderOptions) {
+    this.writer = new Mp4Writer({ path: o.path, width: o.width, height: o.height, fps: o.fps, sampleRate: o.sampleRate, crf: 23, preset: 'veryfast' });
+    this.spf = o.sampleRate / o.fps;
+    this.nextFrame = o.startFrame;
+    this.mixBase = o.startSample;
+    this.written = o.startSample;
+  }
+
+  /** The avatar's audio pushed at playout sample `at`. */
+  avatarAudio(at: number, pcm: Int16Array): void {
+    this.add(at, pcm);
+  }
+
+  /** The user's audio, heard at playout sample `at`. */
+  userAudio(at: number, pcm: Int16Array): void {
+    this.add(at, pcm);
+  }
+
+  /** Frame `n` of the call as published (a copy is kept only of the last one, to fill gaps). */
+  video(n: number, rgba: Uint8Array): void {
+    if (n < this.nextFrame || this.failed) return;
+    const frames: Uint8Array[] = [];
+    // Frames the call skipped (a late tick) repeat the last one, so the file keeps its clock.
+    while (this.nextFrame < n && this.lastFrame) {
+      frames.push(this.lastFrame);
+      this.nextFrame++;
+    }
+    this.nextFrame = n + 1;
+    this.lastFrame = rgba.slice();
+    frames.push(this.lastFrame);
+    for (const f of frames) {
+      if (this.queued >= MAX_QUEUED_FRAMES) {
+        this.dropped++;
+        continue;
+      }
+      this.enqueue(() => this.writer.writeVideoFrame(f), true);
+    }
+  }
+
+  /** Writes the mixed audio up to playout sample `upTo` (call it a little behind the playout position). */
+  flushAudio(upTo: number): void {
+    const end = Math.floor(upTo);
+    if (end <= this.written || this.failed) return;
+    const n = end - this.written;
+    const out = new Int16Array(n);
+    const from = this.written - this.mixBase;
+    for (let i = 0; i < n; i++) {
+      const v = this.mix[from + i] ?? 0;
+      out[i] = v > 32767 ? 32767 : v < -32768 ? -32768 : v;
+    }
+    this.written = end;
+    // Drop what is written from the mix buffer.
+    const keep = this.mix.subarray(Math.min(this.mix.length, end - this.mixBase));
+    this.mix = keep.slice();
+    this.mixBase = end;
+    this.enqueue(() => this.writer.writeAudio(out), false);
+  }
+
+  /** Flushes everything up to `endSample` and closes the file. */
+  async finish(endSample: number): Promise<RecordingResult> {
+    this.flushAudio(endSample);
+    await this.chain;
+    if (this.failed) {
+      await this.writer.abort();
+      throw this.failed;
+    }
+    const result = await this.writer.finish();
+    const { size } = await stat(this.o.path);
+    return { path: this.o.path, durationSeconds: Math.max(result.videoDuration, result.audioDuration), sizeBytes: size };
+  }
+
+  async abort(): Promise<void> {
+    await this.chain;
+    await this.writer.abort();
+  }
+
+  private add(at: number, pcm: Int16Array): void {
+    const from = Math.round(at) - this.mixBase;
+    if (from + pcm.length <= 0) return; // already written (late audio is dropped)
+    const need = from + pcm.length;
+    if (need > this.mix.length) {
+      const grown = new Int32Array(Math.max(need, this.mix.length * 2));
+      grown.set(this.mix);
+      this.mix = grown;
+    }
+    for (let i = Math.max(0, -from); i < pcm.length; i++) this.mix[from + i]! += pcm[i]!;
+  }
+
+  private enqueue(write: () => Promise<void>, isFrame: boolean): void {
+    if (isFrame) this.queued++;
+    this.chain = this.chain
+      .then(write)
+      .catch((err: unknown) => {
+        this.failed ??= err;
+      })
+      .finally(() => {
+        if (isFrame) this.queued--;
+      });
+  }
+}

@@ -1,0 +1,57 @@
+/**
+ * The user's microphone, as the avatar hears it: voice activity (Silero VAD) starts listening
+ * reactions, and the audio goes to the recording. In both modes the avatar listens for itself, so a
+ * provider-mode avatar reacts to the user just as a conversation-mode one does.
+ */
+import { VADEventType, type VAD } from '@livekit/agents';
+import { AudioStream, type RemoteTrack } from '@livekit/rtc-node';
+import type { Logger } from '../../core/log.ts';
+
+export interface UserAudioOptions {
+  track: RemoteTrack;
+  sampleRate: number;
+  /** A loaded VAD (one model per worker; one stream per user). */
+  vad: VAD | null;
+  onSpeechStarted: () => void;
+  /** Each frame of the user's audio, mono at `sampleRate`. */
+  onAudio?: (pcm: Int16Array) => void;
+  log: Logger;
+}
+
+export class UserAudio {
+  private closed = false;
+  private readonly stream: AudioStream;
+  private readonly done: Promise<void>;
+
+  constructor(private readonly o: UserAudioOptions) {
+    this.stream = new AudioStream(o.track, { sampleRate: o.sampleRate, numChannels: 1, frameSizeMs: 20 });
+    this.done = this.run();
+  }
+
+  private async run(): Promise<void> {
+    const vad = this.o.vad?.stream();
+    const events = vad
+      ? (async () => {
+          for await (const ev of vad) if (ev.type === VADEventType.START_OF_SPEECH && !this.closed) this.o.onSpeechStarted();
+        })().catch((err: unknown) => this.o.log.warn({ err }, 'user voice activity detection failed'))
+      : Promise.resolve();
+    try {
+      for await (const frame of this.stream) {
+        if (this.closed) break;
+        vad?.pushFrame(frame);
+        this.o.onAudio?.(frame.data);
+      }
+    } catch (err) {
+      if (!this.closed) this.o.log.warn({ err }, 'user audio stream failed');
+    } finally {
+      vad?.close();
+      await events;
+    }
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    await this.stream.cancel().catch(() => {});
+    await this.done;
+  }
+}
