@@ -4,8 +4,7 @@
  * `{ motionPrompt, durationSeconds }` (a null duration omitted), and older generated rows without
  * a prompt need one from the user. Behavior moves from the envelope to the top level.
  */
-import type { ClipStatus } from '../../core/avatars/types.ts';
-import type { CurrentClipRow } from './plan.ts';
+import type { ClipStatus, CurrentClipRow } from './plan.ts';
 import type { SourceBody } from './schema.ts';
 import type { DeclaredBehavior } from './validate.ts';
 

@@ -10,7 +10,7 @@
  * raw body (JSON.parse keeps them as own keys, zod silently drops them) and turns issues into
  * field-named problems.
  */
-import { z } from '@hono/zod-openapi';
+import { z } from 'zod';
 import {
   ACTION_DESCRIPTION_MAX,
   ASSET_ID_MAX,
@@ -166,8 +166,7 @@ export const DeclarationBodySchema = z
     if (body.idle) check(body.idle.clips, ['idle', 'clips']);
     if (body.on?.userSpeechStarted) check(body.on.userSpeechStarted.clips, ['on', 'userSpeechStarted', 'clips']);
     for (const [actionId, action] of Object.entries(body.actions ?? {})) check(action.clips, ['actions', actionId, 'clips']);
-  })
-  .openapi('ClipDeclarationRequest');
+  });
 
 /** The PUT body as parsed (trimmed texts; duration not yet defaulted). */
 export type DeclarationBody = z.output<typeof DeclarationBodySchema>;

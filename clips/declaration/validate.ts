@@ -3,8 +3,7 @@
  * `__proto__` keys, and normalise (default duration applied, sources tagged by kind, behavior
  * gathered in the shape the behavior engine reads). No DB, no I/O.
  */
-import type { z } from '@hono/zod-openapi';
-import { ApiError } from '../../core/errors.ts';
+import type { z } from 'zod';
 import { DEFAULT_DURATION_SECONDS } from './limits.ts';
 import { DeclarationBodySchema, type DeclarationBody, type SourceBody } from './schema.ts';
 
@@ -107,13 +106,4 @@ export function validateDeclaration(body: unknown): DeclarationResult {
   const parsed = DeclarationBodySchema.safeParse(body);
   if (!parsed.success) return { ok: false, problems: problemsFromZod(parsed.error) };
   return { ok: true, declaration: normalise(parsed.data) };
-}
-
-/** The API answer for a refused declaration: 422 `clip_declaration_rejected` naming the first problem's field. */
-export function declarationRejected(problems: readonly DeclarationProblem[]): ApiError {
-  const first = problems[0] ?? { field: '', message: 'is invalid' };
-  return new ApiError('clip_declaration_rejected', `Invalid clip declaration: "${first.field}" ${first.message}`, {
-    field: first.field || null,
-    ...(problems.length > 1 ? { issues: problems.length } : {}),
-  });
 }

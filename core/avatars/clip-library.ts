@@ -2,10 +2,18 @@
  * The clip library of an avatar over HTTP (spec section 2 "Clip library", section 4 avatar rules
  * 9 to 12): GET /avatars/{id}/clips (the envelope) and PUT /avatars/{id}/clips (a declaration, a
  * full replacement). The pure rules live in clips/declaration (validation, plan, round trip); this
- * file adds the database, the prompt screen, the asset checks and the clip render jobs.
+ * file adds the database, the prompt screen, the asset checks, the clip render jobs, and the
+ * mapping of refused declarations (clips' problems) to API errors.
  */
-import type { ClipEnvelope, ClipEnvelopeRow, ClipPlan, NormalisedDeclaration } from '../../clips/declaration/index.ts';
-import { currentClipRowFromDb, declarationRejected, planDeclaration, validateDeclaration } from '../../clips/declaration/index.ts';
+import type {
+  ClipEnvelope,
+  ClipEnvelopeRow,
+  ClipPlan,
+  CurrentClipRow,
+  DeclarationProblem,
+  NormalisedDeclaration,
+} from '../../clips/declaration/index.ts';
+import { planDeclaration, validateDeclaration } from '../../clips/declaration/index.ts';
 import type { Principal } from '../auth/key-store.ts';
 import type { Sql, Tx } from '../db/index.ts';
 import { ApiError, notFound } from '../errors.ts';
@@ -278,6 +286,34 @@ export class ClipLibrary {
       if (asset.status !== 'ready') throw declarationRejected([{ field, message: `names an asset that is ${asset.status}, not ready` }]);
     }
   }
+}
+
+/** A stored `avatar_clips` row as the pure clip rules read it. */
+export function currentClipRowFromDb(r: AvatarClipRow): CurrentClipRow {
+  return {
+    clipId: r.clip_id,
+    status: r.status,
+    sourceKind: r.source_kind,
+    motionPrompt: r.motion_prompt,
+    durationSeconds: r.duration_seconds,
+    uploadAssetId: r.upload_asset_id,
+    mp4Key: r.mp4_key,
+    generationId: r.generation_id,
+    anchorVersion: r.anchor_version,
+    poseCheck: r.pose_check,
+    error: r.error,
+    isDefault: r.is_default,
+    retiredAt: r.retired_at,
+  };
+}
+
+/** The API answer for a refused declaration: 422 `clip_declaration_rejected` naming the first problem's field. */
+export function declarationRejected(problems: readonly DeclarationProblem[]): ApiError {
+  const first = problems[0] ?? { field: '', message: 'is invalid' };
+  return new ApiError('clip_declaration_rejected', `Invalid clip declaration: "${first.field}" ${first.message}`, {
+    field: first.field || null,
+    ...(problems.length > 1 ? { issues: problems.length } : {}),
+  });
 }
 
 function revisionConflict(currentRevision: number): ApiError {

@@ -1,3 +1,8 @@
+import type { ClipStatus } from '../../clips/declaration/index.ts';
+
+/** A clip's status is defined with the clip rules (clips/), which the api and the agent share. */
+export { CLIP_STATUSES, type ClipStatus } from '../../clips/declaration/index.ts';
+
 export const AVATAR_STATUSES = ['draft', 'preprocessing', 'ready', 'failed', 'disabled', 'deleted'] as const;
 export type AvatarStatus = (typeof AVATAR_STATUSES)[number];
 export const IDLE_VIDEO_STATUSES = ['none', 'queued', 'generating', 'ready', 'failed'] as const;
@@ -84,9 +89,6 @@ export interface MotionLibraryClip {
   durationSeconds: number | null;
   error: string | null;
 }
-
-export const CLIP_STATUSES = ['queued', 'rendering', 'ready', 'failed'] as const;
-export type ClipStatus = (typeof CLIP_STATUSES)[number];
 
 /** A row of `avatar_clips` (migration 0006). */
 export interface AvatarClipRow {
