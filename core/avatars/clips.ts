@@ -100,7 +100,7 @@ export interface ClipWorkerDeps {
 /** A render error that retrying cannot fix (the rig refuses the portrait): the clip fails at once. */
 class Refused extends Error {}
 
-/** Renders generated clips, each in a child process (render-child.ts with `clip`). */
+/** Renders generated clips, each in a child process (render/cli/render-job.ts with `clip`). */
 export class ClipWorker {
   private readonly children = new Set<ChildProcess>();
   private readonly anchors = new Map<string, AnchorPose | { refused: string }>();

@@ -10,7 +10,7 @@ import type { UsageStore } from '../usage.ts';
 import type { PortraitAssets } from './ports.ts';
 import { queueDefaultClips } from './clips.ts';
 import type { DefaultClip } from './default-clips.ts';
-import type { RenderRequest, RenderResult } from './render-child.ts';
+import type { RenderRequest, RenderResult } from '../../render/generate/index.ts';
 import { deleteObjects, renderObjectKeys, uploadRender } from './render-outputs.ts';
 import { spawnRender } from './render-process.ts';
 import { AVATAR_LOOP_DEAD_JOB, AVATAR_LOOP_JOB, type AvatarRow, type LoopJobData } from './types.ts';

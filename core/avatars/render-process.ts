@@ -1,14 +1,14 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createRequire } from 'node:module';
-import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import type { RenderRequest, RenderResult } from './render-child.ts';
+import type { RenderRequest, RenderResult } from '../../render/generate/index.ts';
 
-const CHILD = path.join(path.dirname(fileURLToPath(import.meta.url)), 'render-child.ts');
+/** The render job's program (render/generate/job.ts in a process of its own). */
+const CHILD = fileURLToPath(new URL('../../render/cli/render-job.ts', import.meta.url));
 const TSX_LOADER = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
 
 /**
- * Runs one render in a child process (render-child.ts under tsx), tracked in `children` while it
+ * Runs one render in a child process (render/cli/render-job.ts under tsx), tracked in `children` while it
  * runs (so a stopping worker can kill it). Rejects when the child crashes or exits non-zero.
  */
 export function spawnRender(req: RenderRequest, children: Set<ChildProcess>): Promise<RenderResult> {

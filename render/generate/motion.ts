@@ -28,10 +28,10 @@
  * part a GPU would speed up; the warp is a displacement field + bilinear sampling, so a
  * GridSample port stays possible.
  */
+import { rigFromLandmarks } from '../rig/assemble.ts';
 import { boundingBox } from '../rig/geometry.ts';
 import type { FaceRig, Point3 } from '../rig/types.ts';
 import type { FramedPortrait } from './framing.ts';
-import { rigFromLandmarks } from './rigutil.ts';
 
 /** One frame's motion. All zero (NEUTRAL_PARAMS) renders the framed portrait unchanged. */
 export interface MotionParams {
