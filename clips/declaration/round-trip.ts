@@ -4,9 +4,9 @@
  * `{ motionPrompt, durationSeconds }` (a null duration omitted), and older generated rows without
  * a prompt need one from the user. Behavior moves from the envelope to the top level.
  */
+import type { Behavior } from '../behavior/types.ts';
 import type { ClipStatus, CurrentClipRow } from './plan.ts';
 import type { SourceBody } from './schema.ts';
-import type { DeclaredBehavior } from './validate.ts';
 
 /** The source fields of a row, as stored (CurrentClipRow) or shown (ClipEnvelopeRow via envelopeRowSource). */
 export type RowSourceFields = Pick<CurrentClipRow, 'clipId' | 'sourceKind' | 'motionPrompt' | 'durationSeconds' | 'uploadAssetId'>;
@@ -54,7 +54,7 @@ export interface ClipEnvelope {
   anchor: unknown;
   clipLibraryEligible: boolean;
   defaultSourceAssetId: string | null;
-  behavior: DeclaredBehavior | null;
+  behavior: Behavior | null;
 }
 
 export function envelopeRowSource(row: ClipEnvelopeRow): RowSourceFields {
@@ -62,7 +62,7 @@ export function envelopeRowSource(row: ClipEnvelopeRow): RowSourceFields {
 }
 
 /** A PUT body in wire shape (what `DeclarationBodySchema` accepts). */
-export interface DeclarationPutBody extends DeclaredBehavior {
+export interface DeclarationPutBody extends Behavior {
   expectedRevision: number;
   clips: Record<string, { source: SourceBody }>;
 }

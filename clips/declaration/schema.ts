@@ -15,7 +15,6 @@ import {
   ACTION_DESCRIPTION_MAX,
   ASSET_ID_MAX,
   CLIP_LIST_MAX,
-  DEFAULT_WEIGHT,
   DURATION_MAX_SECONDS,
   DURATION_MIN_SECONDS,
   ID_PATTERN,
@@ -25,6 +24,7 @@ import {
   WEIGHT_MIN,
   isReservedId,
 } from './limits.ts';
+import { idleMemberWeights } from '../behavior/idle.ts';
 
 /** A trimmed, nonempty string of at most `max` UTF-16 code units (zod's own max() counts code points). */
 function trimmedText(max: number) {
@@ -108,13 +108,6 @@ export const ClipList = z
     });
   });
 
-/** The weight a member of the idle pool gets (`source` or an idle clip id), rule 10. */
-export function idleMemberWeight(idle: { clips: readonly string[]; weight?: number | undefined; weights?: Readonly<Record<string, number>> | undefined }, member: string): number {
-  if (idle.weights && Object.hasOwn(idle.weights, member)) return idle.weights[member] as number;
-  if (idle.weight !== undefined && member !== SOURCE_MEMBER_ID) return idle.weight / Math.max(1, idle.clips.length);
-  return DEFAULT_WEIGHT;
-}
-
 export const IdleInput = z
   .strictObject({
     clips: ClipList,
@@ -137,8 +130,8 @@ export const IdleInput = z
         }
       }
     }
-    const members = [SOURCE_MEMBER_ID, ...idle.clips];
-    if (!members.some((m) => idleMemberWeight(idle, m) > 0)) {
+    // The behaviour engine's own weighting decides, so the validator and the engine cannot disagree.
+    if (!idleMemberWeights({ idle }).some((m) => m.weight > 0)) {
       ctx.addIssue({ code: 'custom', path: [idle.weights ? 'weights' : 'weight'], message: 'leaves no idle member with a positive weight (at least one must stay positive)' });
     }
   });

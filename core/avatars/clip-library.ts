@@ -23,6 +23,7 @@ import { randomBase62 } from '../ids.ts';
 import { clipPrefix, enqueueClip } from './clips.ts';
 import type { PortraitAssets } from './ports.ts';
 import type { PromptScreen } from './screen.ts';
+import { sourceReviewed } from './source-check.ts';
 import type { AvatarClipRow, AvatarRow } from './types.ts';
 import { deleteObjects, renderObjectKeys } from './render-outputs.ts';
 import { UPLOAD_CLIP_MAX_BYTES } from './upload-pose.ts';
@@ -149,7 +150,7 @@ export class ClipLibrary {
           update avatar_clips set retired_at = now(), updated_at = now()
           where avatar_id = ${avatarId} and clip_id = any(${plan.retired}) and retired_at is null`;
       }
-      const reviewed = await lastSwapReviewed(tx, locked);
+      const reviewed = await sourceReviewed(tx, locked);
       for (const clipId of plan.queued) {
         const source = decl.clips[clipId]!.source;
         const generated = source.kind === 'generated';
@@ -320,13 +321,4 @@ function revisionConflict(currentRevision: number): ApiError {
   return new ApiError('revision_conflict', `The clip library changed (revision ${currentRevision}): GET it again and re-declare against that revision`, {
     currentRevision,
   });
-}
-
-/** Whether the current portrait was accepted by a person's review (clips then render with relaxed rig limits, as the loop). */
-async function lastSwapReviewed(tx: Tx, row: AvatarRow): Promise<boolean> {
-  if (!row.source_asset_id) return false;
-  const [r] = await tx<{ review_reason: string | null }[]>`
-    select review_reason from avatar_source_reviews where avatar_id = ${row.id} and asset_id = ${row.source_asset_id} and accepted
-    order by id desc limit 1`;
-  return Boolean(r?.review_reason);
 }

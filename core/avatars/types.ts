@@ -74,7 +74,7 @@ export interface Avatar {
   metadata: Record<string, unknown>;
   createdAt: string;
   updatedAt: string;
-  /** The avatar's motion library (until GET /clips exists): its live clips, oldest first. */
+  /** The avatar's live clips, oldest first: a summary of what GET /avatars/{id}/clips shows with their sources. */
   motionLibrary: MotionLibraryClip[];
 }
 
