@@ -1,5 +1,5 @@
 /**
- * The weighted idle pool (spec section 4, avatar rule 10).
+ * The weighted idle pool of an avatar's clip library.
  *
  * Members are the source loop (`SOURCE_MEMBER_ID`) and the authored idle clips. Each has a
  * declared weight; each draw considers only the AVAILABLE (`ready`) positive members and

@@ -1,5 +1,5 @@
 /**
- * Types of the behaviour engine (spec section 4, avatar rules 10 and 11).
+ * Types of the behaviour engine: the idle pool, listening reactions and actions of a clip library.
  *
  * The engine works on the *declared* behaviour as the clip-library PUT stores it (after
  * clips/declaration/validate.ts has validated it) and on a live view of which clips can be served.

@@ -1,6 +1,6 @@
 /**
- * Limits of the clip-library declaration (PUT /avatars/{avatarId}/clips), spec section 8.
- * Lengths are UTF-16 code units (JavaScript `length`), measured after trimming.
+ * Limits of the clip-library declaration (PUT /avatars/{avatarId}/clips), as the public API
+ * documents them. Lengths are UTF-16 code units (JavaScript `length`), measured after trimming.
  */
 
 /** Clip and action ids: 1 to 64 letters, digits, underscores, hyphens (the `avatar_clips.clip_id` check). */

@@ -1,6 +1,7 @@
 /**
- * The plan of a clip-library PUT (spec section 4, avatar rule 9): a full replacement of the
- * avatar's clip records, computed from the current rows and the validated declaration.
+ * The plan of a clip-library PUT: a full replacement of the avatar's clip records (omitted clips
+ * retire), computed from the current rows and the validated declaration. Only source changes
+ * queue media work; selection or action metadata never re-renders an unchanged source.
  *
  * - kept: declared, and the current row has the same source (same asset id, or same trimmed
  *   prompt and duration). Never re-rendered, whatever changed in selection or action metadata.

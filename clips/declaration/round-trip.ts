@@ -1,6 +1,6 @@
 /**
- * From what GET /avatars/{avatarId}/clips shows back to a PUT body (spec section 2, "Mapping a GET
- * row back into a PUT source"): uploaded rows become `{ assetId }`, generated rows
+ * From what GET /avatars/{avatarId}/clips shows back to a PUT body, so a client can re-declare
+ * the library it reads: uploaded rows become `{ assetId }`, generated rows
  * `{ motionPrompt, durationSeconds }` (a null duration omitted), and older generated rows without
  * a prompt need one from the user. Behavior moves from the envelope to the top level.
  */
@@ -29,7 +29,10 @@ export function rowToSource(row: RowSourceFields): RowSourceResult {
   return { ok: true, clipId: row.clipId, source: row.durationSeconds === null ? { motionPrompt } : { motionPrompt, durationSeconds: row.durationSeconds } };
 }
 
-/** A row of the GET envelope's `data` (spec section 2). `source` is the row's source kind. */
+/**
+ * A row of the GET envelope's `data`. `source` is the row's source kind; `status` is the clip's
+ * latest job, separate from `url`, which keeps serving during a replacement or after its failure.
+ */
 export interface ClipEnvelopeRow {
   clipId: string;
   status: ClipStatus;

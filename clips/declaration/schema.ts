@@ -1,6 +1,7 @@
 /**
- * The strict zod schema of the clip-library declaration, the body of PUT /avatars/{avatarId}/clips
- * (spec section 2 "Clip library", section 4 avatar rules 9 to 11, section 8 limits).
+ * The strict zod schema of the clip-library declaration, the body of PUT /avatars/{avatarId}/clips:
+ * `{ expectedRevision, clips: { id: { source } }, idle?, on?, actions? }` with the limits of
+ * limits.ts. Plain zod: the api layer gives it its OpenAPI name.
  *
  * Every per-field limit and every cross-field rule lives here, so a failed parse names the field:
  * strict objects (unknown or mis-cased fields are issues), trimmed texts, id-keyed records whose

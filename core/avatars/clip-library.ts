@@ -1,7 +1,7 @@
 /**
- * The clip library of an avatar over HTTP (spec section 2 "Clip library", section 4 avatar rules
- * 9 to 12): GET /avatars/{id}/clips (the envelope) and PUT /avatars/{id}/clips (a declaration, a
- * full replacement). The pure rules live in clips/declaration (validation, plan, round trip); this
+ * The clip library of an avatar over HTTP: GET /avatars/{id}/clips (the envelope) and PUT
+ * /avatars/{id}/clips (a declaration: a full replacement, against the current revision, with every
+ * motion prompt and action description screened). The pure rules live in clips/declaration (validation, plan, round trip); this
  * file adds the database, the prompt screen, the asset checks, the clip render jobs, and the
  * mapping of refused declarations (clips' problems) to API errors.
  */
@@ -154,8 +154,8 @@ export class ClipLibrary {
       for (const clipId of plan.queued) {
         const source = decl.clips[clipId]!.source;
         const generated = source.kind === 'generated';
-        // A live row keeps serving its previous outputs while the new source renders (spec: the url
-        // can stay non-null during a replacement); a revived retired row starts without outputs.
+        // A live row keeps serving its previous outputs while the new source renders (its url stays
+        // non-null during a replacement); a revived retired row starts without outputs.
         await tx`
           insert into avatar_clips (avatar_id, clip_id, status, source_kind, motion_prompt, duration_seconds, upload_asset_id, anchor_version)
           values (${avatarId}, ${clipId}, 'queued', ${source.kind}, ${generated ? source.motionPrompt : null},
@@ -181,7 +181,7 @@ export class ClipLibrary {
   }
 
   /**
-   * POST /avatars/{id}/clips/review (spec section 4 avatar rule 8): a person accepts an uploaded
+   * POST /avatars/{id}/clips/review: a person accepts an uploaded
    * clip whose pose validation refused it for its pose (`pose_mismatch`) or has not settled yet.
    * The machine verdict stays in `pose_check`, with `review: { reason, at, by }` added; the video is
    * copied under the clip's prefix (as the accepted path does) and the clip serves (`ready`). Any
@@ -262,7 +262,7 @@ export class ClipLibrary {
     }
   }
 
-  /** Every motion prompt and action description through the avatar prompt screen (rule 9: even on metadata-only writes). */
+  /** Every motion prompt and action description through the avatar prompt screen, even on metadata-only writes. */
   private async screenAll(decl: NormalisedDeclaration): Promise<void> {
     const texts: { field: string; text: string }[] = [];
     for (const [id, { source }] of Object.entries(decl.clips)) {

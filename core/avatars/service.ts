@@ -67,7 +67,12 @@ export interface AvatarServiceDeps {
 
 const SWAP_FIELDS = new Set(['sourceAssetId', 'anchorTimeMs', 'sourceReview']);
 
-/** Avatars: the rules of spec section 4 over the `avatars` table, and the jobs that generate their loops. */
+/**
+ * Avatars over the `avatars` table: creation from a portrait (image only; the idle loop and default
+ * clips generate in the background), profile updates, portrait swaps (with an optional person's
+ * review that overrides the automated source checks), loop re-direction, deletion, and the jobs
+ * that generate their loops.
+ */
 export class AvatarService {
   private readonly check: (bytes: Buffer) => Promise<SourceVerdict>;
 

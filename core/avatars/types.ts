@@ -46,7 +46,7 @@ export interface AvatarRow {
   anchor_version: number;
 }
 
-/** The Avatar of the wire (camelCase, spec section 2, plus the profile fields this API adds). */
+/** The Avatar of the wire (camelCase), with the profile fields. */
 export interface Avatar {
   id: string;
   tenantId: string;
