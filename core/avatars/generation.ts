@@ -27,11 +27,6 @@ export interface LoopWorkerDeps {
   /** Concurrent renders in this process. */
   concurrency: number;
   /**
-   * The motion library of issue 5 hooks in here: called after the idle loop published, with the
-   * prepared job (generate the default clips from the same portrait). Nothing by default.
-   */
-  afterLoopPublished?: (data: LoopJobData, row: AvatarRow) => Promise<void>;
-  /**
    * The default motion library (DEFAULT_MOTION_CLIPS): queued in the transaction that publishes the
    * loop, when the avatar has no clips yet (core/avatars/clips.ts). None when empty or absent.
    */
@@ -106,15 +101,15 @@ export class LoopWorker {
           select * from avatars where id = ${data.avatarId} and generation_id = ${data.generationId} and deleted_at is null
             and idle_video_status in ('queued', 'generating') for update`;
         if (!old) return undefined;
-        const [updated] = await tx<AvatarRow[]>`
+        await tx`
           update avatars set serving_loop_key = ${loopKey}, serving_cache_key = ${cacheKey},
             cache_manifest_id = ${`cmf_${data.generationId.slice(4)}`}, cache_version = cache_version + 1,
             idle_video_status = 'ready', status = 'ready', error = null, source_kind = 'video',
             motion_prompt = ${data.motionPrompt}, loop_render_pending = false, updated_at = now()
-          where id = ${data.avatarId} returning *`;
+          where id = ${data.avatarId}`;
         // The first published loop also queues the default motion library (once per avatar).
         await queueDefaultClips(tx, this.d.jobs, { tenantId: data.tenantId, avatarId: data.avatarId, reviewed: data.reviewed }, this.d.defaultClips ?? []);
-        return { old, updated: updated! };
+        return { old };
       });
       if (!published) {
         log.info('loop superseded before publishing, discarded');
@@ -129,7 +124,6 @@ export class LoopWorker {
       if (published.old.serving_loop_key && published.old.serving_loop_key !== loopKey) {
         await this.deleteKeys(renderObjectKeys(published.old.serving_loop_key, published.old.serving_cache_key));
       }
-      await this.d.afterLoopPublished?.(data, published.updated);
     } catch (err) {
       await this.deleteKeys(uploaded);
       const failure = finalRenderFailure(err, job, 'Loop');
