@@ -1,6 +1,33 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
+/**
+ * The layering (README "Layout"): api/ and agent/ use core/, clips/ and render/, never each other;
+ * core/ never imports api/ or agent/; render/ imports nothing of ours except client/format.ts;
+ * clips/ imports nothing of ours.
+ *
+ * Our imports are relative, so a rule matches the top-level folder an import climbs into
+ * (`../../core/errors.ts`), whatever the depth of the importing file. OUR_FOLDERS lists every
+ * top-level folder of ours (agent/ is reserved for the LiveKit agent worker); test/layering.test.ts
+ * fails when a folder holding TypeScript is missing from it.
+ */
+const OUR_FOLDERS = ['agent', 'api', 'bench', 'cli', 'client', 'clips', 'core', 'render', 'scripts', 'test'];
+
+/** A no-restricted-imports pattern: any import that climbs into one of `folders`. */
+function climbsInto(folders, message) {
+  return { regex: `^(\\./)?(\\.\\./)+(${folders.join('|')})(/|$)`, message };
+}
+
+const RENDER_IMPORTS = 'render/ imports nothing of ours except client/format.ts';
+const renderOutside = climbsInto(
+  OUR_FOLDERS.filter((f) => f !== 'render' && f !== 'client'),
+  RENDER_IMPORTS,
+);
+const renderClient = { regex: '^(\\./)?(\\.\\./)+client(/(?!format\\.ts$)|$)', message: RENDER_IMPORTS };
+const coreUp = climbsInto(['api', 'agent'], 'core/ never imports api/ or agent/ (they build on core)');
+
+const layers = (files, patterns, paths = []) => ({ files, rules: { 'no-restricted-imports': ['error', { patterns, paths }] } });
+
 export default tseslint.config(
   { ignores: ['node_modules/', 'data/', '**/dist/', 'coverage/', '**/*.py'] },
   js.configs.recommended,
@@ -16,4 +43,20 @@ export default tseslint.config(
     files: ['cli/**', 'bench/**', 'scripts/**', 'render/cli/**'],
     rules: { 'no-console': 'off' },
   },
+  // Layering. A later block for the same files replaces the earlier one's patterns, so each
+  // exemption restates what still holds.
+  layers(['render/**'], [renderOutside, renderClient]),
+  // Render's tests read what render writes with the real client reader (the round trip a user relies on).
+  layers(['render/**/*.test.ts'], [renderOutside]),
+  layers(
+    ['clips/**'],
+    [climbsInto(OUR_FOLDERS.filter((f) => f !== 'clips'), 'clips/ imports nothing of ours: it is pure logic shared by api/ and agent/')],
+    [{ name: '@hono/zod-openapi', message: 'clips/ uses plain zod: OpenAPI names belong to api/' }],
+  ),
+  layers(['core/**'], [coreUp]),
+  // Core's integration tests drive the services through the HTTP API, as a user does (test/helpers
+  // testApi, api test support); they still never import agent/.
+  layers(['core/**/*.test.ts'], [climbsInto(['agent'], 'core/ never imports agent/')]),
+  layers(['api/**'], [climbsInto(['agent'], 'api/ never imports agent/: both build on core/, clips/ and render/')]),
+  layers(['agent/**'], [climbsInto(['api'], 'agent/ never imports api/: both build on core/, clips/ and render/')]),
 );

@@ -1,5 +1,5 @@
 /**
- * The weighted idle pool (spec section 4, avatar rule 10).
+ * The weighted idle pool of an avatar's clip library.
  *
  * Members are the source loop (`SOURCE_MEMBER_ID`) and the authored idle clips. Each has a
  * declared weight; each draw considers only the AVAILABLE (`ready`) positive members and
@@ -8,7 +8,7 @@
  */
 import { ClipLibraryNotReady, IdlePoolExhausted } from './errors.ts';
 import { deriveSeed, mulberry32, pickWeighted } from './prng.ts';
-import { SOURCE_MEMBER_ID, type Availability, type Behavior } from './types.ts';
+import { DEFAULT_WEIGHT, SOURCE_MEMBER_ID, type Availability, type Behavior } from './types.ts';
 
 export interface IdleMemberWeight {
   id: string;
@@ -39,12 +39,12 @@ export function idleMemberWeights(behavior: Behavior): IdleMemberWeight[] {
   }
   const weights = behavior.idle?.weights;
   if (weights) {
-    const of = (id: string) => (Object.hasOwn(weights, id) ? sanitise(weights[id] as number) : 1);
+    const of = (id: string) => (Object.hasOwn(weights, id) ? sanitise(weights[id] as number) : DEFAULT_WEIGHT);
     return [SOURCE_MEMBER_ID, ...authored].map((id) => ({ id, weight: of(id) }));
   }
   const legacy = behavior.idle?.weight;
-  const each = legacy === undefined || authored.length === 0 ? 1 : sanitise(legacy) / authored.length;
-  return [{ id: SOURCE_MEMBER_ID, weight: 1 }, ...authored.map((id) => ({ id, weight: each }))];
+  const each = legacy === undefined || authored.length === 0 ? DEFAULT_WEIGHT : sanitise(legacy) / authored.length;
+  return [{ id: SOURCE_MEMBER_ID, weight: DEFAULT_WEIGHT }, ...authored.map((id) => ({ id, weight: each }))];
 }
 
 export type IdlePoolState =

@@ -1,5 +1,5 @@
 /**
- * Listening reactions and the action menu (spec section 4, avatar rule 11).
+ * Listening reactions (one per userSpeechStarted event) and the action menu the language model reads.
  */
 import { deriveSeed, mulberry32, pickUniform } from './prng.ts';
 import type { Availability, Behavior } from './types.ts';

@@ -1,5 +1,5 @@
 /**
- * The playback scheduler the agent drives (spec section 4, avatar rules 10 and 11).
+ * The playback scheduler the agent drives: idle clips, listening reactions and actions.
  *
  * Decision: interrupts take effect at the CLIP BOUNDARY. Clips are anchored to the avatar's pose
  * (they start and end on the anchor frame), so the end of a clip is the only seamless cut point;

@@ -1,12 +1,15 @@
 /**
- * Types of the behaviour engine (spec section 4, avatar rules 10 and 11).
+ * Types of the behaviour engine: the idle pool, listening reactions and actions of a clip library.
  *
  * The engine works on the *declared* behaviour as the clip-library PUT stores it (after
- * `clips/declaration.ts` has validated it) and on a live view of which clips can be served.
+ * clips/declaration/validate.ts has validated it) and on a live view of which clips can be served.
  */
 
 /** Member id of the avatar's source loop. It is always a member of the idle pool unless weighted 0. */
 export const SOURCE_MEMBER_ID = 'source';
+
+/** The weight of an idle member the declaration does not weight. */
+export const DEFAULT_WEIGHT = 1;
 
 /** The declared behaviour (the `behavior` object of the clip-library GET envelope). */
 export interface Behavior {

@@ -1,6 +1,6 @@
 /**
- * Limits of the clip-library declaration (PUT /avatars/{avatarId}/clips), spec section 8.
- * Lengths are UTF-16 code units (JavaScript `length`), measured after trimming.
+ * Limits of the clip-library declaration (PUT /avatars/{avatarId}/clips), as the public API
+ * documents them. Lengths are UTF-16 code units (JavaScript `length`), measured after trimming.
  */
 
 /** Clip and action ids: 1 to 64 letters, digits, underscores, hyphens (the `avatar_clips.clip_id` check). */
@@ -16,13 +16,11 @@ export const DEFAULT_DURATION_SECONDS = 5;
 export const CLIP_LIST_MAX = 32;
 export const WEIGHT_MIN = 0;
 export const WEIGHT_MAX = 100;
-/** An idle member without an explicit weight. */
-export const DEFAULT_WEIGHT = 1;
 /** JSON body cap of the route (413 above it); enforced by the route, not here. */
 export const DECLARATION_BODY_CAP_BYTES = 64 * 1024;
 
-/** The source loop's member id in the idle pool: one constant, shared with the behaviour engine. */
-export { SOURCE_MEMBER_ID } from '../behavior/types.ts';
+/** The source loop's member id in the idle pool, and an idle member's weight when none is declared: shared with the behaviour engine. */
+export { DEFAULT_WEIGHT, SOURCE_MEMBER_ID } from '../behavior/types.ts';
 
 /**
  * Ids refused as clip ids and as action ids (compared case-insensitively, so `Source` and

@@ -1,8 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { AvatarClipRow } from '../../core/avatars/types.ts';
 import { RESERVED_IDS } from './limits.ts';
-import { currentClipRowFromDb, planDeclaration, type CurrentClipRow } from './plan.ts';
+import { planDeclaration, type CurrentClipRow } from './plan.ts';
 import { envelopeToDeclaration, rowToSource, type ClipEnvelope, type ClipEnvelopeRow } from './round-trip.ts';
 import { validateDeclaration, type NormalisedDeclaration } from './validate.ts';
 
@@ -107,17 +106,6 @@ describe('planDeclaration', () => {
     for (const status of ['queued', 'rendering', 'ready', 'failed'] as const) {
       expect(planDeclaration([row('a', { status })], decl({ expectedRevision: 0, clips: { a: { source: { motionPrompt: 'nod' } } } })).kept).toEqual(['a']);
     }
-  });
-
-  it('reads DB rows through currentClipRowFromDb', () => {
-    const db: AvatarClipRow = {
-      avatar_id: 'ava_1', clip_id: 'nod', status: 'ready', source_kind: 'generated', motion_prompt: 'nod', duration_seconds: 4, upload_asset_id: null,
-      mp4_key: 'k', cache_key: null, generation_id: 'g', anchor_version: 2, pose_check: null, error: null, is_default: true, retired_at: null,
-      created_at: new Date(), updated_at: new Date(),
-    };
-    const r = currentClipRowFromDb(db);
-    expect(r).toMatchObject({ clipId: 'nod', sourceKind: 'generated', motionPrompt: 'nod', durationSeconds: 4, isDefault: true, anchorVersion: 2 });
-    expect(planDeclaration([r], decl({ expectedRevision: 0, clips: { nod: { source: { motionPrompt: 'nod', durationSeconds: 4 } } } })).kept).toEqual(['nod']);
   });
 });
 

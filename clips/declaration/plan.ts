@@ -1,17 +1,21 @@
 /**
- * The plan of a clip-library PUT (spec section 4, avatar rule 9): a full replacement of the
- * avatar's clip records, computed from the current rows and the validated declaration.
+ * The plan of a clip-library PUT: a full replacement of the avatar's clip records (omitted clips
+ * retire), computed from the current rows and the validated declaration. Only source changes
+ * queue media work; selection or action metadata never re-renders an unchanged source.
  *
  * - kept: declared, and the current row has the same source (same asset id, or same trimmed
  *   prompt and duration). Never re-rendered, whatever changed in selection or action metadata.
  * - queued: declared with a new or changed source (or a source kind change): media work.
  * - retired: a current (not retired) row the declaration omits.
  */
-import type { AvatarClipRow, ClipStatus } from '../../core/avatars/types.ts';
 import { DEFAULT_DURATION_SECONDS } from './limits.ts';
 import type { NormalisedDeclaration, NormalisedSource } from './validate.ts';
 
-/** One row of `avatar_clips` (migration 0006) in camelCase, as the plan and the round trip read it. */
+/** Progress of a clip's latest render (or pose validation, for an uploaded clip). */
+export const CLIP_STATUSES = ['queued', 'rendering', 'ready', 'failed'] as const;
+export type ClipStatus = (typeof CLIP_STATUSES)[number];
+
+/** One stored clip record in camelCase, as the plan and the round trip read it. */
 export interface CurrentClipRow {
   clipId: string;
   status: ClipStatus;
@@ -26,24 +30,6 @@ export interface CurrentClipRow {
   error: string | null;
   isDefault: boolean;
   retiredAt: Date | null;
-}
-
-export function currentClipRowFromDb(r: AvatarClipRow): CurrentClipRow {
-  return {
-    clipId: r.clip_id,
-    status: r.status,
-    sourceKind: r.source_kind,
-    motionPrompt: r.motion_prompt,
-    durationSeconds: r.duration_seconds,
-    uploadAssetId: r.upload_asset_id,
-    mp4Key: r.mp4_key,
-    generationId: r.generation_id,
-    anchorVersion: r.anchor_version,
-    poseCheck: r.pose_check,
-    error: r.error,
-    isDefault: r.is_default,
-    retiredAt: r.retired_at,
-  };
 }
 
 export interface ClipPlan {

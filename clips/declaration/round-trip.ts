@@ -1,13 +1,12 @@
 /**
- * From what GET /avatars/{avatarId}/clips shows back to a PUT body (spec section 2, "Mapping a GET
- * row back into a PUT source"): uploaded rows become `{ assetId }`, generated rows
+ * From what GET /avatars/{avatarId}/clips shows back to a PUT body, so a client can re-declare
+ * the library it reads: uploaded rows become `{ assetId }`, generated rows
  * `{ motionPrompt, durationSeconds }` (a null duration omitted), and older generated rows without
  * a prompt need one from the user. Behavior moves from the envelope to the top level.
  */
-import type { ClipStatus } from '../../core/avatars/types.ts';
-import type { CurrentClipRow } from './plan.ts';
+import type { Behavior } from '../behavior/types.ts';
+import type { ClipStatus, CurrentClipRow } from './plan.ts';
 import type { SourceBody } from './schema.ts';
-import type { DeclaredBehavior } from './validate.ts';
 
 /** The source fields of a row, as stored (CurrentClipRow) or shown (ClipEnvelopeRow via envelopeRowSource). */
 export type RowSourceFields = Pick<CurrentClipRow, 'clipId' | 'sourceKind' | 'motionPrompt' | 'durationSeconds' | 'uploadAssetId'>;
@@ -30,7 +29,10 @@ export function rowToSource(row: RowSourceFields): RowSourceResult {
   return { ok: true, clipId: row.clipId, source: row.durationSeconds === null ? { motionPrompt } : { motionPrompt, durationSeconds: row.durationSeconds } };
 }
 
-/** A row of the GET envelope's `data` (spec section 2). `source` is the row's source kind. */
+/**
+ * A row of the GET envelope's `data`. `source` is the row's source kind; `status` is the clip's
+ * latest job, separate from `url`, which keeps serving during a replacement or after its failure.
+ */
 export interface ClipEnvelopeRow {
   clipId: string;
   status: ClipStatus;
@@ -55,7 +57,7 @@ export interface ClipEnvelope {
   anchor: unknown;
   clipLibraryEligible: boolean;
   defaultSourceAssetId: string | null;
-  behavior: DeclaredBehavior | null;
+  behavior: Behavior | null;
 }
 
 export function envelopeRowSource(row: ClipEnvelopeRow): RowSourceFields {
@@ -63,7 +65,7 @@ export function envelopeRowSource(row: ClipEnvelopeRow): RowSourceFields {
 }
 
 /** A PUT body in wire shape (what `DeclarationBodySchema` accepts). */
-export interface DeclarationPutBody extends DeclaredBehavior {
+export interface DeclarationPutBody extends Behavior {
   expectedRevision: number;
   clips: Record<string, { source: SourceBody }>;
 }

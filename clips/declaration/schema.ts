@@ -1,6 +1,7 @@
 /**
- * The strict zod schema of the clip-library declaration, the body of PUT /avatars/{avatarId}/clips
- * (spec section 2 "Clip library", section 4 avatar rules 9 to 11, section 8 limits).
+ * The strict zod schema of the clip-library declaration, the body of PUT /avatars/{avatarId}/clips:
+ * `{ expectedRevision, clips: { id: { source } }, idle?, on?, actions? }` with the limits of
+ * limits.ts. Plain zod: the api layer gives it its OpenAPI name.
  *
  * Every per-field limit and every cross-field rule lives here, so a failed parse names the field:
  * strict objects (unknown or mis-cased fields are issues), trimmed texts, id-keyed records whose
@@ -10,12 +11,11 @@
  * raw body (JSON.parse keeps them as own keys, zod silently drops them) and turns issues into
  * field-named problems.
  */
-import { z } from '@hono/zod-openapi';
+import { z } from 'zod';
 import {
   ACTION_DESCRIPTION_MAX,
   ASSET_ID_MAX,
   CLIP_LIST_MAX,
-  DEFAULT_WEIGHT,
   DURATION_MAX_SECONDS,
   DURATION_MIN_SECONDS,
   ID_PATTERN,
@@ -25,6 +25,7 @@ import {
   WEIGHT_MIN,
   isReservedId,
 } from './limits.ts';
+import { idleMemberWeights } from '../behavior/idle.ts';
 
 /** A trimmed, nonempty string of at most `max` UTF-16 code units (zod's own max() counts code points). */
 function trimmedText(max: number) {
@@ -108,13 +109,6 @@ export const ClipList = z
     });
   });
 
-/** The weight a member of the idle pool gets (`source` or an idle clip id), rule 10. */
-export function idleMemberWeight(idle: { clips: readonly string[]; weight?: number | undefined; weights?: Readonly<Record<string, number>> | undefined }, member: string): number {
-  if (idle.weights && Object.hasOwn(idle.weights, member)) return idle.weights[member] as number;
-  if (idle.weight !== undefined && member !== SOURCE_MEMBER_ID) return idle.weight / Math.max(1, idle.clips.length);
-  return DEFAULT_WEIGHT;
-}
-
 export const IdleInput = z
   .strictObject({
     clips: ClipList,
@@ -137,8 +131,8 @@ export const IdleInput = z
         }
       }
     }
-    const members = [SOURCE_MEMBER_ID, ...idle.clips];
-    if (!members.some((m) => idleMemberWeight(idle, m) > 0)) {
+    // The behaviour engine's own weighting decides, so the validator and the engine cannot disagree.
+    if (!idleMemberWeights({ idle }).some((m) => m.weight > 0)) {
       ctx.addIssue({ code: 'custom', path: [idle.weights ? 'weights' : 'weight'], message: 'leaves no idle member with a positive weight (at least one must stay positive)' });
     }
   });
@@ -166,8 +160,7 @@ export const DeclarationBodySchema = z
     if (body.idle) check(body.idle.clips, ['idle', 'clips']);
     if (body.on?.userSpeechStarted) check(body.on.userSpeechStarted.clips, ['on', 'userSpeechStarted', 'clips']);
     for (const [actionId, action] of Object.entries(body.actions ?? {})) check(action.clips, ['actions', actionId, 'clips']);
-  })
-  .openapi('ClipDeclarationRequest');
+  });
 
 /** The PUT body as parsed (trimmed texts; duration not yet defaulted). */
 export type DeclarationBody = z.output<typeof DeclarationBodySchema>;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { RESERVED_IDS } from './limits.ts';
-import { declarationRejected, validateDeclaration, type NormalisedDeclaration } from './validate.ts';
+import { validateDeclaration, type NormalisedDeclaration } from './validate.ts';
 
 type Body = Record<string, unknown>;
 
@@ -60,14 +60,11 @@ describe('validateDeclaration: baseline', () => {
     expect(ok({ expectedRevision: 0, clips: {} }).clips).toEqual({});
   });
 
-  it('maps the first problem to 422 clip_declaration_rejected naming the field', () => {
+  it('names the offending field in its first problem', () => {
     const r = validateDeclaration(gen(''));
     expect(r.ok).toBe(false);
     if (r.ok) return;
-    const err = declarationRejected(r.problems);
-    expect(err.status).toBe(422);
-    expect(err.code).toBe('clip_declaration_rejected');
-    expect(err.extra.field).toBe('clips.c.source.motionPrompt');
+    expect(r.problems[0]).toEqual({ field: 'clips.c.source.motionPrompt', message: 'must not be empty (after trimming)' });
   });
 });
 

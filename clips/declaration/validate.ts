@@ -3,26 +3,20 @@
  * `__proto__` keys, and normalise (default duration applied, sources tagged by kind, behavior
  * gathered in the shape the behavior engine reads). No DB, no I/O.
  */
-import type { z } from '@hono/zod-openapi';
-import { ApiError } from '../../core/errors.ts';
+import type { z } from 'zod';
+import type { Behavior } from '../behavior/types.ts';
 import { DEFAULT_DURATION_SECONDS } from './limits.ts';
 import { DeclarationBodySchema, type DeclarationBody, type SourceBody } from './schema.ts';
 
 /** A source after normalisation; `kind` is the `avatar_clips.source_kind` it will be stored as. */
 export type NormalisedSource = { kind: 'upload'; assetId: string } | { kind: 'generated'; motionPrompt: string; durationSeconds: number };
 
-/** The declared behavior, structurally the `Behavior` of clips/behavior/types.ts (idle kept as declared). */
-export interface DeclaredBehavior {
-  idle?: { clips: string[]; weight?: number; weights?: Record<string, number> };
-  on?: { userSpeechStarted?: { clips: string[] } };
-  actions?: Record<string, { description: string; clips: string[] }>;
-}
-
 export interface NormalisedDeclaration {
   expectedRevision: number;
   /** Clip id to its normalised source, in declaration order. */
   clips: Record<string, { source: NormalisedSource }>;
-  behavior: DeclaredBehavior;
+  /** The behaviour the engine (clips/behavior) runs, idle weights kept as declared. */
+  behavior: Behavior;
 }
 
 /** One reason a declaration is refused; `field` is a path like `clips.wave.source.motionPrompt` or `idle.clips[2]`. */
@@ -83,7 +77,7 @@ export function normaliseSource(source: SourceBody): NormalisedSource {
 function normalise(body: DeclarationBody): NormalisedDeclaration {
   const clips: Record<string, { source: NormalisedSource }> = {};
   for (const [id, clip] of Object.entries(body.clips)) clips[id] = { source: normaliseSource(clip.source) };
-  const behavior: DeclaredBehavior = {};
+  const behavior: Behavior = {};
   if (body.idle) {
     behavior.idle = { clips: [...body.idle.clips] };
     if (body.idle.weight !== undefined) behavior.idle.weight = body.idle.weight;
@@ -107,13 +101,4 @@ export function validateDeclaration(body: unknown): DeclarationResult {
   const parsed = DeclarationBodySchema.safeParse(body);
   if (!parsed.success) return { ok: false, problems: problemsFromZod(parsed.error) };
   return { ok: true, declaration: normalise(parsed.data) };
-}
-
-/** The API answer for a refused declaration: 422 `clip_declaration_rejected` naming the first problem's field. */
-export function declarationRejected(problems: readonly DeclarationProblem[]): ApiError {
-  const first = problems[0] ?? { field: '', message: 'is invalid' };
-  return new ApiError('clip_declaration_rejected', `Invalid clip declaration: "${first.field}" ${first.message}`, {
-    field: first.field || null,
-    ...(problems.length > 1 ? { issues: problems.length } : {}),
-  });
 }

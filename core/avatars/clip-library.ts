@@ -1,11 +1,19 @@
 /**
- * The clip library of an avatar over HTTP (spec section 2 "Clip library", section 4 avatar rules
- * 9 to 12): GET /avatars/{id}/clips (the envelope) and PUT /avatars/{id}/clips (a declaration, a
- * full replacement). The pure rules live in clips/declaration (validation, plan, round trip); this
- * file adds the database, the prompt screen, the asset checks and the clip render jobs.
+ * The clip library of an avatar over HTTP: GET /avatars/{id}/clips (the envelope) and PUT
+ * /avatars/{id}/clips (a declaration: a full replacement, against the current revision, with every
+ * motion prompt and action description screened). The pure rules live in clips/declaration (validation, plan, round trip); this
+ * file adds the database, the prompt screen, the asset checks, the clip render jobs, and the
+ * mapping of refused declarations (clips' problems) to API errors.
  */
-import type { ClipEnvelope, ClipEnvelopeRow, ClipPlan, NormalisedDeclaration } from '../../clips/declaration/index.ts';
-import { currentClipRowFromDb, declarationRejected, planDeclaration, validateDeclaration } from '../../clips/declaration/index.ts';
+import type {
+  ClipEnvelope,
+  ClipEnvelopeRow,
+  ClipPlan,
+  CurrentClipRow,
+  DeclarationProblem,
+  NormalisedDeclaration,
+} from '../../clips/declaration/index.ts';
+import { planDeclaration, validateDeclaration } from '../../clips/declaration/index.ts';
 import type { Principal } from '../auth/key-store.ts';
 import type { Sql, Tx } from '../db/index.ts';
 import { ApiError, notFound } from '../errors.ts';
@@ -15,6 +23,7 @@ import { randomBase62 } from '../ids.ts';
 import { clipPrefix, enqueueClip } from './clips.ts';
 import type { PortraitAssets } from './ports.ts';
 import type { PromptScreen } from './screen.ts';
+import { sourceReviewed } from './source-check.ts';
 import type { AvatarClipRow, AvatarRow } from './types.ts';
 import { deleteObjects, renderObjectKeys } from './render-outputs.ts';
 import { UPLOAD_CLIP_MAX_BYTES } from './upload-pose.ts';
@@ -141,12 +150,12 @@ export class ClipLibrary {
           update avatar_clips set retired_at = now(), updated_at = now()
           where avatar_id = ${avatarId} and clip_id = any(${plan.retired}) and retired_at is null`;
       }
-      const reviewed = await lastSwapReviewed(tx, locked);
+      const reviewed = await sourceReviewed(tx, locked);
       for (const clipId of plan.queued) {
         const source = decl.clips[clipId]!.source;
         const generated = source.kind === 'generated';
-        // A live row keeps serving its previous outputs while the new source renders (spec: the url
-        // can stay non-null during a replacement); a revived retired row starts without outputs.
+        // A live row keeps serving its previous outputs while the new source renders (its url stays
+        // non-null during a replacement); a revived retired row starts without outputs.
         await tx`
           insert into avatar_clips (avatar_id, clip_id, status, source_kind, motion_prompt, duration_seconds, upload_asset_id, anchor_version)
           values (${avatarId}, ${clipId}, 'queued', ${source.kind}, ${generated ? source.motionPrompt : null},
@@ -172,7 +181,7 @@ export class ClipLibrary {
   }
 
   /**
-   * POST /avatars/{id}/clips/review (spec section 4 avatar rule 8): a person accepts an uploaded
+   * POST /avatars/{id}/clips/review: a person accepts an uploaded
    * clip whose pose validation refused it for its pose (`pose_mismatch`) or has not settled yet.
    * The machine verdict stays in `pose_check`, with `review: { reason, at, by }` added; the video is
    * copied under the clip's prefix (as the accepted path does) and the clip serves (`ready`). Any
@@ -253,7 +262,7 @@ export class ClipLibrary {
     }
   }
 
-  /** Every motion prompt and action description through the avatar prompt screen (rule 9: even on metadata-only writes). */
+  /** Every motion prompt and action description through the avatar prompt screen, even on metadata-only writes. */
   private async screenAll(decl: NormalisedDeclaration): Promise<void> {
     const texts: { field: string; text: string }[] = [];
     for (const [id, { source }] of Object.entries(decl.clips)) {
@@ -280,17 +289,36 @@ export class ClipLibrary {
   }
 }
 
+/** A stored `avatar_clips` row as the pure clip rules read it. */
+export function currentClipRowFromDb(r: AvatarClipRow): CurrentClipRow {
+  return {
+    clipId: r.clip_id,
+    status: r.status,
+    sourceKind: r.source_kind,
+    motionPrompt: r.motion_prompt,
+    durationSeconds: r.duration_seconds,
+    uploadAssetId: r.upload_asset_id,
+    mp4Key: r.mp4_key,
+    generationId: r.generation_id,
+    anchorVersion: r.anchor_version,
+    poseCheck: r.pose_check,
+    error: r.error,
+    isDefault: r.is_default,
+    retiredAt: r.retired_at,
+  };
+}
+
+/** The API answer for a refused declaration: 422 `clip_declaration_rejected` naming the first problem's field. */
+export function declarationRejected(problems: readonly DeclarationProblem[]): ApiError {
+  const first = problems[0] ?? { field: '', message: 'is invalid' };
+  return new ApiError('clip_declaration_rejected', `Invalid clip declaration: "${first.field}" ${first.message}`, {
+    field: first.field || null,
+    ...(problems.length > 1 ? { issues: problems.length } : {}),
+  });
+}
+
 function revisionConflict(currentRevision: number): ApiError {
   return new ApiError('revision_conflict', `The clip library changed (revision ${currentRevision}): GET it again and re-declare against that revision`, {
     currentRevision,
   });
-}
-
-/** Whether the current portrait was accepted by a person's review (clips then render with relaxed rig limits, as the loop). */
-async function lastSwapReviewed(tx: Tx, row: AvatarRow): Promise<boolean> {
-  if (!row.source_asset_id) return false;
-  const [r] = await tx<{ review_reason: string | null }[]>`
-    select review_reason from avatar_source_reviews where avatar_id = ${row.id} and asset_id = ${row.source_asset_id} and accepted
-    order by id desc limit 1`;
-  return Boolean(r?.review_reason);
 }

@@ -1,4 +1,3 @@
-import type { ChildProcess } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -10,7 +9,7 @@ import type { ObjectStorage } from '../storage/index.ts';
 import type { DefaultClip } from './default-clips.ts';
 import type { PortraitAssets } from './ports.ts';
 import { isRigError } from '../../render/rig/index.ts';
-import { spawnRender } from './render-process.ts';
+import { finalRenderFailure, RenderRefused, type RenderProcesses } from './render-process.ts';
 import { deleteObjects, renderObjectKeys, uploadRender } from './render-outputs.ts';
 import {
   AVATAR_CLIPS_DEAD_JOB,
@@ -93,16 +92,17 @@ export interface ClipWorkerDeps {
   storage: ObjectStorage;
   assets: PortraitAssets;
   log: Logger;
+  /** Runs each render in a child process (shared with the loop worker, killed together on stop). */
+  renders: RenderProcesses;
   /** Concurrent clip renders in this process. */
   concurrency: number;
 }
 
-/** A render error that retrying cannot fix (the rig refuses the portrait): the clip fails at once. */
-class Refused extends Error {}
-
-/** Renders generated clips, each in a child process (render-child.ts with `clip`). */
+/**
+ * Renders generated clips, each in a child process (RenderProcesses, the render job with `clip`;
+ * a refusal, RenderRefused, fails the clip at once), and pose-validates uploaded ones.
+ */
 export class ClipWorker {
-  private readonly children = new Set<ChildProcess>();
   private readonly anchors = new Map<string, AnchorPose | { refused: string }>();
 
   constructor(private readonly d: ClipWorkerDeps) {}
@@ -110,11 +110,6 @@ export class ClipWorker {
   async start(): Promise<void> {
     await this.d.jobs.work<ClipJobData>(AVATAR_CLIPS_JOB, (data, job) => this.run(data, job), { concurrency: this.d.concurrency });
     await this.d.jobs.work<ClipJobData>(AVATAR_CLIPS_DEAD_JOB, (data) => this.dead(data));
-  }
-
-  /** Kills running renders (their jobs fail and retry elsewhere). */
-  killRenders(): void {
-    for (const c of this.children) c.kill('SIGKILL');
   }
 
   /**
@@ -164,23 +159,19 @@ export class ClipWorker {
     let uploaded: string[] = [];
     try {
       const [avatar] = await this.d.sql<AvatarRow[]>`select * from avatars where id = ${data.avatarId}`;
-      if (!avatar?.source_asset_id) throw new Refused('The avatar has no portrait to animate');
+      if (!avatar?.source_asset_id) throw new RenderRefused('The avatar has no portrait to animate');
       anchorVersion = avatar.anchor_version;
       const portraitPath = path.join(work, 'portrait');
       await writeFile(portraitPath, await this.d.assets.readBytes(data.tenantId, avatar.source_asset_id));
-      const result = await spawnRender(
-        {
-          portraitPath,
-          outDir: path.join(work, 'out'),
-          seed: `${data.avatarId}:${data.clipId}`,
-          motionPrompt: null,
-          seconds: 0,
-          clip: { motionPrompt: clip.motion_prompt, durationSeconds: clip.duration_seconds ?? 5 },
-          reviewed: data.reviewed,
-        },
-        this.children,
-      );
-      if (!result.ok) throw new Refused(`The portrait cannot be animated (${result.refused.code}): ${result.refused.message}`);
+      const result = await this.d.renders.render({
+        portraitPath,
+        outDir: path.join(work, 'out'),
+        seed: `${data.avatarId}:${data.clipId}`,
+        motionPrompt: null,
+        seconds: 0,
+        clip: { motionPrompt: clip.motion_prompt, durationSeconds: clip.duration_seconds ?? 5 },
+        reviewed: data.reviewed,
+      });
       log.info({ frames: result.frames, renderMs: result.renderMs, totalMs: result.totalMs }, 'clip rendered');
 
       const { mp4Key, cacheKey } = await uploadRender(this.d.storage, prefix, result, 'clip.mp4', uploaded);
@@ -217,11 +208,10 @@ export class ClipWorker {
       }
     } catch (err) {
       await this.deleteKeys(uploaded);
-      const last = job.retryCount >= job.retryLimit;
-      if (err instanceof Refused || last) {
-        const message = err instanceof Refused ? err.message : `Clip generation failed after ${job.retryCount + 1} attempts`;
+      const failure = finalRenderFailure(err, job, 'Clip');
+      if (failure !== undefined) {
         log.warn({ err }, 'clip generation failed');
-        await this.setStatus(data, 'failed', message, rendered);
+        await this.setStatus(data, 'failed', failure, rendered);
         return;
       }
       log.warn({ err }, 'clip generation attempt failed, will retry');

@@ -1,4 +1,3 @@
-import type { ChildProcess } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -10,9 +9,8 @@ import type { UsageStore } from '../usage.ts';
 import type { PortraitAssets } from './ports.ts';
 import { queueDefaultClips } from './clips.ts';
 import type { DefaultClip } from './default-clips.ts';
-import type { RenderRequest, RenderResult } from './render-child.ts';
 import { deleteObjects, renderObjectKeys, uploadRender } from './render-outputs.ts';
-import { spawnRender } from './render-process.ts';
+import { finalRenderFailure, RenderRefused, type RenderProcesses } from './render-process.ts';
 import { AVATAR_LOOP_DEAD_JOB, AVATAR_LOOP_JOB, type AvatarRow, type LoopJobData } from './types.ts';
 
 export interface LoopWorkerDeps {
@@ -22,15 +20,12 @@ export interface LoopWorkerDeps {
   assets: PortraitAssets;
   usage: UsageStore;
   log: Logger;
+  /** Runs each render in a child process (shared with the clip worker, killed together on stop). */
+  renders: RenderProcesses;
   /** Seconds of the generated idle loop. */
   loopSeconds: number;
   /** Concurrent renders in this process. */
   concurrency: number;
-  /**
-   * The motion library of issue 5 hooks in here: called after the idle loop published, with the
-   * prepared job (generate the default clips from the same portrait). Nothing by default.
-   */
-  afterLoopPublished?: (data: LoopJobData, row: AvatarRow) => Promise<void>;
   /**
    * The default motion library (DEFAULT_MOTION_CLIPS): queued in the transaction that publishes the
    * loop, when the avatar has no clips yet (core/avatars/clips.ts). None when empty or absent.
@@ -43,26 +38,16 @@ export function loopPrefix(d: Pick<LoopJobData, 'tenantId' | 'avatarId' | 'gener
   return `tenants/${d.tenantId}/avatars/${d.avatarId}/loops/${d.generationId}`;
 }
 
-/** A render error that retrying cannot fix: the avatar fails at once. */
-class Refused extends Error {}
-
 /**
  * The worker side of avatar loop generation: registers the job handlers and runs each render in a
- * child process (off this process's event loop; a crash there fails the attempt, which retries).
+ * child process (RenderProcesses). A refusal (RenderRefused) fails the avatar at once.
  */
 export class LoopWorker {
-  private readonly children = new Set<ChildProcess>();
-
   constructor(private readonly d: LoopWorkerDeps) {}
 
   async start(): Promise<void> {
     await this.d.jobs.work<LoopJobData>(AVATAR_LOOP_JOB, (data, job) => this.run(data, job), { concurrency: this.d.concurrency });
     await this.d.jobs.work<LoopJobData>(AVATAR_LOOP_DEAD_JOB, (data) => this.dead(data));
-  }
-
-  /** Kills running renders (their jobs fail and retry elsewhere). */
-  killRenders(): void {
-    for (const c of this.children) c.kill('SIGKILL');
   }
 
   private async setState(data: LoopJobData, fields: { idle: AvatarRow['idle_video_status']; error?: string | null; failAvatar?: boolean }): Promise<boolean> {
@@ -96,10 +81,10 @@ export class LoopWorker {
     let uploaded: string[] = [];
     try {
       const [row] = await this.d.sql<AvatarRow[]>`select * from avatars where id = ${data.avatarId} and tenant_id = ${data.tenantId}`;
-      if (!row?.source_asset_id) throw new Refused('The avatar has no portrait to animate');
+      if (!row?.source_asset_id) throw new RenderRefused('The avatar has no portrait to animate');
       const portraitPath = path.join(work, 'portrait');
       await writeFile(portraitPath, await this.d.assets.readBytes(data.tenantId, row.source_asset_id));
-      const result = await this.render({
+      const result = await this.d.renders.render({
         portraitPath,
         outDir: path.join(work, 'out'),
         seed: data.avatarId,
@@ -107,7 +92,6 @@ export class LoopWorker {
         seconds: this.d.loopSeconds,
         reviewed: data.reviewed,
       });
-      if (!result.ok) throw new Refused(`The portrait cannot be animated (${result.refused.code}): ${result.refused.message}`);
       log.info({ frames: result.frames, renderMs: result.renderMs, totalMs: result.totalMs }, 'loop rendered');
 
       // Beside the serving loop, under this generation's own prefix; then one conditional swap of keys.
@@ -117,15 +101,15 @@ export class LoopWorker {
           select * from avatars where id = ${data.avatarId} and generation_id = ${data.generationId} and deleted_at is null
             and idle_video_status in ('queued', 'generating') for update`;
         if (!old) return undefined;
-        const [updated] = await tx<AvatarRow[]>`
+        await tx`
           update avatars set serving_loop_key = ${loopKey}, serving_cache_key = ${cacheKey},
             cache_manifest_id = ${`cmf_${data.generationId.slice(4)}`}, cache_version = cache_version + 1,
             idle_video_status = 'ready', status = 'ready', error = null, source_kind = 'video',
             motion_prompt = ${data.motionPrompt}, loop_render_pending = false, updated_at = now()
-          where id = ${data.avatarId} returning *`;
+          where id = ${data.avatarId}`;
         // The first published loop also queues the default motion library (once per avatar).
         await queueDefaultClips(tx, this.d.jobs, { tenantId: data.tenantId, avatarId: data.avatarId, reviewed: data.reviewed }, this.d.defaultClips ?? []);
-        return { old, updated: updated! };
+        return { old };
       });
       if (!published) {
         log.info('loop superseded before publishing, discarded');
@@ -140,14 +124,12 @@ export class LoopWorker {
       if (published.old.serving_loop_key && published.old.serving_loop_key !== loopKey) {
         await this.deleteKeys(renderObjectKeys(published.old.serving_loop_key, published.old.serving_cache_key));
       }
-      await this.d.afterLoopPublished?.(data, published.updated);
     } catch (err) {
       await this.deleteKeys(uploaded);
-      const last = job.retryCount >= job.retryLimit;
-      if (err instanceof Refused || last) {
-        const message = err instanceof Refused ? err.message : `Loop generation failed after ${job.retryCount + 1} attempts`;
+      const failure = finalRenderFailure(err, job, 'Loop');
+      if (failure !== undefined) {
         log.warn({ err }, 'loop generation failed');
-        await this.setState(data, { idle: 'failed', error: message, failAvatar: true });
+        await this.setState(data, { idle: 'failed', error: failure, failAvatar: true });
         await this.settle(data, false);
         return; // done: a refusal is not retried
       }
@@ -168,9 +150,5 @@ export class LoopWorker {
 
   private deleteKeys(keys: string[]): Promise<void> {
     return deleteObjects(this.d.storage, this.d.log, keys);
-  }
-
-  private render(req: RenderRequest): Promise<RenderResult> {
-    return spawnRender(req, this.children);
   }
 }

@@ -1,6 +1,6 @@
 /**
- * Avatar profile text: the limits (spec section 8, in UTF-16 code units, i.e. JavaScript string
- * length) and the session-instructions template that merges the profile into what a live session
+ * Avatar profile text: the limits (as the public API documents them, in UTF-16 code units, i.e.
+ * JavaScript string length) and the session-instructions template that merges the profile into what a live session
  * or turn gives the LLM. The merged text must fit SESSION_INSTRUCTIONS_MAX.
  */
 

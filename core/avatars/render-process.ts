@@ -1,39 +1,78 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createRequire } from 'node:module';
-import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import type { RenderRequest, RenderResult } from './render-child.ts';
+import type { RenderRequest, RenderResult } from '../../render/generate/index.ts';
+import type { JobContext } from '../jobs/queue.ts';
 
-const CHILD = path.join(path.dirname(fileURLToPath(import.meta.url)), 'render-child.ts');
+/** The render job's program (render/generate/job.ts in a process of its own). */
+const CHILD = fileURLToPath(new URL('../../render/cli/render-job.ts', import.meta.url));
 const TSX_LOADER = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
 
+/** A rendered loop or clip: its MP4 and frame cache on local disk. */
+export type RenderedFiles = Extract<RenderResult, { ok: true }>;
+
+/** A render that retrying cannot fix (no portrait, or the rig refuses it): the job fails at once. */
+export class RenderRefused extends Error {
+  override name = 'RenderRefused';
+}
+
 /**
- * Runs one render in a child process (render-child.ts under tsx), tracked in `children` while it
- * runs (so a stopping worker can kill it). Rejects when the child crashes or exits non-zero.
+ * How a failed render attempt ends: for good, with the error to store, on a refusal or on the
+ * job's last attempt; otherwise (undefined) the job retries.
  */
-export function spawnRender(req: RenderRequest, children: Set<ChildProcess>): Promise<RenderResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', TSX_LOADER, CHILD, JSON.stringify(req)], {
-      stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
-      env: { ...process.env, NODE_OPTIONS: '' },
-    });
-    children.add(child);
-    let out = '';
-    let errText = '';
-    child.stdout!.on('data', (b: Buffer) => (out += b.toString()));
-    child.stderr!.on('data', (b: Buffer) => (errText = (errText + b.toString()).slice(-4000)));
-    child.on('error', reject);
-    child.on('exit', (code, signal) => {
-      children.delete(child);
-      const line = out.trim().split('\n').pop();
-      if (code === 0 && line) {
-        try {
-          return resolve(JSON.parse(line) as RenderResult);
-        } catch {
-          /* fall through */
+export function finalRenderFailure(err: unknown, job: Pick<JobContext, 'retryCount' | 'retryLimit'>, what: 'Loop' | 'Clip'): string | undefined {
+  if (err instanceof RenderRefused) return err.message;
+  if (job.retryCount >= job.retryLimit) return `${what} generation failed after ${job.retryCount + 1} attempts`;
+  return undefined;
+}
+
+/**
+ * The render child processes of this process's job workers (loops and clips): each render runs in
+ * a child process (off the worker's event loop; a crash there fails the attempt, which retries),
+ * tracked while it runs so a stopping worker can kill it.
+ */
+export class RenderProcesses {
+  private readonly running = new Set<ChildProcess>();
+
+  /**
+   * Runs one render. A rig refusal rejects with RenderRefused; a crash or a non-zero exit rejects
+   * with a plain Error (the job retries).
+   */
+  async render(req: RenderRequest): Promise<RenderedFiles> {
+    const result = await this.spawn(req);
+    if (!result.ok) throw new RenderRefused(`The portrait cannot be animated (${result.refused.code}): ${result.refused.message}`);
+    return result;
+  }
+
+  /** Kills the running renders (their jobs fail and retry elsewhere). */
+  killAll(): void {
+    for (const c of this.running) c.kill('SIGKILL');
+  }
+
+  private spawn(req: RenderRequest): Promise<RenderResult> {
+    return new Promise((resolve, reject) => {
+      const child = spawn(process.execPath, ['--import', TSX_LOADER, CHILD, JSON.stringify(req)], {
+        stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+        env: { ...process.env, NODE_OPTIONS: '' },
+      });
+      this.running.add(child);
+      let out = '';
+      let errText = '';
+      child.stdout!.on('data', (b: Buffer) => (out += b.toString()));
+      child.stderr!.on('data', (b: Buffer) => (errText = (errText + b.toString()).slice(-4000)));
+      child.on('error', reject);
+      child.on('exit', (code, signal) => {
+        this.running.delete(child);
+        const line = out.trim().split('\n').pop();
+        if (code === 0 && line) {
+          try {
+            return resolve(JSON.parse(line) as RenderResult);
+          } catch {
+            /* fall through */
+          }
         }
-      }
-      reject(new Error(`${req.clip ? 'clip' : 'loop'} render exited with ${signal ?? code}: ${errText.trim().slice(-1000)}`));
+        reject(new Error(`${req.clip ? 'clip' : 'loop'} render exited with ${signal ?? code}: ${errText.trim().slice(-1000)}`));
+      });
     });
-  });
+  }
 }

@@ -10,7 +10,7 @@ import { enqueueClip, motionLibraries } from './clips.ts';
 import type { PortraitAssets } from './ports.ts';
 import { sessionInstructions, SESSION_INSTRUCTIONS_MAX } from './profile.ts';
 import type { PromptScreen } from './screen.ts';
-import { checkSource, type SourceVerdict } from './source-check.ts';
+import { checkSource, sourceReviewed, type SourceVerdict } from './source-check.ts';
 import { AVATAR_LOOP_DEAD_JOB, AVATAR_LOOP_JOB, type Avatar, type AvatarRow, type LoopJobData, type MotionLibraryClip } from './types.ts';
 
 /** How long a serving URL handed out in an Avatar stays valid. */
@@ -67,7 +67,12 @@ export interface AvatarServiceDeps {
 
 const SWAP_FIELDS = new Set(['sourceAssetId', 'anchorTimeMs', 'sourceReview']);
 
-/** Avatars: the rules of spec section 4 over the `avatars` table, and the jobs that generate their loops. */
+/**
+ * Avatars over the `avatars` table: creation from a portrait (image only; the idle loop and default
+ * clips generate in the background), profile updates, portrait swaps (with an optional person's
+ * review that overrides the automated source checks), loop re-direction, deletion, and the jobs
+ * that generate their loops.
+ */
 export class AvatarService {
   private readonly check: (bytes: Buffer) => Promise<SourceVerdict>;
 
@@ -350,22 +355,13 @@ export class AvatarService {
         generationId,
         motionPrompt,
         reason: 'redirect',
-        reviewed: await this.lastSwapReviewed(tx, locked),
+        reviewed: await sourceReviewed(tx, locked),
         usageSessionId: sessionId,
         priceCreditMicros: this.d.loopPriceCreditMicros,
       });
       return r!;
     });
     return this.toAvatar(row as AvatarRow);
-  }
-
-  /** Whether the current source was accepted by a person's review (its loop then renders with relaxed rig limits). */
-  private async lastSwapReviewed(tx: Tx, row: AvatarRow): Promise<boolean> {
-    if (!row.source_asset_id) return false;
-    const [r] = await tx<{ review_reason: string | null }[]>`
-      select review_reason from avatar_source_reviews where avatar_id = ${row.id} and asset_id = ${row.source_asset_id} and accepted
-      order by id desc limit 1`;
-    return Boolean(r?.review_reason);
   }
 
   private async enqueueLoop(tx: Tx, data: LoopJobData): Promise<void> {

@@ -1,4 +1,6 @@
 import { detectFaceRig, isRigError } from '../../render/rig/index.ts';
+import type { Sql, Tx } from '../db/index.ts';
+import type { AvatarRow } from './types.ts';
 
 /**
  * The automated source checks of a portrait: the face rig (one face, big enough, a pose a 2D rig
@@ -37,3 +39,15 @@ export async function checkSource(bytes: Buffer): Promise<SourceVerdict> {
 }
 
 const round = (v: number) => Math.round(v * 1000) / 1000;
+
+/**
+ * Whether the avatar's current portrait was accepted by a person's review (PATCH with
+ * sourceReview): its loop and clips then render with the rig's relaxed limits.
+ */
+export async function sourceReviewed(q: Sql | Tx, row: Pick<AvatarRow, 'id' | 'source_asset_id'>): Promise<boolean> {
+  if (!row.source_asset_id) return false;
+  const [r] = await q<{ review_reason: string | null }[]>`
+    select review_reason from avatar_source_reviews where avatar_id = ${row.id} and asset_id = ${row.source_asset_id} and accepted
+    order by id desc limit 1`;
+  return Boolean(r?.review_reason);
+}

@@ -1,3 +1,8 @@
+import type { ClipStatus } from '../../clips/declaration/index.ts';
+
+/** A clip's status is defined with the clip rules (clips/), which the api and the agent share. */
+export { CLIP_STATUSES, type ClipStatus } from '../../clips/declaration/index.ts';
+
 export const AVATAR_STATUSES = ['draft', 'preprocessing', 'ready', 'failed', 'disabled', 'deleted'] as const;
 export type AvatarStatus = (typeof AVATAR_STATUSES)[number];
 export const IDLE_VIDEO_STATUSES = ['none', 'queued', 'generating', 'ready', 'failed'] as const;
@@ -41,7 +46,7 @@ export interface AvatarRow {
   anchor_version: number;
 }
 
-/** The Avatar of the wire (camelCase, spec section 2, plus the profile fields this API adds). */
+/** The Avatar of the wire (camelCase), with the profile fields. */
 export interface Avatar {
   id: string;
   tenantId: string;
@@ -69,7 +74,7 @@ export interface Avatar {
   metadata: Record<string, unknown>;
   createdAt: string;
   updatedAt: string;
-  /** The avatar's motion library (until GET /clips exists): its live clips, oldest first. */
+  /** The avatar's live clips, oldest first: a summary of what GET /avatars/{id}/clips shows with their sources. */
   motionLibrary: MotionLibraryClip[];
 }
 
@@ -84,9 +89,6 @@ export interface MotionLibraryClip {
   durationSeconds: number | null;
   error: string | null;
 }
-
-export const CLIP_STATUSES = ['queued', 'rendering', 'ready', 'failed'] as const;
-export type ClipStatus = (typeof CLIP_STATUSES)[number];
 
 /** A row of `avatar_clips` (migration 0006). */
 export interface AvatarClipRow {

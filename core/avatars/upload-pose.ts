@@ -1,5 +1,6 @@
 /**
- * Pose validation of uploaded clip videos (spec section 4, avatar rule 8 and the Assets notes): an
+ * Pose validation of uploaded clip videos (a person may still accept a pose refusal: POST
+ * /avatars/{id}/clips/review; the video must fit the 18 MB quality-check ceiling): an
  * uploaded clip must start, play and end on the avatar's anchor pose, so a few of its frames (the
  * first, the middle and the last) go through the face rig and their head pose and face size are
  * compared with the avatar portrait's. The verdict is stored as-is in `avatar_clips.pose_check`.
@@ -16,7 +17,7 @@ import { resolveFfmpegPath } from '../../render/encode/mp4.ts';
 
 const run = promisify(execFile);
 
-/** The quality-check ceiling of a clip upload (spec section 4 Assets notes): 18 MB. */
+/** The quality-check ceiling of a clip upload, as the public API documents it: 18 MB. */
 export const UPLOAD_CLIP_MAX_BYTES = 18_000_000;
 
 /**

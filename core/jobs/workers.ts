@@ -1,6 +1,7 @@
 import { ClipWorker } from '../avatars/clips.ts';
 import { defaultClipsFor } from '../avatars/default-clips.ts';
 import { LoopWorker } from '../avatars/generation.ts';
+import { RenderProcesses } from '../avatars/render-process.ts';
 import type { Services } from '../services.ts';
 
 export interface RunningWorkers {
@@ -16,6 +17,7 @@ export interface RunningWorkers {
  * Started by the API server (`JOB_WORKERS` > 0) and by `tsx core/jobs/worker-main.ts`.
  */
 export async function startJobWorkers(services: Services, opts: { concurrency?: number; loopSeconds?: number } = {}): Promise<RunningWorkers> {
+  const renders = new RenderProcesses();
   const loops = new LoopWorker({
     sql: services.sql,
     jobs: services.jobs,
@@ -23,6 +25,7 @@ export async function startJobWorkers(services: Services, opts: { concurrency?: 
     assets: services.portraitAssets,
     usage: services.usage,
     log: services.log.child({ component: 'jobs' }),
+    renders,
     loopSeconds: opts.loopSeconds ?? services.config.AVATAR_LOOP_SECONDS,
     concurrency: opts.concurrency ?? Math.max(1, services.config.JOB_WORKERS),
     defaultClips: defaultClipsFor(services.config.DEFAULT_MOTION_CLIPS),
@@ -33,6 +36,7 @@ export async function startJobWorkers(services: Services, opts: { concurrency?: 
     storage: services.storage,
     assets: services.portraitAssets,
     log: services.log.child({ component: 'jobs' }),
+    renders,
     concurrency: opts.concurrency ?? Math.max(1, services.config.JOB_WORKERS),
   });
   await loops.start();
@@ -42,8 +46,7 @@ export async function startJobWorkers(services: Services, opts: { concurrency?: 
     clips,
     stop: async (o = {}) => {
       await services.jobs.stop(o);
-      loops.killRenders();
-      clips.killRenders();
+      renders.killAll();
     },
   };
 }

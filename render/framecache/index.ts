@@ -6,5 +6,6 @@ export { FRAMECACHE_FORMAT, FRAMECACHE_VERSION, FrameCacheError } from './format
 export type { FrameCacheManifest, FrameCodec } from './format.ts';
 export { FrameCacheWriter } from './writer.ts';
 export type { FrameCacheWriterOptions } from './writer.ts';
+export { packLandmarks, unpackLandmarks } from './landmarks.ts';
 export { openFrameCache } from './reader.ts';
 export type { FrameCache, OpenFrameCacheOptions } from './reader.ts';

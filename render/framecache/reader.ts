@@ -8,10 +8,11 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import sharp from 'sharp';
 import { i420ToRgba } from '../encode/index.ts';
-import { rigFromLandmarks } from '../generate/rigutil.ts';
-import type { FaceRig, Point3 } from '../rig/types.ts';
+import { rigFromLandmarks } from '../rig/assemble.ts';
+import type { FaceRig } from '../rig/types.ts';
 import type { FrameCacheManifest } from './format.ts';
 import { FRAMECACHE_FORMAT, FRAMECACHE_VERSION, FRAMES_FILE, FrameCacheError, LANDMARKS_FILE, MANIFEST_FILE } from './format.ts';
+import { unpackLandmarks } from './landmarks.ts';
 
 export interface OpenFrameCacheOptions {
   /** Decoded frames kept (RGBA, width*height*4 bytes each). Default 32. */
@@ -112,9 +113,7 @@ export async function openFrameCache(dir: string, options: OpenFrameCacheOptions
     rig(i: number): FaceRig {
       let r = rigs.get(i);
       if (!r) {
-        const a = landmarks(i);
-        const pts: Point3[] = [];
-        for (let k = 0; k < a.length; k += 3) pts.push({ x: a[k]!, y: a[k + 1]!, z: a[k + 2]! });
+        const pts = unpackLandmarks(landmarks(i));
         const [x, y, w, h] = manifest.faceBoxes[i]!;
         // The face box stands in for the detector's box; scores come from the portrait's rig.
         const score = typeof manifest.meta.detectionScore === 'number' ? manifest.meta.detectionScore : 1;

@@ -8,6 +8,7 @@ import { boundingBox } from '../rig/geometry.ts';
 import { LIPS_OUTER } from '../rig/topology.ts';
 import type { Point3 } from '../rig/types.ts';
 import type { FrameCacheManifest, FrameCodec } from './format.ts';
+import { packLandmarks } from './landmarks.ts';
 import {
   FRAMECACHE_FORMAT,
   FRAMECACHE_VERSION,
@@ -88,12 +89,7 @@ export class FrameCacheWriter {
     this.hash.update(bytes);
     this.frames.push([this.offset, bytes.length]);
     this.offset += bytes.length;
-    const lm = new Float32Array(landmarks.length * 3);
-    landmarks.forEach((p, i) => {
-      lm[i * 3] = p.x;
-      lm[i * 3 + 1] = p.y;
-      lm[i * 3 + 2] = p.z;
-    });
+    const lm = packLandmarks(landmarks);
     this.lmChunks.push(Buffer.from(lm.buffer, lm.byteOffset, lm.byteLength));
     this.faceBoxes.push(boxOf(landmarks));
     this.mouthBoxes.push(landmarks.length >= 468 ? boxOf(LIPS_OUTER.map((i) => landmarks[i]!)) : boxOf(landmarks));

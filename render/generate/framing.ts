@@ -5,10 +5,9 @@
  * offset: no second detection).
  */
 import sharp from 'sharp';
-import { detectFaceRig } from '../rig/index.ts';
+import { detectFaceRig, rigFromLandmarks } from '../rig/index.ts';
 import type { FaceRig, Point3 } from '../rig/types.ts';
 import { GenerateError } from './errors.ts';
-import { rigFromLandmarks } from './rigutil.ts';
 
 export interface FramingOptions {
   /** Output width in pixels (even), default 512. */

@@ -28,10 +28,10 @@
  * part a GPU would speed up; the warp is a displacement field + bilinear sampling, so a
  * GridSample port stays possible.
  */
+import { rigFromLandmarks } from '../rig/assemble.ts';
 import { boundingBox } from '../rig/geometry.ts';
 import type { FaceRig, Point3 } from '../rig/types.ts';
 import type { FramedPortrait } from './framing.ts';
-import { rigFromLandmarks } from './rigutil.ts';
 
 /** One frame's motion. All zero (NEUTRAL_PARAMS) renders the framed portrait unchanged. */
 export interface MotionParams {
@@ -673,28 +673,42 @@ export class MotionModel {
     this.ry = du * f.ay + dv * f.ax;
   }
 
-  private sw = 0;
-  private st = 0;
-  /** Bilinear lookup of the static grids; returns depth, sets sw (head) and st (torso). */
-  private sampleStatic(x: number, y: number): number {
+  // The grid cell of the last gridCell call: its top-left node and bilinear weights.
+  private cellA = 0;
+  private cellW00 = 0;
+  private cellW01 = 0;
+  private cellW10 = 0;
+  private cellW11 = 0;
+  /** Locates (x, y) on the grid (clamped to it) for gridAt. */
+  private gridCell(x: number, y: number): void {
     const gx = Math.min(Math.max(x / this.step, 0), this.gw - 1.001);
     const gy = Math.min(Math.max(y / this.step, 0), this.gh - 1.001);
     const i0 = Math.floor(gx);
     const j0 = Math.floor(gy);
     const fx = gx - i0;
     const fy = gy - j0;
-    const a = j0 * this.gw + i0;
+    this.cellA = j0 * this.gw + i0;
+    this.cellW00 = (1 - fx) * (1 - fy);
+    this.cellW01 = fx * (1 - fy);
+    this.cellW10 = (1 - fx) * fy;
+    this.cellW11 = fx * fy;
+  }
+
+  /** Bilinear value of a grid at the point of the last gridCell call. */
+  private gridAt(g: Float32Array): number {
+    const a = this.cellA;
     const b = a + this.gw;
-    const w00 = (1 - fx) * (1 - fy);
-    const w01 = fx * (1 - fy);
-    const w10 = (1 - fx) * fy;
-    const w11 = fx * fy;
-    const h = this.wHead;
-    const t = this.wTorso;
-    const d = this.depth;
-    this.sw = h[a]! * w00 + h[a + 1]! * w01 + h[b]! * w10 + h[b + 1]! * w11;
-    this.st = t[a]! * w00 + t[a + 1]! * w01 + t[b]! * w10 + t[b + 1]! * w11;
-    return d[a]! * w00 + d[a + 1]! * w01 + d[b]! * w10 + d[b + 1]! * w11;
+    return g[a]! * this.cellW00 + g[a + 1]! * this.cellW01 + g[b]! * this.cellW10 + g[b + 1]! * this.cellW11;
+  }
+
+  private sw = 0;
+  private st = 0;
+  /** Bilinear lookup of the static grids; returns depth, sets sw (head) and st (torso). */
+  private sampleStatic(x: number, y: number): number {
+    this.gridCell(x, y);
+    this.sw = this.gridAt(this.wHead);
+    this.st = this.gridAt(this.wTorso);
+    return this.gridAt(this.depth);
   }
 
   /** Backward map of layer 4 at every node: q with q + D(q) = node, by fixed-point steps. */
@@ -732,20 +746,9 @@ export class MotionModel {
 
   /** The grid's backward map at any point (as the pixel loop interpolates it). */
   private gridBackward(x: number, y: number): void {
-    const gx = Math.min(Math.max(x / this.step, 0), this.gw - 1.001);
-    const gy = Math.min(Math.max(y / this.step, 0), this.gh - 1.001);
-    const i0 = Math.floor(gx);
-    const j0 = Math.floor(gy);
-    const fx = gx - i0;
-    const fy = gy - j0;
-    const a = j0 * this.gw + i0;
-    const b = a + this.gw;
-    const w00 = (1 - fx) * (1 - fy);
-    const w01 = fx * (1 - fy);
-    const w10 = (1 - fx) * fy;
-    const w11 = fx * fy;
-    this.rx = this.mapX[a]! * w00 + this.mapX[a + 1]! * w01 + this.mapX[b]! * w10 + this.mapX[b + 1]! * w11;
-    this.ry = this.mapY[a]! * w00 + this.mapY[a + 1]! * w01 + this.mapY[b]! * w10 + this.mapY[b + 1]! * w11;
+    this.gridCell(x, y);
+    this.rx = this.gridAt(this.mapX);
+    this.ry = this.gridAt(this.mapY);
   }
 
   // ---- layers 1-3 --------------------------------------------------------------------

@@ -8,6 +8,7 @@
  *   catch (e) { if (e instanceof RigError) showToUser(e.code, e.message); else throw e; }
  */
 export { detectFaceRig, DEFAULT_RIG_LIMITS, MIN_PRESENCE, RIVAL_FACE_RATIO } from './rig.ts';
+export { rigFromLandmarks } from './assemble.ts';
 export type { RigLimits, RigOptions } from './rig.ts';
 export { RigError, RIG_ERROR_CODES, isRigError } from './errors.ts';
 export type { RigErrorCode } from './errors.ts';

@@ -4,6 +4,7 @@
  */
 import { fileURLToPath } from 'node:url';
 import * as ort from 'onnxruntime-node';
+import { loadedOnce, sessionOptions } from '../onnx/session.ts';
 
 export const MODEL_DIR = fileURLToPath(new URL('../models/face/', import.meta.url));
 export const DETECTOR_FILE = 'face_detection_short_range.onnx';
@@ -18,30 +19,26 @@ export interface RigSessions {
   landmarks: ort.InferenceSession;
 }
 
-// Rigging happens once per avatar or clip, off the realtime path; one thread
+// Rigging happens once per avatar or clip, off the realtime path; one thread on the CPU
 // keeps it from competing with live render sessions for the machine's cores.
-const SESSION_OPTIONS: ort.InferenceSession.SessionOptions = {
-  executionProviders: ['cpu'],
-  intraOpNumThreads: 1,
-  interOpNumThreads: 1,
-  graphOptimizationLevel: 'all',
-};
+const SESSION_OPTIONS = sessionOptions('cpu', 1);
 
-let loading: Promise<RigSessions> | undefined;
+const sessions = loadedOnce<RigSessions>(
+  async () => {
+    const [detector, landmarks] = await Promise.all([
+      ort.InferenceSession.create(MODEL_DIR + DETECTOR_FILE, SESSION_OPTIONS),
+      ort.InferenceSession.create(MODEL_DIR + LANDMARK_FILE, SESSION_OPTIONS),
+    ]);
+    return { detector, landmarks };
+  },
+  async (s) => {
+    await Promise.all([s.detector.release(), s.landmarks.release()]);
+  },
+);
 
-/** Lazily create both sessions; concurrent first callers share one load. */
+/** Both sessions, created on first use and shared by every caller. */
 export function rigSessions(): Promise<RigSessions> {
-  loading ??= Promise.all([
-    ort.InferenceSession.create(MODEL_DIR + DETECTOR_FILE, SESSION_OPTIONS),
-    ort.InferenceSession.create(MODEL_DIR + LANDMARK_FILE, SESSION_OPTIONS),
-  ]).then(
-    ([detector, landmarks]) => ({ detector, landmarks }),
-    (err: unknown) => {
-      loading = undefined; // let a later call retry instead of caching the failure
-      throw err;
-    },
-  );
-  return loading;
+  return sessions.get();
 }
 
 /** Load both models now (at server start) so the first rig request does not pay for it. */
@@ -50,12 +47,8 @@ export async function warmUpRig(): Promise<void> {
 }
 
 /** Release the sessions (tests, shutdown). The next rig call loads them again. */
-export async function releaseRigSessions(): Promise<void> {
-  const current = loading;
-  loading = undefined;
-  if (!current) return;
-  const s = await current.catch(() => undefined);
-  await Promise.all([s?.detector.release(), s?.landmarks.release()]);
+export function releaseRigSessions(): Promise<void> {
+  return sessions.release();
 }
 
 export async function runModel(

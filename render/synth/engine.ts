@@ -15,10 +15,11 @@ import { SYNTH_INPUTS, SYNTH_KEYPOINT_COUNT, SYNTH_OUTPUTS } from './contract.ts
 import type { RgbaFrame } from './image.ts';
 import { checkFrame, compositeWarp, cropToRgba } from './image.ts';
 import type { PreparedFace } from './prepare.ts';
+import { sessionOptions, type ExecutionProvider } from '../onnx/session.ts';
 
 export const MOUTH_SYNTH_MODEL = fileURLToPath(new URL('../models/synth/mouth_synth.onnx', import.meta.url));
 
-export type ExecutionProvider = 'cpu' | 'cuda';
+export type { ExecutionProvider } from '../onnx/session.ts';
 
 export interface MouthSynthOptions {
   /** Default 'cpu'. 'cuda' needs onnxruntime-node installed with its CUDA provider. */
@@ -57,15 +58,6 @@ const NEUTRAL_EPS = 1e-4;
 
 export function isNeutral(shape: MouthShape): boolean {
   return Math.abs(shape.open) < NEUTRAL_EPS && Math.abs(shape.wide) < NEUTRAL_EPS && Math.abs(shape.round) < NEUTRAL_EPS;
-}
-
-export function sessionOptions(ep: ExecutionProvider, threads: number): ort.InferenceSession.SessionOptions {
-  return {
-    executionProviders: ep === 'cuda' ? ['cuda', 'cpu'] : ['cpu'],
-    intraOpNumThreads: threads,
-    interOpNumThreads: 1,
-    graphOptimizationLevel: 'all',
-  };
 }
 
 export async function createMouthSynth(options: MouthSynthOptions = {}): Promise<MouthSynth> {

@@ -1,5 +1,6 @@
 import { Mp4Writer, type Mp4Result } from '../encode/index.ts';
-import { generateIdleLoop, preparePortrait, rigFromLandmarks, type GeneratedMotion, type PortraitInput } from '../generate/index.ts';
+import { generateIdleLoop, preparePortrait, type GeneratedMotion, type PortraitInput } from '../generate/index.ts';
+import { rigFromLandmarks } from '../rig/index.ts';
 import { createMouthSynth, prepareFaceForSynth, type MouthShape, type MouthSynth } from '../synth/index.ts';
 import type { MouthFrame } from '../visemes/index.ts';
 import { TalkingHeadError } from './errors.ts';

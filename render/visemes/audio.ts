@@ -14,6 +14,7 @@
  */
 import { fileURLToPath } from 'node:url';
 import * as ort from 'onnxruntime-node';
+import { loadedOnce, sessionOptions } from '../onnx/session.ts';
 import type { MouthFrame, ParamCurves, SmoothingOptions } from './track.ts';
 import { CONTROL_RATE, sampleCurves, smoothCausal } from './track.ts';
 import type { Viseme } from './visemes.ts';
@@ -39,22 +40,14 @@ export const LOOKAHEAD_SECONDS = (AHEAD * HOP + WIN / 2) / MODEL_SAMPLE_RATE;
  */
 export const AUDIO_SMOOTHING: Readonly<Pick<SmoothingOptions, 'attack' | 'release'>> = { attack: 0.01, release: 0.02 };
 
-const SESSION_OPTIONS: ort.InferenceSession.SessionOptions = {
-  executionProviders: ['cpu'],
-  intraOpNumThreads: 1,
-  interOpNumThreads: 1,
-  graphOptimizationLevel: 'all',
-};
-
-let loading: Promise<ort.InferenceSession> | undefined;
+const session = loadedOnce(
+  () => ort.InferenceSession.create(AUDIO_MODEL_PATH, sessionOptions('cpu', 1)),
+  (s) => s.release(),
+);
 
 /** The shared session, loaded once per process on first use. */
 export function audioVisemeSession(): Promise<ort.InferenceSession> {
-  loading ??= ort.InferenceSession.create(AUDIO_MODEL_PATH, SESSION_OPTIONS).catch((err: unknown) => {
-    loading = undefined;
-    throw err;
-  });
-  return loading;
+  return session.get();
 }
 
 /** Feature channels of the model (its `context` input is [batch, channels, frames]). */
@@ -70,10 +63,8 @@ export async function warmUpAudioVisemes(): Promise<void> {
   await audioVisemeSession();
 }
 
-export async function releaseAudioVisemes(): Promise<void> {
-  const s = loading;
-  loading = undefined;
-  await (await s?.catch(() => undefined))?.release();
+export function releaseAudioVisemes(): Promise<void> {
+  return session.release();
 }
 
 /**

@@ -1,5 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { ClipWorker } from '../../../core/avatars/clips.ts';
+import { RenderProcesses } from '../../../core/avatars/render-process.ts';
 import { stillMp4 } from '../../../core/avatars/upload-pose.test-support.ts';
 import { newId } from '../../../core/ids.ts';
 import { testApi } from '../../../test/helpers.ts';
@@ -16,6 +17,7 @@ const worker = new ClipWorker({
   storage: t.services.storage,
   assets: t.services.portraitAssets,
   log: t.services.log,
+  renders: new RenderProcesses(),
   concurrency: 1,
 });
 const job = { id: 'job_test', retryCount: 0, retryLimit: 3 };

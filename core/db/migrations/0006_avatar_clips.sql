@@ -1,6 +1,6 @@
--- The motion library of an avatar (spec section 2, "Clip library"): one row per clip. Today the
--- default clips generated after the first idle loop publishes (core/avatars/clips.ts); issue 5 builds
--- declarations and revisions (uploads, prompts of the tenant's own) on the same rows.
+-- The motion library of an avatar (its clip library): one row per clip. First the default clips
+-- generated after the first idle loop publishes (core/avatars/clips.ts); the clip-library
+-- declaration (PUT /avatars/{id}/clips: uploads, prompts of the tenant's own) builds on the same rows.
 --
 -- `status` is the progress of the clip's latest job; `mp4_key`/`cache_key` are the outputs that
 -- SERVE now and stay set while a replacement renders or after it failed (like avatars.serving_loop_key).

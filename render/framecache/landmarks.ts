@@ -1,12 +1,10 @@
 /**
- * Landmarks packed for the frame cache, and the rig rebuilt from moved landmarks (after framing or
- * a motion warp) by the same assembler render/rig uses for detected faces.
+ * Landmarks in the frame cache's storage layout (landmarks.f32, see format.ts): one flat
+ * Float32Array of x, y, z per point, frame pixels.
  */
 import type { Point3 } from '../rig/types.ts';
 
-export { rigFromLandmarks } from '../rig/assemble.ts';
-
-/** Landmarks as a flat Float32Array (x, y, z per point), the frame cache's storage layout. */
+/** Landmarks as a flat Float32Array (x, y, z per point). */
 export function packLandmarks(lm: readonly Point3[], out = new Float32Array(lm.length * 3)): Float32Array {
   for (let i = 0; i < lm.length; i++) {
     const p = lm[i]!;
@@ -17,6 +15,7 @@ export function packLandmarks(lm: readonly Point3[], out = new Float32Array(lm.l
   return out;
 }
 
+/** The points of a packed landmark array (a trailing partial point is dropped). */
 export function unpackLandmarks(data: Float32Array): Point3[] {
   const out: Point3[] = [];
   for (let i = 0; i + 2 < data.length; i += 3) out.push({ x: data[i]!, y: data[i + 1]!, z: data[i + 2]! });

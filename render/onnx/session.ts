@@ -1,0 +1,44 @@
+/**
+ * ONNX Runtime sessions of the render models (rig, visemes, mouth synthesis, lip sync): one set of
+ * session options, and models loaded once per process.
+ */
+import type * as ort from 'onnxruntime-node';
+
+export type ExecutionProvider = 'cpu' | 'cuda';
+
+/** `threads` threads for one graph run; CUDA falls back to the CPU for the operators it lacks. */
+export function sessionOptions(ep: ExecutionProvider, threads: number): ort.InferenceSession.SessionOptions {
+  return {
+    executionProviders: ep === 'cuda' ? ['cuda', 'cpu'] : ['cpu'],
+    intraOpNumThreads: threads,
+    interOpNumThreads: 1,
+    graphOptimizationLevel: 'all',
+  };
+}
+
+export interface LoadedOnce<T> {
+  /** The value, loaded on the first call; concurrent first callers share one load. */
+  get(): Promise<T>;
+  /** Drops the value and disposes of it (tests, shutdown); the next `get` loads it again. */
+  release(): Promise<void>;
+}
+
+/** A value (model sessions) loaded once per process and shared by every caller. A failed load is not kept: the next call retries. */
+export function loadedOnce<T>(load: () => Promise<T>, dispose: (value: T) => Promise<void>): LoadedOnce<T> {
+  let loading: Promise<T> | undefined;
+  return {
+    get() {
+      loading ??= load().catch((err: unknown) => {
+        loading = undefined;
+        throw err;
+      });
+      return loading;
+    },
+    async release() {
+      const current = loading;
+      loading = undefined;
+      const value = await current?.catch(() => undefined);
+      if (value !== undefined) await dispose(value);
+    },
+  };
+}
