@@ -43,6 +43,8 @@ export interface SpeechPlayoutOptions {
   /** Mouth frames for a segment's audio (at the sink's rate); none: no mouth (tests of timing alone). */
   mouthStream?: (sampleRate: number, fps: number) => MouthStream;
   onEvent: (event: PlayoutEvent) => void;
+  /** Every chunk handed to the sink, with the playout sample it plays at (for recording). */
+  onPushed?: (at: number, pcm: Int16Array) => void;
   /** Milliseconds, monotonic. */
   now?: () => number;
   /** Samples per pushed chunk; default 20 ms. */
@@ -308,6 +310,7 @@ export class SpeechPlayout {
       if (seg.buffered === 0 && seg.inputEnded) seg.endAt = this.accepted + filled;
     }
     this.recordLevels(this.accepted, out);
+    this.o.onPushed?.(this.accepted, out);
     return out;
   }
 

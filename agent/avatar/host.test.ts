@@ -1,0 +1,197 @@
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { initializeLogger, voice } from '@livekit/agents';
+import { AudioFrame, Room, TrackKind } from '@livekit/rtc-node';
+import { RoomServiceClient } from 'livekit-server-sdk';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { availabilityFrom } from '../../clips/behavior/index.ts';
+import type { AvatarPlayback } from '../../core/avatars/playback.ts';
+import { createLogger } from '../../core/log.ts';
+import { LocalStorage } from '../../core/storage/local.ts';
+import { MediaSigner } from '../../core/storage/signing.ts';
+import { createLipSync } from '../../render/lipsync/index.ts';
+import { synthesize } from '../../render/tts/index.ts';
+import { DEV_KEY, DEV_SECRET, Viewer, onsets, storeIdleLoop, token } from '../test-support.ts';
+import type { CallReporter, CallSpec, ConnectionObservation, EndReason } from './call.ts';
+import { AvatarHost } from './host.ts';
+
+initializeLogger({ pretty: false, level: 'warn' });
+const url = inject('livekitUrl');
+const rooms = new RoomServiceClient(url.replace(/^ws/, 'http'), DEV_KEY, DEV_SECRET);
+const work = mkdtempSync(path.join(os.tmpdir(), 'agent-host-'));
+const storage = new LocalStorage(path.join(work, 'store'), new MediaSigner('s'.repeat(32)), 'http://localhost');
+let host: AvatarHost;
+let loopKey: string;
+
+beforeAll(async () => {
+  loopKey = await storeIdleLoop(storage, 'test/loop/cache', 4);
+  host = new AvatarHost({
+    lipsync: await createLipSync('builtin'),
+    vad: null,
+    storage,
+    livekit: { url, apiKey: DEV_KEY, apiSecret: DEV_SECRET },
+    log: createLogger('silent'),
+    workDir: work,
+    syncMarker: true,
+    heartbeatMs: 500,
+  });
+}, 60_000);
+afterAll(() => host?.close());
+
+class MemoryReporter implements CallReporter {
+  joinedAt: number | null = null;
+  startedAt: Date | null = null;
+  endedWith: EndReason | null = null;
+  observations: ConnectionObservation[] = [];
+  endNow = false;
+  async joined() {
+    this.joinedAt = performance.now();
+  }
+  async started(at: Date) {
+    this.startedAt = at;
+  }
+  async heartbeat() {
+    return { ended: this.endNow };
+  }
+  async observe(o: ConnectionObservation) {
+    this.observations.push(o);
+  }
+  async ended(reason: EndReason) {
+    this.endedWith = reason;
+  }
+}
+
+function playback(): AvatarPlayback {
+  return {
+    avatarId: 'ava_test',
+    tenantId: 'ten_test',
+    displayName: 'Grace',
+    status: 'ready',
+    loopCacheKey: loopKey,
+    cacheVersion: 1,
+    clips: new Map(),
+    behavior: {},
+    availability: availabilityFrom({}, true),
+    instructions: '',
+    defaultVoiceId: null,
+    voice: null,
+    llm: null,
+  };
+}
+
+function spec(roomName: string, over: Partial<CallSpec> = {}): CallSpec {
+  return {
+    sessionId: `ses_${roomName}`,
+    tenantId: 'ten_test',
+    mode: 'provider',
+    roomName,
+    avatarIdentity: 'avatar-1',
+    avatarName: 'Grace',
+    agentIdentity: 'agent-1',
+    userIdentity: null,
+    maxDurationSeconds: 120,
+    record: false,
+    body: { kind: 'avatar', playback: playback() },
+    ownsRoom: true,
+    ...over,
+  };
+}
+
+/** An agent participant speaking to the avatar through agents-js's own sender, as a LiveKit agent would. */
+async function agentSender(roomName: string) {
+  const room = new Room();
+  await room.connect(url, await token(roomName, 'agent-1', { agent: true }), { autoSubscribe: false, dynacast: false });
+  // agents-js registers its playback_finished handler once per process: let this room register its own.
+  voice.DataStreamAudioOutput._playbackFinishedRpcRegistered = false;
+  const output = new voice.DataStreamAudioOutput({ room, destinationIdentity: 'avatar-1', waitRemoteTrack: TrackKind.KIND_VIDEO });
+  const say = async (pcm: Int16Array, sampleRate: number) => {
+    const step = Math.round(sampleRate / 50);
+    for (let i = 0; i < pcm.length; i += step) {
+      const part = pcm.subarray(i, Math.min(pcm.length, i + step));
+      await output.captureFrame(new AudioFrame(part.slice(), sampleRate, 1, part.length));
+    }
+    output.flush();
+  };
+  return { room, output, say };
+}
+
+/** 300 ms tone bursts every 800 ms, for clean audio onsets. */
+function bursts(sampleRate: number, count: number): Int16Array {
+  const pcm = new Int16Array(Math.round(sampleRate * 0.8 * count));
+  for (let b = 0; b < count; b++) {
+    const start = Math.round(sampleRate * (0.8 * b + 0.2));
+    for (let i = 0; i < sampleRate * 0.3; i++) pcm[start + i] = Math.round(9000 * Math.sin((2 * Math.PI * 330 * i) / sampleRate));
+  }
+  return pcm;
+}
+
+describe('avatar host on the real LiveKit server', () => {
+  it('publishes 25 fps video of the loop size, speaks what its agent sends in sync, answers the avatar protocol, and ends when the user leaves', { timeout: 90_000 }, async () => {
+    const roomName = `host-${Date.now()}`;
+    await rooms.createRoom({ name: roomName, emptyTimeout: 60 });
+    const reporter = new MemoryReporter();
+    const runner = await host.startCall(spec(roomName), reporter, null);
+    expect(reporter.joinedAt).not.toBeNull();
+
+    const viewer = new Viewer('avatar-1');
+    await viewer.join(url, roomName, 'user-1');
+    await expect.poll(() => reporter.startedAt, { timeout: 10_000 }).not.toBeNull();
+    await expect.poll(() => viewer.frames.length, { timeout: 15_000 }).toBeGreaterThan(30);
+
+    // Idle: frames at the avatar's size and rate, marker dark (no speech).
+    const idleFrom = performance.now();
+    await new Promise((r) => setTimeout(r, 3000));
+    const idleFps = viewer.fps(idleFrom);
+    expect(idleFps, 'idle frame rate at the viewer').toBeGreaterThanOrEqual(24);
+    expect(viewer.frames.at(-1)).toMatchObject({ width: 512, height: 512, marker: false });
+
+    const sender = await agentSender(roomName);
+    // Bursts at 16 kHz: the avatar resamples to its own rate.
+    const sentAt = performance.now();
+    await sender.say(bursts(16_000, 6), 16_000);
+    const played = await sender.output.waitForPlayout();
+    expect(played.interrupted).toBe(false);
+    expect(played.playbackPosition).toBeCloseTo(4.8, 1);
+
+    // A/V sync at the viewer: each audio onset against the marker's onset. The frame is published when its
+    // audio leaves the audio queue, and both tracks share one stream, so the receiver synchronises their playout.
+    const audioOn = onsets(viewer.audio.filter((a) => a.at > sentAt).map((a) => ({ at: a.at, on: a.level > 1500 })));
+    const videoOn = onsets(viewer.frames.filter((f) => f.at > sentAt).map((f) => ({ at: f.at, on: f.marker })));
+    expect(audioOn.length).toBe(6);
+    expect(videoOn.length).toBe(6);
+    const offsets = audioOn.map((a, i) => videoOn[i]! - a);
+    const mean = offsets.reduce((s, v) => s + v, 0) / offsets.length;
+    console.log(`A/V offset at the viewer (video − audio, ms): ${offsets.map((o) => o.toFixed(0)).join(' ')}; mean ${mean.toFixed(1)}`);
+    expect(Math.abs(mean), 'mean A/V offset at the viewer').toBeLessThan(40);
+    expect(Math.max(...offsets) - Math.min(...offsets), 'spread of the A/V offset at the viewer').toBeLessThan(80);
+
+    // Speech: the mouth moves; interrupted half way, it stops at once and the agent is told how far it got.
+    const speech = await synthesize({ text: 'Hello there. I am reading a long sentence so that it can be interrupted in the middle of it.' });
+    const speechFrom = performance.now();
+    const speaking = sender.say(speech.samples, speech.sampleRate);
+    await speaking;
+    await new Promise((r) => setTimeout(r, 1500));
+    const clearAt = performance.now();
+    sender.output.clearBuffer();
+    const cut = await sender.output.waitForPlayout();
+    expect(cut.interrupted).toBe(true);
+    expect(cut.playbackPosition).toBeGreaterThan(0.8);
+    expect(cut.playbackPosition).toBeLessThan(speech.durationSeconds - 1);
+    await new Promise((r) => setTimeout(r, 600));
+    const lastLoud = viewer.audio.filter((a) => a.level > 300).at(-1)!.at;
+    expect(lastLoud - clearAt, 'audio after the interruption, ms').toBeLessThan(200);
+    const during = viewer.frames.filter((f) => f.at > speechFrom + 400 && f.at < clearAt).map((f) => f.mouthLuma);
+    const spread = Math.max(...during) - Math.min(...during);
+    expect(spread, 'mouth region changes while speaking').toBeGreaterThan(3);
+    expect(host.renderer.stats.drawn).toBeGreaterThan(10);
+
+    // The user leaves: the call ends, is reported once, and its room is gone.
+    await viewer.leave();
+    expect(await runner.ended).toBe('user_left');
+    expect(reporter.endedWith).toBe('user_left');
+    expect(reporter.observations.map((o) => `${o.role}:${o.kind}`)).toEqual(expect.arrayContaining(['avatar:joined', 'user:joined', 'user:left', 'agent:joined']));
+    await expect.poll(async () => (await rooms.listRooms([roomName])).length, { timeout: 10_000 }).toBe(0);
+    await sender.room.disconnect();
+  });
+});

@@ -1,0 +1,420 @@
+/**
+ * One call's avatar: a participant of the call's room that publishes one video track (camera, the
+ * avatar's size, 25 fps) and one audio track (microphone), speaks what its agent sends over LiveKit's
+ * avatar protocol, plays its body from the behaviour engine, listens to the user for listening
+ * reactions, records when asked, and reports its lifecycle. The worker's host renders its frames
+ * (with every other call's) and hands them back through `due` / `show`.
+ */
+import { createHash } from 'node:crypto';
+import { mkdir, rm } from 'node:fs/promises';
+import { createReadStream } from 'node:fs';
+import path from 'node:path';
+import type { VAD } from '@livekit/agents';
+import {
+  AudioFrame,
+  AudioSource,
+  LocalAudioTrack,
+  LocalVideoTrack,
+  ParticipantKind,
+  Room,
+  RoomEvent,
+  TrackKind,
+  TrackPublishOptions,
+  TrackSource,
+  VideoBufferType,
+  VideoFrame,
+  VideoSource,
+  type RemoteParticipant,
+  type RemoteTrack,
+  type RemoteTrackPublication,
+} from '@livekit/rtc-node';
+import { AccessToken, RoomServiceClient } from 'livekit-server-sdk';
+import type { Logger } from '../../core/log.ts';
+import type { ObjectStorage } from '../../core/storage/index.ts';
+import type { Availability } from '../../clips/behavior/index.ts';
+import { SOURCE_MEMBER_ID } from '../../clips/behavior/index.ts';
+import { mouthShape } from '../../render/talking-head/index.ts';
+import { AudioVisemeStream } from '../../render/visemes/index.ts';
+import { BehaviorBody, SceneBody, type Body } from './body.ts';
+import type { CallRecordingSink, CallReporter, CallSpec, EndReason, ParticipantRole } from './call.ts';
+import type { ClipMedia, MediaCache } from './media.ts';
+import { SpeechPlayout, type AudioSink } from './playout.ts';
+import { AvatarAudioReceiver } from './receiver.ts';
+import { CallRecorder } from './recorder.ts';
+import type { FrameJob } from './renderer.ts';
+import { UserAudio } from './user-audio.ts';
+
+/** What every call of a worker shares. */
+export interface HostContext {
+  media: MediaCache;
+  vad: VAD | null;
+  storage: ObjectStorage;
+  livekit: { url: string; apiKey: string; apiSecret: string };
+  log: Logger;
+  /** Local scratch space (recordings while they are written). */
+  workDir: string;
+  fps: number;
+  sampleRate: number;
+  /** How long a call waits for its user before it ends unstarted. */
+  userJoinTimeoutMs: number;
+  heartbeatMs: number;
+  /** Audio queued ahead of playout in rtc-node, ms (the synchronizer's clock reference). */
+  audioQueueMs: number;
+  /**
+   * Test and benchmark aid: a 32 px square in the top-left corner of each frame, white while the
+   * audio playing at that frame is speech, black otherwise; a viewer measures A/V sync with it.
+   */
+  syncMarker?: boolean;
+}
+
+/** A frame the host should render now for this call. */
+export interface DueFrame extends FrameJob {
+  frame: number;
+  /** Loudness of the audio playing at that frame (for the sync marker). */
+  level: number;
+}
+
+const VIDEO_MAX_BITRATE = 1_200_000n;
+const MARKER = 32;
+
+/** The avatar's own clock on a real rtc-node AudioSource. */
+function sourceSink(source: AudioSource, sampleRate: number, queueMs: number): AudioSink {
+  return {
+    sampleRate,
+    queueSamples: Math.round((sampleRate * queueMs) / 1000),
+    capture: (pcm) => source.captureFrame(new AudioFrame(pcm, sampleRate, 1, pcm.length)),
+    clear: () => source.clearQueue(),
+  };
+}
+
+function seedOf(id: string): number {
+  return createHash('sha256').update(id).digest().readUInt32LE(0);
+}
+
+export class AvatarRunner {
+  readonly spec: CallSpec;
+  private readonly log: Logger;
+  private readonly room = new Room();
+  private body!: Body;
+  private playout!: SpeechPlayout;
+  private receiver!: AvatarAudioReceiver;
+  private videoSource!: VideoSource;
+  private audioSource!: AudioSource;
+  private width = 0;
+  private height = 0;
+  private target!: Uint8Array;
+  private lastShown = -1;
+  private readonly held: string[] = [];
+  private readonly loaded = new Map<string, ClipMedia>();
+  private readonly userAudio = new Map<string, UserAudio>();
+  private recorder: CallRecorder | null = null;
+  private recording: { recordingId: string; storageKey: string; path: string } | null = null;
+  private startedAt: Date | null = null;
+  private timers: NodeJS.Timeout[] = [];
+  private ending: Promise<void> | null = null;
+  private endReason: EndReason | null = null;
+  private resolveEnded!: (reason: EndReason) => void;
+  /** Resolves with the reason once the call is over and reported. */
+  readonly ended: Promise<EndReason>;
+
+  constructor(
+    private readonly ctx: HostContext,
+    spec: CallSpec,
+    private readonly reporter: CallReporter,
+    private readonly recordingSink: CallRecordingSink | null,
+    /** Called once the call is over (the host drops it). */
+    private readonly onEnd: (runner: AvatarRunner) => void,
+  ) {
+    this.spec = spec;
+    this.log = ctx.log.child({ sessionId: spec.sessionId, room: spec.roomName });
+    this.ended = new Promise((r) => (this.resolveEnded = r));
+  }
+
+  /** Loads the picture, joins the room, publishes, and reports the avatar joined. Throws when it cannot. */
+  async start(): Promise<void> {
+    const t0 = performance.now();
+    await this.loadBody();
+    this.target = new Uint8Array(this.width * this.height * 4);
+    this.audioSource = new AudioSource(this.ctx.sampleRate, 1, this.ctx.audioQueueMs);
+    this.videoSource = new VideoSource(this.width, this.height);
+    this.playout = new SpeechPlayout({
+      sink: sourceSink(this.audioSource, this.ctx.sampleRate, this.ctx.audioQueueMs),
+      fps: this.ctx.fps,
+      mouthStream: (sampleRate, fps) => new AudioVisemeStream({ sampleRate, fps }),
+      onEvent: (e) => this.receiver.onPlayoutEvent(e),
+      onPushed: (at, pcm) => this.recorder?.avatarAudio(at, pcm),
+    });
+    this.receiver = new AvatarAudioReceiver({ room: this.room, playout: this.playout, senderIdentity: this.spec.agentIdentity, log: this.log });
+
+    this.room.on(RoomEvent.ParticipantConnected, (p) => this.onParticipant(p, 'joined'));
+    this.room.on(RoomEvent.ParticipantDisconnected, (p) => this.onParticipant(p, 'left'));
+    this.room.on(RoomEvent.TrackSubscribed, (track, pub, p) => this.onTrack(track, pub, p));
+    this.room.on(RoomEvent.TrackUnsubscribed, (_track, pub, p) => this.closeUserAudio(p.identity, pub.sid));
+    this.room.on(RoomEvent.Reconnected, () => this.observe(this.spec.avatarIdentity, 'avatar', 'reconnected'));
+    this.room.on(RoomEvent.Disconnected, () => void this.end('room_closed'));
+
+    await this.room.connect(this.ctx.livekit.url, await this.token(), { autoSubscribe: true, dynacast: false });
+    this.receiver.start();
+    const lp = this.room.localParticipant!;
+    // One stream for both tracks, so receivers that synchronise playout (browsers) keep the lips on the audio;
+    // one video layer (no simulcast): one encode per frame, which is what bounds calls per core.
+    const stream = `${this.spec.avatarIdentity}-av`;
+    await lp.publishTrack(LocalAudioTrack.createAudioTrack('avatar_audio', this.audioSource), new TrackPublishOptions({ source: TrackSource.SOURCE_MICROPHONE, stream }));
+    await lp.publishTrack(
+      LocalVideoTrack.createVideoTrack('avatar_video', this.videoSource),
+      new TrackPublishOptions({ source: TrackSource.SOURCE_CAMERA, stream, simulcast: false, videoEncoding: { maxFramerate: this.ctx.fps, maxBitrate: VIDEO_MAX_BITRATE } }),
+    );
+    this.playout.start();
+    await this.reporter.joined();
+    this.observe(this.spec.avatarIdentity, 'avatar', 'joined');
+    this.log.info({ ms: Math.round(performance.now() - t0), width: this.width, height: this.height }, 'avatar joined the call');
+
+    for (const p of this.room.remoteParticipants.values()) this.onParticipant(p, 'joined');
+    this.timers.push(setTimeout(() => void (this.startedAt ? undefined : this.end('user_never_joined')), this.ctx.userJoinTimeoutMs));
+    this.timers.push(setInterval(() => void this.heartbeat(), this.ctx.heartbeatMs));
+  }
+
+  /** The frame due now, if a new one is (the host renders it with the others). */
+  due(now: number): DueFrame | null {
+    if (this.ending || !this.playout) return null;
+    const f = this.playout.frameAt(now, this.lastShown);
+    if (f.frame <= this.lastShown) return null;
+    const body = this.body.frameAt(f.frame);
+    const shape = f.mouth ? mouthShape(f.mouth) : null;
+    return { frame: f.frame, body, shape: shape && shape.open + Math.abs(shape.wide) + shape.round > 0 ? shape : null, target: this.target, level: f.level };
+  }
+
+  /** Publishes the rendered frame (and records it). */
+  show(job: DueFrame, rgba: Uint8Array): void {
+    if (this.ending) return;
+    this.lastShown = job.frame;
+    let out = rgba;
+    if (this.ctx.syncMarker) {
+      if (out !== this.target) this.target.set(out);
+      out = this.target;
+      paintMarker(out, this.width, job.level > 1000);
+    }
+    this.videoSource.captureFrame(new VideoFrame(out, this.width, this.height, VideoBufferType.RGBA));
+    if (this.recorder) {
+      this.recorder.video(job.frame, out);
+      if (job.frame % this.ctx.fps === 0) this.recorder.flushAudio(this.playout.position() - this.ctx.sampleRate * 0.3);
+    }
+  }
+
+  /** Ends the call (idempotent): leaves the room, reports the end, finishes the recording. */
+  end(reason: EndReason): Promise<void> {
+    if (this.ending) return this.ending;
+    this.endReason = reason;
+    const at = new Date();
+    this.ending = (async () => {
+      for (const t of this.timers) clearTimeout(t);
+      this.log.info({ reason }, 'call ending');
+      await this.playout?.stop().catch(() => {});
+      this.receiver?.stop();
+      await Promise.all([...this.userAudio.values()].map((u) => u.close()));
+      const endSample = this.playout?.position() ?? 0;
+      await this.room.disconnect().catch(() => {});
+      if (this.spec.ownsRoom) {
+        const http = this.ctx.livekit.url.replace(/^ws/, 'http');
+        await new RoomServiceClient(http, this.ctx.livekit.apiKey, this.ctx.livekit.apiSecret).deleteRoom(this.spec.roomName).catch(() => {});
+      }
+      await this.reporter.ended(reason, at).catch((err: unknown) => this.log.error({ err }, 'could not report the end of the call'));
+      await this.audioSource?.close().catch(() => {});
+      for (const key of this.held) this.ctx.media.release(key);
+      this.onEnd(this);
+      this.resolveEnded(reason);
+      await this.finishRecording(endSample);
+    })();
+    return this.ending;
+  }
+
+  get reason(): EndReason | null {
+    return this.endReason;
+  }
+
+  // ---------------------------------------------------------------------------------------------
+
+  private async token(): Promise<string> {
+    const at = new AccessToken(this.ctx.livekit.apiKey, this.ctx.livekit.apiSecret, {
+      identity: this.spec.avatarIdentity,
+      name: this.spec.avatarName,
+      attributes: { 'lk.publish_on_behalf': this.spec.agentIdentity },
+      ttl: this.spec.maxDurationSeconds + Math.ceil(this.ctx.userJoinTimeoutMs / 1000) + 600,
+    });
+    at.kind = 'agent';
+    at.addGrant({ room: this.spec.roomName, roomJoin: true, canPublish: true, canSubscribe: true, canPublishData: true });
+    return at.toJwt();
+  }
+
+  private async hold(cacheKey: string): Promise<ClipMedia> {
+    const media = await this.ctx.media.acquire(cacheKey);
+    this.held.push(cacheKey);
+    return media;
+  }
+
+  private async loadBody(): Promise<void> {
+    const b = this.spec.body;
+    if (b.kind === 'scene') {
+      const media = await this.hold(b.cacheKey);
+      this.body = new SceneBody(media, b.continuation);
+      this.width = media.width;
+      this.height = media.height;
+      return;
+    }
+    const pb = b.playback;
+    if (!pb.loopCacheKey) throw new Error(`Avatar ${pb.avatarId} has no idle loop to play`);
+    const loop = await this.hold(pb.loopCacheKey);
+    this.loaded.set(SOURCE_MEMBER_ID, loop);
+    this.width = loop.width;
+    this.height = loop.height;
+    // A clip is playable here once its media is loaded: until then it counts as pending.
+    const availability: Availability = (id) => {
+      if (this.loaded.has(id)) return 'ready';
+      const base = pb.availability(id);
+      return base === 'ready' ? 'pending' : base;
+    };
+    this.body = new BehaviorBody(pb.behavior, availability, (id) => this.loaded.get(id), seedOf(this.spec.sessionId), (play) =>
+      this.log.debug({ clipId: play.clipId, kind: play.kind }, 'clip playing'),
+    );
+    // Clips load in the background; the loop alone is enough to start.
+    for (const clip of pb.clips.values()) {
+      if (clip.availability !== 'ready' || !clip.cacheKey) continue;
+      const key = clip.cacheKey;
+      this.hold(key)
+        .then((media) => {
+          if (media.width === this.width && media.height === this.height) this.loaded.set(clip.clipId, media);
+          else this.log.warn({ clipId: clip.clipId }, 'clip of another size than the idle loop, not played');
+        })
+        .catch((err: unknown) => this.log.warn({ err, clipId: clip.clipId }, 'clip media could not be loaded'));
+    }
+  }
+
+  private roleOf(p: RemoteParticipant): ParticipantRole {
+    if (p.identity === this.spec.agentIdentity) return 'agent';
+    if (this.spec.userIdentity) return p.identity === this.spec.userIdentity ? 'user' : 'other';
+    return p.kind === ParticipantKind.AGENT ? 'other' : 'user';
+  }
+
+  private onParticipant(p: RemoteParticipant, kind: 'joined' | 'left'): void {
+    if (this.ending) return;
+    const role = this.roleOf(p);
+    this.observe(p.identity, role, kind);
+    if (kind === 'joined' && role === 'user' && !this.startedAt) {
+      this.startedAt = new Date();
+      void this.onStarted(this.startedAt);
+    }
+    if (kind === 'left' && role === 'user' && !this.hasUser()) void this.end('user_left');
+    if (kind === 'left' && role === 'agent') void this.end('agent_left');
+  }
+
+  private hasUser(): boolean {
+    return [...this.room.remoteParticipants.values()].some((p) => this.roleOf(p) === 'user');
+  }
+
+  private async onStarted(at: Date): Promise<void> {
+    await this.reporter.started(at).catch((err: unknown) => this.log.error({ err }, 'could not report the call started'));
+    this.timers.push(setTimeout(() => void this.end('max_duration'), this.spec.maxDurationSeconds * 1000));
+    if (this.spec.record && this.recordingSink) await this.startRecording();
+  }
+
+  private onTrack(track: RemoteTrack, pub: RemoteTrackPublication, p: RemoteParticipant): void {
+    if (this.ending || track.kind !== TrackKind.KIND_AUDIO || this.roleOf(p) !== 'user') return;
+    const key = `${p.identity}/${pub.sid}`;
+    this.userAudio.get(key)?.close().catch(() => {});
+    this.userAudio.set(
+      key,
+      new UserAudio({
+        track,
+        sampleRate: this.ctx.sampleRate,
+        vad: this.ctx.vad,
+        log: this.log,
+        onSpeechStarted: () => this.body.userSpeechStarted(),
+        onAudio: (pcm) => this.recorder?.userAudio(this.playout.position(), pcm),
+      }),
+    );
+  }
+
+  private closeUserAudio(identity: string, sid: string | undefined): void {
+    const key = `${identity}/${sid}`;
+    const u = this.userAudio.get(key);
+    if (!u) return;
+    this.userAudio.delete(key);
+    void u.close();
+  }
+
+  /** The LLM asked for an action (from the voice agent over RPC). */
+  requestAction(actionId: string) {
+    return this.body.requestAction(actionId);
+  }
+
+  actionMenu() {
+    return this.body.actionMenu();
+  }
+
+  private observe(identity: string, role: ParticipantRole, kind: 'joined' | 'left' | 'reconnected'): void {
+    this.reporter.observe({ participantIdentity: identity, role, kind, at: new Date() }).catch((err: unknown) => this.log.warn({ err }, 'could not record a connection observation'));
+  }
+
+  private async heartbeat(): Promise<void> {
+    if (this.ending) return;
+    try {
+      const { ended } = await this.reporter.heartbeat();
+      if (ended) await this.end('released');
+    } catch (err) {
+      this.log.warn({ err }, 'heartbeat failed');
+    }
+  }
+
+  private async startRecording(): Promise<void> {
+    try {
+      const begun = await this.recordingSink!.begin();
+      await mkdir(this.ctx.workDir, { recursive: true });
+      const file = path.join(this.ctx.workDir, `${begun.recordingId}.mp4`);
+      this.recording = { ...begun, path: file };
+      this.recorder = new CallRecorder({
+        path: file,
+        width: this.width,
+        height: this.height,
+        fps: this.ctx.fps,
+        sampleRate: this.ctx.sampleRate,
+        startFrame: this.lastShown + 1,
+        startSample: Math.round(((this.lastShown + 1) * this.ctx.sampleRate) / this.ctx.fps),
+      });
+    } catch (err) {
+      this.log.error({ err }, 'could not start the recording');
+    }
+  }
+
+  private async finishRecording(endSample: number): Promise<void> {
+    const rec = this.recording;
+    const recorder = this.recorder;
+    if (!rec || !recorder) return;
+    this.recorder = null;
+    try {
+      const result = await recorder.finish(endSample);
+      await this.ctx.storage.put(rec.storageKey, createReadStream(result.path), { contentType: 'video/mp4' });
+      await this.recordingSink!.ready(rec.recordingId, { durationSeconds: result.durationSeconds, sizeBytes: result.sizeBytes });
+      this.log.info({ recordingId: rec.recordingId, seconds: result.durationSeconds }, 'recording ready');
+    } catch (err) {
+      this.log.error({ err, recordingId: rec.recordingId }, 'recording failed');
+      await recorder.abort().catch(() => {});
+      await this.recordingSink!.failed(rec.recordingId, err instanceof Error ? err.message : String(err)).catch(() => {});
+    } finally {
+      await rm(rec.path, { force: true });
+    }
+  }
+}
+
+function paintMarker(rgba: Uint8Array, width: number, on: boolean): void {
+  const v = on ? 255 : 0;
+  for (let y = 0; y < MARKER; y++) {
+    const row = y * width * 4;
+    for (let x = 0; x < MARKER; x++) {
+      const i = row + x * 4;
+      rgba[i] = v;
+      rgba[i + 1] = v;
+      rgba[i + 2] = v;
+      rgba[i + 3] = 255;
+    }
+  }
+}
