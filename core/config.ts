@@ -32,6 +32,24 @@ const schema = z.object({
 
   OPENAI_API_KEY: z.preprocess(emptyAsUndefined, z.string().min(1).optional()),
   OPENAI_BASE_URL: z.preprocess(emptyAsUndefined, optionalUrl),
+  /** Models on the OpenAI-compatible endpoint: speech to text and the conversation's LLM. */
+  STT_MODEL: z.string().min(1).default('whisper-1'),
+  LLM_MODEL: z.string().min(1).default('gpt-4o-mini'),
+  /** An OpenAI-compatible speech model for the avatar's voice; unset: the embedded Flite TTS. */
+  TTS_MODEL: z.preprocess(emptyAsUndefined, z.string().min(1).optional()),
+  /** Voice of TTS_MODEL when the avatar names none (defaultVoiceId). */
+  TTS_VOICE: z.preprocess(emptyAsUndefined, z.string().min(1).optional()),
+
+  /** The agent worker (`npm run agent`): its dispatch name, the capacity pool it serves and how many calls it takes. */
+  AGENT_NAME: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be 1 to 64 letters, digits, _ or -').default('avatar'),
+  CAPACITY_POOL: z.string().regex(/^[a-z0-9][a-z0-9_-]{0,63}$/, 'must be 1 to 64 lowercase letters, digits, _ or -').default('primary'),
+  AGENT_SLOTS: envInt(1, 4, 1000),
+  /** Where the worker renders: onnxruntime's CPU provider, or CUDA on GPU hosts. */
+  RENDER_DEVICE: z.enum(['cpu', 'cuda']).default('cpu'),
+  /** A call whose user has not joined this long after the avatar did ends, unbilled. */
+  USER_JOIN_TIMEOUT_SECONDS: envInt(5, 120, 3600),
+  /** On SIGTERM, how long the worker lets its calls finish before it ends them. */
+  AGENT_DRAIN_SECONDS: envInt(0, 600, 86_400),
 
   S3_ENDPOINT: z.preprocess(emptyAsUndefined, optionalUrl),
   S3_BUCKET: z.preprocess(emptyAsUndefined, z.string().min(1).optional()),

@@ -136,8 +136,9 @@ export class UsageStore {
    * Ends a session: `released` settles the reservation to the billable time (capped at the
    * reservation); `failed` charges nothing. Idempotent: a second call changes nothing.
    */
-  async finish(sessionId: string, outcome: { status: 'released' | 'failed'; billableMs: number }): Promise<SessionUsage | undefined> {
-    return this.sql.begin(async (tx) => {
+  async finish(sessionId: string, outcome: { status: 'released' | 'failed'; billableMs: number }, inTx?: Tx): Promise<SessionUsage | undefined> {
+    const run = <T>(fn: (tx: Tx) => Promise<T>): Promise<T> => (inTx ? fn(inTx) : (this.sql.begin(fn) as Promise<T>));
+    return run(async (tx) => {
       const [row] = await tx<UsageRow[]>`select * from session_usage where id = ${sessionId} for update`;
       if (!row) return undefined;
       if (row.status === 'released' || row.status === 'failed') return toUsage(row);
@@ -158,7 +159,7 @@ export class UsageStore {
           started_at = coalesce(started_at, now()), billable_ms = ${paidMs}, billed_credit_micros = ${chargedCreditMicros}
         where id = ${sessionId} returning *`;
       return toUsage(updated!);
-    }) as Promise<SessionUsage | undefined>;
+    });
   }
 
   /**

@@ -35,6 +35,7 @@ import type { Availability } from '../../clips/behavior/index.ts';
 import { SOURCE_MEMBER_ID } from '../../clips/behavior/index.ts';
 import { mouthShape } from '../../render/talking-head/index.ts';
 import { AudioVisemeStream } from '../../render/visemes/index.ts';
+import { RPC_PLAY_ACTION } from '../protocol.ts';
 import { BehaviorBody, SceneBody, type Body } from './body.ts';
 import type { CallRecordingSink, CallReporter, CallSpec, EndReason, ParticipantRole } from './call.ts';
 import type { ClipMedia, MediaCache } from './media.ts';
@@ -156,6 +157,17 @@ export class AvatarRunner {
     await this.room.connect(this.ctx.livekit.url, await this.token(), { autoSubscribe: true, dynacast: false });
     this.receiver.start();
     const lp = this.room.localParticipant!;
+    lp.registerRpcMethod(RPC_PLAY_ACTION, async (data) => {
+      if (data.callerIdentity !== this.spec.agentIdentity) return 'reject';
+      let actionId: unknown;
+      try {
+        actionId = (JSON.parse(data.payload) as { action_id?: unknown }).action_id;
+      } catch {
+        // answered below
+      }
+      if (typeof actionId !== 'string') return JSON.stringify({ accepted: false, reason: 'unknown_action' });
+      return JSON.stringify(this.body.requestAction(actionId));
+    });
     // One stream for both tracks, so receivers that synchronise playout (browsers) keep the lips on the audio;
     // one video layer (no simulcast): one encode per frame, which is what bounds calls per core.
     const stream = `${this.spec.avatarIdentity}-av`;

@@ -127,3 +127,15 @@ create table recordings (
 create index recordings_tenant on recordings (tenant_id, created_at desc, id desc);
 create index recordings_session on recordings (session_id);
 create index recordings_retention on recordings (retention_expires_at) where media_deleted_at is null;
+
+-- Every process holding capacity slots hears when a call ends, whoever ended it (the API, the
+-- worker, the janitor): payload "<capacity_pool>:<session id>".
+create function notify_live_session_ended() returns trigger language plpgsql as $$
+begin
+  if new.state = 'ended' and old.state <> 'ended' then
+    perform pg_notify('live_session_ended', new.capacity_pool || ':' || new.id);
+  end if;
+  return null;
+end $$;
+create trigger live_sessions_ended after update of state on live_sessions
+  for each row execute function notify_live_session_ended();

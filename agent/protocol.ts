@@ -1,0 +1,7 @@
+/**
+ * RPCs between a call's voice agent and its avatar (both ours), beside LiveKit's avatar protocol
+ * (agent/avatar/receiver.ts). The avatar answers only the agent it speaks for.
+ */
+
+/** Voice → avatar: `{ "action_id": "..." }` → `{ "accepted": true } | { "accepted": false, "reason": "unknown_action" | "no_available_take" }`. */
+export const RPC_PLAY_ACTION = 'avatar.play_action';

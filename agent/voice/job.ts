@@ -1,0 +1,108 @@
+/**
+ * The voice of a conversation-mode call, in an agents-js job process (one per call): it hears the
+ * user (Silero VAD, STT), thinks (the LLM, with the avatar's persona as instructions and its
+ * actions as tools) and speaks (TTS) through LiveKit's avatar protocol to the call's avatar, which
+ * the worker's main process renders and publishes. Transcriptions reach the room the LiveKit way,
+ * paced by the avatar's playback events.
+ *
+ * Provider-mode calls need no job here: the avatar alone joins, and speaks for another agent.
+ */
+import { AutoSubscribe, defineAgent, voice, type JobContext, type JobProcess, type VAD } from '@livekit/agents';
+import * as openai from '@livekit/agents-plugin-openai';
+import * as silero from '@livekit/agents-plugin-silero';
+import { TrackKind } from '@livekit/rtc-node';
+import { createReactionPicker } from '../../clips/behavior/index.ts';
+import { loadAvatarPlayback } from '../../core/avatars/playback.ts';
+import { loadConfig, type Config } from '../../core/config.ts';
+import { CreditLedger } from '../../core/credits/ledger.ts';
+import { openDatabase, type Database } from '../../core/db/index.ts';
+import { LiveSessionStore } from '../../core/live/sessions.ts';
+import { createLogger, type Logger } from '../../core/log.ts';
+import { UsageStore } from '../../core/usage.ts';
+import { actionTools } from './actions.ts';
+import { ttsFor } from './tts.ts';
+
+/** What a dispatch carries (set by the session mint). */
+export interface DispatchMetadata {
+  session_id: string;
+}
+
+interface ProcessState {
+  config: Config;
+  log: Logger;
+  db: Database;
+  vad: VAD;
+}
+
+export function parseDispatchMetadata(raw: string): DispatchMetadata | undefined {
+  try {
+    const v = JSON.parse(raw) as Partial<DispatchMetadata>;
+    return typeof v.session_id === 'string' && /^ses_[0-9A-Za-z]{1,64}$/.test(v.session_id) ? { session_id: v.session_id } : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export default defineAgent({
+  // Once per job process, before it takes a call: the VAD model and a small database pool.
+  prewarm: async (proc: JobProcess) => {
+    const config = loadConfig();
+    const log = createLogger(config.LOG_LEVEL).child({ component: 'voice' });
+    const db = await openDatabase({ ...config, DATABASE_POOL_SIZE: 2 }, log);
+    const vad = await silero.VAD.load();
+    proc.userData.state = { config, log, db, vad } satisfies ProcessState;
+  },
+
+  entry: async (ctx: JobContext) => {
+    const { config, log: plog, db, vad } = ctx.proc.userData.state as ProcessState;
+    const meta = parseDispatchMetadata(ctx.job.metadata);
+    const log = plog.child({ sessionId: meta?.session_id, room: ctx.job.room?.name });
+    if (!meta) {
+      log.warn('dispatch without a session id, nothing to do');
+      return;
+    }
+    const sessions = new LiveSessionStore(db.sql, new UsageStore(db.sql, new CreditLedger(db.sql)));
+    const session = await sessions.get(meta.session_id);
+    if (!session || session.mode !== 'conversation' || session.state === 'ended') return;
+    const playback = await loadAvatarPlayback(db.sql, session.tenantId, session.avatarId);
+    if (!playback) return;
+    if (!config.OPENAI_BASE_URL && !config.OPENAI_API_KEY) {
+      log.warn('no LLM or STT is configured (OPENAI_BASE_URL, OPENAI_API_KEY): the avatar will not converse');
+      return;
+    }
+
+    await ctx.connect(undefined, AutoSubscribe.AUDIO_ONLY);
+    const endpoint = { ...(config.OPENAI_BASE_URL ? { baseURL: config.OPENAI_BASE_URL } : {}), apiKey: config.OPENAI_API_KEY ?? 'unused' };
+    const agentSession = new voice.AgentSession({
+      vad,
+      stt: new openai.STT({ useRealtime: false, model: config.STT_MODEL, language: 'en', ...endpoint }),
+      llm: new openai.LLM({ model: config.LLM_MODEL, ...endpoint }),
+      tts: ttsFor(config, playback.defaultVoiceId),
+      // Offline turn-taking: VAD ends the user's turn and interrupts the avatar (no cloud models).
+      turnHandling: { turnDetection: 'vad', interruption: { mode: 'vad', minDuration: 0.4 } },
+    });
+    // The avatar plays our audio: it tells us when each segment starts and ends (transcripts follow it).
+    agentSession.output.audio = new voice.DataStreamAudioOutput({
+      room: ctx.room,
+      destinationIdentity: session.avatarIdentity,
+      waitRemoteTrack: TrackKind.KIND_VIDEO,
+      waitPlaybackStart: true,
+    });
+    // The menu as the avatar would draw from it (actions with a playable take).
+    const menu = createReactionPicker(playback.behavior, playback.availability, 0).actionMenu();
+    const agent = new voice.Agent({ instructions: playback.instructions, tools: actionTools(ctx.room, session.avatarIdentity, menu) });
+    agentSession.on(voice.AgentSessionEventTypes.Close, (ev) => {
+      log.info({ reason: ev.reason }, 'voice session closed');
+      // Leaving makes the avatar end the call (settled once), rather than idle on without a voice.
+      ctx.shutdown('voice session closed');
+    });
+    agentSession.on(voice.AgentSessionEventTypes.Error, (ev) => log.warn({ err: ev.error, source: ev.source?.constructor?.name }, 'voice pipeline error'));
+    await agentSession.start({
+      agent,
+      room: ctx.room,
+      inputOptions: { participantIdentity: session.userIdentity ?? undefined },
+      record: false,
+    });
+    log.info({ actions: menu.length }, 'voice session started');
+  },
+});

@@ -1,0 +1,203 @@
+/**
+ * The agent worker: registers with LiveKit under AGENT_NAME, declares its call slots for its
+ * capacity pool, and takes the calls LiveKit dispatches to it.
+ *
+ * For each dispatched call, this process (which holds the one renderer) starts the call's avatar:
+ * it joins the room as the avatar and publishes its video and audio. A conversation-mode call also
+ * gets a voice agent in an agents-js job process (agent/voice/job.ts) that speaks to the avatar over
+ * LiveKit's avatar protocol; a provider-mode call's avatar speaks for the customer's agent instead.
+ * The call's lifecycle goes to the database (core/live), where the API settles it.
+ */
+import { hostname } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { AgentServer, ServerOptions, initializeLogger, type JobRequest, type VAD } from '@livekit/agents';
+import * as silero from '@livekit/agents-plugin-silero';
+import { loadAvatarPlayback } from '../core/avatars/playback.ts';
+import type { Config } from '../core/config.ts';
+import { newId } from '../core/ids.ts';
+import { LiveSessionStore, type LiveSession } from '../core/live/sessions.ts';
+import { AgentWorkerRegistry } from '../core/live/workers.ts';
+import type { Logger } from '../core/log.ts';
+import { RecordingStore } from '../core/recordings/store.ts';
+import { loadSceneMedia } from '../core/scenes/media.ts';
+import type { Services } from '../core/services.ts';
+import { createLipSync, type LipSyncEngine } from '../render/lipsync/index.ts';
+import type { CallRecordingSink, CallReporter, CallSpec } from './avatar/call.ts';
+import { AvatarHost } from './avatar/host.ts';
+import { parseDispatchMetadata } from './voice/job.ts';
+
+const VOICE_JOB = fileURLToPath(new URL('./voice/job.ts', import.meta.url));
+const DECLARE_EVERY_MS = 10_000;
+/**
+ * LiveKit offers a worker jobs while its reported load is under the server's target (0.7 by
+ * default): the load reported is scaled so that it reaches that target exactly when every slot is taken.
+ */
+const LIVEKIT_TARGET_LOAD = 0.7;
+
+export interface AgentWorkerOptions {
+  log?: Logger;
+  /** Test and benchmark aids passed to the avatar host. */
+  syncMarker?: boolean;
+  /** Job processes kept warm for conversation calls (each boots in seconds). Default 1. */
+  idleProcesses?: number;
+}
+
+export interface AgentWorker {
+  id: string;
+  host: AvatarHost;
+  /** Stops taking calls, lets the calls in progress finish for up to `timeoutMs`, then ends the rest and leaves LiveKit. */
+  drain(timeoutMs: number): Promise<void>;
+}
+
+export async function startAgentWorker(services: Services, opts: AgentWorkerOptions = {}): Promise<AgentWorker> {
+  const { config } = services;
+  const log = (opts.log ?? services.log).child({ component: 'agent' });
+  if (!config.LIVEKIT_URL || !config.LIVEKIT_API_KEY || !config.LIVEKIT_API_SECRET) {
+    throw new Error('The agent worker needs LIVEKIT_URL, LIVEKIT_API_KEY and LIVEKIT_API_SECRET');
+  }
+  const livekit = { url: config.LIVEKIT_URL, apiKey: config.LIVEKIT_API_KEY, apiSecret: config.LIVEKIT_API_SECRET };
+  initializeLogger({ pretty: false, level: config.LOG_LEVEL === 'silent' ? 'fatal' : config.LOG_LEVEL });
+
+  const lipsync = await liveLipSync(config, log);
+  const vad: VAD = await silero.VAD.load();
+  const host = new AvatarHost({
+    lipsync,
+    vad,
+    storage: services.storage,
+    livekit,
+    log,
+    workDir: path.join(config.dataDir, 'agent'),
+    userJoinTimeoutMs: config.USER_JOIN_TIMEOUT_SECONDS * 1000,
+    ...(opts.syncMarker ? { syncMarker: true } : {}),
+  });
+  const live = new LiveSessionStore(services.sql, services.usage);
+  const recordings = new RecordingStore(services.sql);
+  const registry = new AgentWorkerRegistry(services.sql);
+  const id = newId('worker');
+  const declaration = { id, capacityPool: config.CAPACITY_POOL, slots: config.AGENT_SLOTS, hostname: hostname() };
+  await registry.declare(declaration);
+  const declaring = setInterval(() => {
+    if (!draining) registry.declare(declaration).catch((err: unknown) => log.warn({ err }, 'could not declare the worker'));
+  }, DECLARE_EVERY_MS);
+  let draining = false;
+
+  const reporter = (sessionId: string): CallReporter => ({
+    joined: () => live.joined(sessionId),
+    started: (at) => live.started(sessionId, at),
+    heartbeat: () => live.heartbeat(sessionId),
+    observe: (o) => live.observe(sessionId, { ...o, occurredAt: o.at, source: 'worker' }),
+    ended: async (reason, at) => {
+      await live.end(sessionId, reason, at);
+    },
+  });
+  const recordingSink: CallRecordingSink = {
+    begin: () => recordings.begin(recordingSessionId.current!),
+    ready: (recordingId, info) => recordings.ready(recordingId, info),
+    failed: (recordingId, reason) => recordings.failed(recordingId, reason),
+  };
+  // begin() knows its call through a sink per call (below); this holder keeps the type simple.
+  const recordingSessionId: { current: string | null } = { current: null };
+
+  const callSpec = async (s: LiveSession): Promise<CallSpec> => {
+    const playback = await loadAvatarPlayback(services.sql, s.tenantId, s.avatarId);
+    if (!playback) throw new Error(`Avatar ${s.avatarId} of session ${s.id} is gone`);
+    const base = {
+      sessionId: s.id,
+      tenantId: s.tenantId,
+      mode: s.mode,
+      roomName: s.roomName,
+      avatarIdentity: s.avatarIdentity,
+      avatarName: playback.displayName,
+      agentIdentity: s.agentIdentity ?? `agent-${s.id}`,
+      userIdentity: s.mode === 'conversation' ? s.userIdentity : null,
+      maxDurationSeconds: s.maxDurationSeconds,
+      record: s.record,
+      ownsRoom: s.mode === 'conversation',
+    };
+    if (s.videoCacheId) {
+      const scene = await loadSceneMedia(services.sql, s.tenantId, s.videoCacheId);
+      if (!scene) throw new Error(`Scene ${s.videoCacheId} of session ${s.id} is not ready`);
+      return { ...base, body: { kind: 'scene', cacheKey: scene.cacheKey, continuation: scene.continuation } };
+    }
+    return { ...base, body: { kind: 'avatar', playback } };
+  };
+
+  const runCall = async (s: LiveSession): Promise<void> => {
+    const clog = log.child({ sessionId: s.id });
+    try {
+      const spec = await callSpec(s);
+      const sink: CallRecordingSink | null = s.record ? { ...recordingSink, begin: () => recordings.begin(s.id) } : null;
+      const runner = await host.startCall(spec, reporter(s.id), sink);
+      clog.info({ reason: await runner.ended }, 'call ended');
+    } catch (err) {
+      clog.error({ err }, 'call failed');
+      await live.end(s.id, 'failed').catch((e: unknown) => clog.error({ err: e }, 'could not settle the failed call'));
+    }
+  };
+
+  const requestFunc = async (req: JobRequest): Promise<void> => {
+    const meta = parseDispatchMetadata(req.job.metadata);
+    if (!meta || draining || host.calls.length >= config.AGENT_SLOTS) return req.reject();
+    const session = await live.claim(meta.session_id, id).catch((err: unknown) => {
+      log.error({ err }, 'could not claim a dispatched call');
+      return undefined;
+    });
+    // Ended before it got here (released), unknown, or another worker's: not ours to run.
+    if (!session) return req.reject();
+    // Accept at once (LiveKit waits on the answer); the avatar starts meanwhile. The job process
+    // becomes the call's voice agent, or (provider mode) ends at once: the avatar needs no job.
+    void runCall(session);
+    const identity = session.mode === 'conversation' ? (session.agentIdentity ?? `agent-${session.id}`) : `${session.avatarIdentity}-dispatch`;
+    await req.accept('voice', identity);
+  };
+
+  const server = new AgentServer(
+    new ServerOptions({
+      agent: VOICE_JOB,
+      agentName: config.AGENT_NAME,
+      wsURL: livekit.url,
+      apiKey: livekit.apiKey,
+      apiSecret: livekit.apiSecret,
+      numIdleProcesses: opts.idleProcesses ?? 1,
+      port: 0,
+      host: '127.0.0.1',
+      logLevel: config.LOG_LEVEL === 'silent' ? 'fatal' : config.LOG_LEVEL,
+      production: config.NODE_ENV === 'production',
+      loadThreshold: LIVEKIT_TARGET_LOAD,
+      loadFunc: async () => (draining ? 1 : Math.min(1, (LIVEKIT_TARGET_LOAD * host.calls.length) / config.AGENT_SLOTS)),
+      requestFunc,
+    }),
+  );
+  const registered = new Promise<void>((resolve) => server.event.once('worker_registered' as never, () => resolve()));
+  const running = server.run();
+  await Promise.race([registered, running.then(() => Promise.reject(new Error('The agent worker stopped before it registered with LiveKit')))]);
+  log.info({ workerId: id, agentName: config.AGENT_NAME, capacityPool: config.CAPACITY_POOL, slots: config.AGENT_SLOTS }, 'agent worker registered');
+
+  return {
+    id,
+    host,
+    drain: async (timeoutMs) => {
+      draining = true;
+      clearInterval(declaring);
+      await registry.drain(id).catch(() => {});
+      const deadline = Date.now() + timeoutMs;
+      while (host.calls.length > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+      if (host.calls.length > 0) log.info({ calls: host.calls.length }, 'drain time is up, ending the remaining calls');
+      await host.close('worker_shutdown');
+      await server.close();
+      await running.catch(() => {});
+      await registry.remove(id).catch(() => {});
+      await lipsync.release().catch(() => {});
+    },
+  };
+}
+
+/** The lip-sync engine of live calls: LIPSYNC_MODEL's, on RENDER_DEVICE. A neural model needs audio windows the live path does not feed yet: live calls then use the built-in engine. */
+async function liveLipSync(config: Config, log: Logger): Promise<LipSyncEngine> {
+  const engine = await createLipSync(config.LIPSYNC_MODEL, { executionProvider: config.RENDER_DEVICE });
+  if (!engine.needsAudio) return engine;
+  log.warn({ model: config.LIPSYNC_MODEL }, 'live calls use the built-in lip-sync; the neural model serves renders only');
+  await engine.release();
+  return createLipSync('builtin', { executionProvider: config.RENDER_DEVICE });
+}
