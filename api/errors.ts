@@ -3,13 +3,8 @@ import { HTTPException } from 'hono/http-exception';
 import type { z } from 'zod';
 import { ApiError } from '../core/errors.ts';
 import type { AppEnv } from './context.ts';
+import { describeJsonProblem, fieldPath, findJsonProblem } from './schemas/json.ts';
 
-/** "a.b[0].c" from a zod issue path. */
-export function fieldPath(path: readonly PropertyKey[]): string {
-  let out = '';
-  for (const p of path) out += typeof p === 'number' ? `[${p}]` : out ? `.${String(p)}` : String(p);
-  return out;
-}
 
 const TARGET_LABEL: Record<string, string> = { json: 'body', query: 'query', param: 'path', header: 'header', form: 'form' };
 
@@ -92,44 +87,22 @@ export function validationError(error: z.ZodError, target = 'json', input?: unkn
   return new ApiError('validation_error', message, { field: field || null, ...(error.issues.length > 1 ? { issues: error.issues.length } : {}) });
 }
 
-/** Deepest nesting accepted in free-form JSON (settings, metadata, ...): far beyond any real use, far below stack and jsonb limits. */
-export const MAX_INPUT_DEPTH = 64;
-
-/**
- * The first problem no schema can catch in validated input: a string holding a NUL character
- * (no text column accepts one) or nesting deeper than MAX_INPUT_DEPTH. Iterative, so hostile
- * nesting cannot overflow the stack.
- */
-export function findUnsafeInput(value: unknown): { path: (string | number)[]; problem: 'nul' | 'depth' } | undefined {
-  const stack: { v: unknown; path: (string | number)[] }[] = [{ v: value, path: [] }];
-  while (stack.length > 0) {
-    const { v, path } = stack.pop()!;
-    if (typeof v === 'string') {
-      if (v.includes('\u0000')) return { path, problem: 'nul' };
-    } else if (v && typeof v === 'object') {
-      if (path.length >= MAX_INPUT_DEPTH) return { path, problem: 'depth' };
-      if (Array.isArray(v)) v.forEach((x, i) => stack.push({ v: x, path: [...path, i] }));
-      else for (const [k, x] of Object.entries(v)) stack.push({ v: x, path: [...path, k] });
-    }
-  }
-  return undefined;
-}
-
 /**
  * The zod-openapi hook of every route: a failed validation becomes our 422, and so does a NUL
- * character or hostile nesting anywhere in validated input (checked here once, not per schema).
+ * character anywhere in validated input (checked here once, not per schema: see schemas/json.ts).
  */
 export function validationHook(
   result: { success: true; data: unknown; target: string } | { success: false; error: z.ZodError; data: unknown; target: string },
 ): void {
   // On failure `data` is the input as received (zod-validator passes it to the hook).
   if (!result.success) throw validationError(result.error, result.target, result.data);
-  const unsafe = findUnsafeInput(result.data);
-  if (unsafe) {
-    const field = fieldPath(unsafe.path);
+  const found = findJsonProblem(result.data);
+  if (found) {
+    const field = fieldPath(found.path);
     const where = TARGET_LABEL[result.target] ?? result.target;
-    const why = unsafe.problem === 'nul' ? 'must not contain NUL characters' : `nests deeper than ${MAX_INPUT_DEPTH} levels`;
-    throw new ApiError('validation_error', `Invalid field "${field}" in ${where}: ${why}`, { field });
+    throw new ApiError('validation_error', field ? `Invalid field "${field}" in ${where}: ${describeJsonProblem(found)}` : `Invalid ${where}: ${describeJsonProblem(found)}`, {
+      field: field || null,
+    });
   }
 }
 

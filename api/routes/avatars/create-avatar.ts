@@ -2,7 +2,8 @@ import { createRoute, z } from '@hono/zod-openapi';
 import { V1, type App } from '../../context.ts';
 import { guarded } from '../../middleware/guard.ts';
 import { errorResponses } from '../../schemas/common.ts';
-import { AVATAR_BODY_LIMIT, AvatarSchema, DisplayName, JsonObject, MotionPromptInput, VoiceId } from './schemas.ts';
+import { FreeJsonObject } from '../../schemas/json.ts';
+import { AVATAR_BODY_LIMIT, AvatarSchema, DisplayName, MotionPromptInput, VoiceId } from './schemas.ts';
 
 const CreateAvatarBody = z
   .object({
@@ -10,11 +11,11 @@ const CreateAvatarBody = z
     sourceKind: z.literal('image').optional().openapi({ description: 'Creation is image-only.' }),
     sourceAssetId: z.string().min(1).max(160).optional().openapi({ description: 'A ready image asset of this workspace (the portrait).' }),
     motionPrompt: MotionPromptInput.optional(),
-    voice: JsonObject.nullable().optional(),
+    voice: FreeJsonObject.nullable().optional(),
     defaultVoiceId: VoiceId.nullable().optional(),
-    llm: JsonObject.nullable().optional(),
-    settings: JsonObject.optional(),
-    metadata: JsonObject.optional(),
+    llm: FreeJsonObject.nullable().optional(),
+    settings: FreeJsonObject.optional(),
+    metadata: FreeJsonObject.optional(),
   })
   .strict()
   .openapi('CreateAvatarRequest');

@@ -3,6 +3,7 @@ import { DeclarationBodySchema } from '../../../clips/declaration/index.ts';
 import { V1, type App } from '../../context.ts';
 import { guarded } from '../../middleware/guard.ts';
 import { errorResponses } from '../../schemas/common.ts';
+import { StorableJsonBody } from '../../schemas/json.ts';
 import { AvatarIdParam, checkAvatarId, CLIP_LIBRARY_BODY_LIMIT, ClipPutAnswerSchema } from './schemas.ts';
 
 /**
@@ -10,7 +11,7 @@ import { AvatarIdParam, checkAvatarId, CLIP_LIBRARY_BODY_LIMIT, ClipPutAnswerSch
  * route does not validate with it: the clip library validates the raw JSON (so that a `__proto__`
  * key is refused rather than silently dropped, as a zod parse would) and answers 422
  * clip_declaration_rejected naming the field. Before that the route checks only that the body is
- * a JSON object (`RawDeclarationBody`).
+ * a storable JSON object (`StorableJsonBody`).
  */
 const ClipDeclarationBody = DeclarationBodySchema.openapi('ClipDeclarationRequest', {
   description:
@@ -19,8 +20,6 @@ const ClipDeclarationBody = DeclarationBodySchema.openapi('ClipDeclarationReques
     'every listed clip id must be declared in clips, no list repeats an id; idle.weights keys are "source" or idle clip ids, not combined ' +
     'with idle.weight, and leave at least one member positive. A refusal is 422 clip_declaration_rejected naming the field.',
 });
-
-const RawDeclarationBody = z.record(z.string(), z.unknown());
 
 export const route = createRoute({
   operationId: 'putClipLibrary',
@@ -48,7 +47,7 @@ type Answer = z.infer<typeof ClipPutAnswerSchema>;
 export function register(app: App) {
   // Documented as `route`; registered with the raw-body check in place of the declaration schema (see above).
   app.openAPIRegistry.registerPath(route);
-  const served = { ...route, hide: true, request: { ...route.request, body: { required: true, content: { 'application/json': { schema: RawDeclarationBody } } } } };
+  const served = { ...route, hide: true, request: { ...route.request, body: { required: true, content: { 'application/json': { schema: StorableJsonBody } } } } };
   app.openapi(guarded(served, { bodyLimit: CLIP_LIBRARY_BODY_LIMIT }), async (c) => {
     const avatarId = checkAvatarId(c.req.valid('param').avatarId);
     // The raw parse (JSON.parse keeps a `__proto__` own key; the zod output above would not).

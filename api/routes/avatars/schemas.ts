@@ -4,27 +4,6 @@ import { AVATAR_STATUSES, CLIP_STATUSES, IDLE_VIDEO_STATUSES } from '../../../co
 import { notFound } from '../../../core/errors.ts';
 import { Timestamp } from '../../schemas/common.ts';
 
-/** Deepest nesting accepted inside voice, llm, settings and metadata. */
-export const MAX_JSON_DEPTH = 16;
-
-/** True when `v` nests at most `max` levels (iterative: no recursion, no spread of large arrays). */
-function withinDepth(v: unknown, max: number): boolean {
-  const stack: [unknown, number][] = [[v, 0]];
-  while (stack.length > 0) {
-    const [x, d] = stack.pop()!;
-    if (x === null || typeof x !== 'object') continue;
-    if (d > max) return false;
-    for (const child of Array.isArray(x) ? x : Object.values(x)) stack.push([child, d + 1]);
-  }
-  return true;
-}
-
-/** A JSON object of the caller's own structure (its inner structure is not part of the contract). */
-export const JsonObject = z
-  .record(z.string(), z.unknown())
-  .refine((v) => withinDepth(v, MAX_JSON_DEPTH), `must not nest deeper than ${MAX_JSON_DEPTH} levels`)
-  .openapi({ type: 'object', additionalProperties: true });
-
 /** Loose bound only: the prompt screen owns the real rules (nonempty, at most 1,200 characters: 422 loop_prompt_rejected). */
 export const MotionPromptInput = z
   .string()

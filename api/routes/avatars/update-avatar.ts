@@ -3,7 +3,8 @@ import { PROFILE_LIMITS, SESSION_INSTRUCTIONS_MAX } from '../../../core/avatars/
 import { V1, type App } from '../../context.ts';
 import { guarded } from '../../middleware/guard.ts';
 import { errorResponses } from '../../schemas/common.ts';
-import { AVATAR_BODY_LIMIT, AvatarIdParam, AvatarSchema, checkAvatarId, DisplayName, JsonObject, MotionPromptInput, utf16Max, VoiceId } from './schemas.ts';
+import { FreeJsonObject } from '../../schemas/json.ts';
+import { AVATAR_BODY_LIMIT, AvatarIdParam, AvatarSchema, checkAvatarId, DisplayName, MotionPromptInput, utf16Max, VoiceId } from './schemas.ts';
 
 const text = (max: number, what: string) =>
   utf16Max(z.string(), max).nullable().optional().openapi({ description: `${what}. At most ${max} UTF-16 code units; null clears it.` });
@@ -12,10 +13,10 @@ const UpdateAvatarBody = z
   .object({
     displayName: DisplayName.optional(),
     defaultVoiceId: VoiceId.nullable().optional(),
-    voice: JsonObject.nullable().optional(),
-    llm: JsonObject.nullable().optional(),
-    settings: JsonObject.optional(),
-    metadata: JsonObject.optional(),
+    voice: FreeJsonObject.nullable().optional(),
+    llm: FreeJsonObject.nullable().optional(),
+    settings: FreeJsonObject.optional(),
+    metadata: FreeJsonObject.optional(),
     motionPrompt: MotionPromptInput.nullable().optional(),
     personality: text(PROFILE_LIMITS.personality, 'Who the avatar is (session instructions)'),
     background: text(PROFILE_LIMITS.background, 'What the avatar knows (session instructions)'),
