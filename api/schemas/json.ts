@@ -115,7 +115,7 @@ export const FREE_JSON_DESCRIPTION = `A JSON object of your own structure: at mo
 export const FreeJsonObject = z
   .record(z.string(), z.unknown())
   .superRefine(refineStorableJson('field'))
-  .openapi({ type: 'object', additionalProperties: true, description: FREE_JSON_DESCRIPTION });
+  .openapi({ description: FREE_JSON_DESCRIPTION });
 
 /**
  * A JSON object body that a route hands on unparsed, for code past the schema to validate (PUT

@@ -15,7 +15,7 @@ const CreateRemoteAssetBody = z
       .refine((m) => Object.keys(m).length <= 64, 'at most 64 keys')
       .superRefine(refineStorableJson('field'))
       .optional()
-      .openapi({ description: `Kept with the asset. ${FREE_JSON_DESCRIPTION} At most 64 keys of at most 128 characters.` }),
+      .openapi({ maxProperties: 64, description: `Kept with the asset. ${FREE_JSON_DESCRIPTION} At most 64 keys of at most 128 characters.` }),
   })
   .strict()
   .openapi('CreateRemoteAssetRequest');
@@ -34,7 +34,7 @@ export const route = createRoute({
   request: { body: { required: true, content: { 'application/json': { schema: CreateRemoteAssetBody } } } },
   responses: {
     201: { description: 'The ready asset', content: { 'application/json': { schema: AssetSchema } } },
-    ...errorResponses(401, 403, 413, 415, 422, 502, 504),
+    ...errorResponses(400, 401, 403, 413, 415, 422, 502, 504),
   },
 });
 

@@ -1,8 +1,8 @@
-import { createRoute, z } from '@hono/zod-openapi';
+import { createRoute, type z } from '@hono/zod-openapi';
 import { DeclarationBodySchema } from '../../../clips/declaration/index.ts';
 import { V1, type App } from '../../context.ts';
 import { guarded } from '../../middleware/guard.ts';
-import { errorResponses } from '../../schemas/common.ts';
+import { errorResponses, IdempotencyKeyHeader } from '../../schemas/common.ts';
 import { StorableJsonBody } from '../../schemas/json.ts';
 import { AvatarIdParam, checkAvatarId, CLIP_LIBRARY_BODY_LIMIT, ClipPutAnswerSchema } from './schemas.ts';
 
@@ -33,7 +33,7 @@ export const route = createRoute({
   security: [{ bearerAuth: [] }],
   request: {
     params: AvatarIdParam,
-    headers: z.object({ 'idempotency-key': z.string().optional().openapi({ description: 'At most 180 characters.' }) }),
+    headers: IdempotencyKeyHeader,
     body: { required: true, content: { 'application/json': { schema: ClipDeclarationBody } } },
   },
   responses: {

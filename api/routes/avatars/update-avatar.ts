@@ -4,7 +4,7 @@ import { V1, type App } from '../../context.ts';
 import { guarded } from '../../middleware/guard.ts';
 import { errorResponses } from '../../schemas/common.ts';
 import { FreeJsonObject } from '../../schemas/json.ts';
-import { AVATAR_BODY_LIMIT, AvatarIdParam, AvatarSchema, checkAvatarId, DisplayName, MotionPromptInput, utf16Max, VoiceId } from './schemas.ts';
+import { AVATAR_BODY_LIMIT, AvatarIdParam, AvatarSchema, checkAvatarId, DisplayName, MotionPromptInput, toAvatarWire, utf16Max, VoiceId } from './schemas.ts';
 
 const text = (max: number, what: string) =>
   utf16Max(z.string(), max).nullable().optional().openapi({ description: `${what}. At most ${max} UTF-16 code units; null clears it.` });
@@ -33,7 +33,7 @@ const UpdateAvatarBody = z
   })
   .strict()
   .refine((b) => Object.keys(b).length > 0, 'at least one field is required')
-  .openapi('UpdateAvatarRequest');
+  .openapi('UpdateAvatarRequest', { minProperties: 1 });
 
 export const route = createRoute({
   operationId: 'updateAvatar',
@@ -56,6 +56,6 @@ export function register(app: App) {
   app.openapi(guarded(route, { bodyLimit: AVATAR_BODY_LIMIT }), async (c) => {
     const avatarId = checkAvatarId(c.req.valid('param').avatarId);
     const avatar = await c.get('services').avatars.update(c.get('principal'), avatarId, c.req.valid('json'));
-    return c.json(avatar, 200);
+    return c.json(toAvatarWire(avatar), 200);
   });
 }
