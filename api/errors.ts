@@ -106,7 +106,7 @@ export function validationHook(
   }
 }
 
-/** Maps anything thrown to the spec's error body; unknown failures become 500 internal_error. */
+/** Maps anything thrown to the error body (docs/api.md, "Errors"); unknown failures become 500 internal_error. */
 export function toApiError(err: unknown): ApiError {
   if (err instanceof ApiError) return err;
   if (err instanceof HTTPException) {

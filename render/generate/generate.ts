@@ -154,7 +154,7 @@ export async function generateIdleLoop(portrait: PortraitInput, options: IdleLoo
 
 export interface ClipOptions {
   motionPrompt: string;
-  /** Integer 4 to 8, default 5 (the spec's generated clip duration). */
+  /** Integer 4 to 8, default 5 (the duration of a generated clip the API accepts). */
   durationSeconds?: number;
   fps?: number;
   seed?: number | string;

@@ -129,7 +129,7 @@ function count(re: RegExp, text: string): string[] {
   return [...text.matchAll(re)].map((m) => m[0]);
 }
 
-/** Validate the spec's motion prompt rules: trimmed, nonempty, at most 1,200 characters. */
+/** Validate a motion prompt: trimmed, nonempty, at most 1,200 characters (the API's motion prompt rule). */
 export function normalizePrompt(prompt: unknown): string {
   if (typeof prompt !== 'string') throw new GenerateError('invalid_prompt', 'The motion prompt must be a string.');
   const text = prompt.trim();

@@ -11,7 +11,7 @@ export const MotionPromptInput = z
   .openapi({ description: `Art-directs the generated loop. Trimmed, nonempty, at most ${PROMPT_MAX} characters; screened (422 loop_prompt_rejected).` });
 
 /**
- * A string of at most `max` UTF-16 code units (JavaScript length), as the spec measures profile text.
+ * A string of at most `max` UTF-16 code units (JavaScript length), the unit of every profile text limit.
  * zod's own max() counts code points (an emoji is 1 there, 2 here), so the refine does the real check.
  */
 export const utf16Max = <T extends z.ZodString>(s: T, max: number) =>
@@ -89,13 +89,13 @@ export type AvatarWire = z.infer<typeof AvatarSchema>;
  */
 export const toAvatarWire = (avatar: Avatar): AvatarWire => avatar as AvatarWire;
 
-/** Spec section 8: 128 KiB on avatar create and update. */
+/** Body cap of avatar create and update: 128 KiB. */
 export const AVATAR_BODY_LIMIT = 128 * 1024;
 
-/** Spec section 8: 64 KiB on PUT /avatars/{avatarId}/clips. */
+/** Body cap of PUT /avatars/{avatarId}/clips: 64 KiB. */
 export const CLIP_LIBRARY_BODY_LIMIT = 64 * 1024;
 
-/** Spec section 8: 4 KiB on POST /avatars/{avatarId}/clips/review. */
+/** Body cap of POST /avatars/{avatarId}/clips/review: 4 KiB. */
 export const CLIP_REVIEW_BODY_LIMIT = 4 * 1024;
 
 const PoseFields = { yawDeg: z.number(), pitchDeg: z.number(), rollDeg: z.number(), faceSize: z.number().openapi({ description: 'Face box width over frame width.' }) };
