@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { json, testApi } from '../test/helpers.ts';
 import { portraitAsset } from './routes/avatars/test-support.ts';
 import { ROUTES } from './routes/index.ts';
+import { fieldPath } from './schemas/json.ts';
 
 /**
  * Validation messages of every JSON route, probed from the OpenAPI document: each documented field
@@ -79,7 +80,6 @@ interface Probe {
 }
 
 const esc = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-const fieldName = (path: (string | number)[]) => path.reduce<string>((out, p) => (typeof p === 'number' ? `${out}[${p}]` : out ? `${out}.${p}` : p), '');
 
 function withValue(base: unknown, path: (string | number)[], value: unknown, remove = false): unknown {
   const copy = structuredClone(base) as Record<string | number, unknown>;
@@ -100,7 +100,7 @@ function fieldProbes(base: unknown, schema: Schema): Probe[] {
       const types = admitted(s);
       const wrong = types && WRONG.find(([v]) => !types.has(jsonType(v)));
       if (wrong) {
-        const field = fieldName(path);
+        const field = fieldPath(path);
         probes.push({
           body: withValue(base, path, wrong[0]),
           field,
@@ -116,7 +116,7 @@ function fieldProbes(base: unknown, schema: Schema): Probe[] {
       }
       for (const k of s.required ?? []) {
         if (!(k in value)) continue;
-        const field = fieldName([...path, k]);
+        const field = fieldPath([...path, k]);
         probes.push({ body: withValue(base, [...path, k], undefined, true), field, message: new RegExp(`^Missing required field "${esc(field)}" in body$`) });
       }
     }
