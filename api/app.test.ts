@@ -70,7 +70,7 @@ describe('OpenAPI document', () => {
   });
 });
 
-describe('scopes (spec section 5)', () => {
+describe('scopes', () => {
   it('every route is in the scope table, and each needs exactly its scope', async () => {
     for (const { route } of ROUTES) {
       const needed = ROUTE_SCOPES[route.operationId as OperationId] as Scope | undefined;
@@ -88,7 +88,7 @@ describe('scopes (spec section 5)', () => {
   });
 });
 
-describe('body caps (spec section 8)', () => {
+describe('body caps', () => {
   it('refuses a body over the cap while reading it, even without Content-Length', async () => {
     const { apiKey } = await t.newTenant();
     let sent = 0;
@@ -110,7 +110,7 @@ describe('body caps (spec section 8)', () => {
   });
 });
 
-describe('rate limit (spec section 8)', () => {
+describe('rate limit', () => {
   it('allows exactly 120 requests per 60 s per key across two API processes, then 429 without code and with Retry-After', async () => {
     const { apiKey } = await t.newTenant();
     const other = await t.newTenant();

@@ -14,5 +14,5 @@ export interface AppEnv {
 
 export type App = OpenAPIHono<AppEnv>;
 
-/** Every endpoint lives under this prefix (spec section 9). */
+/** Every endpoint lives under this prefix: the major version is in the path (docs/api.md, "Versioning"). */
 export const V1 = '/api/v1' as const;

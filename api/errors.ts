@@ -3,73 +3,110 @@ import { HTTPException } from 'hono/http-exception';
 import type { z } from 'zod';
 import { ApiError } from '../core/errors.ts';
 import type { AppEnv } from './context.ts';
+import { describeJsonProblem, fieldPath, findJsonProblem } from './schemas/json.ts';
 
-/** "a.b[0].c" from a zod issue path. */
-export function fieldPath(path: readonly PropertyKey[]): string {
-  let out = '';
-  for (const p of path) out += typeof p === 'number' ? `[${p}]` : out ? `.${String(p)}` : String(p);
-  return out;
-}
 
 const TARGET_LABEL: Record<string, string> = { json: 'body', query: 'query', param: 'path', header: 'header', form: 'form' };
 
-/** A 422 that names the offending field, from the first zod issue. */
-export function validationError(error: z.ZodError, target = 'json'): ApiError {
+/** The value at `path` in the input as received, or `present: false` where the key is absent. */
+function valueAt(input: unknown, path: readonly PropertyKey[]): { present: true; value: unknown } | { present: false } {
+  let value = input;
+  for (const key of path) {
+    if (value === null || typeof value !== 'object' || typeof key === 'symbol' || !Object.hasOwn(value, key)) return { present: false };
+    value = (value as Record<string | number, unknown>)[key];
+  }
+  return { present: true, value };
+}
+
+/** zod's `expected` of an invalid_type issue, in words. */
+const EXPECTED: Record<string, string> = {
+  string: 'a string',
+  number: 'a number',
+  int: 'an integer',
+  boolean: 'a boolean',
+  object: 'an object',
+  record: 'an object',
+  array: 'an array',
+  null: 'null',
+};
+
+/**
+ * What a received value is, in words: its JSON type ("a number", "an array", "null"), or the value
+ * itself where the type alone would not say what is wrong: a string among allowed strings, a
+ * fraction where an integer was expected, any query, path or header value (always a string).
+ */
+function describeReceived(value: unknown, o: { target: string; expected?: string; showStrings?: boolean }): string {
+  if (typeof value === 'string' && (o.showStrings || (o.target !== 'json' && o.target !== 'form'))) {
+    return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}...` : value);
+  }
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  if (typeof value === 'number' && o.expected === 'int') return String(value);
+  switch (typeof value) {
+    case 'string':
+      return 'a string';
+    case 'number':
+      return 'a number';
+    case 'boolean':
+      return 'a boolean';
+    case 'object':
+      return 'an object';
+    default:
+      return typeof value;
+  }
+}
+
+/**
+ * A 422 that names the offending field, from the first zod issue. `input` is the value as received
+ * (zod 4 issues do not carry it): it tells a missing field from one present with the wrong type.
+ */
+export function validationError(error: z.ZodError, target = 'json', input?: unknown): ApiError {
   const issue = error.issues[0]!;
   const where = TARGET_LABEL[target] ?? target;
   let field = fieldPath(issue.path);
+  const received = valueAt(input, issue.path);
   let message: string;
   if (issue.code === 'unrecognized_keys') {
     const key = issue.keys[0]!;
     field = field ? `${field}.${key}` : key;
     message = `Unknown field "${field}" in ${where} (field names are case-sensitive)`;
-  } else if (issue.code === 'invalid_type' && issue.input === undefined) {
+  } else if ((issue.code === 'invalid_type' || issue.code === 'invalid_value' || issue.code === 'invalid_union') && !received.present) {
     message = `Missing required field "${field}" in ${where}`;
+  } else if (issue.code === 'invalid_type' && received.present) {
+    const expected = EXPECTED[issue.expected] ?? issue.expected;
+    const got = describeReceived(received.value, { target, expected: issue.expected });
+    if (!field && target === 'json' && (issue.expected === 'object' || issue.expected === 'record')) message = `The request body must be a JSON object, got ${got}`;
+    else message = field ? `Invalid field "${field}" in ${where}: expected ${expected}, got ${got}` : `Invalid ${where}: expected ${expected}, got ${got}`;
+  } else if (issue.code === 'invalid_value') {
+    const values = issue.values.map((v) => JSON.stringify(v)).join(', ');
+    const expected = `${issue.values.length === 1 ? values : `one of ${values}`}, got ${describeReceived(received.present ? received.value : undefined, { target, showStrings: true })}`;
+    message = field ? `Invalid field "${field}" in ${where}: expected ${expected}` : `Invalid ${where}: expected ${expected}`;
   } else {
     message = field ? `Invalid field "${field}" in ${where}: ${issue.message}` : `Invalid ${where}: ${issue.message}`;
   }
   return new ApiError('validation_error', message, { field: field || null, ...(error.issues.length > 1 ? { issues: error.issues.length } : {}) });
 }
 
-/** Deepest nesting accepted in free-form JSON (settings, metadata, ...): far beyond any real use, far below stack and jsonb limits. */
-export const MAX_INPUT_DEPTH = 64;
-
-/**
- * The first problem no schema can catch in validated input: a string holding a NUL character
- * (no text column accepts one) or nesting deeper than MAX_INPUT_DEPTH. Iterative, so hostile
- * nesting cannot overflow the stack.
- */
-export function findUnsafeInput(value: unknown): { path: (string | number)[]; problem: 'nul' | 'depth' } | undefined {
-  const stack: { v: unknown; path: (string | number)[] }[] = [{ v: value, path: [] }];
-  while (stack.length > 0) {
-    const { v, path } = stack.pop()!;
-    if (typeof v === 'string') {
-      if (v.includes('\u0000')) return { path, problem: 'nul' };
-    } else if (v && typeof v === 'object') {
-      if (path.length >= MAX_INPUT_DEPTH) return { path, problem: 'depth' };
-      if (Array.isArray(v)) v.forEach((x, i) => stack.push({ v: x, path: [...path, i] }));
-      else for (const [k, x] of Object.entries(v)) stack.push({ v: x, path: [...path, k] });
-    }
-  }
-  return undefined;
-}
-
 /**
  * The zod-openapi hook of every route: a failed validation becomes our 422, and so does a NUL
- * character or hostile nesting anywhere in validated input (checked here once, not per schema).
+ * character anywhere in validated input (checked here once, not per schema: see schemas/json.ts).
  */
-export function validationHook(result: { success: true; data: unknown; target: string } | { success: false; error: z.ZodError; target: string }): void {
-  if (!result.success) throw validationError(result.error, result.target);
-  const unsafe = findUnsafeInput(result.data);
-  if (unsafe) {
-    const field = fieldPath(unsafe.path);
+export function validationHook(
+  result: { success: true; data: unknown; target: string } | { success: false; error: z.ZodError; data: unknown; target: string },
+): void {
+  // On failure `data` is the input as received (zod-validator passes it to the hook).
+  if (!result.success) throw validationError(result.error, result.target, result.data);
+  const found = findJsonProblem(result.data);
+  if (found) {
+    const field = fieldPath(found.path);
     const where = TARGET_LABEL[result.target] ?? result.target;
-    const why = unsafe.problem === 'nul' ? 'must not contain NUL characters' : `nests deeper than ${MAX_INPUT_DEPTH} levels`;
-    throw new ApiError('validation_error', `Invalid field "${field}" in ${where}: ${why}`, { field });
+    throw new ApiError('validation_error', field ? `Invalid field "${field}" in ${where}: ${describeJsonProblem(found)}` : `Invalid ${where}: ${describeJsonProblem(found)}`, {
+      field: field || null,
+    });
   }
 }
 
-/** Maps anything thrown to the spec's error body; unknown failures become 500 internal_error. */
+/** Maps anything thrown to the error body (docs/api.md, "Errors"); unknown failures become 500 internal_error. */
 export function toApiError(err: unknown): ApiError {
   if (err instanceof ApiError) return err;
   if (err instanceof HTTPException) {

@@ -11,7 +11,7 @@ import { ROUTES, type RouteModule } from './routes/index.ts';
  * Fuzzes every route of ROUTES (new routes are covered as soon as they are listed there): hostile
  * bodies, bytes, content types, path params, path suffixes, query strings and Authorization headers,
  * with and without a valid key. Whatever is sent, the answer is never a 5xx, and every error is the
- * JSON body of spec section 7 with the X-Request-ID and Cache-Control: no-store headers.
+ * JSON error body (docs/api.md, "Errors") with the X-Request-ID and Cache-Control: no-store headers.
  *
  * Deterministic: fixed seeds (FUZZ_SEED overrides the base seed, FUZZ_SCALE multiplies the runs,
  * FUZZ_SUMMARY=1 prints the status histogram of each probe kind).
@@ -66,7 +66,7 @@ interface Answer {
   text: string;
 }
 
-/** The invariant: below 500, headers always present, and an error is the spec's JSON error body. */
+/** The invariant: below 500, headers always present, and an error is the JSON error body. */
 function verify(p: Probe, res: Answer): void {
   const where = `${res.status} for ${describeProbe(p)}\nresponse: ${clip(res.text, 500)}`;
   tally(p.kind, res.status);
@@ -557,7 +557,7 @@ function bodyText(info: RouteInfo): fc.Arbitrary<string> {
       weight: 1,
     },
     {
-      // Over every route's cap (32 KiB is the largest default; 128 KiB the largest in the spec).
+      // Over every route's cap (16 KiB is the default; 128 KiB, on avatar create and update, the largest).
       arbitrary: fc.constantFrom(20_000, 70_000, 140_000).map((n) => JSON.stringify({ [keys[0] ?? 'name']: 'x'.repeat(n) })),
       weight: 1,
     },
@@ -1130,7 +1130,7 @@ describe('rate-limited answers', () => {
         verify(p, { status: res.status, headers: res.headers, text });
         expect(res.status, describeProbe(p)).toBe(429);
         const b = JSON.parse(text) as Record<string, unknown>;
-        expect(b.code, 'a per-key rate limit has no code (spec section 7)').toBeUndefined();
+        expect(b.code, 'a per-key rate limit has no code').toBeUndefined();
         expect(b.queue_size).toBeUndefined();
         expect(b.recommended_retry_ms).toBeUndefined();
         expect(b.retryable).toBe(true);

@@ -1,7 +1,7 @@
 import type { Scope } from '../core/auth/keys.ts';
 
 /**
- * The one table of which scope each operation needs (spec section 4). Keyed by operationId; the
+ * The one table of which scope each operation needs (listed in docs/api.md). Keyed by operationId; the
  * auth guard reads it, and a test checks that every registered route has an entry.
  */
 export const ROUTE_SCOPES = {

@@ -15,7 +15,7 @@ import { cpuMs, findProcess, loadAverage, processTree } from './lib/proc.ts';
 import type { BenchModule, BenchOptions, BenchReport } from './types.ts';
 
 /**
- * Authenticated reads (design.md target: 5,000 req/s on 2 cores, p99 under 10 ms, rate limiting on),
+ * Authenticated reads (target: 5,000 req/s on 2 cores, p99 under 10 ms, rate limiting on),
  * side by side in one server process:
  *   (a) GET /api/v1/credits/balance: the real app, API key auth and the per-key throttle on a real Redis;
  *   (b) the same handler work (ledger.balance on the real PostgreSQL) on a bare Hono app: no auth, no throttle;
@@ -30,7 +30,7 @@ import type { BenchModule, BenchOptions, BenchReport } from './types.ts';
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const TARGET_RPS = 5_000;
 const TARGET_P99_MS = 10;
-/** The throttle the server runs with: the spec's 120 requests per 60 s per key. */
+/** The throttle the server runs with: the default 120 requests per 60 s per key. */
 const RATE_LIMIT_POINTS = 120;
 const TENANTS = 10;
 /** Keys minted before the probe that sizes the pool. */
@@ -457,7 +457,7 @@ export const apiAuth: BenchModule = {
         `load generator CPU per request: ${(Object.keys(VARIANTS) as VariantId[]).map((v) => `${v} ${us(summary[v].saturated.cpuUsPerReq.loadGenerator)} us`).join(', ')}`,
       );
       lines.push(
-        `target (design.md): ${int(TARGET_RPS)} authenticated req/s with p99 < ${TARGET_P99_MS} ms, rate limiting on: ${target.met ? 'MET' : 'NOT MET'} ` +
+        `target: ${int(TARGET_RPS)} authenticated req/s with p99 < ${TARGET_P99_MS} ms, rate limiting on: ${target.met ? 'MET' : 'NOT MET'} ` +
           `((a) sustained at most ${int(a.saturated.rps)} req/s; at ${int(rate)}/s p99 ${ms(a.paced.p99Ms)} ms)`,
       );
 

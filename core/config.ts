@@ -93,7 +93,7 @@ const schema = z.object({
   /** Bearer key of MODERATION_URL; defaults to OPENAI_API_KEY. */
   MODERATION_API_KEY: z.preprocess(emptyAsUndefined, z.string().min(1).optional()),
 
-  /** Per-key request throttle (spec section 8: 120 per 60 s). */
+  /** Per-key request throttle: 120 requests per 60 s by default (docs/api.md, "Rate limit"). */
   RATE_LIMIT_POINTS: envInt(1, 120),
   RATE_LIMIT_WINDOW_SECONDS: envInt(1, 60),
   /** Relative billing URL put on 402 errors. */

@@ -1,7 +1,7 @@
 /**
  * The one error type of the service. Every failure a client can see is an ApiError with a code
  * from this table; the table is exhaustive, so a new code cannot be thrown without a status.
- * The wire shape is the error body of spec section 7.
+ * The wire shape is the error body documented in docs/api.md ("Errors") and /openapi.json (`Error`).
  */
 export const ERROR_STATUS = {
   bad_request: 400,
@@ -37,7 +37,7 @@ export const ERROR_STATUS = {
   remote_url_refused: 422,
   concurrency_limit_reached: 429,
   scene_concurrency_limit_reached: 429,
-  // A per-key rate limit answer carries no code on the wire (spec section 7); see `wireCode`.
+  // A per-key rate limit answer carries no code on the wire; see CODELESS.
   rate_limited: 429,
   internal_error: 500,
   upstream_unreachable: 502,
@@ -70,7 +70,7 @@ const RETRYABLE: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   'upstream_timeout',
 ]);
 
-/** Codes whose wire body omits `code` (spec section 7: the per-key rate limit 429). */
+/** Codes whose wire body omits `code` (the per-key rate limit 429, told apart from the other 429s by it). */
 const CODELESS: ReadonlySet<ErrorCode> = new Set<ErrorCode>(['rate_limited']);
 
 export interface ErrorBody {

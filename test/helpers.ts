@@ -10,6 +10,7 @@ import { MICROS_PER_SECOND } from '../core/credits/ledger.ts';
 import { connect, type Sql } from '../core/db/client.ts';
 import { createLogger, type Logger } from '../core/log.ts';
 import { createServices, type Services } from '../core/services.ts';
+import { contractChecker, type ContractChecker } from './contract.ts';
 import { TEMPLATE_DB } from './global-setup.ts';
 
 let seq = 0;
@@ -84,6 +85,8 @@ export type TestApi = Awaited<ReturnType<typeof testApi>>;
 export async function testApi(opts: TestServicesOptions = {}) {
   const services = await testServices(opts);
   const app = createApp(services);
+  /** Every exchange through `request` is checked against the app's OpenAPI document (test/contract.ts). */
+  let contract: Promise<ContractChecker> | undefined;
 
   async function request(method: string, url: string, o: RequestOptions = {}): Promise<Response> {
     const headers: Record<string, string> = { ...o.headers };
@@ -96,7 +99,10 @@ export async function testApi(opts: TestServicesOptions = {}) {
     }
     const init: RequestInit & { duplex?: 'half' } = { method, headers, body };
     if (body instanceof ReadableStream) init.duplex = 'half';
-    return app.request(url, init);
+    const response = await app.request(url, init);
+    const requestText = typeof body === 'string' ? body : body instanceof Uint8Array && /json/i.test(headers['content-type'] ?? '') ? new TextDecoder().decode(body) : undefined;
+    await (await checker()).check({ method, url, requestHeaders: headers, requestText, hadBody: body !== undefined, response });
+    return response;
   }
 
   async function newTenant(o: { credits?: number; scopes?: Scope[]; spendLimitCreditMicros?: number } = {}) {
@@ -111,7 +117,10 @@ export async function testApi(opts: TestServicesOptions = {}) {
     return { tenantId: tenant.id, apiKey, apiKeyId: record.id };
   }
 
-  return { services, app, request, newTenant, close: () => services.close() };
+  /** The contract checker of `request` (its `checked` lists the exchanges checked so far). */
+  const checker = () => (contract ??= contractChecker(app));
+
+  return { services, app, request, newTenant, contract: checker, close: () => services.close() };
 }
 
 /** Reads a JSON body, failing the test with the raw text when it is not JSON. */

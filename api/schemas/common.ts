@@ -1,16 +1,33 @@
 import { z } from '@hono/zod-openapi';
+import { IDEMPOTENCY_KEY_MAX } from '../../core/idempotency.ts';
 
 export const ErrorSchema = z
   .object({
     error: z.string().openapi({ description: 'Actionable message. Switch on code and status, not on this wording.' }),
-    status: z.number().int(),
-    code: z.string().optional(),
-    retryable: z.boolean(),
-    billingUrl: z.string().optional(),
-    requestId: z.string().optional(),
-    field: z.string().nullable().optional().openapi({ description: 'The offending field, on validation errors.' }),
+    status: z.number().int().openapi({ description: 'The HTTP status, repeated.' }),
+    code: z.string().optional().openapi({ description: 'Stable machine code; absent only on the per-key rate-limit 429.' }),
+    retryable: z.boolean().openapi({ description: 'Whether retrying the same request without any change is expected to help.' }),
+    billingUrl: z.string().optional().openapi({ description: 'On 402: where to top up (relative URL).' }),
+    requestId: z.string().optional().openapi({ description: 'The X-Request-ID of the answer.' }),
+    field: z.string().nullable().optional().openapi({ description: 'The offending field, on validation errors (null when the problem is the whole body).' }),
+    issues: z.number().int().optional().openapi({ description: 'How many problems validation found, when more than one (the message names the first).' }),
+    requiredScope: z.string().optional().openapi({ description: 'On 403 for a missing scope: the scope the operation needs.' }),
+    maxBytes: z.number().int().optional().openapi({ description: 'On 413: the cap that was exceeded.' }),
+    currentRevision: z.number().int().optional().openapi({ description: 'On 409 revision_conflict: the clip library revision to declare against.' }),
+    currentAnchorVersion: z.number().int().optional().openapi({ description: 'On 409 for a stale anchor: the current clip anchor version.' }),
+    assetId: z.string().optional().openapi({ description: 'On a refused remote import: the failed asset row.' }),
   })
-  .openapi('Error');
+  .openapi('Error', { description: 'The error body of every 4xx and 5xx answer. Some codes add fields of their own, listed here where stable.' });
+
+/** The Idempotency-Key header of the operations that honour it (replayed for 24 h; another body under the same key is 409). */
+export const IdempotencyKeyHeader = z.object({
+  'idempotency-key': z
+    .string()
+    .min(1)
+    .max(IDEMPOTENCY_KEY_MAX)
+    .optional()
+    .openapi({ description: `1 to ${IDEMPOTENCY_KEY_MAX} characters. A repeat with the same body replays the stored answer; another body under the same key is 409 idempotency_conflict.` }),
+});
 
 const DESCRIPTIONS: Record<number, string> = {
   400: 'Malformed request',

@@ -5,9 +5,8 @@ export type AssetKind = (typeof ASSET_KINDS)[number];
 export type AssetStatus = 'pending_upload' | 'ready' | 'failed';
 
 /**
- * Largest accepted file per kind, enforced while the bytes stream (spec section 8 leaves the upload
- * cap open). Video is held to the 18 MB clip quality-check ceiling, so any stored video can serve
- * as a clip source.
+ * Largest accepted file per kind, enforced while the bytes stream (docs/assets.md). Video is held
+ * to the 18 MB clip quality-check ceiling, so any stored video can serve as a clip source.
  */
 export const ASSET_MAX_BYTES: Record<AssetKind, number> = {
   image: 20 * 1024 * 1024,

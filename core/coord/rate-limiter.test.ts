@@ -44,7 +44,7 @@ describe.each(flavours)('rate limiter contract: $name', ({ make }) => {
     for (const ok of results.slice(0, 5)) expect(ok.retryAfterMs).toBe(0);
   });
 
-  it('allows exactly 120 of many concurrent requests in a 60 s window (spec section 8)', async () => {
+  it('allows exactly 120 of many concurrent requests in a 60 s window (the per-key rate limit)', async () => {
     const rl = make({ points: 120, windowSeconds: 60, keyPrefix: prefix() });
     const results = await Promise.all(Array.from({ length: 160 }, () => rl.consume('svc_busy')));
     expect(results.filter((r) => r.allowed)).toHaveLength(120);

@@ -2,7 +2,7 @@ import type { Sql, Tx } from '../db/index.ts';
 import { ApiError } from '../errors.ts';
 import { newId } from '../ids.ts';
 
-/** 1 realtime second = 1,000,000 credit micros (spec section 1). */
+/** 1 realtime second = 1,000,000 credit micros (the unit of every price and balance). */
 export const MICROS_PER_SECOND = 1_000_000;
 
 export interface Balance {

@@ -45,7 +45,7 @@ export interface ObjectStorage {
   signedUrl(key: string, ttlSeconds: number): Promise<string>;
 }
 
-/** Longest lifetime of a signed URL (spec section 8: playback URLs last at most one hour). */
+/** Longest lifetime of a signed URL: playback URLs last at most one hour. */
 export const MAX_SIGNED_URL_TTL_SECONDS = 3600;
 
 export function clampTtl(ttlSeconds: number): number {

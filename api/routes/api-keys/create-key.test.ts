@@ -129,7 +129,7 @@ describe('POST /api-keys', () => {
   });
 });
 
-describe('authentication (spec section 5)', () => {
+describe('authentication', () => {
   const BALANCE = '/api/v1/credits/balance';
 
   it('401 for missing, malformed, unknown, wrong-secret, revoked and expired keys', async () => {

@@ -14,7 +14,7 @@ const CreateKeyBody = z
       .max(SCOPES.length)
       .refine((s) => new Set(s).size === s.length, 'scopes must not repeat')
       .optional()
-      .openapi({ description: 'Defaults to realtime:write, credits:read and avatars:read.' }),
+      .openapi({ uniqueItems: true, description: 'Defaults to realtime:write, credits:read and avatars:read. A key can grant only scopes the calling key holds.' }),
     spendLimitCreditMicros: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).nullable().optional(),
     expiresAt: TimestampInput.nullable().optional(),
     environment: z.string().max(32).optional().openapi({ deprecated: true, description: 'Accepted and ignored.' }),
@@ -51,7 +51,7 @@ export const route = createRoute({
   request: { body: { required: true, content: { 'application/json': { schema: CreateKeyBody } } } },
   responses: {
     201: { description: 'The key, with the full apiKey', content: { 'application/json': { schema: ApiKeySchema } } },
-    ...errorResponses(401, 403, 413, 415, 422),
+    ...errorResponses(400, 401, 403, 413, 415, 422),
   },
 });
 

@@ -2,18 +2,8 @@ import { createRoute, z } from '@hono/zod-openapi';
 import { V1, type App } from '../../context.ts';
 import { guarded } from '../../middleware/guard.ts';
 import { errorResponses } from '../../schemas/common.ts';
+import { FREE_JSON_DESCRIPTION, refineStorableJson } from '../../schemas/json.ts';
 import { assetError, AssetKindSchema, AssetSchema, CAPS_TEXT, toWire } from './common.ts';
-
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
-
-/** What PostgreSQL's jsonb refuses or chokes on: NUL or lone surrogates anywhere (keys too), deep nesting. */
-function storableJson(value: unknown, depth = 0): boolean {
-  if (depth > 16) return false;
-  if (typeof value === 'string') return !value.includes('\u0000') && !LONE_SURROGATE.test(value);
-  if (Array.isArray(value)) return value.every((v) => storableJson(v, depth + 1));
-  if (value && typeof value === 'object') return Object.entries(value).every(([k, v]) => storableJson(k, depth) && storableJson(v, depth + 1));
-  return true;
-}
 
 const CreateRemoteAssetBody = z
   .object({
@@ -23,9 +13,9 @@ const CreateRemoteAssetBody = z
     metadata: z
       .record(z.string().max(128), z.unknown())
       .refine((m) => Object.keys(m).length <= 64, 'at most 64 keys')
-      .refine((m) => storableJson(m), 'must not contain NUL characters or lone surrogates, nor nest deeper than 16 levels')
+      .superRefine(refineStorableJson('field'))
       .optional()
-      .openapi({ description: 'Free-form JSON object kept with the asset.' }),
+      .openapi({ maxProperties: 64, description: `Kept with the asset. ${FREE_JSON_DESCRIPTION} At most 64 keys of at most 128 characters.` }),
   })
   .strict()
   .openapi('CreateRemoteAssetRequest');
@@ -44,7 +34,7 @@ export const route = createRoute({
   request: { body: { required: true, content: { 'application/json': { schema: CreateRemoteAssetBody } } } },
   responses: {
     201: { description: 'The ready asset', content: { 'application/json': { schema: AssetSchema } } },
-    ...errorResponses(401, 403, 413, 415, 422, 502, 504),
+    ...errorResponses(400, 401, 403, 413, 415, 422, 502, 504),
   },
 });
 

@@ -15,7 +15,7 @@ async function draft(key: string, body: Record<string, unknown> = {}) {
 }
 
 describe('POST /avatars', () => {
-  it('happy: without a portrait the avatar is a draft with the spec fields', async () => {
+  it('happy: without a portrait the avatar is a draft with every documented field', async () => {
     const { apiKey, tenantId } = await t.newTenant();
     const a = await draft(apiKey, { defaultVoiceId: 'kal', metadata: { team: 'x' }, settings: { a: 1 }, voice: { provider: 'flite' }, llm: { model: 'm' } });
     expect(a.id).toMatch(/^ava_[0-9A-Za-z]{20}$/);

@@ -2,7 +2,8 @@ import { createRoute, z } from '@hono/zod-openapi';
 import { V1, type App } from '../../context.ts';
 import { guarded } from '../../middleware/guard.ts';
 import { errorResponses } from '../../schemas/common.ts';
-import { AVATAR_BODY_LIMIT, AvatarSchema, DisplayName, JsonObject, MotionPromptInput, VoiceId } from './schemas.ts';
+import { FreeJsonObject } from '../../schemas/json.ts';
+import { AVATAR_BODY_LIMIT, AvatarSchema, DisplayName, toAvatarWire, MotionPromptInput, VoiceId } from './schemas.ts';
 
 const CreateAvatarBody = z
   .object({
@@ -10,11 +11,11 @@ const CreateAvatarBody = z
     sourceKind: z.literal('image').optional().openapi({ description: 'Creation is image-only.' }),
     sourceAssetId: z.string().min(1).max(160).optional().openapi({ description: 'A ready image asset of this workspace (the portrait).' }),
     motionPrompt: MotionPromptInput.optional(),
-    voice: JsonObject.nullable().optional(),
+    voice: FreeJsonObject.nullable().optional(),
     defaultVoiceId: VoiceId.nullable().optional(),
-    llm: JsonObject.nullable().optional(),
-    settings: JsonObject.optional(),
-    metadata: JsonObject.optional(),
+    llm: FreeJsonObject.nullable().optional(),
+    settings: FreeJsonObject.optional(),
+    metadata: FreeJsonObject.optional(),
   })
   .strict()
   .openapi('CreateAvatarRequest');
@@ -31,7 +32,7 @@ export const route = createRoute({
   request: { body: { required: true, content: { 'application/json': { schema: CreateAvatarBody } } } },
   responses: {
     201: { description: 'The avatar', content: { 'application/json': { schema: AvatarSchema } } },
-    ...errorResponses(401, 403, 413, 415, 422, 503),
+    ...errorResponses(400, 401, 403, 413, 415, 422, 503),
   },
 });
 
@@ -39,6 +40,6 @@ export function register(app: App) {
   app.openapi(guarded(route, { bodyLimit: AVATAR_BODY_LIMIT }), async (c) => {
     const body = c.req.valid('json');
     const avatar = await c.get('services').avatars.create(c.get('principal'), body);
-    return c.json(avatar, 201);
+    return c.json(toAvatarWire(avatar), 201);
   });
 }

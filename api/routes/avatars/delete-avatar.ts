@@ -15,7 +15,7 @@ export const route = createRoute({
   request: { params: AvatarIdParam },
   responses: {
     204: { description: 'Deleted' },
-    ...errorResponses(401, 403, 404),
+    ...errorResponses(401, 403, 404, 422),
   },
 });
 

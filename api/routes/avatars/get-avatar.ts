@@ -2,7 +2,7 @@ import { createRoute } from '@hono/zod-openapi';
 import { V1, type App } from '../../context.ts';
 import { guarded } from '../../middleware/guard.ts';
 import { errorResponses } from '../../schemas/common.ts';
-import { AvatarIdParam, AvatarSchema, checkAvatarId } from './schemas.ts';
+import { AvatarIdParam, AvatarSchema, checkAvatarId, toAvatarWire } from './schemas.ts';
 
 export const route = createRoute({
   operationId: 'getAvatar',
@@ -15,13 +15,13 @@ export const route = createRoute({
   request: { params: AvatarIdParam },
   responses: {
     200: { description: 'The avatar', content: { 'application/json': { schema: AvatarSchema } } },
-    ...errorResponses(401, 403, 404),
+    ...errorResponses(401, 403, 404, 422),
   },
 });
 
 export function register(app: App) {
   app.openapi(guarded(route), async (c) => {
     const avatarId = checkAvatarId(c.req.valid('param').avatarId);
-    return c.json(await c.get('services').avatars.get(c.get('principal').tenantId, avatarId), 200);
+    return c.json(toAvatarWire(await c.get('services').avatars.get(c.get('principal').tenantId, avatarId)), 200);
   });
 }

@@ -16,7 +16,7 @@ export const route = createRoute({
   request: { params: AvatarIdParam },
   responses: {
     200: { description: 'The clip library', content: { 'application/json': { schema: ClipEnvelopeSchema } } },
-    ...errorResponses(401, 403, 404),
+    ...errorResponses(401, 403, 404, 422),
   },
 });
 

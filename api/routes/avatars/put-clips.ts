@@ -1,15 +1,24 @@
-import { createRoute, z } from '@hono/zod-openapi';
+import { createRoute, type z } from '@hono/zod-openapi';
+import { DeclarationBodySchema } from '../../../clips/declaration/index.ts';
 import { V1, type App } from '../../context.ts';
 import { guarded } from '../../middleware/guard.ts';
-import { errorResponses } from '../../schemas/common.ts';
+import { errorResponses, IdempotencyKeyHeader } from '../../schemas/common.ts';
+import { StorableJsonBody } from '../../schemas/json.ts';
 import { AvatarIdParam, checkAvatarId, CLIP_LIBRARY_BODY_LIMIT, ClipPutAnswerSchema } from './schemas.ts';
 
 /**
- * The body is documented loosely and validated by clips/declaration `validateDeclaration` on the raw
- * JSON (so `__proto__` keys are refused instead of silently dropped): 422 clip_declaration_rejected naming the field.
+ * The documented body: the strict declaration schema itself (named here, at the API layer). The
+ * route does not validate with it: the clip library validates the raw JSON (so that a `__proto__`
+ * key is refused rather than silently dropped, as a zod parse would) and answers 422
+ * clip_declaration_rejected naming the field. Before that the route checks only that the body is
+ * a storable JSON object (`StorableJsonBody`).
  */
-const ClipDeclarationBody = z.record(z.string(), z.unknown()).openapi('ClipDeclarationRequest', {
-  description: 'expectedRevision, clips (id → { source: { assetId } | { motionPrompt, durationSeconds? } }), idle?, on?, actions? (spec section 2).',
+const ClipDeclarationBody = DeclarationBodySchema.openapi('ClipDeclarationRequest', {
+  description:
+    'A full replacement of the clip library. Beyond the schema: clip and action ids are 1 to 64 letters, digits, underscores or hyphens ' +
+    '(reserved ids refused); texts are trimmed and must not be empty; a source is exactly { assetId } or { motionPrompt, durationSeconds? }; ' +
+    'every listed clip id must be declared in clips, no list repeats an id; idle.weights keys are "source" or idle clip ids, not combined ' +
+    'with idle.weight, and leave at least one member positive. A refusal is 422 clip_declaration_rejected naming the field.',
 });
 
 export const route = createRoute({
@@ -24,7 +33,7 @@ export const route = createRoute({
   security: [{ bearerAuth: [] }],
   request: {
     params: AvatarIdParam,
-    headers: z.object({ 'idempotency-key': z.string().optional().openapi({ description: 'At most 180 characters.' }) }),
+    headers: IdempotencyKeyHeader,
     body: { required: true, content: { 'application/json': { schema: ClipDeclarationBody } } },
   },
   responses: {
@@ -36,9 +45,11 @@ export const route = createRoute({
 type Answer = z.infer<typeof ClipPutAnswerSchema>;
 
 export function register(app: App) {
-  app.openapi(guarded(route, { bodyLimit: CLIP_LIBRARY_BODY_LIMIT }), async (c) => {
+  // Documented as `route`; registered with the raw-body check in place of the declaration schema (see above).
+  app.openAPIRegistry.registerPath(route);
+  const served = { ...route, hide: true, request: { ...route.request, body: { required: true, content: { 'application/json': { schema: StorableJsonBody } } } } };
+  app.openapi(guarded(served, { bodyLimit: CLIP_LIBRARY_BODY_LIMIT }), async (c) => {
     const avatarId = checkAvatarId(c.req.valid('param').avatarId);
-    c.req.valid('json');
     // The raw parse (JSON.parse keeps a `__proto__` own key; the zod output above would not).
     const raw: unknown = await c.req.json();
     const principal = c.get('principal');

@@ -1,8 +1,8 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { V1, type App } from '../../context.ts';
 import { guarded } from '../../middleware/guard.ts';
-import { errorResponses } from '../../schemas/common.ts';
-import { AvatarIdParam, AvatarSchema, checkAvatarId, MotionPromptInput } from './schemas.ts';
+import { errorResponses, IdempotencyKeyHeader } from '../../schemas/common.ts';
+import { AvatarIdParam, AvatarSchema, checkAvatarId, MotionPromptInput, toAvatarWire, type AvatarWire } from './schemas.ts';
 
 const RedirectLoopBody = z.object({ motionPrompt: MotionPromptInput }).strict().openapi('RedirectLoopRequest');
 
@@ -17,12 +17,12 @@ export const route = createRoute({
   security: [{ bearerAuth: [] }],
   request: {
     params: AvatarIdParam,
-    headers: z.object({ 'idempotency-key': z.string().optional().openapi({ description: 'At most 180 characters.' }) }),
+    headers: IdempotencyKeyHeader,
     body: { required: true, content: { 'application/json': { schema: RedirectLoopBody } } },
   },
   responses: {
     202: { description: 'Accepted: the avatar, still serving its previous loop', content: { 'application/json': { schema: AvatarSchema } } },
-    ...errorResponses(401, 402, 403, 404, 409, 413, 415, 422, 503),
+    ...errorResponses(400, 401, 402, 403, 404, 409, 413, 415, 422, 503),
   },
 });
 
@@ -33,7 +33,7 @@ export function register(app: App) {
     const principal = c.get('principal');
     const { avatars, idempotency } = c.get('services');
     const key = c.req.header('idempotency-key');
-    if (key === undefined) return c.json(await avatars.redirectLoop(principal, avatarId, motionPrompt), 202);
+    if (key === undefined) return c.json(toAvatarWire(await avatars.redirectLoop(principal, avatarId, motionPrompt)), 202);
     const claim = await idempotency.claim({
       tenantId: principal.tenantId,
       scope: 'PUT /avatars/{avatarId}/loop',
@@ -41,9 +41,9 @@ export function register(app: App) {
       request: JSON.stringify({ avatarId, motionPrompt }),
       mode: 'replay',
     });
-    if (claim.kind === 'replay') return c.json(claim.body as z.infer<typeof AvatarSchema>, 202);
+    if (claim.kind === 'replay') return c.json(claim.body as AvatarWire, 202);
     try {
-      const avatar = await avatars.redirectLoop(principal, avatarId, motionPrompt);
+      const avatar = toAvatarWire(await avatars.redirectLoop(principal, avatarId, motionPrompt));
       await claim.release({ status: 202, body: avatar });
       return c.json(avatar, 202);
     } catch (err) {

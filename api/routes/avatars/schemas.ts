@@ -1,29 +1,8 @@
 import { z } from '@hono/zod-openapi';
 import { PROFILE_LIMITS, PROMPT_MAX } from '../../../core/avatars/index.ts';
-import { AVATAR_STATUSES, CLIP_STATUSES, IDLE_VIDEO_STATUSES } from '../../../core/avatars/types.ts';
+import { AVATAR_STATUSES, CLIP_STATUSES, IDLE_VIDEO_STATUSES, type Avatar } from '../../../core/avatars/types.ts';
 import { notFound } from '../../../core/errors.ts';
 import { Timestamp } from '../../schemas/common.ts';
-
-/** Deepest nesting accepted inside voice, llm, settings and metadata. */
-export const MAX_JSON_DEPTH = 16;
-
-/** True when `v` nests at most `max` levels (iterative: no recursion, no spread of large arrays). */
-function withinDepth(v: unknown, max: number): boolean {
-  const stack: [unknown, number][] = [[v, 0]];
-  while (stack.length > 0) {
-    const [x, d] = stack.pop()!;
-    if (x === null || typeof x !== 'object') continue;
-    if (d > max) return false;
-    for (const child of Array.isArray(x) ? x : Object.values(x)) stack.push([child, d + 1]);
-  }
-  return true;
-}
-
-/** A JSON object of the caller's own structure (its inner structure is not part of the contract). */
-export const JsonObject = z
-  .record(z.string(), z.unknown())
-  .refine((v) => withinDepth(v, MAX_JSON_DEPTH), `must not nest deeper than ${MAX_JSON_DEPTH} levels`)
-  .openapi({ type: 'object', additionalProperties: true });
 
 /** Loose bound only: the prompt screen owns the real rules (nonempty, at most 1,200 characters: 422 loop_prompt_rejected). */
 export const MotionPromptInput = z
@@ -32,7 +11,7 @@ export const MotionPromptInput = z
   .openapi({ description: `Art-directs the generated loop. Trimmed, nonempty, at most ${PROMPT_MAX} characters; screened (422 loop_prompt_rejected).` });
 
 /**
- * A string of at most `max` UTF-16 code units (JavaScript length), as the spec measures profile text.
+ * A string of at most `max` UTF-16 code units (JavaScript length), the unit of every profile text limit.
  * zod's own max() counts code points (an emoji is 1 there, 2 here), so the refine does the real check.
  */
 export const utf16Max = <T extends z.ZodString>(s: T, max: number) =>
@@ -53,6 +32,9 @@ export function checkAvatarId(avatarId: string): string {
   if (!AVATAR_ID.test(avatarId)) throw notFound(`Avatar ${avatarId.slice(0, 80)}`);
   return avatarId;
 }
+
+/** A free-form object as stored: the caller's own structure, handed back as sent. */
+const StoredJsonObject = z.record(z.string(), z.unknown());
 
 export const MotionLibraryClipSchema = z
   .object({
@@ -86,10 +68,10 @@ export const AvatarSchema = z
     artDirection: z.string().nullable(),
     replyStyle: z.string().nullable(),
     anchorTimeMs: z.number().int().nullable(),
-    voice: z.unknown().nullable(),
-    llm: z.unknown().nullable(),
-    settings: z.record(z.string(), z.unknown()),
-    metadata: z.record(z.string(), z.unknown()),
+    voice: StoredJsonObject.nullable(),
+    llm: StoredJsonObject.nullable(),
+    settings: StoredJsonObject,
+    metadata: StoredJsonObject,
     createdAt: Timestamp,
     updatedAt: Timestamp,
     motionLibrary: z.array(MotionLibraryClipSchema).openapi({
@@ -99,14 +81,61 @@ export const AvatarSchema = z
   })
   .openapi('Avatar');
 
-/** Spec section 8: 128 KiB on avatar create and update. */
+export type AvatarWire = z.infer<typeof AvatarSchema>;
+
+/**
+ * An avatar as the wire schema types it. core types `voice` and `llm` as unknown; they hold what
+ * FreeJsonObject accepted on create or update (a JSON object) or null.
+ */
+export const toAvatarWire = (avatar: Avatar): AvatarWire => avatar as AvatarWire;
+
+/** Body cap of avatar create and update: 128 KiB. */
 export const AVATAR_BODY_LIMIT = 128 * 1024;
 
-/** Spec section 8: 64 KiB on PUT /avatars/{avatarId}/clips. */
+/** Body cap of PUT /avatars/{avatarId}/clips: 64 KiB. */
 export const CLIP_LIBRARY_BODY_LIMIT = 64 * 1024;
 
-/** Spec section 8: 4 KiB on POST /avatars/{avatarId}/clips/review. */
+/** Body cap of POST /avatars/{avatarId}/clips/review: 4 KiB. */
 export const CLIP_REVIEW_BODY_LIMIT = 4 * 1024;
+
+const PoseFields = { yawDeg: z.number(), pitchDeg: z.number(), rollDeg: z.number(), faceSize: z.number().openapi({ description: 'Face box width over frame width.' }) };
+
+/** The machine verdict on an uploaded clip (stored as run), with the human review added once one accepted it. */
+const PoseCheckSchema = z
+  .object({
+    verdict: z.enum(['accepted', 'pose_mismatch', 'refused', 'pending']).openapi({ description: 'pending: accepted by a review before the check ran.' }),
+    code: z.string().optional().openapi({ description: 'Why it was refused (refused): too_large, invalid_media, or the face rig refusal.' }),
+    message: z.string().optional(),
+    anchor: z.object(PoseFields).optional().openapi({ description: "The portrait's pose the frames are compared with." }),
+    frames: z
+      .array(z.object({ at: z.string().openapi({ description: 'first, middle or last' }), code: z.string().optional(), ...z.object(PoseFields).partial().shape }))
+      .optional(),
+    tolerance: z.object({ yawDeg: z.number(), pitchDeg: z.number(), rollDeg: z.number(), faceSizeRatioMin: z.number(), faceSizeRatioMax: z.number() }).optional(),
+    checkedAt: Timestamp.optional(),
+    review: z
+      .object({ reason: z.string(), at: Timestamp, by: z.string().openapi({ description: 'The id of the API key that accepted it.' }) })
+      .optional()
+      .openapi({ description: 'Set by POST /avatars/{avatarId}/clips/review.' }),
+  })
+  // Not a named component: zod-to-openapi would make the component itself nullable.
+  .openapi({ description: 'The machine verdict on an uploaded clip, with the review that accepted it, if any.' });
+
+const ClipList = z.array(z.string());
+
+/** The declared behavior, as the declaration set it. */
+const BehaviorSchema = z
+  .object({
+    idle: z
+      .object({
+        clips: ClipList,
+        weight: z.number().optional(),
+        weights: z.record(z.string(), z.number()).optional(),
+      })
+      .optional(),
+    on: z.object({ userSpeechStarted: z.object({ clips: ClipList }).optional() }).optional(),
+    actions: z.record(z.string(), z.object({ description: z.string(), clips: ClipList })).optional(),
+  })
+  .openapi('ClipBehavior', { description: 'The declared idle, on and actions of the last accepted declaration; {} before the first.' });
 
 export const ClipRowSchema = z
   .object({
@@ -118,7 +147,7 @@ export const ClipRowSchema = z
     motionPrompt: z.string().nullable(),
     durationSeconds: z.number().int().nullable(),
     anchorVersion: z.number().int(),
-    poseCheck: z.unknown().nullable().openapi({ description: 'Pose validation of an uploaded clip; null while pending (not run yet) and for generated clips.' }),
+    poseCheck: PoseCheckSchema.nullable().openapi({ description: 'Pose validation of an uploaded clip; null while pending (not run yet, no review) and for generated clips.' }),
     error: z.string().nullable(),
     createdAt: Timestamp,
     updatedAt: Timestamp,
@@ -139,7 +168,7 @@ const ClipEnvelopeFields = {
     .openapi({ description: "The anchor: the avatar's source loop." }),
   clipLibraryEligible: z.boolean().openapi({ description: 'The workspace switch is on and the avatar has a portrait: a PUT may be accepted.' }),
   defaultSourceAssetId: z.string().nullable(),
-  behavior: z.record(z.string(), z.unknown()).openapi({ description: 'The declared idle / on / actions; {} before the first declaration.' }),
+  behavior: BehaviorSchema,
 };
 
 export const ClipEnvelopeSchema = z.object(ClipEnvelopeFields).openapi('ClipLibrary');

@@ -3,7 +3,8 @@ import { PROFILE_LIMITS, SESSION_INSTRUCTIONS_MAX } from '../../../core/avatars/
 import { V1, type App } from '../../context.ts';
 import { guarded } from '../../middleware/guard.ts';
 import { errorResponses } from '../../schemas/common.ts';
-import { AVATAR_BODY_LIMIT, AvatarIdParam, AvatarSchema, checkAvatarId, DisplayName, JsonObject, MotionPromptInput, utf16Max, VoiceId } from './schemas.ts';
+import { FreeJsonObject } from '../../schemas/json.ts';
+import { AVATAR_BODY_LIMIT, AvatarIdParam, AvatarSchema, checkAvatarId, DisplayName, MotionPromptInput, toAvatarWire, utf16Max, VoiceId } from './schemas.ts';
 
 const text = (max: number, what: string) =>
   utf16Max(z.string(), max).nullable().optional().openapi({ description: `${what}. At most ${max} UTF-16 code units; null clears it.` });
@@ -12,10 +13,10 @@ const UpdateAvatarBody = z
   .object({
     displayName: DisplayName.optional(),
     defaultVoiceId: VoiceId.nullable().optional(),
-    voice: JsonObject.nullable().optional(),
-    llm: JsonObject.nullable().optional(),
-    settings: JsonObject.optional(),
-    metadata: JsonObject.optional(),
+    voice: FreeJsonObject.nullable().optional(),
+    llm: FreeJsonObject.nullable().optional(),
+    settings: FreeJsonObject.optional(),
+    metadata: FreeJsonObject.optional(),
     motionPrompt: MotionPromptInput.nullable().optional(),
     personality: text(PROFILE_LIMITS.personality, 'Who the avatar is (session instructions)'),
     background: text(PROFILE_LIMITS.background, 'What the avatar knows (session instructions)'),
@@ -32,7 +33,7 @@ const UpdateAvatarBody = z
   })
   .strict()
   .refine((b) => Object.keys(b).length > 0, 'at least one field is required')
-  .openapi('UpdateAvatarRequest');
+  .openapi('UpdateAvatarRequest', { minProperties: 1 });
 
 export const route = createRoute({
   operationId: 'updateAvatar',
@@ -55,6 +56,6 @@ export function register(app: App) {
   app.openapi(guarded(route, { bodyLimit: AVATAR_BODY_LIMIT }), async (c) => {
     const avatarId = checkAvatarId(c.req.valid('param').avatarId);
     const avatar = await c.get('services').avatars.update(c.get('principal'), avatarId, c.req.valid('json'));
-    return c.json(avatar, 200);
+    return c.json(toAvatarWire(avatar), 200);
   });
 }
