@@ -7,16 +7,17 @@ export default class SummaryReporter implements Reporter {
     let failed = unhandledErrors.length;
     let skipped = 0;
     for (const m of modules) {
-      let tests = 0;
+      let failedHere = 0;
       for (const t of m.children.allTests()) {
-        tests++;
         const state = t.result().state;
         if (state === 'passed') passed++;
-        else if (state === 'failed') failed++;
+        else if (state === 'failed') failedHere++;
         else skipped++;
       }
-      // A file that failed to load has no tests to count: count the file.
-      if (tests === 0 && m.state() === 'failed') failed++;
+      failed += failedHere;
+      // A file that failed with no failing test (it did not load, or a beforeAll/afterAll hook threw
+      // and its tests were skipped) counts as one failure: the line must never say 0 failed then.
+      if (failedHere === 0 && m.state() === 'failed') failed++;
     }
     process.stdout.write(`\ntests: ${passed} passed, ${failed} failed, ${skipped} skipped\n`);
   }

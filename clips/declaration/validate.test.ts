@@ -77,6 +77,21 @@ describe('expectedRevision', () => {
   });
 });
 
+describe('messages', () => {
+  const problem = (body: unknown) => {
+    const r = validateDeclaration(body);
+    if (r.ok) throw new Error('expected a refusal');
+    return r.problems[0]!;
+  };
+  it('say a field of the wrong type is of the wrong type, and a missing one is missing', () => {
+    expect(problem({ ...base(), expectedRevision: 'one' })).toEqual({ field: 'expectedRevision', message: 'must be a number, got a string' });
+    expect(problem({ ...base(), clips: [] })).toEqual({ field: 'clips', message: 'must be an object, got an array' });
+    expect(problem(gen(5))).toEqual({ field: 'clips.c.source.motionPrompt', message: 'must be a string, got a number' });
+    const { expectedRevision: _, ...missing } = base();
+    expect(problem(missing)).toEqual({ field: 'expectedRevision', message: 'is required' });
+  });
+});
+
 describe('clip and action ids', () => {
   it.each([
     ['a', 1],

@@ -50,8 +50,26 @@ function protoKeys(value: unknown): (string | number)[][] {
   return found.sort((a, b) => fieldPath(a).localeCompare(fieldPath(b)));
 }
 
-/** Problems from zod issues, in issue order (one per unknown key). */
-export function problemsFromZod(error: z.ZodError): DeclarationProblem[] {
+/** What sits at `path` in the body as received (zod's issues do not carry it). */
+function valueAt(body: unknown, path: readonly PropertyKey[]): { present: boolean; value?: unknown } {
+  let v: unknown = body;
+  for (const key of path) {
+    if (!v || typeof v !== 'object' || !Object.hasOwn(v, key as string)) return { present: false };
+    v = (v as Record<PropertyKey, unknown>)[key];
+  }
+  return { present: true, value: v };
+}
+
+/** "a string", "an array", "null" ... for a JSON value. */
+function kindOf(v: unknown): string {
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'an array';
+  const t = typeof v;
+  return t === 'object' ? 'an object' : `a ${t}`;
+}
+
+/** Problems from zod issues, in issue order (one per unknown key). `body` is the body the issues are about. */
+export function problemsFromZod(error: z.ZodError, body: unknown): DeclarationProblem[] {
   const out: DeclarationProblem[] = [];
   for (const issue of error.issues) {
     const field = fieldPath(issue.path);
@@ -60,8 +78,10 @@ export function problemsFromZod(error: z.ZodError): DeclarationProblem[] {
         const f = field ? `${field}.${key}` : key;
         out.push({ field: f, message: 'is not a known field (field names are case-sensitive)' });
       }
-    } else if (issue.code === 'invalid_type' && issue.input === undefined) {
-      out.push({ field, message: 'is required' });
+    } else if (issue.code === 'invalid_type') {
+      const at = valueAt(body, issue.path);
+      const expected = issue.expected === 'record' ? 'object' : issue.expected;
+      out.push({ field, message: at.present ? `must be ${/^[aeiou]/.test(expected) ? 'an' : 'a'} ${expected}, got ${kindOf(at.value)}` : 'is required' });
     } else {
       out.push({ field, message: issue.message });
     }
@@ -99,6 +119,6 @@ export function validateDeclaration(body: unknown): DeclarationResult {
   const proto = protoKeys(body);
   if (proto.length > 0) return { ok: false, problems: proto.map((p) => ({ field: fieldPath(p), message: 'is a reserved id' })) };
   const parsed = DeclarationBodySchema.safeParse(body);
-  if (!parsed.success) return { ok: false, problems: problemsFromZod(parsed.error) };
+  if (!parsed.success) return { ok: false, problems: problemsFromZod(parsed.error, body) };
   return { ok: true, declaration: normalise(parsed.data) };
 }

@@ -1,4 +1,4 @@
-import { createRoute, type z } from '@hono/zod-openapi';
+import { createRoute, z } from '@hono/zod-openapi';
 import { DeclarationBodySchema } from '../../../clips/declaration/index.ts';
 import { V1, type App } from '../../context.ts';
 import { guarded } from '../../middleware/guard.ts';
@@ -13,7 +13,9 @@ import { AvatarIdParam, checkAvatarId, CLIP_LIBRARY_BODY_LIMIT, ClipPutAnswerSch
  * clip_declaration_rejected naming the field. Before that the route checks only that the body is
  * a storable JSON object (`StorableJsonBody`).
  */
-const ClipDeclarationBody = DeclarationBodySchema.openapi('ClipDeclarationRequest', {
+// Wrapped by the API's own (OpenAPI-extended) zod: clips/ uses plain zod, whose schemas made before
+// @hono/zod-openapi loads never get `.openapi()`.
+const ClipDeclarationBody = z.lazy(() => DeclarationBodySchema).openapi('ClipDeclarationRequest', {
   description:
     'A full replacement of the clip library. Beyond the schema: clip and action ids are 1 to 64 letters, digits, underscores or hyphens ' +
     '(reserved ids refused); texts are trimmed and must not be empty; a source is exactly { assetId } or { motionPrompt, durationSeconds? }; ' +
