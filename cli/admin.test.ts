@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { freePort } from '../test/deps.ts';
-import { testServices } from '../test/helpers.ts';
+import { testServices, waitFor } from '../test/helpers.ts';
 
 const s = await testServices();
 const dataDirs: string[] = [];
@@ -30,7 +30,8 @@ function admin(args: string[], env: Record<string, string>): Promise<{ code: num
 
 const onTestDb = (args: string[]) => admin(args, { DATABASE_URL: s.dbUrl });
 
-describe('admin CLI', () => {
+// Every step spawns npm and tsx: seconds each on a loaded machine, so the bound is generous.
+describe('admin CLI', { timeout: 300_000 }, () => {
   it('tenant create --json prints exactly one JSON line with a "*" key and grants the credits', async () => {
     const r = await onTestDb(['tenant', 'create', '--name', 'Acme', '--credits', '120', '--json']);
     expect(r.code, r.stderr).toBe(0);
@@ -89,7 +90,7 @@ describe('admin CLI', () => {
     const server: ChildProcess = spawn('npm', ['start'], { env: { ...process.env, DATABASE_URL: '', DATA_DIR: dataDir, PORT: String(port), LOG_LEVEL: 'warn' }, stdio: 'ignore', detached: true });
     try {
       const base = `http://127.0.0.1:${port}`;
-      await expect.poll(async () => (await fetch(`${base}/healthz`).catch(() => undefined))?.status, { timeout: 30_000, interval: 250 }).toBe(200);
+      await waitFor('the server to serve /healthz', async () => ((await fetch(`${base}/healthz`).catch(() => undefined))?.status === 200 ? true : undefined));
       // Created before the server started (cluster stopped and started again): still there.
       const { apiKey: oldKey } = JSON.parse(first.stdout) as { apiKey: string };
       expect((await fetch(`${base}/api/v1/credits/balance`, { headers: { authorization: `Bearer ${oldKey}` } })).status).toBe(200);
@@ -111,5 +112,5 @@ describe('admin CLI', () => {
       process.kill(-server.pid!, 'SIGTERM');
       await new Promise((r) => server.once('exit', r));
     }
-  }, 90_000);
+  });
 });
