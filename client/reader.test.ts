@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { AvatarMuxWriter } from '../render/encode/mux.ts';
 import type { MuxTrackSpec } from '../render/encode/mux.ts';
-import { RECORD_HEADER_SIZE, crc32 } from './format.ts';
+import { MUX_VERSION_MAJOR, PREAMBLE_SIZE, RECORD_HEADER_SIZE, crc32 } from './format.ts';
 import { AvatarMuxError, readAvatarMux } from './index.ts';
 import type { AvatarMuxRecord, MuxAudioChunk, MuxEnd, MuxHeader, MuxVideoFrame } from './index.ts';
 
@@ -288,10 +288,15 @@ describe('readAvatarMux rejects bad streams', () => {
     }
   });
 
-  it('detects any single flipped bit', async () => {
+  it('detects any single flipped bit outside the minor version', async () => {
     const { bytes } = sampleStream();
+    // The minor version (preamble bytes 6 and 7) is the one field a reader accepts whatever its
+    // value (any minor of its major); the property covers every other bit of the stream.
+    const MINOR_BITS = 16;
+    const minorStart = (PREAMBLE_SIZE - 2) * 8;
     await fc.assert(
-      fc.asyncProperty(fc.nat({ max: bytes.length * 8 - 1 }), async (bit) => {
+      fc.asyncProperty(fc.nat({ max: bytes.length * 8 - 1 - MINOR_BITS }), async (n) => {
+        const bit = n < minorStart ? n : n + MINOR_BITS;
         const bad = bytes.slice();
         bad[bit >> 3]! ^= 1 << (bit & 7);
         const err = await readError(readable([bad]));
@@ -299,6 +304,18 @@ describe('readAvatarMux rejects bad streams', () => {
       }),
       { numRuns: 300 },
     );
+  });
+
+  it('reads a stream of another minor version of its major (a flipped minor-version bit included)', async () => {
+    const { bytes } = sampleStream();
+    const expected = await readAll(readable([bytes]));
+    for (const minor of [1, 0x100, 0xffff]) {
+      const other = bytes.slice();
+      new DataView(other.buffer, other.byteOffset).setUint16(PREAMBLE_SIZE - 2, minor, true);
+      const records = await readAll(readable([other]));
+      expect(records[0]).toMatchObject({ type: 'header', version: { major: MUX_VERSION_MAJOR, minor } });
+      expect(records.slice(1)).toEqual(expected.slice(1));
+    }
   });
 
   it('names a checksum mismatch in a payload', async () => {
