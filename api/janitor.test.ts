@@ -122,7 +122,7 @@ describe('janitor: crashed holders', () => {
     try {
       await waitFor('the periodic janitor to settle the holder', async () => ((await s.usage.get(t.tenantId, h.sessionId))?.status === 'started' ? undefined : true), { intervalMs: 25 });
     } finally {
-      janitor.stop();
+      await janitor.stop();
     }
     expect(await s.usage.get(t.tenantId, h.sessionId)).toMatchObject({ status: 'released', billedCreditMicros: 1 * SEC });
   });

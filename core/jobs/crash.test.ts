@@ -1,10 +1,7 @@
-import { spawn } from 'node:child_process';
-import { createRequire } from 'node:module';
-import path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { portraitAsset } from '../../api/routes/avatars/test-support.ts';
 import { testApi, waitFor } from '../../test/helpers.ts';
+import { startEntryPoint } from '../../test/processes.ts';
 import { startJobWorkers, type RunningWorkers } from './workers.ts';
 
 /**
@@ -24,9 +21,6 @@ afterAll(async () => {
   await t.close();
 });
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const TSX = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
-
 describe('loop jobs survive a crash', () => {
   it('a worker killed mid-generation: the job is retried by a new worker and the avatar becomes ready', { timeout: 300_000 }, async () => {
     const { tenantId, apiKey } = await t.newTenant();
@@ -36,14 +30,7 @@ describe('loop jobs survive a crash', () => {
     const { id } = (await created.json()) as { id: string };
 
     // Worker A: a separate process, as in production (core/jobs/worker-main.ts).
-    const child = spawn(process.execPath, ['--import', TSX, path.join(ROOT, 'core/jobs/worker-main.ts')], {
-      cwd: ROOT,
-      env: { ...process.env, ...JOB_ENV, NODE_OPTIONS: '', DATABASE_URL: t.services.dbUrl, DATA_DIR: t.services.config.dataDir, LOG_LEVEL: 'silent', NODE_ENV: 'test' },
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
-    let stderr = '';
-    child.stderr!.on('data', (b: Buffer) => (stderr += b.toString()));
-    const exited = new Promise<void>((r) => child.on('exit', () => r()));
+    const workerA = startEntryPoint('core/jobs/worker-main.ts', { ...JOB_ENV, DATABASE_URL: t.services.dbUrl, DATA_DIR: t.services.config.dataDir, LOG_LEVEL: 'warn', NODE_ENV: 'test' });
     try {
       await waitFor('worker A to start rendering', async () => {
         const [a] = await t.services.sql`select idle_video_status from avatars where id = ${id}`;
@@ -52,11 +39,11 @@ describe('loop jobs survive a crash', () => {
       // Mid-generation (the job taken, the render started, nothing published): kill the worker
       // outright, so it writes no completion and no failure.
     } finally {
-      child.kill('SIGKILL');
+      workerA.child.kill('SIGKILL');
     }
-    await exited;
+    await workerA.exited;
     const [active] = await t.services.sql`select state, retry_count from pgboss.job where name = 'avatar-loop' and data->>'avatarId' = ${id}`;
-    expect(active, stderr).toMatchObject({ state: 'active', retry_count: 0 });
+    expect(active, workerA.output()).toMatchObject({ state: 'active', retry_count: 0 });
     const [mid] = await t.services.sql`select status, idle_video_status from avatars where id = ${id}`;
     expect(mid).toMatchObject({ status: 'preprocessing', idle_video_status: 'generating' });
 
