@@ -2,6 +2,7 @@ import net from 'node:net';
 import { Readable } from 'node:stream';
 import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ApiError } from '../core/errors.ts';
 import { testApi } from '../test/helpers.ts';
 import { DEFAULT_BODY_LIMIT, DRAIN_MAX_BYTES } from './middleware/guard.ts';
 import { startApiServer, type ApiServer } from './server.ts';
@@ -101,5 +102,37 @@ describe('a body declared beyond what is worth draining', () => {
     expect(head).toMatch(/^HTTP\/1\.1 413 /);
     expect(head).toMatch(/\r\nconnection: close\r\n/i);
     expect(JSON.parse(body!)).toMatchObject({ status: 413, code: 'payload_too_large', maxBytes: DEFAULT_BODY_LIMIT });
+  });
+});
+
+/** Sends raw bytes on a new connection and reads the answer to the end of the connection. */
+async function rawExchange(bytes: string): Promise<{ head: string; headers: Map<string, string>; body: string }> {
+  const socket = net.connect(server.port, '127.0.0.1');
+  let received = '';
+  socket.on('data', (d: Buffer) => (received += d.toString('latin1')));
+  const closed = new Promise<void>((resolve) => socket.on('close', () => resolve()));
+  socket.write(bytes);
+  await closed;
+  const [head, body] = received.split('\r\n\r\n');
+  const headers = new Map(head!.split('\r\n').slice(1).map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]));
+  return { head: head!, headers, body: body ?? '' };
+}
+
+describe("requests Node's parser refuses", () => {
+  it('431 for oversized headers and 400 for a malformed request, each with the error body, its request id and Connection: close', async () => {
+    const cases = [
+      { bytes: `GET /api/v1/credits/balance HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${'x'.repeat(20_000)}\r\n\r\n`, error: new ApiError('headers_too_large', 'Request headers too large') },
+      { bytes: 'GET /api/v1/credits/balance HTTP/1.1\r\nBad Header: x\r\n\r\n', error: new ApiError('bad_request', 'Malformed HTTP request') },
+    ];
+    for (const { bytes, error } of cases) {
+      const res = await rawExchange(bytes);
+      expect(res.head).toMatch(new RegExp(`^HTTP/1\\.1 ${error.status} `));
+      const requestId = res.headers.get('x-request-id');
+      expect(requestId).toMatch(/^req_/);
+      expect(res.headers.get('content-type')).toBe('application/json');
+      expect(res.headers.get('cache-control')).toBe('no-store');
+      expect(res.headers.get('connection')).toBe('close');
+      expect(JSON.parse(res.body)).toEqual(error.toBody(requestId!));
+    }
   });
 });

@@ -1,7 +1,8 @@
-import type { Server, ServerResponse } from 'node:http';
+import { STATUS_CODES, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { createAdaptorServer } from '@hono/node-server';
+import { ApiError } from '../core/errors.ts';
 import { newRequestId } from '../core/ids.ts';
 
 export interface ApiServer {
@@ -36,17 +37,15 @@ export async function startApiServer(fetch: Parameters<typeof createAdaptorServe
   });
 
   // Requests Node's HTTP parser refuses (bad request line, control bytes, oversized headers) never
-  // reach the app: answer them with the spec's error body too.
+  // reach the app: answer them with the error body too, and close the connection.
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
     if (!socket.writable) return socket.destroy();
-    const tooLarge = err.code === 'HPE_HEADER_OVERFLOW';
-    const status = tooLarge ? 431 : 400;
+    const error = err.code === 'HPE_HEADER_OVERFLOW' ? new ApiError('headers_too_large', 'Request headers too large') : new ApiError('bad_request', 'Malformed HTTP request');
     const requestId = newRequestId();
-    const body = JSON.stringify({ error: tooLarge ? 'Request headers too large' : 'Malformed HTTP request', status, code: 'bad_request', retryable: false, requestId });
-    socket.end(
-      `HTTP/1.1 ${status} ${tooLarge ? 'Request Header Fields Too Large' : 'Bad Request'}\r\nContent-Type: application/json\r\n` +
-        `Cache-Control: no-store\r\nX-Request-ID: ${requestId}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-    );
+    const body = JSON.stringify(error.toBody(requestId));
+    const headers = { 'Content-Type': 'application/json', 'Cache-Control': 'no-store', 'X-Request-ID': requestId, ...error.headers, 'Content-Length': Buffer.byteLength(body), Connection: 'close' };
+    const head = [`HTTP/1.1 ${error.status} ${STATUS_CODES[error.status]}`, ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`)];
+    socket.end(`${head.join('\r\n')}\r\n\r\n${body}`);
   });
 
   await new Promise<void>((resolve, reject) => {
