@@ -29,11 +29,11 @@ export async function startApiServer(fetch: Parameters<typeof createAdaptorServe
   server.prependListener('request', (_req, res: ServerResponse) => {
     inFlight.add(res);
     if (closing) res.shouldKeepAlive = false;
-    res.once('finish', () => {
+    // 'close' follows every answer (finished or cut off); its connection may now be idle.
+    res.once('close', () => {
       inFlight.delete(res);
       if (closing) setImmediate(() => server.closeIdleConnections());
     });
-    res.once('close', () => inFlight.delete(res));
   });
 
   // Requests Node's HTTP parser refuses (bad request line, control bytes, oversized headers) never
