@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { MICROS_PER_SECOND } from '../core/credits/ledger.ts';
-import { testServices } from '../test/helpers.ts';
+import { testServices, waitFor } from '../test/helpers.ts';
 import { runJanitorOnce, startJanitor } from './janitor.ts';
 
 const SEC = MICROS_PER_SECOND;
@@ -72,7 +72,9 @@ describe('janitor: crashed holders', () => {
   it('settles a reservation that expired on its own ttl (no SQL help), capping progress at the reservation', async () => {
     const t = await tenantWith(30);
     const h = await crashedHolder(t, { reserveSeconds: 3, progressSeconds: 9, ttlSeconds: 0.2 });
-    await new Promise((r) => setTimeout(r, 300));
+    await waitFor('the reservation to pass its expiry on the database clock', async () =>
+      (await s.sql`select 1 from credit_reservations where id = ${h.reservationId} and expires_at <= now()`).length > 0 ? true : undefined,
+    );
     await runJanitorOnce(s);
     expect(await s.usage.get(t.tenantId, h.sessionId)).toMatchObject({ status: 'released', billedCreditMicros: 3 * SEC });
     expect(await s.ledger.balance(t.tenantId)).toMatchObject({ balanceCreditMicros: 27 * SEC, reservedCreditMicros: 0 });
@@ -118,12 +120,9 @@ describe('janitor: crashed holders', () => {
     await expire(h.reservationId);
     const janitor = startJanitor(s, 50);
     try {
-      const deadline = Date.now() + 5_000;
-      while ((await s.usage.get(t.tenantId, h.sessionId))?.status === 'started' && Date.now() < deadline) {
-        await new Promise((r) => setTimeout(r, 25));
-      }
+      await waitFor('the periodic janitor to settle the holder', async () => ((await s.usage.get(t.tenantId, h.sessionId))?.status === 'started' ? undefined : true), { intervalMs: 25 });
     } finally {
-      janitor.stop();
+      await janitor.stop();
     }
     expect(await s.usage.get(t.tenantId, h.sessionId)).toMatchObject({ status: 'released', billedCreditMicros: 1 * SEC });
   });

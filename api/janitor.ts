@@ -14,10 +14,23 @@ export async function runJanitorOnce(services: Services): Promise<{ expired: num
   return { expired: expired.length };
 }
 
-export function startJanitor(services: Services, intervalMs = JANITOR_INTERVAL_MS): { stop(): void } {
+export function startJanitor(services: Services, intervalMs = JANITOR_INTERVAL_MS): { stop(): Promise<void> } {
+  let pass: Promise<void> | undefined;
   const timer = setInterval(() => {
-    runJanitorOnce(services).catch((err: unknown) => services.log.error({ err }, 'janitor pass failed'));
+    // One pass at a time: a slow pass is not stacked on.
+    pass ??= runJanitorOnce(services)
+      .then(
+        () => undefined,
+        (err: unknown) => services.log.error({ err }, 'janitor pass failed'),
+      )
+      .finally(() => (pass = undefined));
   }, intervalMs);
   timer.unref();
-  return { stop: () => clearInterval(timer) };
+  return {
+    /** No further passes; resolves once the running one (if any) is done, so the database can close after it. */
+    stop: async () => {
+      clearInterval(timer);
+      await pass;
+    },
+  };
 }

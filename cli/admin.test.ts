@@ -1,10 +1,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, watch } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { freePort } from '../test/deps.ts';
-import { testServices } from '../test/helpers.ts';
+import { testServices, waitFor } from '../test/helpers.ts';
+import { startEntryPoint, stopLeftoverCluster } from '../test/processes.ts';
 
 const s = await testServices();
 const dataDirs: string[] = [];
@@ -30,7 +31,8 @@ function admin(args: string[], env: Record<string, string>): Promise<{ code: num
 
 const onTestDb = (args: string[]) => admin(args, { DATABASE_URL: s.dbUrl });
 
-describe('admin CLI', () => {
+// Every step spawns npm and tsx: seconds each on a loaded machine, so the bound is generous.
+describe('admin CLI', { timeout: 300_000 }, () => {
   it('tenant create --json prints exactly one JSON line with a "*" key and grants the credits', async () => {
     const r = await onTestDb(['tenant', 'create', '--name', 'Acme', '--credits', '120', '--json']);
     expect(r.code, r.stderr).toBe(0);
@@ -78,6 +80,37 @@ describe('admin CLI', () => {
     expect((await s.tenants.list()).length).toBe(before);
   });
 
+  it('interrupted while it starts its own embedded PostgreSQL: stops that cluster and exits 130', async () => {
+    const dataDir = mkdtempSync(path.join(os.tmpdir(), 'avatar-cli-'));
+    dataDirs.push(dataDir);
+    // A first command creates the cluster (and stops it again).
+    const first = await admin(['tenant', 'list', '--json'], { DATA_DIR: dataDir });
+    expect(first.code, first.stderr).toBe(0);
+    const clusterDir = path.join(dataDir, 'postgres');
+    const pidFile = path.join(clusterDir, 'postmaster.pid');
+    expect(existsSync(pidFile)).toBe(false);
+
+    // The second one is interrupted the moment its cluster's server exists, while it still starts.
+    const serverStarted = new Promise<void>((resolve) => {
+      const watcher = watch(clusterDir, () => {
+        if (!existsSync(pidFile)) return;
+        watcher.close();
+        resolve();
+      });
+    });
+    const cli = startEntryPoint('cli/admin.ts', { DATA_DIR: dataDir, DATABASE_URL: '' }, { args: ['tenant', 'list', '--json'] });
+    try {
+      await serverStarted;
+      cli.child.kill('SIGINT');
+      const { code } = await cli.exited;
+      expect(code, cli.output()).toBe(130);
+      expect(existsSync(pidFile), 'the cluster it started is stopped').toBe(false);
+    } finally {
+      cli.child.kill('SIGKILL');
+      stopLeftoverCluster(dataDir);
+    }
+  });
+
   it('works on the embedded PostgreSQL in DATA_DIR with the server stopped and running, and data survives restarts', async () => {
     const dataDir = mkdtempSync(path.join(os.tmpdir(), 'avatar-cli-'));
     dataDirs.push(dataDir);
@@ -89,7 +122,7 @@ describe('admin CLI', () => {
     const server: ChildProcess = spawn('npm', ['start'], { env: { ...process.env, DATABASE_URL: '', DATA_DIR: dataDir, PORT: String(port), LOG_LEVEL: 'warn' }, stdio: 'ignore', detached: true });
     try {
       const base = `http://127.0.0.1:${port}`;
-      await expect.poll(async () => (await fetch(`${base}/healthz`).catch(() => undefined))?.status, { timeout: 30_000, interval: 250 }).toBe(200);
+      await waitFor('the server to serve /healthz', async () => ((await fetch(`${base}/healthz`).catch(() => undefined))?.status === 200 ? true : undefined));
       // Created before the server started (cluster stopped and started again): still there.
       const { apiKey: oldKey } = JSON.parse(first.stdout) as { apiKey: string };
       expect((await fetch(`${base}/api/v1/credits/balance`, { headers: { authorization: `Bearer ${oldKey}` } })).status).toBe(200);
@@ -110,6 +143,7 @@ describe('admin CLI', () => {
     } finally {
       process.kill(-server.pid!, 'SIGTERM');
       await new Promise((r) => server.once('exit', r));
+      stopLeftoverCluster(dataDir);
     }
-  }, 90_000);
+  });
 });

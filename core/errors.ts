@@ -25,6 +25,8 @@ export const ERROR_STATUS = {
   loop_pending: 409,
   scene_not_ready: 409,
   payload_too_large: 413,
+  // Request headers over Node's limit, refused by its HTTP parser before the app runs.
+  headers_too_large: 431,
   unsupported_media_type: 415,
   range_not_satisfiable: 416,
   validation_error: 422,

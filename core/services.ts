@@ -85,6 +85,16 @@ export async function createServices(config: Config, opts: CreateServicesOptions
     log,
     loopPriceCreditMicros: config.LOOP_GENERATION_CREDIT_MICROS,
   });
+  // In order: the jobs (their workers use everything else), the key listener, then the pools and,
+  // last, the database. Once: a second call waits for the first.
+  let closed: Promise<void> | undefined;
+  const close = async () => {
+    await jobs.stop();
+    await keys.close();
+    await safeFetch.close();
+    redis?.disconnect();
+    if (!opts.database) await db.close();
+  };
   return {
     config,
     log,
@@ -103,12 +113,6 @@ export async function createServices(config: Config, opts: CreateServicesOptions
     portraitAssets,
     avatars,
     clipLibrary,
-    close: async () => {
-      await jobs.stop();
-      await keys.close();
-      await safeFetch.close();
-      redis?.disconnect();
-      if (!opts.database) await db.close();
-    },
+    close: () => (closed ??= close()),
   };
 }

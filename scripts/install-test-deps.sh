@@ -40,5 +40,6 @@ if [ ! -x "$moto_dir/bin/moto_server" ]; then
 fi
 
 if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
-  ONNXRUNTIME_NODE_INSTALL="${ONNXRUNTIME_NODE_INSTALL:-skip}" npm ci --no-audit --no-fund
+  # The project's .npmrc skips onnxruntime-node's CUDA download; ONNXRUNTIME_NODE_INSTALL=cuda12 opts in.
+  npm ci --no-audit --no-fund
 fi

@@ -145,3 +145,27 @@ export async function expectApiError(p: Promise<unknown>, code: ErrorCode, statu
   expect(e.status).toBe(status);
   return e;
 }
+
+export interface WaitForOptions {
+  /** Gives up after this long; generous on purpose (a loaded machine is slow, not broken): the test's own timeout should be the tighter bound. */
+  timeoutMs?: number;
+  /** Pause between probes. */
+  intervalMs?: number;
+}
+
+/**
+ * Polls `probe` until it returns something other than `undefined`, and returns that: the one way
+ * tests wait for state that changes in the background (a job, a row, a server). Tests wait on the
+ * state itself, never on a fixed sleep. `what` names the awaited state in the timeout error (a
+ * function is called then, so it can describe the last value seen).
+ */
+export async function waitFor<T>(what: string | (() => string), probe: () => Promise<T | undefined> | T | undefined, opts: WaitForOptions = {}): Promise<T> {
+  const { timeoutMs = 120_000, intervalMs = 200 } = opts;
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > end) throw new Error(`Timed out after ${timeoutMs / 1000} s waiting for ${typeof what === 'function' ? what() : what}`);
+    await new Promise((r) => setTimeout(r, intervalMs));
+  }
+}

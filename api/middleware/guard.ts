@@ -1,6 +1,5 @@
 import type { RouteConfig } from '@hono/zod-openapi';
 import type { MiddlewareHandler } from 'hono';
-import { bodyLimit } from 'hono/body-limit';
 import { hasScope } from '../../core/auth/keys.ts';
 import { ApiError } from '../../core/errors.ts';
 import type { AppEnv } from '../context.ts';
@@ -42,16 +41,77 @@ export function authenticate(operationId: OperationId): MiddlewareHandler<AppEnv
   };
 }
 
-/** Caps the request body while it is read (413), whatever Content-Length claims. */
+/**
+ * How much of an over-cap body is still read (and dropped) before the 413, and for how long: a
+ * response sent while the rest of the body is on the wire leaves the keep-alive connection unusable
+ * for the client's next request, so within these bounds the connection is emptied and stays open.
+ * Past them the 413 says `Connection: close`, and no client reuses it.
+ */
+export const DRAIN_MAX_BYTES = 4 * 1024 * 1024;
+export const DRAIN_MAX_MS = 5_000;
+
+/**
+ * Reads and drops the rest of a body, up to `maxBytes` and `maxMs`. True when it reached its end,
+ * false when a bound was hit first (what is left unread is then the connection's to discard).
+ */
+export async function drainBody(reader: ReadableStreamDefaultReader<Uint8Array>, maxBytes = DRAIN_MAX_BYTES, maxMs = DRAIN_MAX_MS): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), maxMs)));
+  const drained = (async () => {
+    for (let read = 0; read <= maxBytes; ) {
+      const { done, value } = await reader.read();
+      if (done) return true;
+      read += value.length;
+    }
+    return false;
+  })().catch(() => false);
+  try {
+    return await Promise.race([drained, expired]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** The 413 of a body over `maxBytes`, after draining what is left of it (up to `drainBytes` more). */
+async function tooLarge(maxBytes: number, rest: ReadableStreamDefaultReader<Uint8Array> | undefined, drainBytes = DRAIN_MAX_BYTES): Promise<ApiError> {
+  const drained = rest ? await drainBody(rest, drainBytes) : false;
+  return new ApiError(
+    'payload_too_large',
+    `Request body exceeds this route's cap of ${maxBytes} bytes: send media as an asset and reference its id`,
+    { maxBytes },
+    drained ? {} : { Connection: 'close' },
+  );
+}
+
+/**
+ * Caps the request body while it is read (413), whatever Content-Length claims. A declared length
+ * within the cap is left to the parser (the body cannot exceed it); otherwise the body is read here,
+ * counted, and handed on buffered.
+ */
 export function capBody(maxBytes: number): MiddlewareHandler<AppEnv> {
-  return bodyLimit({
-    maxSize: maxBytes,
-    onError: () => {
-      throw new ApiError('payload_too_large', `Request body exceeds this route's cap of ${maxBytes} bytes: send media as an asset and reference its id`, {
-        maxBytes,
-      });
-    },
-  });
+  return async (c, next) => {
+    const raw = c.req.raw;
+    if (!raw.body) return next();
+    const declared = raw.headers.has('transfer-encoding') ? undefined : raw.headers.get('content-length');
+    if (declared != null) {
+      const length = Number(declared);
+      if (length <= maxBytes) return next();
+      // Declared over the cap: drained (all of it, unread so far) only when within the drain bound.
+      throw await tooLarge(maxBytes, length - maxBytes <= DRAIN_MAX_BYTES ? raw.body.getReader() : undefined, length);
+    }
+    const reader = raw.body.getReader();
+    const chunks: Uint8Array[] = [];
+    let size = 0;
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      size += value.length;
+      if (size > maxBytes) throw await tooLarge(maxBytes, reader);
+      chunks.push(value);
+    }
+    c.req.raw = new Request(raw, { body: Buffer.concat(chunks, size) });
+    await next();
+  };
 }
 
 /**

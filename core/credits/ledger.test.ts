@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { afterAll, describe, expect, it, vi } from 'vitest';
-import { expectApiError, testServices } from '../../test/helpers.ts';
+import { expectApiError, testServices, waitFor } from '../../test/helpers.ts';
 import { ApiError } from '../errors.ts';
 import { CreditLedger, MICROS_PER_SECOND } from './ledger.ts';
 
@@ -244,7 +244,9 @@ describe('credit wallet: progress and expiry of crashed holders', () => {
     const alive = await reserve(t, 2, { ttlSeconds: 60 });
     await ledger.reportProgress(due.id, 1.25 * SEC);
     await ledger.reportProgress(alive.id, 1 * SEC);
-    await new Promise((r) => setTimeout(r, 300));
+    await waitFor('the short reservation to pass its expiry on the database clock', async () =>
+      (await s.sql`select 1 from credit_reservations where id = ${due.id} and expires_at <= now()`).length > 0 ? true : undefined,
+    );
 
     const expired = await ledger.expireDue();
     expect(expired).toContain(due.id);

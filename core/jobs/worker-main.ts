@@ -4,22 +4,22 @@
  * configuration as the API (DATABASE_URL, storage, JOB_*).
  */
 import { loadConfigOrExit } from '../config.ts';
-import { onShutdown, runMain } from '../process.ts';
+import { runEntryPoint } from '../process.ts';
 import { createLogger } from '../log.ts';
 import { createServices } from '../services.ts';
 import { startJobWorkers } from './workers.ts';
 
-async function main() {
-  const config = loadConfigOrExit();
-  const log = createLogger(config.LOG_LEVEL);
+const config = loadConfigOrExit();
+const log = createLogger(config.LOG_LEVEL);
+
+runEntryPoint(log, async () => {
   const services = await createServices(config, { log });
   const workers = await startJobWorkers(services);
   log.info({ concurrency: Math.max(1, config.JOB_WORKERS) }, 'job worker started');
   process.send?.('ready');
-  onShutdown(log, async () => {
+  // Running renders get their time to finish (then fail and retry elsewhere); then pools and database.
+  return async () => {
     await workers.stop({ timeoutMs: 30_000 });
     await services.close();
-  });
-}
-
-runMain(main);
+  };
+});

@@ -17,6 +17,8 @@ interface Origin {
   connections: number;
   hits: string[];
   bytesSent: number;
+  /** Settles when the last /endless response closed (ended, or cut off by the client). */
+  endlessClosed?: Promise<void>;
   server: http.Server;
 }
 
@@ -57,6 +59,7 @@ beforeAll(async () => {
     } else if (p === '/endless') {
       // No Content-Length: the cap must cut the stream while it flows.
       res.writeHead(200, { 'content-type': 'application/octet-stream' });
+      o.endlessClosed = new Promise((r) => res.once('close', () => r()));
       const chunk = Buffer.alloc(16 * 1024, 1);
       const pump = () => {
         while (!res.destroyed && o.bytesSent < 50_000_000) {
@@ -264,8 +267,8 @@ describe('SafeFetcher: caps and timeouts', () => {
     );
     expect(err.reason).toBe('too_large');
     expect(received).toBeLessThanOrEqual(256 * 1024);
-    await new Promise((r) => setTimeout(r, 200));
     // The origin stopped long before its 50 MB: the connection was closed at the cap.
+    await A.endlessClosed;
     expect(A.bytesSent).toBeLessThan(20_000_000);
     await f.close();
   });

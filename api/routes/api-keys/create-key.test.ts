@@ -2,7 +2,7 @@ import { Writable } from 'node:stream';
 import pino from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
 import { sha256 } from '../../../core/auth/keys.ts';
-import { json, testApi } from '../../../test/helpers.ts';
+import { json, testApi, waitFor } from '../../../test/helpers.ts';
 
 const logLines: string[] = [];
 const sink = new Writable({
@@ -159,7 +159,7 @@ describe('authentication', () => {
     expect((await t.request('GET', BALANCE, { key: k.apiKey })).status).toBe(200);
     // Revoke through SQL, as another process (the admin CLI) would: the NOTIFY trigger drops the cache.
     await t.services.sql`update api_keys set status = 'revoked' where id = ${k.id}`;
-    await expect.poll(async () => (await t.request('GET', BALANCE, { key: k.apiKey })).status, { timeout: 2000 }).toBe(401);
+    await waitFor('the revocation to reach the key cache', async () => ((await t.request('GET', BALANCE, { key: k.apiKey })).status === 401 ? true : undefined));
   });
 
   it('legacy svc_live_ and svc_test_ keys authenticate', async () => {
@@ -178,10 +178,10 @@ describe('authentication', () => {
     const admin = await t.newTenant();
     expect((await t.request('GET', BALANCE, { key: admin.apiKey })).status).toBe(200);
     await t.services.tenants.setStatus(admin.tenantId, 'suspended');
-    await expect.poll(async () => (await t.request('GET', BALANCE, { key: admin.apiKey })).status, { timeout: 2000 }).toBe(403);
+    await waitFor('the suspension to reach the key cache', async () => ((await t.request('GET', BALANCE, { key: admin.apiKey })).status === 403 ? true : undefined));
     const body = await json(await t.request('GET', BALANCE, { key: admin.apiKey }));
     expect(body).toMatchObject({ error: 'Tenant is not active', code: 'tenant_not_active', status: 403 });
     await t.services.tenants.setStatus(admin.tenantId, 'active');
-    await expect.poll(async () => (await t.request('GET', BALANCE, { key: admin.apiKey })).status, { timeout: 2000 }).toBe(200);
+    await waitFor('the reactivation to reach the key cache', async () => ((await t.request('GET', BALANCE, { key: admin.apiKey })).status === 200 ? true : undefined));
   });
 });

@@ -7,7 +7,7 @@ import { DEFAULT_CLIPS } from '../../../core/avatars/default-clips.ts';
 import { AVATAR_CLIPS_JOB } from '../../../core/avatars/types.ts';
 import { MICROS_PER_SECOND } from '../../../core/credits/ledger.ts';
 import { startJobWorkers } from '../../../core/jobs/workers.ts';
-import { testApi } from '../../../test/helpers.ts';
+import { testApi, waitFor } from '../../../test/helpers.ts';
 import { call, portraitAsset, type AvatarBody } from './test-support.ts';
 
 /**
@@ -23,15 +23,25 @@ afterAll(async () => {
 });
 const A = '/api/v1/avatars';
 
-async function until(key: string, id: string, done: (a: AvatarBody) => boolean, timeout = 60_000): Promise<AvatarBody> {
-  const end = Date.now() + timeout;
-  for (;;) {
-    const r = await call(t, key, 'GET', `${A}/${id}`);
-    expect(r.status).toBe(200);
-    if (done(r.body)) return r.body;
-    if (Date.now() > end) throw new Error(`timed out; last: ${JSON.stringify(r.body)}`);
-    await new Promise((res) => setTimeout(res, 300));
-  }
+/**
+ * Waits until the avatar satisfies `done`, reading it where the API does (the avatar service, so
+ * the wait spends none of the key's rate limit however long the renders take), then returns the
+ * API's own answer.
+ */
+async function until(key: string, id: string, done: (a: AvatarBody) => boolean): Promise<AvatarBody> {
+  const [row] = await t.services.sql<{ tenant_id: string }[]>`select tenant_id from avatars where id = ${id}`;
+  let last: AvatarBody | undefined;
+  await waitFor(
+    () => `avatar ${id}; last: ${JSON.stringify(last)}`,
+    async () => {
+      last = JSON.parse(JSON.stringify(await t.services.avatars.get(row!.tenant_id, id))) as AvatarBody;
+      return done(last) ? true : undefined;
+    },
+  );
+  const r = await call(t, key, 'GET', `${A}/${id}`);
+  expect(r.status).toBe(200);
+  expect(done(r.body), JSON.stringify(r.body)).toBe(true);
+  return r.body;
 }
 
 /** The serving loop's bytes, fetched through the app's signed media route as a client would. */
@@ -70,7 +80,8 @@ async function clipRows(avatarId: string) {
   ];
 }
 
-describe('avatar lifecycle (background generation)', () => {
+// Renders run for real: on a loaded machine a test takes minutes, so the waits, not the clock, decide.
+describe('avatar lifecycle (background generation)', { timeout: 300_000 }, () => {
   let key = '';
   let tenantId = '';
   let avatar: AvatarBody;
@@ -105,7 +116,7 @@ describe('avatar lifecycle (background generation)', () => {
   it('happy: the default motion library renders in the background once the loop publishes', async () => {
     // Queued with the loop's publish (the avatar is ready before its clips are).
     expect(library(avatar).map((c) => c.clipId)).toEqual(CLIPS);
-    const done = await until(key, avatar.id, (a) => library(a).every((c) => c.status !== 'queued' && c.status !== 'rendering'), 120_000);
+    const done = await until(key, avatar.id, (a) => library(a).every((c) => c.status !== 'queued' && c.status !== 'rendering'));
     expect(done.status).toBe('ready');
     for (const clip of library(done)) {
       const def = DEFAULT_CLIPS.find((c) => c.clipId === clip.clipId)!;
@@ -184,13 +195,10 @@ describe('avatar lifecycle (background generation)', () => {
     const put = vi.spyOn(t.services.storage, 'put');
     try {
       const jobId = await t.services.jobs.enqueue(AVATAR_CLIPS_JOB, { tenantId: tid, avatarId: 'ava_deletedclips', clipId: 'nod', reviewed: false });
-      const end = Date.now() + 30_000;
-      for (;;) {
+      await waitFor('the clip job to complete', async () => {
         const [job] = await t.services.sql`select state from pgboss.job where id = ${jobId!}`;
-        if (job?.state === 'completed') break;
-        if (Date.now() > end) throw new Error(`clip job not completed: ${JSON.stringify(job)}`);
-        await new Promise((res) => setTimeout(res, 200));
-      }
+        return job?.state === 'completed' ? true : undefined;
+      });
       expect(put.mock.calls.filter(([k]) => k.includes('ava_deletedclips'))).toEqual([]);
     } finally {
       put.mockRestore();
@@ -232,9 +240,11 @@ describe('avatar lifecycle (background generation)', () => {
     expect(failed.error).toMatch(/no_face/);
     expect(library(failed)).toEqual([]); // no loop published: no clips queued
     // pg-boss records completion just after the handler returns: poll for it.
-    await expect
-      .poll(async () => (await t.services.sql`select state, retry_count from pgboss.job where name = 'avatar-loop' and data->>'avatarId' = ${failed.id}`)[0], { timeout: 10_000, interval: 100 })
-      .toMatchObject({ state: 'completed', retry_count: 0 });
+    const job = await waitFor('the loop job to leave the active state', async () => {
+      const [j] = await t.services.sql`select state, retry_count from pgboss.job where name = 'avatar-loop' and data->>'avatarId' = ${failed.id}`;
+      return j?.state === 'active' ? undefined : j;
+    });
+    expect(job).toMatchObject({ state: 'completed', retry_count: 0 });
   });
 
   it('happy: a portrait swap moves the clip anchor and re-renders every clip from the new portrait', async () => {
@@ -256,7 +266,7 @@ describe('avatar lifecycle (background generation)', () => {
     expect(stale.status).toBe(409);
     expect(stale.body).toMatchObject({ currentAnchorVersion: lib1.anchorVersion });
     // Every clip renders again, for the new anchor, with new outputs.
-    const done = await until(key, avatar.id, (a) => a.status === 'ready' && library(a).every((c) => c.status === 'ready'), 120_000);
+    const done = await until(key, avatar.id, (a) => a.status === 'ready' && library(a).every((c) => c.status === 'ready'));
     expect(library(done).map((c) => c.clipId)).toEqual(CLIPS);
     const after = await clipRows(avatar.id);
     for (const r of after) {
