@@ -5,7 +5,7 @@ import { ApiError } from '../../core/errors.ts';
 import type { AppEnv } from '../context.ts';
 import { ROUTE_SCOPES, type OperationId } from '../scopes.ts';
 
-/** Default JSON body cap (spec section 8: 8 to 32 KiB on routes without a cap of their own). */
+/** Default JSON body cap of routes without a cap of their own (the API documents 8 to 32 KiB for those). */
 export const DEFAULT_BODY_LIMIT = 16 * 1024;
 
 /** Verifies the key, applies the per-key throttle, then checks the operation's scope. */
