@@ -42,6 +42,15 @@ export interface SeenFrame {
   marker: boolean;
   /** Mean luma of the mouth region (a box around the frame's lower middle). */
   mouthLuma: number;
+  /** 8x8 luma thumbnail, to tell whether the picture moves. */
+  thumb: Uint8Array;
+}
+
+/** Mean absolute difference of two thumbnails (0..255). */
+export function thumbDistance(a: Uint8Array, b: Uint8Array): number {
+  let d = 0;
+  for (let i = 0; i < a.length; i++) d += Math.abs(a[i]! - b[i]!);
+  return d / a.length;
 }
 
 export interface HeardChunk {
@@ -84,7 +93,9 @@ export class Viewer {
           n++;
         }
       }
-      this.frames.push({ at: performance.now(), width, height, marker: px(12, 12) > 128, mouthLuma: mouth / n });
+      const thumb = new Uint8Array(64);
+      for (let ty = 0; ty < 8; ty++) for (let tx = 0; tx < 8; tx++) thumb[ty * 8 + tx] = px(Math.floor(((tx + 0.5) * width) / 8), Math.floor(((ty + 0.5) * height) / 8));
+      this.frames.push({ at: performance.now(), width, height, marker: px(12, 12) > 128, mouthLuma: mouth / n, thumb });
     }
   }
 
@@ -118,4 +129,96 @@ export function onsets(points: { at: number; on: boolean }[], minOffMs = 150): n
     }
   }
   return out;
+}
+
+/** The agent worker as a user runs it (`node --import tsx agent/main.ts`), with its logs kept for failures. */
+export interface WorkerProcess {
+  logs: () => string;
+  /** Sends SIGTERM and waits for the exit; resolves with the exit code. */
+  stop: (signal?: NodeJS.Signals) => Promise<number | null>;
+  exited: Promise<number | null>;
+  pid: number;
+}
+
+export async function startWorkerProcess(env: Record<string, string>, readyTimeoutMs = 90_000): Promise<WorkerProcess> {
+  const { spawn } = await import('node:child_process');
+  const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
+  const child = spawn(process.execPath, ['--import', 'tsx', 'agent/main.ts'], {
+    cwd: root,
+    env: { ...process.env, NODE_OPTIONS: '', NODE_ENV: 'test', ...env },
+    stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+  });
+  let logs = '';
+  const keep = (b: Buffer) => (logs = (logs + b.toString()).slice(-200_000));
+  child.stdout!.on('data', keep);
+  child.stderr!.on('data', keep);
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`agent worker not ready in ${readyTimeoutMs} ms:\n${logs.slice(-4000)}`)), readyTimeoutMs);
+    child.on('message', (m) => {
+      if (m === 'ready') {
+        clearTimeout(timer);
+        resolve();
+      }
+    });
+    void exited.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`agent worker exited with ${code}:\n${logs.slice(-4000)}`));
+    });
+  });
+  return {
+    pid: child.pid!,
+    logs: () => logs,
+    exited,
+    stop: async (signal = 'SIGTERM') => {
+      if (child.exitCode === null) child.kill(signal);
+      return exited;
+    },
+  };
+}
+
+/** A user's microphone: silence at real-time pace, and speech when asked (VAD needs the silence around it). */
+export class Microphone {
+  private readonly pending: { pcm: Int16Array; offset: number; resolve: () => void }[] = [];
+  private running = true;
+  private readonly done: Promise<void>;
+  /** When each utterance started and finished being sent, ms (performance.now()). */
+  readonly spoken: { start: number; end: number }[] = [];
+
+  constructor(
+    private readonly source: import('@livekit/rtc-node').AudioSource,
+    private readonly sampleRate: number,
+  ) {
+    this.done = this.pump();
+  }
+
+  /** Queues `pcm` (at the microphone's rate); resolves once it has all been sent. */
+  speak(pcm: Int16Array): Promise<void> {
+    return new Promise((resolve) => this.pending.push({ pcm, offset: 0, resolve }));
+  }
+
+  private async pump(): Promise<void> {
+    const { AudioFrame } = await import('@livekit/rtc-node');
+    const step = this.sampleRate / 50;
+    while (this.running) {
+      const chunk = new Int16Array(step);
+      const head = this.pending[0];
+      if (head) {
+        if (head.offset === 0) this.spoken.push({ start: performance.now(), end: -1 });
+        chunk.set(head.pcm.subarray(head.offset, head.offset + step));
+        head.offset += step;
+        if (head.offset >= head.pcm.length) {
+          this.pending.shift();
+          this.spoken.at(-1)!.end = performance.now();
+          head.resolve();
+        }
+      }
+      await this.source.captureFrame(new AudioFrame(chunk, this.sampleRate, 1, step)).catch(() => {});
+    }
+  }
+
+  async close(): Promise<void> {
+    this.running = false;
+    await this.done;
+  }
 }

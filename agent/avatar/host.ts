@@ -1,9 +1,10 @@
 /**
  * The avatar host of a worker process: every call's avatar runner, one renderer for all of them,
- * and the tick that drives them. Each tick (10 ms) asks every call for the frame its audio clock has
- * reached, renders those frames in one batch, and publishes each; a call only has a new frame every
- * 40 ms, so a tick carries about a quarter of the calls. Ticks never overlap: a slow batch delays the
- * next tick, and each call then takes the frame nearest its audio (see playout.ts).
+ * and the tick that drives them. Each tick (10 ms) publishes, for every call, the frame its audio
+ * clock has reached, if it is drawn; and, unless a batch is still drawing, starts one batch with each
+ * call's next frame (one ahead of playout). Drawing and showing are decoupled: a slow batch delays
+ * nothing but the frames it draws, and a frame not drawn in time is skipped, never shown late
+ * (see playout.ts for how the due frame is chosen).
  */
 import type { VAD } from '@livekit/agents';
 import type { Logger } from '../../core/log.ts';
@@ -15,6 +16,7 @@ import { BatchRenderer } from './renderer.ts';
 import { AvatarRunner, type DueFrame, type HostContext } from './runner.ts';
 
 export const TICK_MS = 10;
+const STATS_EVERY_MS = 10_000;
 
 export interface AvatarHostOptions {
   lipsync: LipSyncEngine;
@@ -31,6 +33,8 @@ export interface AvatarHostOptions {
 
 export interface TickStats {
   ticks: number;
+  /** Frames published, all calls together. */
+  shown: number;
   /** Ticks that started more than one tick period late. */
   lateTicks: number;
   maxTickMs: number;
@@ -39,10 +43,12 @@ export interface TickStats {
 export class AvatarHost {
   readonly renderer: BatchRenderer;
   readonly ctx: HostContext;
-  readonly tickStats: TickStats = { ticks: 0, lateTicks: 0, maxTickMs: 0 };
+  readonly tickStats: TickStats = { ticks: 0, shown: 0, lateTicks: 0, maxTickMs: 0 };
   private readonly runners = new Set<AvatarRunner>();
   private loop: Promise<void> | null = null;
   private running = false;
+  private statsTimer: NodeJS.Timeout | null = null;
+  private batch: Promise<void> | null = null;
 
   constructor(o: AvatarHostOptions) {
     this.renderer = new BatchRenderer(o.lipsync);
@@ -93,6 +99,38 @@ export class AvatarHost {
     if (this.running) return;
     this.running = true;
     this.loop = this.tickLoop();
+    this.statsTimer ??= setInterval(() => this.logStats(), STATS_EVERY_MS);
+    this.statsTimer.unref();
+  }
+
+  private lastStats = { ticks: 0, shown: 0, lateTicks: 0, frames: 0, drawn: 0, batchMs: 0, at: performance.now() };
+
+  /** What the renderer did since the last report: the figures an operator sizes a worker by. */
+  private logStats(): void {
+    const r = this.renderer.stats;
+    const now = performance.now();
+    const last = this.lastStats;
+    const seconds = (now - last.at) / 1000;
+    const frames = r.frames - last.frames;
+    this.ctx.log.info(
+      {
+        calls: this.runners.size,
+        /** Frames published per second, per call. */
+        fpsPerCall: this.runners.size > 0 ? Math.round(((this.tickStats.shown - last.shown) / seconds / this.runners.size) * 10) / 10 : 0,
+        renderedPerSecond: Math.round((frames / seconds) * 10) / 10,
+        drawnPerSecond: Math.round(((r.drawn - last.drawn) / seconds) * 10) / 10,
+        batchMsPerFrame: frames > 0 ? Math.round(((r.batchMs - last.batchMs) / frames) * 100) / 100 : 0,
+        lateTicks: this.tickStats.lateTicks - last.lateTicks,
+        maxTickMs: Math.round(this.tickStats.maxTickMs),
+      },
+      'render stats',
+    );
+    this.lastStats = { ticks: this.tickStats.ticks, shown: this.tickStats.shown, lateTicks: this.tickStats.lateTicks, frames: r.frames, drawn: r.drawn, batchMs: r.batchMs, at: now };
+    this.tickStats.maxTickMs = 0;
+    if (this.runners.size === 0 && !this.running && this.statsTimer) {
+      clearInterval(this.statsTimer);
+      this.statsTimer = null;
+    }
   }
 
   private async tickLoop(): Promise<void> {
@@ -100,27 +138,30 @@ export class AvatarHost {
     while (this.running) {
       const now = performance.now();
       if (now - next > TICK_MS) this.tickStats.lateTicks++;
-      await this.tick(now);
+      this.tick(now);
       const took = performance.now() - now;
       this.tickStats.ticks++;
       this.tickStats.maxTickMs = Math.max(this.tickStats.maxTickMs, took);
       next += TICK_MS;
       // Behind by more than a few ticks (a stall): start again from now rather than race to catch up.
       if (performance.now() - next > 5 * TICK_MS) next = performance.now();
-      const wait = next - performance.now();
-      await new Promise<void>((r) => setTimeout(r, Math.max(0, wait)));
+      await new Promise<void>((r) => setTimeout(r, Math.max(0, next - performance.now())));
       if (this.runners.size === 0 && this.running) {
         // No call: idle until one starts (startCall restarts the loop).
         this.running = false;
       }
     }
+    await this.batch;
   }
 
-  private async tick(now: number): Promise<void> {
+  /** Shows what is due, and starts drawing the next frames (one batch at a time, not awaited). */
+  private tick(now: number): void {
+    for (const runner of this.runners) if (runner.showDue(now)) this.tickStats.shown++;
+    if (this.batch) return;
     const due: { runner: AvatarRunner; job: DueFrame }[] = [];
     for (const runner of this.runners) {
       try {
-        const job = runner.due(now);
+        const job = runner.nextToRender(now);
         if (job) due.push({ runner, job });
       } catch (err) {
         this.ctx.log.error({ err, sessionId: runner.spec.sessionId }, 'call could not prepare its frame');
@@ -128,11 +169,15 @@ export class AvatarHost {
       }
     }
     if (due.length === 0) return;
+    this.batch = this.draw(due).finally(() => (this.batch = null));
+  }
+
+  private async draw(due: { runner: AvatarRunner; job: DueFrame }[]): Promise<void> {
     let frames: Uint8Array[];
     try {
       frames = await this.renderer.render(due.map((d) => d.job));
     } catch (err) {
-      // One bad batch must not stop every call: retry them one by one, ending only the call that fails.
+      // One bad batch must not stop every call: draw the calls one by one, ending only the call that fails.
       this.ctx.log.warn({ err }, 'batch render failed, rendering calls one by one');
       frames = [];
       for (const d of due) {
@@ -146,7 +191,10 @@ export class AvatarHost {
       }
     }
     due.forEach((d, i) => {
-      if (frames[i]!.length > 0) d.runner.show(d.job, frames[i]!);
+      if (frames[i]!.length > 0) d.runner.rendered(d.job, frames[i]!);
     });
+    // A batch that finished between ticks: show what became due meanwhile without waiting for the next tick.
+    const now = performance.now();
+    for (const d of due) if (d.runner.showDue(now)) this.tickStats.shown++;
   }
 }

@@ -244,15 +244,25 @@ export class SpeechPlayout {
     if (frame > lastShown && position - frame * this.samplesPerFrame > this.samplesPerFrame / 2) frame += 1;
     // Never back: a frame taken early after a late tick stays until its successor is due.
     frame = Math.max(frame, lastShown);
+    return { position, ...this.frameContent(frame) };
+  }
+
+  /**
+   * What frame `frame` shows: the segment and mouth at its time, and the loudness there. Frames a
+   * little ahead of playout can be asked for (their audio is already queued): the renderer draws
+   * the next frame while the current one shows.
+   */
+  frameContent(frame: number): Omit<PlayoutFrame, 'position'> {
     const at = frame * this.samplesPerFrame;
     const span = this.spanAt(at);
-    if (!span || !span.segment) return { position, frame, segmentId: null, mouth: null, level: this.levelAt(at) };
+    if (!span || !span.segment) return { frame, segmentId: null, mouth: null, level: this.levelAt(at) };
     const seg = span.segment;
     const j = Math.floor((span.offset + (at - span.start)) / this.samplesPerFrame);
     // Mouth frames come from the model a little behind the audio; hold the last one briefly rather than blink shut.
     const mouth = j < seg.mouth.length + 3 ? (seg.mouth[Math.min(j, seg.mouth.length - 1)] ?? null) : null;
-    return { position, frame, segmentId: seg.id, mouth, level: this.levelAt(at) };
+    return { frame, segmentId: seg.id, mouth, level: this.levelAt(at) };
   }
+
 
   // ---------------------------------------------------------------------------------------------
 

@@ -24,6 +24,13 @@ export const RPC_PLAYBACK_STARTED = 'lk.playback_started';
 /** rtc-node's RpcError code for a method the other side did not register. */
 const UNSUPPORTED_METHOD = 1400;
 
+/**
+ * Streams agents send the whole room (before they link to their user): their session events and
+ * transcripts. Not for the avatar: read and dropped quietly (unhandled, rtc-node warns on each).
+ */
+const IGNORED_BYTE_TOPICS = ['lk.agent.session'];
+const IGNORED_TEXT_TOPICS = ['lk.transcription', 'lk.chat'];
+
 /** Segments queued at once beyond which new streams are answered at once and dropped. */
 export const MAX_PENDING_SEGMENTS = 32;
 
@@ -63,6 +70,8 @@ export class AvatarAudioReceiver {
     room.registerByteStreamHandler(AUDIO_STREAM_TOPIC, (reader, { identity }) => {
       void this.receive(reader, identity).catch((err: unknown) => this.log.warn({ err }, 'audio stream failed'));
     });
+    for (const topic of IGNORED_BYTE_TOPICS) room.registerByteStreamHandler(topic, (reader) => void reader.readAll().catch(() => {}));
+    for (const topic of IGNORED_TEXT_TOPICS) room.registerTextStreamHandler(topic, (reader) => void reader.readAll().catch(() => {}));
     room.localParticipant!.registerRpcMethod(RPC_CLEAR_BUFFER, async (data: RpcInvocationData) => {
       if (data.callerIdentity !== this.o.senderIdentity) return 'reject';
       this.o.playout.interrupt();

@@ -37,7 +37,9 @@ export class CallRecorder {
   private mix = new Int32Array(0);
   private mixBase: number;
   private written: number;
-  private chain: Promise<void> = Promise.resolve();
+  // One chain per track: the MP4 writer makes a write wait while its track is ahead of the other,
+  // so a single chain would deadlock (a video write waiting for audio queued behind it).
+  private readonly chains = { video: Promise.resolve(), audio: Promise.resolve() };
   private queued = 0;
   private failed: unknown = null;
   dropped = 0;
@@ -77,7 +79,7 @@ export class CallRecorder {
         this.dropped++;
         continue;
       }
-      this.enqueue(() => this.writer.writeVideoFrame(f), true);
+      this.enqueue('video', () => this.writer.writeVideoFrame(f));
     }
   }
 
@@ -97,13 +99,13 @@ export class CallRecorder {
     const keep = this.mix.subarray(Math.min(this.mix.length, end - this.mixBase));
     this.mix = keep.slice();
     this.mixBase = end;
-    this.enqueue(() => this.writer.writeAudio(out), false);
+    this.enqueue('audio', () => this.writer.writeAudio(out));
   }
 
   /** Flushes everything up to `endSample` and closes the file. */
   async finish(endSample: number): Promise<RecordingResult> {
     this.flushAudio(endSample);
-    await this.chain;
+    await Promise.all([this.chains.video, this.chains.audio]);
     if (this.failed) {
       await this.writer.abort();
       throw this.failed;
@@ -114,7 +116,7 @@ export class CallRecorder {
   }
 
   async abort(): Promise<void> {
-    await this.chain;
+    this.failed ??= new Error('aborted');
     await this.writer.abort();
   }
 
@@ -130,15 +132,15 @@ export class CallRecorder {
     for (let i = Math.max(0, -from); i < pcm.length; i++) this.mix[from + i]! += pcm[i]!;
   }
 
-  private enqueue(write: () => Promise<void>, isFrame: boolean): void {
-    if (isFrame) this.queued++;
-    this.chain = this.chain
-      .then(write)
+  private enqueue(track: 'video' | 'audio', write: () => Promise<void>): void {
+    if (track === 'video') this.queued++;
+    this.chains[track] = this.chains[track]
+      .then(() => (this.failed ? undefined : write()))
       .catch((err: unknown) => {
         this.failed ??= err;
       })
       .finally(() => {
-        if (isFrame) this.queued--;
+        if (track === 'video') this.queued--;
       });
   }
 }

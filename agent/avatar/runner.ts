@@ -76,6 +76,11 @@ export interface DueFrame extends FrameJob {
 }
 
 const VIDEO_MAX_BITRATE = 1_200_000n;
+/**
+ * Frames drawn ahead of playout: 80 ms of slack for a batch on a busy machine. Their audio is
+ * already queued (the audio queue runs 100 ms ahead), so their mouths are known.
+ */
+const DRAW_AHEAD = 2;
 const MARKER = 32;
 
 /** The avatar's own clock on a real rtc-node AudioSource. */
@@ -103,8 +108,11 @@ export class AvatarRunner {
   private audioSource!: AudioSource;
   private width = 0;
   private height = 0;
-  private target!: Uint8Array;
+  /** Frame buffers: the one shown and those drawn ahead. */
+  private buffers: Uint8Array[] = [];
   private lastShown = -1;
+  private lastQueued = -1;
+  private readonly ready = new Map<number, { job: DueFrame; rgba: Uint8Array }>();
   private readonly held: string[] = [];
   private readonly loaded = new Map<string, ClipMedia>();
   private readonly userAudio = new Map<string, UserAudio>();
@@ -135,7 +143,7 @@ export class AvatarRunner {
   async start(): Promise<void> {
     const t0 = performance.now();
     await this.loadBody();
-    this.target = new Uint8Array(this.width * this.height * 4);
+    this.buffers = Array.from({ length: DRAW_AHEAD + 1 }, () => new Uint8Array(this.width * this.height * 4));
     this.audioSource = new AudioSource(this.ctx.sampleRate, 1, this.ctx.audioQueueMs);
     this.videoSource = new VideoSource(this.width, this.height);
     this.playout = new SpeechPlayout({
@@ -186,31 +194,58 @@ export class AvatarRunner {
     this.timers.push(setInterval(() => void this.heartbeat(), this.ctx.heartbeatMs));
   }
 
-  /** The frame due now, if a new one is (the host renders it with the others). */
-  due(now: number): DueFrame | null {
+  /**
+   * The next frame to draw, up to DRAW_AHEAD frames ahead of playout: the host renders it (with
+   * every call's) while the current frame shows, so a slow batch never delays a capture.
+   */
+  nextToRender(now: number): DueFrame | null {
     if (this.ending || !this.playout) return null;
-    const f = this.playout.frameAt(now, this.lastShown);
-    if (f.frame <= this.lastShown) return null;
-    const body = this.body.frameAt(f.frame);
-    const shape = f.mouth ? mouthShape(f.mouth) : null;
-    return { frame: f.frame, body, shape: shape && shape.open + Math.abs(shape.wide) + shape.round > 0 ? shape : null, target: this.target, level: f.level };
+    const due = this.playout.frameAt(now, this.lastShown).frame;
+    const k = Math.max(due, this.lastQueued + 1);
+    if (k > due + DRAW_AHEAD) return null;
+    this.lastQueued = k;
+    const content = this.playout.frameContent(k);
+    const body = this.body.frameAt(k);
+    const shape = content.mouth ? mouthShape(content.mouth) : null;
+    return {
+      frame: k,
+      body,
+      shape: shape && shape.open + Math.abs(shape.wide) + shape.round > 0 ? shape : null,
+      target: this.buffers[k % this.buffers.length]!,
+      level: content.level,
+    };
   }
 
-  /** Publishes the rendered frame (and records it). */
-  show(job: DueFrame, rgba: Uint8Array): void {
-    if (this.ending) return;
-    this.lastShown = job.frame;
-    let out = rgba;
+  /** A drawn frame, kept until its time comes. */
+  rendered(job: DueFrame, rgba: Uint8Array): void {
+    if (!this.ending && job.frame > this.lastShown) this.ready.set(job.frame, { job, rgba });
+  }
+
+  /** Publishes the frame due now, if it is drawn (and records it); true when one was. A frame not drawn in time is skipped. */
+  showDue(now: number): boolean {
+    if (this.ending || !this.playout) return false;
+    const due = this.playout.frameAt(now, this.lastShown).frame;
+    if (due <= this.lastShown) return false;
+    const drawn = this.ready.get(due);
+    if (!drawn) return false;
+    for (const k of this.ready.keys()) if (k <= due) this.ready.delete(k);
+    this.lastShown = due;
+    let out = drawn.rgba;
     if (this.ctx.syncMarker) {
-      if (out !== this.target) this.target.set(out);
-      out = this.target;
-      paintMarker(out, this.width, job.level > 1000);
+      const own = this.buffers[due % this.buffers.length]!;
+      if (out !== own) own.set(out);
+      out = own;
+      paintMarker(out, this.width, drawn.job.level > 1000);
     }
+    // Captured now, the moment its audio plays (the synchronizer's choice of frame), with the native
+    // capture time. Stamping frames with an earlier "ideal" time instead made receivers drop them.
     this.videoSource.captureFrame(new VideoFrame(out, this.width, this.height, VideoBufferType.RGBA));
     if (this.recorder) {
-      this.recorder.video(job.frame, out);
-      if (job.frame % this.ctx.fps === 0) this.recorder.flushAudio(this.playout.position() - this.ctx.sampleRate * 0.3);
+      this.recorder.video(due, out);
+      // Audio follows a little behind playout (so the user's audio for that time has arrived), every 200 ms.
+      if (due % 5 === 0) this.recorder.flushAudio(this.playout.position() - this.ctx.sampleRate * 0.15);
     }
+    return true;
   }
 
   /** Ends the call (idempotent): leaves the room, reports the end, finishes the recording. */

@@ -1,0 +1,29 @@
+/**
+ * `npm run agent`: the LiveKit agent worker. It registers with LIVEKIT_URL under AGENT_NAME, uses
+ * the same database and storage as the API (beside `npm start` on one machine it finds the running
+ * embedded PostgreSQL through DATA_DIR), declares AGENT_SLOTS call slots for CAPACITY_POOL, and on
+ * SIGTERM or SIGINT drains: no new calls, the calls in progress get AGENT_DRAIN_SECONDS to finish,
+ * the rest are ended and settled.
+ */
+import { loadConfigOrExit } from '../core/config.ts';
+import { createLogger } from '../core/log.ts';
+import { runEntryPoint } from '../core/process.ts';
+import { createServices } from '../core/services.ts';
+import { startAgentWorker } from './worker.ts';
+
+const config = loadConfigOrExit();
+const log = createLogger(config.LOG_LEVEL);
+if (!config.LIVEKIT_URL) {
+  console.error('npm run agent needs a LiveKit server: set LIVEKIT_URL, LIVEKIT_API_KEY and LIVEKIT_API_SECRET');
+  process.exit(2);
+}
+
+runEntryPoint(log, async () => {
+  const services = await createServices(config, { log });
+  const worker = await startAgentWorker(services, { log });
+  process.send?.('ready');
+  return async () => {
+    await worker.drain(config.AGENT_DRAIN_SECONDS * 1000);
+    await services.close();
+  };
+});
