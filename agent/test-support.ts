@@ -6,7 +6,7 @@ import { readFile, readdir } from 'node:fs/promises';
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { AudioStream, Room, RoomEvent, TrackKind, VideoBufferType, VideoStream, type RemoteTrack } from '@livekit/rtc-node';
+import { AudioFrame, AudioStream, Room, RoomEvent, TrackKind, VideoBufferType, VideoStream, type AudioSource, type RemoteTrack } from '@livekit/rtc-node';
 import { AccessToken } from 'livekit-server-sdk';
 import type { ObjectStorage } from '../core/storage/index.ts';
 import { generateIdleLoop, preparePortrait, writeMotion } from '../render/generate/index.ts';
@@ -186,7 +186,7 @@ export class Microphone {
   readonly spoken: { start: number; end: number }[] = [];
 
   constructor(
-    private readonly source: import('@livekit/rtc-node').AudioSource,
+    private readonly source: AudioSource,
     private readonly sampleRate: number,
   ) {
     this.done = this.pump();
@@ -198,7 +198,6 @@ export class Microphone {
   }
 
   private async pump(): Promise<void> {
-    const { AudioFrame } = await import('@livekit/rtc-node');
     const step = this.sampleRate / 50;
     while (this.running) {
       const chunk = new Int16Array(step);
