@@ -5,3 +5,6 @@
 
 /** Voice → avatar: `{ "action_id": "..." }` → `{ "accepted": true } | { "accepted": false, "reason": "unknown_action" | "no_available_take" }`. */
 export const RPC_PLAY_ACTION = 'avatar.play_action';
+
+/** Voice → avatar: the user started speaking (the voice agent's VAD), so the avatar plays a listening reaction. Payload "". */
+export const RPC_USER_SPEECH_STARTED = 'avatar.user_speech_started';

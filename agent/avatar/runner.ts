@@ -35,7 +35,7 @@ import type { Availability } from '../../clips/behavior/index.ts';
 import { SOURCE_MEMBER_ID } from '../../clips/behavior/index.ts';
 import { mouthShape } from '../../render/talking-head/index.ts';
 import { AudioVisemeStream } from '../../render/visemes/index.ts';
-import { RPC_PLAY_ACTION } from '../protocol.ts';
+import { RPC_PLAY_ACTION, RPC_USER_SPEECH_STARTED } from '../protocol.ts';
 import { BehaviorBody, SceneBody, type Body } from './body.ts';
 import type { CallRecordingSink, CallReporter, CallSpec, EndReason, ParticipantRole } from './call.ts';
 import type { ClipMedia, MediaCache } from './media.ts';
@@ -175,6 +175,12 @@ export class AvatarRunner {
       }
       if (typeof actionId !== 'string') return JSON.stringify({ accepted: false, reason: 'unknown_action' });
       return JSON.stringify(this.body.requestAction(actionId));
+    });
+    // In conversation mode our voice agent hears the user (its VAD) and says when they start speaking.
+    lp.registerRpcMethod(RPC_USER_SPEECH_STARTED, async (data) => {
+      if (data.callerIdentity !== this.spec.agentIdentity) return 'reject';
+      this.body.userSpeechStarted();
+      return 'ok';
     });
     // One stream for both tracks, so receivers that synchronise playout (browsers) keep the lips on the audio;
     // one video layer (no simulcast): one encode per frame, which is what bounds calls per core.
@@ -366,6 +372,8 @@ export class AvatarRunner {
 
   private onTrack(track: RemoteTrack, pub: RemoteTrackPublication, p: RemoteParticipant): void {
     if (this.ending || track.kind !== TrackKind.KIND_AUDIO || this.roleOf(p) !== 'user') return;
+    // The avatar listens to the user for its own VAD (provider mode) and for the recording; else not at all.
+    if (this.spec.mode !== 'provider' && !this.spec.record) return;
     const key = `${p.identity}/${pub.sid}`;
     this.userAudio.get(key)?.close().catch(() => {});
     this.userAudio.set(
@@ -373,7 +381,8 @@ export class AvatarRunner {
       new UserAudio({
         track,
         sampleRate: this.ctx.sampleRate,
-        vad: this.ctx.vad,
+        // Our voice agent reports the user's speech (conversation mode); another agent does not (provider mode).
+        vad: this.spec.mode === 'provider' ? this.ctx.vad : null,
         log: this.log,
         onSpeechStarted: () => this.body.userSpeechStarted(),
         onAudio: (pcm) => this.recorder?.userAudio(this.playout.position(), pcm),

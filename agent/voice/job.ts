@@ -19,6 +19,7 @@ import { openDatabase, type Database } from '../../core/db/index.ts';
 import { LiveSessionStore } from '../../core/live/sessions.ts';
 import { createLogger, type Logger } from '../../core/log.ts';
 import { UsageStore } from '../../core/usage.ts';
+import { RPC_USER_SPEECH_STARTED } from '../protocol.ts';
 import { actionTools } from './actions.ts';
 import { ttsFor } from './tts.ts';
 
@@ -26,6 +27,11 @@ import { ttsFor } from './tts.ts';
 export interface DispatchMetadata {
   session_id: string;
 }
+
+/** Retries of the STT and LLM: one, quickly (a call cannot wait on a model for long). */
+const UPSTREAM_RETRY = { maxRetry: 1, retryIntervalMs: 500, timeoutMs: 15_000 };
+/** What the avatar says when its LLM could not answer a turn. */
+export const LLM_FAILED_LINE = "Sorry, I can't answer that right now.";
 
 interface ProcessState {
   config: Config;
@@ -80,6 +86,8 @@ export default defineAgent({
       tts: ttsFor(config, playback.defaultVoiceId),
       // Offline turn-taking: VAD ends the user's turn and interrupts the avatar (no cloud models).
       turnHandling: { turnDetection: 'vad', interruption: { mode: 'vad', minDuration: 0.4 } },
+      // A failing model is known within seconds: one retry, bounded waits.
+      connOptions: { llmConnOptions: UPSTREAM_RETRY, sttConnOptions: UPSTREAM_RETRY },
     });
     // The avatar plays our audio: it tells us when each segment starts and ends (transcripts follow it).
     agentSession.output.audio = new voice.DataStreamAudioOutput({
@@ -96,7 +104,21 @@ export default defineAgent({
       // Leaving makes the avatar end the call (settled once), rather than idle on without a voice.
       ctx.shutdown('voice session closed');
     });
-    agentSession.on(voice.AgentSessionEventTypes.Error, (ev) => log.warn({ err: ev.error, source: ev.source?.constructor?.name }, 'voice pipeline error'));
+    agentSession.on(voice.AgentSessionEventTypes.Error, (ev) => {
+      log.warn({ err: ev.error, source: ev.source?.label }, 'voice pipeline error');
+      // The LLM failed this turn (after its retry): say so rather than go silent; the call goes on,
+      // and agents-js closes the session only after repeated failures.
+      if (ev.error.type === 'llm_error' && !ev.error.recoverable) {
+        agentSession.say(LLM_FAILED_LINE, { allowInterruptions: true, addToChatCtx: false });
+      }
+    });
+    // The avatar plays a listening reaction when the user starts speaking: our VAD tells it.
+    agentSession.on(voice.AgentSessionEventTypes.UserStateChanged, (ev) => {
+      if (ev.newState !== 'speaking') return;
+      ctx.room.localParticipant
+        ?.performRpc({ destinationIdentity: session.avatarIdentity, method: RPC_USER_SPEECH_STARTED, payload: '', responseTimeout: 2000 })
+        .catch((err: unknown) => log.debug({ err }, 'could not tell the avatar the user speaks'));
+    });
     await agentSession.start({
       agent,
       room: ctx.room,
