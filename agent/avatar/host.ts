@@ -13,7 +13,7 @@ import type { LipSyncEngine } from '../../render/lipsync/index.ts';
 import type { CallRecordingSink, CallReporter, CallSpec } from './call.ts';
 import { MediaCache } from './media.ts';
 import { BatchRenderer } from './renderer.ts';
-import { AvatarRunner, type DueFrame, type HostContext } from './runner.ts';
+import { AvatarRunner, type CallObserver, type DueFrame, type HostContext } from './runner.ts';
 
 export const TICK_MS = 10;
 const STATS_EVERY_MS = 10_000;
@@ -29,6 +29,7 @@ export interface AvatarHostOptions {
   userJoinTimeoutMs?: number;
   heartbeatMs?: number;
   syncMarker?: boolean;
+  observer?: CallObserver;
 }
 
 export interface TickStats {
@@ -65,6 +66,7 @@ export class AvatarHost {
       heartbeatMs: o.heartbeatMs ?? 10_000,
       audioQueueMs: 100,
       ...(o.syncMarker ? { syncMarker: true } : {}),
+      ...(o.observer ? { observer: o.observer } : {}),
     };
   }
 

@@ -43,6 +43,8 @@ export interface SpeechPlayoutOptions {
   /** Mouth frames for a segment's audio (at the sink's rate); none: no mouth (tests of timing alone). */
   mouthStream?: (sampleRate: number, fps: number) => MouthStream;
   onEvent: (event: PlayoutEvent) => void;
+  /** A segment began arriving (its first audio). */
+  onSegment?: (segmentId: string) => void;
   /** Every chunk handed to the sink, with the playout sample it plays at (for recording). */
   onPushed?: (at: number, pcm: Int16Array) => void;
   /** Milliseconds, monotonic. */
@@ -171,6 +173,7 @@ export class SpeechPlayout {
     };
     this.segments.push(seg);
     this.byId.set(id, seg);
+    this.o.onSegment?.(id);
   }
 
   /** Audio of a segment, at the sink's rate. Ignored once the segment is done (interrupted). */

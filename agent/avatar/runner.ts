@@ -66,6 +66,13 @@ export interface HostContext {
    * audio playing at that frame is speech, black otherwise; a viewer measures A/V sync with it.
    */
   syncMarker?: boolean;
+  /** Benchmark aid: told of every frame published (`mouth`: a mouth was drawn on it) and every speech segment that arrives. */
+  observer?: CallObserver;
+}
+
+export interface CallObserver {
+  frameShown(sessionId: string, frame: number, mouth: boolean): void;
+  speechArrived(sessionId: string): void;
 }
 
 /** A frame the host should render now for this call. */
@@ -151,6 +158,7 @@ export class AvatarRunner {
       fps: this.ctx.fps,
       mouthStream: (sampleRate, fps) => new AudioVisemeStream({ sampleRate, fps }),
       onEvent: (e) => this.receiver.onPlayoutEvent(e),
+      onSegment: () => this.ctx.observer?.speechArrived(this.spec.sessionId),
       onPushed: (at, pcm) => this.recorder?.avatarAudio(at, pcm),
     });
     this.receiver = new AvatarAudioReceiver({ room: this.room, playout: this.playout, senderIdentity: this.spec.agentIdentity, log: this.log });
@@ -246,6 +254,7 @@ export class AvatarRunner {
     // Captured now, the moment its audio plays (the synchronizer's choice of frame), with the native
     // capture time. Stamping frames with an earlier "ideal" time instead made receivers drop them.
     this.videoSource.captureFrame(new VideoFrame(out, this.width, this.height, VideoBufferType.RGBA));
+    this.ctx.observer?.frameShown(this.spec.sessionId, due, drawn.job.shape !== null);
     if (this.recorder) {
       this.recorder.video(due, out);
       // Audio follows a little behind playout (so the user's audio for that time has arrived), every 200 ms.

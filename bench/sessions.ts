@@ -1,0 +1,180 @@
+import { fork, type ChildProcess } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { initializeLogger, voice } from '@livekit/agents';
+import { AudioFrame, Room, TrackKind, dispose } from '@livekit/rtc-node';
+import { RoomServiceClient } from 'livekit-server-sdk';
+import { LocalStorage } from '../core/storage/local.ts';
+import { MediaSigner } from '../core/storage/signing.ts';
+import { closeTts, synthesize } from '../render/tts/index.ts';
+import { Viewer, storeIdleLoop, token } from '../agent/test-support.ts';
+import { startLiveKit } from '../test/deps.ts';
+import type { BenchModule, BenchReport } from './types.ts';
+
+/**
+ * `npm run bench -- sessions`: how many live calls one worker process carries on this machine.
+ *
+ * The worker side (bench/sessions-host.ts) runs in its own process: one avatar host, real rtc-node
+ * publishing to the local LiveKit server, rtc-node's encode included; its CPU is measured alone.
+ * This process drives it: per call an agent participant speaks to the avatar over LiveKit's avatar
+ * protocol half the time (2.5 s of speech, 2.5 s of silence), and one viewer decodes one call's video
+ * to measure what is delivered. N grows until a call falls under 24 fps or its p95 frame interval
+ * passes 50 ms (published, and delivered to the viewer). CPU per call is set beside one JPEG encode
+ * of a 512x512 frame, timed in the worker process in the same run.
+ *
+ *   npm run bench -- sessions [--steps=1,2,4,6,8,10,12] [--seconds=12] [--warmup=4]
+ */
+
+const HOST = fileURLToPath(new URL('./sessions-host.ts', import.meta.url));
+
+/** A figure for the table (NaN, and what IPC turns NaN into, as n/a). */
+const fixed = (v: number | null | undefined, digits: number) => (typeof v === 'number' && Number.isFinite(v) ? +v.toFixed(digits) : 'n/a');
+
+interface Measured {
+  seconds: number;
+  cpuMsPerSecond: number;
+  perCall: { sessionId: string; fps: number; p95IntervalMs: number; mouthFrames: number }[];
+  speechToMouthMs: { p50: number; p95: number; n: number };
+  jpegMs: number;
+  batchMsPerFrame: number;
+}
+
+function request<T>(child: ChildProcess, msg: object, reply: string): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const onMessage = (m: { type: string }) => {
+      if (m.type !== reply) return;
+      child.off('message', onMessage);
+      resolve(m as T);
+    };
+    child.on('message', onMessage);
+    child.once('exit', (code) => reject(new Error(`bench host exited with ${code}`)));
+    child.send(msg);
+  });
+}
+
+/** An agent participant that speaks `pcm` to the avatar, then waits, in a loop, until stopped. */
+function speaker(room: Room, avatarIdentity: string, pcm: Int16Array, sampleRate: number, silenceMs: number) {
+  voice.DataStreamAudioOutput._playbackFinishedRpcRegistered = false;
+  const out = new voice.DataStreamAudioOutput({ room, destinationIdentity: avatarIdentity, waitRemoteTrack: TrackKind.KIND_VIDEO });
+  let running = true;
+  const done = (async () => {
+    const step = sampleRate / 50;
+    while (running) {
+      for (let i = 0; i < pcm.length && running; i += step) {
+        const part = pcm.slice(i, Math.min(pcm.length, i + step));
+        await out.captureFrame(new AudioFrame(part, sampleRate, 1, part.length));
+        // Real time: a TTS that streams as it speaks (the harder case for the avatar).
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      out.flush();
+      await new Promise((r) => setTimeout(r, silenceMs));
+    }
+  })();
+  return {
+    stop: async () => {
+      running = false;
+      await done.catch(() => {});
+    },
+  };
+}
+
+export const sessions: BenchModule = {
+  name: 'sessions',
+  description: 'live calls per worker process: largest N at >= 24 fps and p95 frame interval <= 50 ms, CPU per call beside a JPEG encode',
+  async run({ flags }): Promise<BenchReport> {
+    const steps = (flags.steps ?? '1,2,4,6,8,10,12').split(',').map(Number);
+    const seconds = Number(flags.seconds ?? 12);
+    const warmup = Number(flags.warmup ?? 4);
+    initializeLogger({ pretty: false, level: 'fatal' });
+    // agents-js's sender leaves a stream pending when its room disconnects (rtc-node aborts it): not a benchmark failure.
+    const ignoreAbort = (err: unknown) => {
+      if (!(err instanceof Error && err.name === 'AbortError')) throw err;
+    };
+    process.on('unhandledRejection', ignoreAbort);
+    const livekit = await startLiveKit();
+    const rooms = new RoomServiceClient(livekit.url.replace(/^ws/, 'http'), 'devkey', 'secret');
+    const store = mkdtempSync(path.join(os.tmpdir(), 'bench-sessions-'));
+    const storage = new LocalStorage(store, new MediaSigner('s'.repeat(32)), 'http://localhost');
+    const loopKey = await storeIdleLoop(storage, 'bench/loop/cache', 8);
+    const speech = await synthesize({ text: 'The quick brown fox jumps over the lazy dog, and then it runs far away.' });
+    await closeTts();
+    const host = fork(HOST, [], {
+      execArgv: ['--import', 'tsx'],
+      env: { ...process.env, NODE_OPTIONS: '', LIVEKIT_URL: livekit.url, BENCH_STORE: store, BENCH_LOOP_KEY: loopKey, NODE_ENV: 'production' },
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    });
+    await new Promise<void>((resolve) => host.once('message', () => resolve()));
+
+    const rows: Record<string, unknown>[] = [];
+    let best = 0;
+    let failures: string[] = [];
+    try {
+      for (const n of steps) {
+        const calls = Array.from({ length: n }, (_, i) => ({ sessionId: `ses_bench${n}x${i}`, room: `bench-${n}-${i}-${Date.now()}` }));
+        for (const c of calls) await rooms.createRoom({ name: c.room, emptyTimeout: 60 });
+        await request(host, { type: 'start', calls }, 'started');
+        const senders: { room: Room; stop: () => Promise<void> }[] = [];
+        for (const [i, c] of calls.entries()) {
+          const room = new Room();
+          await room.connect(livekit.url, await token(c.room, `agent-${c.sessionId}`, { agent: true }), { autoSubscribe: false, dynacast: false });
+          // Staggered, so the calls do not all speak at once.
+          await new Promise((r) => setTimeout(r, (2500 / n) * (i > 0 ? 1 : 0)));
+          senders.push({ room, ...speaker(room, `avatar-${c.sessionId}`, speech.samples, speech.sampleRate, 2500) });
+        }
+        const viewer = new Viewer(`avatar-${calls[0]!.sessionId}`);
+        await viewer.join(livekit.url, calls[0]!.room, 'bench-viewer');
+        await new Promise((r) => setTimeout(r, warmup * 1000));
+        await request<Measured>(host, { type: 'measure' }, 'measured');
+        const from = performance.now();
+        await new Promise((r) => setTimeout(r, seconds * 1000));
+        const m = await request<Measured>(host, { type: 'measure' }, 'measured');
+        const seen = viewer.frames.filter((f) => f.at >= from).map((f) => f.at);
+        const gaps = seen.slice(1).map((t, i) => t - seen[i]!).sort((a, b) => a - b);
+        const viewerFps = (seen.length * 1000) / (performance.now() - from);
+        const viewerP95 = gaps[Math.floor(gaps.length * 0.95)] ?? Number.NaN;
+        const minFps = Math.min(...m.perCall.map((c) => c.fps));
+        const worstP95 = Math.max(...m.perCall.map((c) => c.p95IntervalMs));
+        const ok = minFps >= 24 && worstP95 <= 50 && viewerFps >= 24 && viewerP95 <= 50;
+        const cpuPerCall = m.cpuMsPerSecond / n;
+        rows.push({
+          calls: n,
+          minPublishedFps: fixed(minFps, 1),
+          worstPublishedP95Ms: fixed(worstP95, 1),
+          viewerFps: fixed(viewerFps, 1),
+          viewerP95Ms: fixed(viewerP95, 1),
+          cpuMsPerSecondPerCall: fixed(cpuPerCall, 1),
+          jpegEncodeMs: fixed(m.jpegMs, 2),
+          cpuPerCallInJpegEncodesPerFrame: fixed(cpuPerCall / 25 / m.jpegMs, 2),
+          batchMsPerFrame: fixed(m.batchMsPerFrame, 2),
+          speechToFirstMouthMsP50: fixed(m.speechToMouthMs.p50, 0),
+          mouthFramesPerCall: Math.round(m.perCall.reduce((a, c) => a + c.mouthFrames, 0) / n),
+          ok,
+        });
+        await viewer.leave();
+        for (const s of senders) await s.stop();
+        for (const s of senders) await s.room.disconnect();
+        await request(host, { type: 'stop' }, 'stopped');
+        for (const c of calls) await rooms.deleteRoom(c.room).catch(() => {});
+        if (ok) best = n;
+        else break;
+      }
+    } catch (err) {
+      failures = [String(err)];
+    } finally {
+      host.send({ type: 'exit' });
+      await new Promise((r) => host.once('exit', r));
+      await livekit.stop();
+      await dispose();
+      process.off('unhandledRejection', ignoreAbort);
+    }
+    const header = Object.keys(rows[0] ?? { calls: 0 });
+    const table = [header.join('\t'), ...rows.map((r) => header.map((h) => String(r[h])).join('\t'))].join('\n');
+    return {
+      results: { largestN: best, rows, loadAverageAtEnd: os.loadavg()[0] },
+      table: `${table}\n\nlargest N at >= 24 fps and p95 <= 50 ms: ${best} (machine: ${os.cpus().length} cores, load ${os.loadavg()[0]!.toFixed(1)})`,
+      failures,
+    };
+  },
+};
