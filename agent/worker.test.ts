@@ -2,7 +2,8 @@ import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { AudioSource, LocalAudioTrack, TrackPublishOptions, TrackSource } from '@livekit/rtc-node';
+import { initializeLogger, voice } from '@livekit/agents';
+import { AudioSource, LocalAudioTrack, Room, TrackKind, TrackPublishOptions, TrackSource } from '@livekit/rtc-node';
 import { AgentDispatchClient, RoomServiceClient } from 'livekit-server-sdk';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { LiveSessionStore } from '../core/live/sessions.ts';
@@ -11,7 +12,8 @@ import { resolveFfmpegPath } from '../render/encode/index.ts';
 import { synthesize } from '../render/tts/index.ts';
 import { messageText, startFakeOpenAI, type FakeOpenAI } from '../test/fakes/openai.ts';
 import { testServices, waitFor } from '../test/helpers.ts';
-import { DEV_KEY, DEV_SECRET, Microphone, Viewer, startWorkerProcess, storeIdleLoop, thumbDistance, type WorkerProcess } from './test-support.ts';
+import { DEV_KEY, DEV_SECRET, Microphone, Viewer, startWorkerProcess, storeIdleLoop, thumbDistance, token, type WorkerProcess } from './test-support.ts';
+import { EmbeddedTTS } from './voice/tts.ts';
 
 /**
  * The agent worker end to end, as it runs in production: the real worker process, the real LiveKit
@@ -19,6 +21,7 @@ import { DEV_KEY, DEV_SECRET, Microphone, Viewer, startWorkerProcess, storeIdleL
  * STT and LLM. A user joins with a microphone, talks to the avatar, interrupts it, and the call is
  * released; the database then holds the settled usage, the connection history and the recording.
  */
+initializeLogger({ pretty: false, level: 'warn' });
 const url = inject('livekitUrl');
 const http = url.replace(/^ws/, 'http');
 const rooms = new RoomServiceClient(http, DEV_KEY, DEV_SECRET);
@@ -258,5 +261,50 @@ describe('the agent worker on the real LiveKit server', () => {
     const errors = second.logs().split('\n').filter((l) => /"level":[56]0/.test(l));
     expect(errors).toEqual([]);
     await viewer.leave();
+  });
+
+  it('serves another agent as its avatar (provider mode): an agents-js AgentSession speaks through it, is told of playback, and can interrupt it', { timeout: 180_000 }, async () => {
+    // The customer's room and agent: an agents-js AgentSession whose audio goes to our avatar.
+    const roomName = `customer-${randomBase62(8)}`;
+    await rooms.createRoom({ name: roomName, emptyTimeout: 120 });
+    const agentRoom = new Room();
+    await agentRoom.connect(url, await token(roomName, 'customer-agent', { agent: true }), { autoSubscribe: false, dynacast: false });
+    const { sessionId } = await t.usage.open({ tenantId, apiKeyId: null, kind: 'live', avatarId, reserveCreditMicros: 120_000_000, ttlSeconds: 3600 });
+    await t.sql`
+      insert into live_sessions (id, tenant_id, avatar_id, capacity_pool, mode, room_name, user_identity, avatar_identity, agent_identity, record, max_duration_seconds, state)
+      values (${sessionId}, ${tenantId}, ${avatarId}, 'primary', 'provider', ${roomName}, null, ${`avatar-${sessionId}`}, 'customer-agent', false, 120, 'pending')`;
+    await new AgentDispatchClient(http, DEV_KEY, DEV_SECRET).createDispatch(roomName, agentName, { metadata: JSON.stringify({ session_id: sessionId }) });
+    voice.DataStreamAudioOutput._playbackFinishedRpcRegistered = false;
+    const session = new voice.AgentSession({ tts: new EmbeddedTTS(), vad: null as never, turnHandling: { turnDetection: 'manual' as never } } as never);
+    session.output.audio = new voice.DataStreamAudioOutput({ room: agentRoom, destinationIdentity: `avatar-${sessionId}`, waitRemoteTrack: TrackKind.KIND_VIDEO });
+    await session.start({ agent: new voice.Agent({ instructions: 'x' }), room: agentRoom, inputOptions: { audioEnabled: false }, record: false });
+
+    // A user watches: the avatar speaks for the agent, lips moving.
+    const viewer = new Viewer(`avatar-${sessionId}`);
+    await viewer.join(url, roomName, 'customer-user');
+    await waitFor('the avatar video', () => (viewer.frames.length > 25 ? true : undefined), { timeoutMs: 60_000 });
+    const saidAt = performance.now();
+    const said = session.say('Hello. I am the agent, and this avatar speaks for me.');
+    await said.waitForPlayout();
+    expect(said.interrupted).toBe(false);
+    expect(viewer.audio.filter((a) => a.at > saidAt && a.level > 400).length, 'avatar audio').toBeGreaterThan(50);
+    const [participant] = (await rooms.listParticipants(roomName)).filter((p) => p.identity === `avatar-${sessionId}`);
+    expect(participant?.attributes['lk.publish_on_behalf']).toBe('customer-agent');
+
+    // The agent interrupts its own speech: the avatar stops and reports the interruption.
+    const long = session.say('This is a much longer sentence that the agent will interrupt before the avatar has finished saying it, which is the point of this test.');
+    await new Promise((r) => setTimeout(r, 1500));
+    await session.interrupt();
+    await long.waitForPlayout();
+    expect(long.interrupted).toBe(true);
+
+    // The session ends (released): the avatar leaves the customer's room, which stays.
+    await new LiveSessionStore(t.sql, t.usage).end(sessionId, 'manual');
+    await waitFor('the avatar to leave', async () => ((await rooms.listParticipants(roomName)).some((p) => p.identity === `avatar-${sessionId}`) ? undefined : true), { timeoutMs: 30_000 });
+    expect((await rooms.listRooms([roomName])).length).toBe(1);
+    expect((await t.usage.get(tenantId, sessionId))?.status).toBe('released');
+    await session.close();
+    await viewer.leave();
+    await agentRoom.disconnect();
   });
 });
