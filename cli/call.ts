@@ -1,0 +1,117 @@
+/**
+ * `npm run --silent call -- --grant grant.json --say "Hello, who are you?" --out call.mp4`
+ *
+ * Joins a live session as its user, from the terminal: the grant of `POST
+ * /api/v1/realtime/livekit/session` (saved to a file, or `-` for stdin) gives the server URL and the
+ * participant token. Each `--say` sentence is spoken into the call as the user's microphone (the
+ * embedded TTS), after the avatar's video arrives and a few seconds apart; transcripts the agent
+ * publishes are printed as they come; what the avatar publishes (video and audio) is written to
+ * `--out` (an MP4). Leaves after `--seconds` (default 30), which ends the call.
+ */
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { AudioFrame, AudioSource, AudioStream, LocalAudioTrack, Room, RoomEvent, TrackKind, TrackPublishOptions, TrackSource, VideoBufferType, VideoStream, dispose, type RemoteTrack } from '@livekit/rtc-node';
+import { Mp4Writer } from '../render/encode/index.ts';
+import { closeTts, synthesize } from '../render/tts/index.ts';
+
+const { values } = parseArgs({
+  options: {
+    grant: { type: 'string' },
+    url: { type: 'string' },
+    token: { type: 'string' },
+    say: { type: 'string', multiple: true },
+    out: { type: 'string' },
+    seconds: { type: 'string', default: '30' },
+  },
+});
+
+function fail(message: string): never {
+  console.error(message);
+  process.exit(2);
+}
+
+const grant = values.grant ? (JSON.parse(readFileSync(values.grant === '-' ? 0 : values.grant, 'utf8')) as Record<string, unknown>) : {};
+const url = values.url ?? (grant.server_url as string | undefined);
+const token = values.token ?? (grant.participant_token as string | undefined);
+if (!url || !token) fail('Give --grant FILE (the mint answer), or --url and --token');
+const avatarIdentity = grant.avatar_identity as string | undefined;
+const seconds = Number(values.seconds);
+if (!Number.isFinite(seconds) || seconds <= 0) fail('--seconds must be a positive number');
+
+const room = new Room();
+const SR = 24_000;
+let writer: Mp4Writer | null = null;
+let videoSeen = false;
+const started = performance.now();
+const stamp = () => `${((performance.now() - started) / 1000).toFixed(1).padStart(5)} s`;
+
+function isAvatar(identity: string): boolean {
+  return avatarIdentity ? identity === avatarIdentity : identity.startsWith('avatar-');
+}
+
+async function record(track: RemoteTrack): Promise<void> {
+  if (track.kind === TrackKind.KIND_VIDEO) {
+    for await (const ev of new VideoStream(track)) {
+      const rgba = ev.frame.convert(VideoBufferType.RGBA);
+      if (!videoSeen) {
+        videoSeen = true;
+        console.log(`${stamp()}  avatar video ${rgba.width}x${rgba.height}`);
+      }
+      if (values.out && !writer) writer = new Mp4Writer({ path: values.out, width: rgba.width, height: rgba.height, fps: 25, sampleRate: SR });
+      await writer?.writeVideoFrame(new Uint8Array(rgba.data));
+    }
+  } else {
+    for await (const frame of new AudioStream(track, { sampleRate: SR, numChannels: 1 })) await writer?.writeAudio(frame.data);
+  }
+}
+
+room.on(RoomEvent.TrackSubscribed, (track, _pub, p) => {
+  if (isAvatar(p.identity)) void record(track).catch(() => {});
+});
+room.on(RoomEvent.ParticipantConnected, (p) => console.log(`${stamp()}  joined: ${p.identity}`));
+room.on(RoomEvent.ParticipantDisconnected, (p) => console.log(`${stamp()}  left: ${p.identity}`));
+room.registerTextStreamHandler('lk.transcription', (reader, { identity }) => {
+  void reader.readAll().then((text) => {
+    if (reader.info.attributes?.['lk.transcription_final'] === 'true' && text.trim()) console.log(`${stamp()}  ${identity}: ${text.trim()}`);
+  });
+});
+
+await room.connect(url!, token!, { autoSubscribe: true, dynacast: false });
+console.log(`${stamp()}  connected to ${room.name} as ${room.localParticipant?.identity}`);
+const mic = new AudioSource(SR, 1, 100);
+await room.localParticipant!.publishTrack(LocalAudioTrack.createAudioTrack('microphone', mic), new TrackPublishOptions({ source: TrackSource.SOURCE_MICROPHONE }));
+
+// The microphone: silence at real-time pace (voice activity detection needs it), and the sentences in
+// turn: the first 1.5 s after the avatar's video arrives, each next one 6 s after the last ended.
+const sentences = [...(values.say ?? [])];
+const deadline = performance.now() + seconds * 1000;
+let speech: Int16Array | null = null;
+let nextAt: number | null = null;
+while (performance.now() < deadline) {
+  if (videoSeen && nextAt === null) nextAt = performance.now() + 1500;
+  if (!speech && nextAt !== null && performance.now() >= nextAt && sentences.length > 0) {
+    const text = sentences.shift()!;
+    const s = await synthesize({ text, voice: 'rms' });
+    // To the microphone's rate (nearest sample: this is speech for a VAD and an STT, not music).
+    speech = new Int16Array(Math.round((s.samples.length * SR) / s.sampleRate));
+    for (let i = 0; i < speech.length; i++) speech[i] = s.samples[Math.min(s.samples.length - 1, Math.floor((i * s.sampleRate) / SR))]!;
+    console.log(`${stamp()}  you: ${text}`);
+  }
+  const chunk = new Int16Array(SR / 50);
+  if (speech) {
+    chunk.set(speech.subarray(0, chunk.length));
+    speech = speech.length > chunk.length ? speech.subarray(chunk.length) : null;
+    if (!speech) nextAt = performance.now() + 6000;
+  }
+  await mic.captureFrame(new AudioFrame(chunk, SR, 1, chunk.length));
+}
+
+await room.disconnect();
+const w = writer as Mp4Writer | null;
+if (w) {
+  const r = await w.finish();
+  console.log(`${stamp()}  wrote ${values.out} (${r.videoDuration.toFixed(1)} s of video, ${r.audioDuration.toFixed(1)} s of audio)`);
+}
+await closeTts();
+await dispose();
+process.exit(0);
