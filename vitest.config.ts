@@ -1,15 +1,28 @@
 import { defineConfig } from 'vitest/config';
 
+/**
+ * Two projects. `suite`: every test file, two at a time (two cores), each in its own process with
+ * its own database. `realtime`: the tests that measure live media against wall-clock rates (frames
+ * per second, A/V sync, barge-in over LiveKit: `*.realtime.test.ts`), run after the suite, one file
+ * at a time, so that no other test file competes with them for the cores.
+ */
 export default defineConfig({
   test: {
-    include: ['**/*.test.ts'],
     exclude: ['node_modules/**', 'data/**'],
     globalSetup: ['test/global-setup.ts'],
     reporters: ['default', './test/summary-reporter.ts'],
-    // Two cores: two test files at a time, each in its own process with its own database.
     pool: 'forks',
-    maxWorkers: 2,
     testTimeout: 30_000,
     hookTimeout: 60_000,
+    projects: [
+      {
+        extends: true,
+        test: { name: 'suite', include: ['**/*.test.ts'], exclude: ['node_modules/**', 'data/**', '**/*.realtime.test.ts'], maxWorkers: 2, sequence: { groupOrder: 0 } },
+      },
+      {
+        extends: true,
+        test: { name: 'realtime', include: ['**/*.realtime.test.ts'], fileParallelism: false, sequence: { groupOrder: 1 } },
+      },
+    ],
   },
 });

@@ -22,6 +22,14 @@ runEntryPoint(log, async () => {
   const services = await createServices(config, { log });
   const worker = await startAgentWorker(services, { log });
   process.send?.('ready');
+  // LiveKit gone for good (the worker gave up reconnecting): end the calls, exit non-zero so the
+  // orchestrator restarts the worker.
+  worker.stopped.catch(async (err: unknown) => {
+    log.error({ err }, 'agent worker lost LiveKit');
+    await worker.drain(0).catch(() => {});
+    await services.close().catch(() => {});
+    process.exit(1);
+  });
   return async () => {
     await worker.drain(config.AGENT_DRAIN_SECONDS * 1000);
     await services.close();

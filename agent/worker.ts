@@ -34,6 +34,8 @@ const DECLARE_EVERY_MS = 10_000;
  * default): the load reported is scaled so that it reaches that target exactly when every slot is taken.
  */
 const LIVEKIT_TARGET_LOAD = 0.7;
+/** Consecutive failed connections to LiveKit before the worker gives up (about 5 minutes). */
+const LIVEKIT_RECONNECT_ATTEMPTS = 35;
 
 export interface AgentWorkerOptions {
   log?: Logger;
@@ -46,6 +48,8 @@ export interface AgentWorkerOptions {
 export interface AgentWorker {
   id: string;
   host: AvatarHost;
+  /** Rejects when the worker stops on its own: LiveKit unreachable for longer than it retries. */
+  stopped: Promise<void>;
   /** Stops taking calls, lets the calls in progress finish for up to `timeoutMs`, then ends the rest and leaves LiveKit. */
   drain(timeoutMs: number): Promise<void>;
 }
@@ -167,6 +171,8 @@ export async function startAgentWorker(services: Services, opts: AgentWorkerOpti
       loadThreshold: LIVEKIT_TARGET_LOAD,
       loadFunc: async () => (draining ? 1 : Math.min(1, (LIVEKIT_TARGET_LOAD * host.calls.length) / config.AGENT_SLOTS)),
       requestFunc,
+      // Reconnect through a LiveKit restart or outage of a few minutes (back-off up to 10 s each).
+      maxRetry: LIVEKIT_RECONNECT_ATTEMPTS,
     }),
   );
   const registered = new Promise<void>((resolve) => server.event.once('worker_registered' as never, () => resolve()));
@@ -177,6 +183,9 @@ export async function startAgentWorker(services: Services, opts: AgentWorkerOpti
   return {
     id,
     host,
+    stopped: running.then(() => {
+      if (!draining) throw new Error('The agent worker stopped');
+    }),
     drain: async (timeoutMs) => {
       draining = true;
       clearInterval(declaring);
