@@ -11,7 +11,7 @@ import tseslint from 'typescript-eslint';
  * top-level folder of ours (agent/ is reserved for the LiveKit agent worker); test/layering.test.ts
  * fails when a folder holding TypeScript is missing from it.
  */
-const OUR_FOLDERS = ['agent', 'api', 'bench', 'cli', 'client', 'clips', 'core', 'render', 'scripts', 'test'];
+const OUR_FOLDERS = ['agent', 'api', 'bench', 'cli', 'client', 'clips', 'core', 'docker', 'docs', 'render', 'scripts', 'test'];
 
 /** A no-restricted-imports pattern: any import that climbs into one of `folders`. */
 function climbsInto(folders, message) {
@@ -53,6 +53,24 @@ export default tseslint.config(
     [climbsInto(OUR_FOLDERS.filter((f) => f !== 'clips'), 'clips/ imports nothing of ours: it is pure logic shared by api/ and agent/')],
     [{ name: '@hono/zod-openapi', message: 'clips/ uses plain zod: OpenAPI names belong to api/' }],
   ),
+  // The client library is published on its own and loaded by browsers: nothing of ours outside
+  // client/, and no Node built-ins (its tests, run in Node against the real API, may use both).
+  {
+    files: ['client/**'],
+    ignores: ['client/**/*.test.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            climbsInto(OUR_FOLDERS.filter((f) => f !== 'client'), 'client/ is published alone: it imports nothing of ours outside client/'),
+            { regex: '^node:', message: 'client/ runs in browsers: no Node built-ins' },
+          ],
+          paths: ['fs', 'path', 'os', 'crypto', 'stream', 'buffer', 'http', 'https', 'net', 'url', 'util', 'child_process'].map((name) => ({ name, message: 'client/ runs in browsers: no Node built-ins' })),
+        },
+      ],
+    },
+  },
   layers(['core/**'], [coreUp]),
   // Core's integration tests drive the services through the HTTP API, as a user does (test/helpers
   // testApi, api test support); they still never import agent/.

@@ -14,24 +14,39 @@ function pathMatcher(path: string): RegExp {
   return new RegExp(`^${path.replace(/\{[^}]+\}/g, '[^/]+')}/?$`);
 }
 
-export function createApp(services: Services) {
-  const app = new OpenAPIHono<AppEnv>({ defaultHook: validationHook as never });
-  app.use('*', requestContext(services));
-
+/** Registers every /api/v1 route and the security scheme: what /openapi.json describes. */
+function describeApi(app: OpenAPIHono<AppEnv>): void {
   for (const m of ROUTES) m.register(app);
-  // Local media (signed URLs, outside /api/v1: the signature is the auth).
-  registerMedia(app);
-
   app.openAPIRegistry.registerComponent('securitySchemes', 'bearerAuth', {
     type: 'http',
     scheme: 'bearer',
     description: 'A service API key: svc_<keyId>_<secret>',
   });
-  app.doc31('/openapi.json', {
-    openapi: '3.1.0',
-    info: { title: 'Avatar Realtime Service', version: API_VERSION },
-    servers: [{ url: services.config.publicBaseUrl }],
-  });
+}
+
+/** The document's top-level fields, with the origin clients call. */
+function documentConfig(serverUrl: string) {
+  return { openapi: '3.1.0', info: { title: 'Avatar Realtime Service', version: API_VERSION }, servers: [{ url: serverUrl }] };
+}
+
+/**
+ * The OpenAPI 3.1 document the app serves at /openapi.json, built without services (nothing runs):
+ * what `npm run client:types` generates the client library's types from.
+ */
+export function openApiDocument(serverUrl: string) {
+  const app = new OpenAPIHono<AppEnv>();
+  describeApi(app);
+  return app.getOpenAPI31Document(documentConfig(serverUrl));
+}
+
+export function createApp(services: Services) {
+  const app = new OpenAPIHono<AppEnv>({ defaultHook: validationHook as never });
+  app.use('*', requestContext(services));
+
+  describeApi(app);
+  // Local media (signed URLs, outside /api/v1: the signature is the auth).
+  registerMedia(app);
+  app.doc31('/openapi.json', documentConfig(services.config.publicBaseUrl));
   app.get('/healthz', (c) => c.json({ ok: true }));
 
   const known = ROUTES.map((m) => ({ method: m.route.method.toUpperCase(), match: pathMatcher(m.route.path) }));

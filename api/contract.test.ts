@@ -1,10 +1,13 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stillMp4 } from '../core/avatars/upload-pose.test-support.ts';
 import { newId } from '../core/ids.ts';
 import { SafeFetcher } from '../core/net/safe-fetch.ts';
 import type { ContractChecker, Schema as JsonSchema } from '../test/contract.ts';
+import { closeTts } from '../render/tts/index.ts';
+import { speechWav } from '../test/audio.ts';
 import { json, testApi, type RequestOptions } from '../test/helpers.ts';
 import { multipart, png } from './routes/assets/test-media.ts';
 import { portraitAsset } from './routes/avatars/test-support.ts';
@@ -35,6 +38,7 @@ beforeAll(async () => {
   t.services.safeFetch = new SafeFetcher({ allowAddresses: [`127.0.0.1:${(origin.address() as AddressInfo).port}`] });
 });
 afterAll(async () => {
+  await closeTts();
   origin.closeAllConnections();
   await new Promise((r) => origin.close(r));
   await t.services.safeFetch.close();
@@ -174,6 +178,17 @@ const CALLS: Record<string, (w: Workspace) => Promise<{ happy: Call; error: Call
     return {
       happy: { method: 'POST', url: '/api/v1/assets/remote', opts: { key: w.apiKey, body: { kind: 'image', remoteUrl: `http://127.0.0.1:${port}/me.png`, metadata: { crm: 'x' } } }, status: 201 },
       error: { method: 'POST', url: '/api/v1/assets/remote', opts: { key: w.apiKey, body: { kind: 'video', remoteUrl: `http://127.0.0.1:${port}/me.png` } }, status: 422 },
+    };
+  },
+  renderLipsync: async (w) => {
+    // The workspace's portrait and real speech, by their own signed URLs (read from storage).
+    const asset = (await t.services.assets.get(w.tenantId, w.portrait))!;
+    const portraitUrl = (await t.services.assets.publicUrl(asset, 600))!;
+    const audio = await t.services.assets.createUploaded({ tenantId: w.tenantId, source: Readable.from([(await speechWav('Hi.')).wav]) });
+    const audioUrl = (await t.services.assets.publicUrl(audio, 600))!;
+    return {
+      happy: { method: 'POST', url: '/api/v1/lipsync', opts: { key: w.apiKey, body: { audioUrl, portraitUrl } }, status: 200 },
+      error: { method: 'POST', url: '/api/v1/lipsync', opts: { key: w.apiKey, body: { audioUrl: 'http://10.0.0.7/a.wav', portraitUrl } }, status: 422 },
     };
   },
 };

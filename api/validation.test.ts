@@ -171,6 +171,7 @@ const VALID_BODIES: Record<string, (ctx: { avatarId: string }) => { url?: string
   }),
   reviewClip: () => ({ body: { clipId: 'wave', uploadAssetId: 'ast_x', expectedRevision: 0, expectedAnchorVersion: 1, reason: 'a person checked it' } }),
   createRemoteAsset: () => ({ body: { kind: 'image', remoteUrl: 'https://example.com/p.png', originalFilename: 'p.png', metadata: { k: [1] } } }),
+  renderLipsync: ({ avatarId }) => ({ body: { audioUrl: 'https://example.com/a.wav', avatarId } }),
 };
 
 /** Routes whose body is validated by the clip declaration rules (422 clip_declaration_rejected), past the route's own JSON-object check. */

@@ -93,6 +93,17 @@ const schema = z.object({
   /** Bearer key of MODERATION_URL; defaults to OPENAI_API_KEY. */
   MODERATION_API_KEY: z.preprocess(emptyAsUndefined, z.string().min(1).optional()),
 
+  /** POST /lipsync (docs/lipsync.md): longest audio (seconds), largest audio or portrait file (bytes). */
+  LIPSYNC_MAX_AUDIO_SECONDS: envInt(1, 120, 600),
+  LIPSYNC_MAX_AUDIO_BYTES: envInt(1024, 50 * 1024 * 1024, 200 * 1024 * 1024),
+  LIPSYNC_MAX_PORTRAIT_BYTES: envInt(1024, 20 * 1024 * 1024, 50 * 1024 * 1024),
+  /** Whole lipsync request (downloads, portrait registration, render) past which it fails with 502 render_failed. */
+  LIPSYNC_TIMEOUT_SECONDS: envInt(10, 300, 3600),
+  /** Lipsync renders running at once in this process (each in a child process); more wait their turn. */
+  LIPSYNC_CONCURRENCY: envInt(1, 2, 64),
+  /** Length of the idle loop generated for a portrait registered by a lipsync request. */
+  LIPSYNC_PORTRAIT_LOOP_SECONDS: envInt(2, 4, 30),
+
   /** Per-key request throttle: 120 requests per 60 s by default (docs/api.md, "Rate limit"). */
   RATE_LIMIT_POINTS: envInt(1, 120),
   RATE_LIMIT_WINDOW_SECONDS: envInt(1, 60),

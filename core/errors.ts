@@ -37,6 +37,12 @@ export const ERROR_STATUS = {
   // Assets: bytes of no accepted type; a remote URL refused by the safe fetcher's address rules.
   unsupported_asset_type: 422,
   remote_url_refused: 422,
+  // Lipsync: audio ffmpeg cannot decode or longer than the cap; a portrait without a usable face; a
+  // signed media URL of this service that has expired.
+  invalid_audio: 422,
+  audio_too_long: 422,
+  portrait_rejected: 422,
+  media_url_expired: 422,
   concurrency_limit_reached: 429,
   scene_concurrency_limit_reached: 429,
   // A per-key rate limit answer carries no code on the wire; see CODELESS.
@@ -44,6 +50,8 @@ export const ERROR_STATUS = {
   internal_error: 500,
   upstream_unreachable: 502,
   invalid_upstream_response: 502,
+  // A lipsync render that crashed or ran past its time limit.
+  render_failed: 502,
   capacity_unavailable: 503,
   session_dispatch_failed: 503,
   clip_screen_unavailable: 503,
@@ -64,6 +72,7 @@ const RETRYABLE: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   'internal_error',
   'upstream_unreachable',
   'invalid_upstream_response',
+  'render_failed',
   'capacity_unavailable',
   'session_dispatch_failed',
   'clip_screen_unavailable',

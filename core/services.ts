@@ -14,6 +14,8 @@ import { createJobQueue, type JobQueue } from './jobs/index.ts';
 import { createStorage, type ObjectStorage } from './storage/index.ts';
 import { AssetStore } from './assets/index.ts';
 import { SafeFetcher } from './net/safe-fetch.ts';
+import { LipsyncService } from './lipsync/index.ts';
+import path from 'node:path';
 
 /**
  * Everything a request handler, the agent worker or the CLI needs, built once per process.
@@ -43,6 +45,8 @@ export interface Services {
   avatars: AvatarService;
   /** GET/PUT /avatars/{id}/clips: the clip-library envelope and declarations. */
   clipLibrary: ClipLibrary;
+  /** POST /lipsync: audio lip-synced over an avatar's idle loop, rendered in child processes. */
+  lipsync: LipsyncService;
   close(): Promise<void>;
 }
 
@@ -85,17 +89,40 @@ export async function createServices(config: Config, opts: CreateServicesOptions
     log,
     loopPriceCreditMicros: config.LOOP_GENERATION_CREDIT_MICROS,
   });
+  const lipsync = new LipsyncService({
+    sql: db.sql,
+    storage,
+    assets,
+    avatars,
+    usage,
+    // Read through the service, not captured: tests swap the fetcher (an allowlisted loopback origin).
+    get safeFetch() {
+      return services.safeFetch;
+    },
+    log,
+    cacheDir: path.join(config.dataDir, 'cache', 'framecaches'),
+    limits: {
+      maxAudioSeconds: config.LIPSYNC_MAX_AUDIO_SECONDS,
+      maxAudioBytes: config.LIPSYNC_MAX_AUDIO_BYTES,
+      maxPortraitBytes: config.LIPSYNC_MAX_PORTRAIT_BYTES,
+      timeoutSeconds: config.LIPSYNC_TIMEOUT_SECONDS,
+      concurrency: config.LIPSYNC_CONCURRENCY,
+      portraitLoopSeconds: config.LIPSYNC_PORTRAIT_LOOP_SECONDS,
+      lipsyncModel: config.LIPSYNC_MODEL,
+    },
+  });
   // In order: the jobs (their workers use everything else), the key listener, then the pools and,
   // last, the database. Once: a second call waits for the first.
   let closed: Promise<void> | undefined;
   const close = async () => {
     await jobs.stop();
+    lipsync.close();
     await keys.close();
     await safeFetch.close();
     redis?.disconnect();
     if (!opts.database) await db.close();
   };
-  return {
+  const services: Services = {
     config,
     log,
     sql: db.sql,
@@ -113,6 +140,8 @@ export async function createServices(config: Config, opts: CreateServicesOptions
     portraitAssets,
     avatars,
     clipLibrary,
+    lipsync,
     close: () => (closed ??= close()),
   };
+  return services;
 }

@@ -127,6 +127,11 @@ export class UsageStore {
     return tx ? work(tx) : (this.sql.begin(work) as Promise<{ sessionId: string; reservationId: string }>);
   }
 
+  /** Names the avatar of a session that learned it only after opening (a lipsync registering its portrait). */
+  async attachAvatar(sessionId: string, avatarId: string): Promise<void> {
+    await this.sql`update session_usage set avatar_id = ${avatarId}, updated_at = now() where id = ${sessionId} and avatar_id is null`;
+  }
+
   async start(sessionId: string): Promise<void> {
     await this.sql`update session_usage set status = 'started', started_at = coalesce(started_at, now()), updated_at = now()
                    where id = ${sessionId} and status = 'reserved'`;

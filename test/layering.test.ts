@@ -92,6 +92,21 @@ describe('layering lint: clips/ imports nothing of ours', () => {
   });
 });
 
+describe('layering lint: client/ is published alone and runs in browsers', () => {
+  it('refuses imports of ours outside client/ and Node built-ins', async () => {
+    await refused('client/x.ts', importing('../core/errors.ts'), /client\/ is published alone/);
+    await refused('client/x.ts', importingType('../render/encode/index.ts'), /client\/ is published alone/);
+    await refused('client/x.ts', importing('node:fs'), /no Node built-ins/);
+    await refused('client/x.ts', importing('crypto'), /no Node built-ins/);
+  });
+
+  it('allows its own files and packages, and lets its tests use the rest of the repository', async () => {
+    await allowed('client/x.ts', importing('./reader.ts'));
+    await allowed('client/x.test.ts', importing('../api/server.ts'));
+    await allowed('client/x.test.ts', importing('node:http'));
+  });
+});
+
 describe('layering lint: core/ never imports api/ or agent/', () => {
   it('refuses api/ and agent/', async () => {
     await refused('core/x.ts', importing('../api/app.ts'), /core\/ never imports api\/ or agent\//);

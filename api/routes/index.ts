@@ -14,6 +14,7 @@ import * as createRemoteAsset from './assets/create-remote-asset.ts';
 import * as listAssets from './assets/list-assets.ts';
 import * as uploadAsset from './assets/upload-asset.ts';
 import * as getCreditBalance from './credits/get-balance.ts';
+import * as renderLipsync from './lipsync/render-lipsync.ts';
 import * as listSessionUsage from './usage/list-sessions.ts';
 
 export interface RouteModule {
@@ -22,4 +23,4 @@ export interface RouteModule {
 }
 
 /** Every /api/v1 route. Adding a route means adding its module here. */
-export const ROUTES: RouteModule[] = [getCreditBalance, listSessionUsage, createApiKey, listAvatars, createAvatar, getAvatar, updateAvatar, deleteAvatar, redirectAvatarLoop, getClipLibrary, putClipLibrary, reviewClip, listAssets, uploadAsset, createRemoteAsset];
+export const ROUTES: RouteModule[] = [getCreditBalance, listSessionUsage, createApiKey, listAvatars, createAvatar, getAvatar, updateAvatar, deleteAvatar, redirectAvatarLoop, getClipLibrary, putClipLibrary, reviewClip, listAssets, uploadAsset, createRemoteAsset, renderLipsync];

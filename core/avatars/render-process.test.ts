@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { finalRenderFailure, RenderProcesses, RenderRefused } from './render-process.ts';
+import { ChildJobs, ChildJobTimeout, finalRenderFailure, RenderProcesses, RenderRefused } from './render-process.ts';
 
 const fixture = (name: string) => fileURLToPath(new URL(`../../render/rig/fixtures/${name}`, import.meta.url));
 const work = await mkdtemp(path.join(os.tmpdir(), 'render-process-test-'));
@@ -40,6 +40,28 @@ describe('RenderProcesses', () => {
     const err = await running.catch((e: unknown) => e);
     expect(err).not.toBeInstanceOf(RenderRefused);
     expect((err as Error).message).toMatch(/^clip render exited with SIGKILL/);
+  });
+});
+
+describe('ChildJobs', () => {
+  const program = fileURLToPath(new URL('../../render/cli/render-job.ts', import.meta.url));
+
+  it('kills a child past its time limit and rejects with ChildJobTimeout', { timeout: 60_000 }, async () => {
+    const jobs = new ChildJobs();
+    const err = await jobs.run(program, clipRequest('grace_hopper.jpg', 'timeout'), { what: 'clip render', timeoutMs: 10 }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ChildJobTimeout);
+    expect((err as Error).message).toBe('clip render ran past its limit of 10 ms');
+    expect(jobs.size).toBe(0);
+  });
+
+  it('kills a child when its signal aborts and rejects with the reason', { timeout: 60_000 }, async () => {
+    const jobs = new ChildJobs();
+    const controller = new AbortController();
+    const running = jobs.run(program, clipRequest('grace_hopper.jpg', 'aborted'), { what: 'clip render', signal: controller.signal });
+    expect(jobs.size).toBe(1);
+    controller.abort(new Error('client went away'));
+    await expect(running).rejects.toThrow('client went away');
+    expect(jobs.size).toBe(0);
   });
 });
 

@@ -26,53 +26,99 @@ export function finalRenderFailure(err: unknown, job: Pick<JobContext, 'retryCou
   return undefined;
 }
 
+/** A child job ran past its time limit and was killed. */
+export class ChildJobTimeout extends Error {
+  override name = 'ChildJobTimeout';
+}
+
+export interface ChildJobOptions {
+  /** Kill the child (SIGKILL) and reject with ChildJobTimeout past this many milliseconds. */
+  timeoutMs?: number;
+  /** Kill the child and reject with the signal's reason when it aborts. */
+  signal?: AbortSignal;
+  /** Names the job in the error of a crash ("clip render", "lipsync render"). */
+  what: string;
+}
+
 /**
- * The render child processes of this process's job workers (loops and clips): each render runs in
- * a child process (off the worker's event loop; a crash there fails the attempt, which retries),
- * tracked while it runs so a stopping worker can kill it.
+ * Heavy render work of this process in child processes (off the event loop; a crash there fails the
+ * job, not the process): each child gets one JSON argument and answers one JSON line on stdout, and
+ * is tracked while it runs so a stopping process can kill it. Programs are TypeScript run through
+ * tsx (render/cli/*.ts).
  */
-export class RenderProcesses {
+export class ChildJobs {
   private readonly running = new Set<ChildProcess>();
 
-  /**
-   * Runs one render. A rig refusal rejects with RenderRefused; a crash or a non-zero exit rejects
-   * with a plain Error (the job retries).
-   */
-  async render(req: RenderRequest): Promise<RenderedFiles> {
-    const result = await this.spawn(req);
-    if (!result.ok) throw new RenderRefused(`The portrait cannot be animated (${result.refused.code}): ${result.refused.message}`);
-    return result;
+  /** Children running now. */
+  get size(): number {
+    return this.running.size;
   }
 
-  /** Kills the running renders (their jobs fail and retry elsewhere). */
-  killAll(): void {
-    for (const c of this.running) c.kill('SIGKILL');
-  }
-
-  private spawn(req: RenderRequest): Promise<RenderResult> {
+  /** Runs `program` with `request`; resolves with its JSON answer, rejects on a crash, a non-zero exit, the timeout or the signal. */
+  run<T>(program: string, request: unknown, opts: ChildJobOptions): Promise<T> {
     return new Promise((resolve, reject) => {
-      const child = spawn(process.execPath, ['--import', TSX_LOADER, CHILD, JSON.stringify(req)], {
+      if (opts.signal?.aborted) return reject(opts.signal.reason);
+      const child = spawn(process.execPath, ['--import', TSX_LOADER, program, JSON.stringify(request)], {
         stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
         env: { ...process.env, NODE_OPTIONS: '' },
       });
       this.running.add(child);
       let out = '';
       let errText = '';
+      let stopped: Error | undefined;
+      const stop = (why: Error) => {
+        stopped ??= why;
+        child.kill('SIGKILL');
+      };
+      const timer = opts.timeoutMs === undefined ? undefined : setTimeout(() => stop(new ChildJobTimeout(`${opts.what} ran past its limit of ${opts.timeoutMs} ms`)), opts.timeoutMs);
+      const onAbort = () => stop(opts.signal!.reason instanceof Error ? opts.signal!.reason : new Error(`${opts.what} aborted`));
+      opts.signal?.addEventListener('abort', onAbort, { once: true });
       child.stdout!.on('data', (b: Buffer) => (out += b.toString()));
       child.stderr!.on('data', (b: Buffer) => (errText = (errText + b.toString()).slice(-4000)));
       child.on('error', reject);
       child.on('exit', (code, signal) => {
         this.running.delete(child);
+        clearTimeout(timer);
+        opts.signal?.removeEventListener('abort', onAbort);
+        if (stopped) return reject(stopped);
         const line = out.trim().split('\n').pop();
         if (code === 0 && line) {
           try {
-            return resolve(JSON.parse(line) as RenderResult);
+            return resolve(JSON.parse(line) as T);
           } catch {
             /* fall through */
           }
         }
-        reject(new Error(`${req.clip ? 'clip' : 'loop'} render exited with ${signal ?? code}: ${errText.trim().slice(-1000)}`));
+        reject(new Error(`${opts.what} exited with ${signal ?? code}: ${errText.trim().slice(-1000)}`));
       });
     });
+  }
+
+  /** Kills the running children (their jobs fail as crashes). */
+  killAll(): void {
+    for (const c of this.running) c.kill('SIGKILL');
+  }
+}
+
+/**
+ * The render child processes of this process's job workers (loops and clips): each render runs in
+ * a child process (ChildJobs), so a stopping worker can kill it.
+ */
+export class RenderProcesses {
+  private readonly children = new ChildJobs();
+
+  /**
+   * Runs one render. A rig refusal rejects with RenderRefused; a crash or a non-zero exit rejects
+   * with a plain Error (the job retries).
+   */
+  async render(req: RenderRequest, opts: Omit<ChildJobOptions, 'what'> = {}): Promise<RenderedFiles> {
+    const result = await this.children.run<RenderResult>(CHILD, req, { ...opts, what: req.clip ? 'clip render' : 'loop render' });
+    if (!result.ok) throw new RenderRefused(`The portrait cannot be animated (${result.refused.code}): ${result.refused.message}`);
+    return result;
+  }
+
+  /** Kills the running renders (their jobs fail and retry elsewhere). */
+  killAll(): void {
+    this.children.killAll();
   }
 }

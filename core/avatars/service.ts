@@ -198,6 +198,29 @@ export class AvatarService {
     return this.toAvatar(row as AvatarRow);
   }
 
+  /**
+   * An avatar whose first idle loop was rendered outside the job queue (a portrait a lipsync request
+   * registered on the fly): `ready` at once, with that loop serving. No motion library is queued (a
+   * clip declaration adds clips). Inside `tx` when given, so the caller can record it in the same
+   * transaction.
+   */
+  async createReady(
+    tenantId: string,
+    input: { id: string; displayName: string; sourceAssetId: string; generationId: string; loopKey: string; cacheKey: string; metadata?: Json },
+    tx?: Tx,
+  ): Promise<AvatarRow> {
+    const run = async (t: Tx) => {
+      const [r] = await t<AvatarRow[]>`
+        insert into avatars (id, tenant_id, display_name, source_kind, source_asset_id, status, idle_video_status, metadata, generation_id,
+                             serving_loop_key, serving_cache_key, cache_manifest_id, cache_version)
+        values (${input.id}, ${tenantId}, ${input.displayName}, 'video', ${input.sourceAssetId}, 'ready', 'ready', ${t.json((input.metadata ?? {}) as never)},
+                ${input.generationId}, ${input.loopKey}, ${input.cacheKey}, ${`cmf_${input.generationId.slice(4)}`}, 1)
+        returning *`;
+      return r!;
+    };
+    return tx ? run(tx) : (this.d.sql.begin(run) as Promise<AvatarRow>);
+  }
+
   async update(principal: Principal, avatarId: string, input: UpdateAvatarInput): Promise<Avatar> {
     const tenantId = principal.tenantId;
     // Found (or 404) before any rule that reads the body, so another tenant's id never learns more.

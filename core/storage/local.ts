@@ -6,7 +6,7 @@ import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { Meter, toReadable } from './meter.ts';
 import type { MediaSigner } from './signing.ts';
-import { assertValidKey, clampTtl, ObjectNotFoundError, type ByteRange, type ObjectStat, type ObjectStorage, type PutOptions, type PutResult } from './types.ts';
+import { assertValidKey, clampTtl, ObjectNotFoundError, type ByteRange, type ObjectStat, type ObjectStorage, type PutOptions, type PutResult, type SignedUrlMatch } from './types.ts';
 
 /** Public path prefix the app serves local media at (outside /api/v1: the signature is the auth). */
 export const MEDIA_PATH = '/media';
@@ -94,6 +94,26 @@ export class LocalStorage implements ObjectStorage {
     const sig = this.signer.sign(key, exp);
     const encoded = key.split('/').map(encodeURIComponent).join('/');
     return `${this.publicBaseUrl}${MEDIA_PATH}/${encoded}?exp=${exp}&sig=${sig}`;
+  }
+
+  async resolveSignedUrl(url: string): Promise<SignedUrlMatch | undefined> {
+    let u: URL;
+    let base: URL;
+    try {
+      u = new URL(url);
+      base = new URL(`${this.publicBaseUrl}${MEDIA_PATH}/`);
+    } catch {
+      return undefined;
+    }
+    if (u.origin !== base.origin || !u.pathname.startsWith(base.pathname)) return undefined;
+    let key: string;
+    try {
+      key = decodeURIComponent(u.pathname.slice(base.pathname.length));
+      assertValidKey(key);
+    } catch {
+      return { key: '', signature: 'invalid' };
+    }
+    return { key, signature: this.signer.check(key, u.searchParams.get('exp') ?? undefined, u.searchParams.get('sig') ?? undefined) };
   }
 
   /** Checks a signed URL's parameters for `key` (the media route's only authentication). */

@@ -1,9 +1,10 @@
 import { DeleteObjectCommand, GetObjectCommand, HeadObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
+import { timingSafeEqual } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { Meter, toReadable } from './meter.ts';
 import { presignGetUrl } from './sigv4.ts';
-import { assertValidKey, clampTtl, ObjectNotFoundError, type ByteRange, type ObjectStat, type ObjectStorage, type PutOptions, type PutResult } from './types.ts';
+import { assertValidKey, clampTtl, MAX_SIGNED_URL_TTL_SECONDS, ObjectNotFoundError, type ByteRange, type ObjectStat, type ObjectStorage, type PutOptions, type PutResult, type SignedUrlMatch } from './types.ts';
 
 export interface S3StorageOptions {
   bucket: string;
@@ -96,33 +97,72 @@ export class S3Storage implements ObjectStorage {
     await this.client.send(new DeleteObjectCommand({ Bucket: this.opts.bucket, Key: this.objectKey(key) }));
   }
 
-  async signedUrl(key: string, ttlSeconds: number): Promise<string> {
-    const objectKey = this.objectKey(key);
-    const creds = await this.client.config.credentials();
-    let protocol: 'http:' | 'https:' = 'https:';
-    let host: string;
-    let path: string;
+  /** Where an object is addressed: the scheme, host and decoded path of its URL. */
+  private address(objectKey: string): { protocol: 'http:' | 'https:'; host: string; path: string } {
     if (this.opts.endpoint) {
       const u = new URL(this.opts.endpoint);
-      protocol = u.protocol === 'http:' ? 'http:' : 'https:';
-      host = u.host;
-      path = `${u.pathname.replace(/\/$/, '')}/${this.opts.bucket}/${objectKey}`;
-    } else if (this.opts.bucket.includes('.')) {
-      host = `s3.${this.region}.amazonaws.com`;
-      path = `/${this.opts.bucket}/${objectKey}`;
-    } else {
-      host = `${this.opts.bucket}.s3.${this.region}.amazonaws.com`;
-      path = `/${objectKey}`;
+      return { protocol: u.protocol === 'http:' ? 'http:' : 'https:', host: u.host, path: `${u.pathname.replace(/\/$/, '')}/${this.opts.bucket}/${objectKey}` };
     }
+    if (this.opts.bucket.includes('.')) return { protocol: 'https:', host: `s3.${this.region}.amazonaws.com`, path: `/${this.opts.bucket}/${objectKey}` };
+    return { protocol: 'https:', host: `${this.opts.bucket}.s3.${this.region}.amazonaws.com`, path: `/${objectKey}` };
+  }
+
+  async signedUrl(key: string, ttlSeconds: number): Promise<string> {
+    const creds = await this.client.config.credentials();
     return presignGetUrl({
-      protocol,
-      host,
-      path,
+      ...this.address(this.objectKey(key)),
       region: this.region,
       accessKeyId: creds.accessKeyId,
       secretAccessKey: creds.secretAccessKey,
       sessionToken: creds.sessionToken,
       expiresSeconds: clampTtl(ttlSeconds),
     });
+  }
+
+  /**
+   * A presigned GET URL of this bucket (and prefix) is ours: its signature is checked by presigning
+   * the same object again with the URL's own date and lifetime and comparing the two.
+   */
+  async resolveSignedUrl(url: string): Promise<SignedUrlMatch | undefined> {
+    let u: URL;
+    try {
+      u = new URL(url);
+    } catch {
+      return undefined;
+    }
+    const root = this.address(this.opts.prefix ?? '');
+    let path: string;
+    try {
+      path = decodeURIComponent(u.pathname);
+    } catch {
+      return undefined;
+    }
+    if (u.protocol !== root.protocol || u.host !== root.host || !path.startsWith(root.path) || !u.searchParams.has('X-Amz-Signature')) return undefined;
+    const key = path.slice(root.path.length);
+    const invalid: SignedUrlMatch = { key, signature: 'invalid' };
+    try {
+      assertValidKey(key);
+    } catch {
+      return invalid;
+    }
+    const date = /^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})Z$/.exec(u.searchParams.get('X-Amz-Date') ?? '');
+    const expires = Number(u.searchParams.get('X-Amz-Expires'));
+    if (!date || !Number.isInteger(expires) || expires < 1 || expires > MAX_SIGNED_URL_TTL_SECONDS) return invalid;
+    const signedAt = new Date(Date.UTC(+date[1]!, +date[2]! - 1, +date[3]!, +date[4]!, +date[5]!, +date[6]!));
+    const creds = await this.client.config.credentials();
+    const expected = new URL(
+      presignGetUrl({
+        ...this.address(this.objectKey(key)),
+        region: this.region,
+        accessKeyId: creds.accessKeyId,
+        secretAccessKey: creds.secretAccessKey,
+        sessionToken: creds.sessionToken,
+        expiresSeconds: expires,
+        now: signedAt,
+      }),
+    ).searchParams.get('X-Amz-Signature')!;
+    const given = u.searchParams.get('X-Amz-Signature')!;
+    if (given.length !== expected.length || !timingSafeEqual(Buffer.from(given), Buffer.from(expected))) return invalid;
+    return { key, signature: signedAt.getTime() + expires * 1000 <= Date.now() ? 'expired' : 'valid' };
   }
 }

@@ -40,14 +40,23 @@ export class MediaSigner {
 
   /** True when `sig` signs (key, exp) and exp is in the future but not beyond the longest lifetime. */
   verify(key: string, exp: unknown, sig: unknown, nowMs = Date.now()): boolean {
-    if (typeof exp !== 'string' || typeof sig !== 'string' || !/^\d{1,12}$/.test(exp) || !/^[A-Za-z0-9_-]{43}$/.test(sig)) return false;
+    return this.check(key, exp, sig, nowMs) === 'valid';
+  }
+
+  /**
+   * What a (key, exp, sig) triple is: `valid`; `expired` (a signature this secret made, whose time
+   * has passed); or `invalid` (not ours, tampered with, or with an expiry beyond the longest lifetime).
+   */
+  check(key: string, exp: unknown, sig: unknown, nowMs = Date.now()): 'valid' | 'expired' | 'invalid' {
+    if (typeof exp !== 'string' || typeof sig !== 'string' || !/^\d{1,12}$/.test(exp) || !/^[A-Za-z0-9_-]{43}$/.test(sig)) return 'invalid';
     const expSeconds = Number(exp);
     const now = Math.floor(nowMs / 1000);
-    if (expSeconds <= now || expSeconds > now + MAX_SIGNED_URL_TTL_SECONDS + 60) return false;
     // Compare the exact string we issue (43 ASCII characters, checked above), not its decoded bytes:
     // base64url's last character carries padding bits, so other spellings decode to the same bytes.
     const expected = Buffer.from(this.sign(key, expSeconds), 'ascii');
     const given = Buffer.from(sig, 'ascii');
-    return given.length === expected.length && timingSafeEqual(given, expected);
+    if (given.length !== expected.length || !timingSafeEqual(given, expected)) return 'invalid';
+    if (expSeconds > now + MAX_SIGNED_URL_TTL_SECONDS + 60) return 'invalid';
+    return expSeconds <= now ? 'expired' : 'valid';
   }
 }

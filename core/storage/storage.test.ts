@@ -146,7 +146,48 @@ describe.each(flavours)('object storage contract: $name', (flavour) => {
     const expiry = Number(long.searchParams.get('exp') ?? Number(long.searchParams.get('X-Amz-Expires')) + Date.now() / 1000);
     expect(expiry - Date.now() / 1000).toBeLessThanOrEqual(3601);
   });
+
+  maybe("resolveSignedUrl knows the store's own URLs: the key, and whether the signature holds or has expired", async () => {
+    const s = await flavour.make();
+    const url = await s.signedUrl('tenants/t3/assets/ast_1', 600);
+    expect(await s.resolveSignedUrl(url)).toEqual({ key: 'tenants/t3/assets/ast_1', signature: 'valid' });
+    // Tampered with: another key under the same signature, a changed signature.
+    const other = url.replace('ast_1', 'ast_2');
+    expect(await s.resolveSignedUrl(other)).toEqual({ key: 'tenants/t3/assets/ast_2', signature: 'invalid' });
+    const u = new URL(url);
+    const sigParam = u.searchParams.has('sig') ? 'sig' : 'X-Amz-Signature';
+    const sig = u.searchParams.get(sigParam)!;
+    u.searchParams.set(sigParam, `${sig.slice(0, -1)}${sig.endsWith('A') || sig.endsWith('a') ? 'b' : 'a'}`);
+    expect((await s.resolveSignedUrl(u.toString()))?.signature).toBe('invalid');
+    // Expired: signed (genuinely) with a time in the past.
+    const expired = await expiredUrl(s, 'tenants/t3/assets/ast_1');
+    expect(await s.resolveSignedUrl(expired)).toEqual({ key: 'tenants/t3/assets/ast_1', signature: 'expired' });
+    // Anything else is not ours.
+    for (const foreign of ['https://example.com/media/tenants/t3/assets/ast_1?exp=1&sig=x', 'not a url', 'ftp://media.test/media/a']) {
+      expect(await s.resolveSignedUrl(foreign), foreign).toBeUndefined();
+    }
+  });
 });
+
+/** A genuine signed URL of `key` whose lifetime ended a minute ago. */
+async function expiredUrl(s: ObjectStorage, key: string): Promise<string> {
+  if (s instanceof LocalStorage) {
+    const exp = Math.floor(Date.now() / 1000) - 60;
+    const signer = (s as unknown as { signer: MediaSigner }).signer;
+    return `http://media.test/media/${key}?exp=${exp}&sig=${signer.sign(key, exp)}`;
+  }
+  const fresh = new URL(await s.signedUrl(key, 60));
+  return presignGetUrl({
+    protocol: fresh.protocol as 'http:',
+    host: fresh.host,
+    path: decodeURIComponent(fresh.pathname),
+    region: 'us-east-1',
+    accessKeyId: 'test',
+    secretAccessKey: 'test',
+    expiresSeconds: 60,
+    now: new Date(Date.now() - 120_000),
+  });
+}
 
 describe('local storage specifics', () => {
   it('makes the signing secret once, mode 0600, outside the media folder; MEDIA_SIGNING_SECRET overrides it', () => {

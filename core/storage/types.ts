@@ -43,6 +43,19 @@ export interface ObjectStorage {
   delete(key: string): Promise<void>;
   /** A URL anyone can GET the object at until it expires (ttlSeconds is clamped to 1..3600). */
   signedUrl(key: string, ttlSeconds: number): Promise<string>;
+  /**
+   * Whether `url` is one of this store's own signed URLs (as `signedUrl` makes them), and if so
+   * which object and whether its signature holds; undefined for any other URL. Lets the service
+   * read its own media from storage instead of over the network.
+   */
+  resolveSignedUrl(url: string): Promise<SignedUrlMatch | undefined>;
+}
+
+/** A URL of this store's own: the object's key and the state of its signature. */
+export interface SignedUrlMatch {
+  key: string;
+  /** `expired`: a genuine signature whose time has passed; `invalid`: tampered with, or not made with this store's secret. */
+  signature: 'valid' | 'expired' | 'invalid';
 }
 
 /** Longest lifetime of a signed URL: playback URLs last at most one hour. */

@@ -26,18 +26,23 @@ export async function speechFromText(text: string, options: { voice?: string; fp
   return { samples: tts.samples, sampleRate: tts.sampleRate, fps, mouth: track.frames, durationSeconds: tts.durationSeconds };
 }
 
-/** Given audio (any format ffmpeg reads); visemes from the audio itself. */
-export async function speechFromAudioFile(path: string, options: { fps?: number } = {}): Promise<Speech> {
+/** Given audio (any format ffmpeg reads); visemes from the audio itself. `maxSeconds` caps its length (at most MAX_AUDIO_SECONDS). */
+export async function speechFromAudioFile(path: string, options: { fps?: number; maxSeconds?: number } = {}): Promise<Speech> {
   const fps = options.fps ?? 25;
-  const samples = await decodeAudio(path, DECODE_SAMPLE_RATE);
+  const samples = await decodeAudio(path, DECODE_SAMPLE_RATE, options.maxSeconds);
   const track = await audioToVisemeTrack(samples, DECODE_SAMPLE_RATE, fps);
   return { samples, sampleRate: DECODE_SAMPLE_RATE, fps, mouth: track.frames, durationSeconds: samples.length / DECODE_SAMPLE_RATE };
 }
 
-/** Decodes an audio file to mono s16 at `sampleRate` through ffmpeg, with clear refusals. */
-export async function decodeAudio(path: string, sampleRate: number): Promise<Int16Array> {
-  const maxBytes = MAX_AUDIO_SECONDS * sampleRate * 2;
-  const args = ['-v', 'error', '-nostdin', '-i', path, '-map', '0:a:0', '-ac', '1', '-ar', String(sampleRate), '-f', 's16le', '-t', String(MAX_AUDIO_SECONDS + 1), 'pipe:1'];
+/**
+ * Decodes an audio file to mono s16 at `sampleRate` through ffmpeg, with clear refusals: audio
+ * longer than `maxSeconds` (default and ceiling MAX_AUDIO_SECONDS) is refused after decoding only
+ * just past the cap.
+ */
+export async function decodeAudio(path: string, sampleRate: number, maxSeconds = MAX_AUDIO_SECONDS): Promise<Int16Array> {
+  const capSeconds = Math.min(maxSeconds, MAX_AUDIO_SECONDS);
+  const maxBytes = Math.floor(capSeconds * sampleRate) * 2;
+  const args = ['-v', 'error', '-nostdin', '-i', path, '-map', '0:a:0', '-ac', '1', '-ar', String(sampleRate), '-f', 's16le', '-t', String(capSeconds + 1), 'pipe:1'];
   const child = spawn(resolveFfmpegPath(), args, { stdio: ['ignore', 'pipe', 'pipe'] });
   const chunks: Buffer[] = [];
   let bytes = 0;
@@ -55,7 +60,7 @@ export async function decodeAudio(path: string, sampleRate: number): Promise<Int
     const why = stderr.trim().split('\n').pop() ?? 'unreadable';
     throw new TalkingHeadError('invalid_audio', `The audio could not be decoded: ${why}`);
   }
-  if (bytes > maxBytes) throw new TalkingHeadError('audio_too_long', `The audio is longer than ${MAX_AUDIO_SECONDS} s`);
+  if (bytes > maxBytes) throw new TalkingHeadError('audio_too_long', `The audio is longer than ${capSeconds} s`);
   const buf = Buffer.concat(chunks);
   if (buf.length < 2) throw new TalkingHeadError('invalid_audio', 'The audio has no samples');
   return new Int16Array(buf.buffer, buf.byteOffset, buf.length >> 1).slice();

@@ -7,7 +7,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { resolveFfmpegPath } from '../encode/index.ts';
 import { detectFaceRig } from '../rig/index.ts';
 import { closeTts } from '../tts/index.ts';
-import { renderTalkingHeadMp4, speechFromAudioFile, speechFromText, TalkingHeadError } from './index.ts';
+import { runRenderJob } from '../generate/index.ts';
+import { renderTalkingHeadMp4, runLipsyncJob, speechFromAudioFile, speechFromText, TalkingHeadError } from './index.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const PORTRAIT = path.join(ROOT, 'render/rig/fixtures/grace_hopper.jpg');
@@ -85,6 +86,46 @@ describe('talking head render', () => {
     const empty = path.join(tmp, 'empty.wav');
     writeFileSync(empty, wavBytes(new Int16Array(0), 16000));
     await expect(speechFromAudioFile(empty)).rejects.toMatchObject({ code: 'invalid_audio' });
+  });
+});
+
+describe('talking head over a stored idle loop (the lipsync render)', () => {
+  it('plays the loop on and opens the mouth with the audio: an MP4 at the loop\'s rate and size, as long as the audio', { timeout: 120_000 }, async () => {
+    const loop = await runRenderJob({ portraitPath: PORTRAIT, outDir: path.join(tmp, 'loop'), seed: 'over-cache', motionPrompt: null, seconds: 2, reviewed: false });
+    if (!loop.ok) throw new Error('the loop render was refused');
+    const tts = await speechFromText('Open wide, then close. Open again.', { fps: 25 });
+    const wav = path.join(tmp, 'over-cache.wav');
+    writeFileSync(wav, wavBytes(tts.samples, tts.sampleRate));
+    const out = path.join(tmp, 'over-cache.mp4');
+    const result = await runLipsyncJob({ cacheDir: loop.cacheDir, audioPath: wav, out });
+    if (!result.ok) throw new Error(result.refused.message);
+    // Longer than the 2 s loop: it wraps around.
+    expect(tts.durationSeconds).toBeGreaterThan(2);
+    expect(result).toMatchObject({ fps: 25, width: 512, height: 512 });
+    expect(Math.abs(result.durationSeconds - tts.durationSeconds)).toBeLessThanOrEqual(1 / 25);
+    const [video, audio] = probe(out);
+    expect(video?.codec_name).toBe('h264');
+    expect(Number(video!.nb_frames)).toBe(result.frames);
+    expect(Math.abs(Number(audio!.duration) - tts.durationSeconds)).toBeLessThan(0.05);
+
+    // The mouth measured on the output follows the visemes of the audio itself.
+    const speech = await speechFromAudioFile(wav, { fps: 25 });
+    const measured: number[] = [];
+    const wanted: number[] = [];
+    for (let i = 0; i < result.frames; i += 3) {
+      measured.push((await detectFaceRig(frameAt(out, i))).mouthOpenness);
+      wanted.push(speech.mouth[i]!.closed ? 0 : speech.mouth[i]!.open);
+    }
+    const r = pearson(measured, wanted);
+    expect(r, `correlation of measured mouth opening with the audio's viseme track: ${r.toFixed(3)}`).toBeGreaterThan(0.6);
+  });
+
+  it('refuses audio longer than its cap as a result, not a crash', { timeout: 60_000 }, async () => {
+    const tts = await speechFromText('This sentence takes well over one second to say.', { fps: 25 });
+    const wav = path.join(tmp, 'long.wav');
+    writeFileSync(wav, wavBytes(tts.samples, tts.sampleRate));
+    const r = await runLipsyncJob({ cacheDir: path.join(tmp, 'loop', 'cache'), audioPath: wav, out: path.join(tmp, 'long.mp4'), maxSeconds: 1 });
+    expect(r).toEqual({ ok: false, refused: { code: 'audio_too_long', message: 'The audio is longer than 1 s' } });
   });
 });
 

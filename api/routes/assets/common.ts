@@ -1,6 +1,7 @@
 import { z } from '@hono/zod-openapi';
 import { AssetIngestError, ASSET_KINDS, ASSET_MAX_BYTES, RemoteImportError, type AssetRecord, type AssetStore } from '../../../core/assets/index.ts';
 import { ApiError } from '../../../core/errors.ts';
+import { fetchFailure } from '../../../core/net/fetch-errors.ts';
 import { SafeFetchError } from '../../../core/net/safe-fetch.ts';
 import { Timestamp } from '../../schemas/common.ts';
 
@@ -78,26 +79,7 @@ export function assetError(err: unknown, field: 'file' | 'remoteUrl'): unknown {
         return new ApiError('payload_too_large', `The ${f.kind} exceeds the ${f.kind} cap of ${f.maxBytes} bytes`, { field, maxBytes: f.maxBytes, kind: f.kind, ...extra });
     }
   }
-  if (cause instanceof SafeFetchError) {
-    switch (cause.reason) {
-      case 'invalid_url':
-        return new ApiError('validation_error', `Invalid field "remoteUrl": ${cause.message}`, { field: 'remoteUrl', ...extra });
-      case 'forbidden_address':
-      case 'too_many_redirects':
-        return new ApiError('remote_url_refused', `Invalid field "remoteUrl": ${cause.message}`, { field: 'remoteUrl', ...extra });
-      case 'too_large':
-        return new ApiError('payload_too_large', `Invalid field "remoteUrl": ${cause.message}`, { field: 'remoteUrl', ...extra });
-      case 'http_status':
-        if (cause.status !== undefined && cause.status < 500) {
-          return new ApiError('validation_error', `Invalid field "remoteUrl": ${cause.message}`, { field: 'remoteUrl', upstreamStatus: cause.status, ...extra });
-        }
-        return new ApiError('upstream_unreachable', cause.message, { field: 'remoteUrl', upstreamStatus: cause.status ?? null, ...extra });
-      case 'timeout':
-        return new ApiError('upstream_timeout', cause.message, { field: 'remoteUrl', ...extra });
-      case 'unreachable':
-        return new ApiError('upstream_unreachable', cause.message, { field: 'remoteUrl', ...extra });
-    }
-  }
+  if (cause instanceof SafeFetchError) return fetchFailure(cause, field, extra);
   return err;
 }
 
