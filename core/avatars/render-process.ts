@@ -1,15 +1,20 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import type { VideoCacheRequest, VideoCacheResult } from '../../render/cli/video-cache-job.ts';
 import type { RenderRequest, RenderResult } from '../../render/generate/index.ts';
 import type { JobContext } from '../jobs/queue.ts';
 
 /** The render job's program (render/generate/job.ts in a process of its own). */
-const CHILD = fileURLToPath(new URL('../../render/cli/render-job.ts', import.meta.url));
+const RENDER_CHILD = fileURLToPath(new URL('../../render/cli/render-job.ts', import.meta.url));
+/** The frame-cache-from-video program (render/framecache/from-video.ts in a process of its own). */
+const VIDEO_CACHE_CHILD = fileURLToPath(new URL('../../render/cli/video-cache-job.ts', import.meta.url));
 const TSX_LOADER = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
 
 /** A rendered loop or clip: its MP4 and frame cache on local disk. */
 export type RenderedFiles = Extract<RenderResult, { ok: true }>;
+
+export type { VideoCacheRequest, VideoCacheResult };
 
 /** A render that retrying cannot fix (no portrait, or the rig refuses it): the job fails at once. */
 export class RenderRefused extends Error {
@@ -27,9 +32,9 @@ export function finalRenderFailure(err: unknown, job: Pick<JobContext, 'retryCou
 }
 
 /**
- * The render child processes of this process's job workers (loops and clips): each render runs in
- * a child process (off the worker's event loop; a crash there fails the attempt, which retries),
- * tracked while it runs so a stopping worker can kill it.
+ * The render child processes of this process's job workers (loops, clips, frame caches of
+ * videos): each runs in a child process (off the worker's event loop; a crash there fails the
+ * attempt, which retries), tracked while it runs so a stopping worker can kill it.
  */
 export class RenderProcesses {
   private readonly running = new Set<ChildProcess>();
@@ -39,9 +44,17 @@ export class RenderProcesses {
    * with a plain Error (the job retries).
    */
   async render(req: RenderRequest): Promise<RenderedFiles> {
-    const result = await this.spawn(req);
+    const result = await this.spawn<RenderResult>(RENDER_CHILD, req, req.clip ? 'clip render' : 'loop render');
     if (!result.ok) throw new RenderRefused(`The portrait cannot be animated (${result.refused.code}): ${result.refused.message}`);
     return result;
+  }
+
+  /**
+   * Builds a frame cache from a video file (render/cli/video-cache-job.ts). A refused video is a
+   * result (`ok: false`, for the caller to settle); a crash or a non-zero exit rejects (the job retries).
+   */
+  videoCache(req: VideoCacheRequest): Promise<VideoCacheResult> {
+    return this.spawn<VideoCacheResult>(VIDEO_CACHE_CHILD, req, 'video frame cache');
   }
 
   /** Kills the running renders (their jobs fail and retry elsewhere). */
@@ -49,9 +62,9 @@ export class RenderProcesses {
     for (const c of this.running) c.kill('SIGKILL');
   }
 
-  private spawn(req: RenderRequest): Promise<RenderResult> {
+  private spawn<T>(program: string, req: object, what: string): Promise<T> {
     return new Promise((resolve, reject) => {
-      const child = spawn(process.execPath, ['--import', TSX_LOADER, CHILD, JSON.stringify(req)], {
+      const child = spawn(process.execPath, ['--import', TSX_LOADER, program, JSON.stringify(req)], {
         stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
         env: { ...process.env, NODE_OPTIONS: '' },
       });
@@ -66,12 +79,12 @@ export class RenderProcesses {
         const line = out.trim().split('\n').pop();
         if (code === 0 && line) {
           try {
-            return resolve(JSON.parse(line) as RenderResult);
+            return resolve(JSON.parse(line) as T);
           } catch {
             /* fall through */
           }
         }
-        reject(new Error(`${req.clip ? 'clip' : 'loop'} render exited with ${signal ?? code}: ${errText.trim().slice(-1000)}`));
+        reject(new Error(`${what} exited with ${signal ?? code}: ${errText.trim().slice(-1000)}`));
       });
     });
   }

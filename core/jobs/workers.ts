@@ -1,3 +1,4 @@
+import { ClipCacheWorker } from '../avatars/clip-cache.ts';
 import { ClipWorker } from '../avatars/clips.ts';
 import { defaultClipsFor } from '../avatars/default-clips.ts';
 import { LoopWorker } from '../avatars/generation.ts';
@@ -7,13 +8,15 @@ import type { Services } from '../services.ts';
 export interface RunningWorkers {
   loops: LoopWorker;
   clips: ClipWorker;
+  /** Frame caches of accepted uploaded clips. */
+  clipCaches: ClipCacheWorker;
   /** Stops taking jobs; running ones get `timeoutMs` to finish, then fail (and retry elsewhere). */
   stop(opts?: { timeoutMs?: number }): Promise<void>;
 }
 
 /**
- * Starts this process's job workers: avatar loop generation and motion-library clips (each render
- * in a child process; `concurrency` of each kind).
+ * Starts this process's job workers: avatar loop generation, motion-library clips and the frame
+ * caches of uploaded clips (each render in a child process; `concurrency` of each kind).
  * Started by the API server (`JOB_WORKERS` > 0) and by `tsx core/jobs/worker-main.ts`.
  */
 export async function startJobWorkers(services: Services, opts: { concurrency?: number; loopSeconds?: number } = {}): Promise<RunningWorkers> {
@@ -39,11 +42,22 @@ export async function startJobWorkers(services: Services, opts: { concurrency?: 
     renders,
     concurrency: opts.concurrency ?? Math.max(1, services.config.JOB_WORKERS),
   });
+  const clipCaches = new ClipCacheWorker({
+    sql: services.sql,
+    jobs: services.jobs,
+    storage: services.storage,
+    log: services.log.child({ component: 'jobs' }),
+    renders,
+    concurrency: opts.concurrency ?? Math.max(1, services.config.JOB_WORKERS),
+    ffmpegPath: services.config.FFMPEG_PATH,
+  });
   await loops.start();
   await clips.start();
+  await clipCaches.start();
   return {
     loops,
     clips,
+    clipCaches,
     stop: async (o = {}) => {
       await services.jobs.stop(o);
       renders.killAll();

@@ -271,7 +271,7 @@ export async function buildFrameCacheFromVideo(videoPath: string, outDir: string
     });
   };
   const refuseGap = (gap: number): VideoFrameCacheError =>
-    new VideoFrameCacheError('face_missing', `The face is missing for ${(gap / fps).toFixed(1)} s at a stretch (at most ${maxGap / fps} s)`, {
+    new VideoFrameCacheError('face_missing', `The face is missing for more than ${maxGap / fps} s at a stretch (from ${(gapStart / fps).toFixed(2)} s)`, {
       gapFrames: gap,
       reason: [...reasons.entries()].sort((a, b) => b[1] - a[1])[0]?.[0] ?? 'no_face',
     });
