@@ -14,6 +14,9 @@ import { createJobQueue, type JobQueue } from './jobs/index.ts';
 import { createStorage, type ObjectStorage } from './storage/index.ts';
 import { AssetStore } from './assets/index.ts';
 import { SafeFetcher } from './net/safe-fetch.ts';
+import { RecordingLibrary } from './recordings/library.ts';
+import { sceneBuilderCheck } from './scenes/builder.ts';
+import { SceneService } from './scenes/service.ts';
 
 /**
  * Everything a request handler, the agent worker or the CLI needs, built once per process.
@@ -43,6 +46,10 @@ export interface Services {
   avatars: AvatarService;
   /** GET/PUT /avatars/{id}/clips: the clip-library envelope and declarations. */
   clipLibrary: ClipLibrary;
+  /** POST/GET /scenes, and the expiry sweep of scenes. */
+  scenes: SceneService;
+  /** GET /recordings (metadata, playback access), and the retention sweep. */
+  recordings: RecordingLibrary;
   close(): Promise<void>;
 }
 
@@ -85,6 +92,16 @@ export async function createServices(config: Config, opts: CreateServicesOptions
     log,
     loopPriceCreditMicros: config.LOOP_GENERATION_CREDIT_MICROS,
   });
+  const scenes = new SceneService({
+    sql: db.sql,
+    jobs,
+    storage,
+    log,
+    ttlSeconds: config.SCENE_TTL_SECONDS,
+    maxBytes: config.SCENE_MAX_BYTES,
+    builderProblem: sceneBuilderCheck(config.FFMPEG_PATH),
+  });
+  const recordings = new RecordingLibrary({ sql: db.sql, storage, log, finalizeTimeoutSeconds: config.RECORDING_FINALIZE_TIMEOUT_SECONDS });
   // In order: the jobs (their workers use everything else), the key listener, then the pools and,
   // last, the database. Once: a second call waits for the first.
   let closed: Promise<void> | undefined;
@@ -113,6 +130,8 @@ export async function createServices(config: Config, opts: CreateServicesOptions
     portraitAssets,
     avatars,
     clipLibrary,
+    scenes,
+    recordings,
     close: () => (closed ??= close()),
   };
 }
