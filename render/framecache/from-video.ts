@@ -32,11 +32,12 @@
  * (decoding stops one frame past it) or under `minSeconds` (a still image is not a video), the
  * picture over 2048 pixels a side.
  *
- * Cost, measured with `npm run bench -- video-cache` (2-core x86 VM, one onnxruntime thread,
- * 512x512 at 25 fps, JPEG q90, a 10 s clip whose face moves): about 22 ms of wall time per frame
- * in all (ffmpeg decode and scale about 2 ms, landmark fit on a tracked frame about 12 ms, JPEG
- * encode and write about 5 ms), so about half a second per second of video; a full detection (first
- * frame, or after a loss) costs about 60 ms. See docs/benchmarks.md.
+ * Cost, measured with `npm run bench -- video-cache` (this project's 2-core VM, one onnxruntime
+ * thread, a 10 s 640x360 clip whose face moves, 25 fps, JPEG q90): about 15 ms of wall time per
+ * frame for a 512x512 padded cache (ffmpeg decode and scale about 2 ms, face tracking about 7 ms,
+ * JPEG encode and write about 6.5 ms) and 11 ms for the 512x288 contained one: 0.3 to 0.4 s per
+ * second of video. A full detection (first frame, or after the face was lost) costs about 50 ms
+ * instead of the tracked frame's 5 to 7 ms.
  */
 import { spawn } from 'node:child_process';
 import { stat } from 'node:fs/promises';

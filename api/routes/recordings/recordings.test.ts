@@ -98,6 +98,19 @@ describe('recordings', () => {
     expect(await call(w.key, `${R}/${recordingId}/access`)).toMatchObject({ status: 404, body: { code: 'recording_expired' } });
   });
 
+  it("retention follows the workspace's limit when recording begins; recordings made before keep theirs", async () => {
+    const w = await workspace();
+    const before = await f.recordings.begin(await f.liveSession(w.tenantId, w.apiKeyId));
+    await t.services.tenants.setLimits(w.tenantId, { recordingRetentionDays: 7 });
+    const after = await f.recordings.begin(await f.liveSession(w.tenantId, w.apiKeyId));
+    const days = async (id: string) => {
+      const r = (await call(w.key, `${R}/${id}`)).body;
+      return (Date.parse(r.retentionExpiresAt) - Date.parse(r.createdAt)) / 86_400_000;
+    };
+    expect(await days(before.recordingId)).toBeCloseTo(30, 3);
+    expect(await days(after.recordingId)).toBeCloseTo(7, 3);
+  });
+
   it('a failed recording reads failed with its reason; access is 409 recording_failed', async () => {
     const w = await workspace();
     const rec = await f.recordings.begin(await f.liveSession(w.tenantId, w.apiKeyId));

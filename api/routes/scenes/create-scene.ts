@@ -5,9 +5,6 @@ import { guarded } from '../../middleware/guard.ts';
 import { errorResponses } from '../../schemas/common.ts';
 import { SceneSchema, toWire } from './schemas.ts';
 
-/** Body cap of POST /scenes: a URL and two small fields. */
-const BODY_LIMIT = 8 * 1024;
-
 const SceneSource = z
   .object({
     url: z.string().min(1).max(2048).openapi({ format: 'uri', description: 'http or https; must reach a public address (redirects included, each checked).' }),
@@ -50,7 +47,7 @@ export const route = createRoute({
 });
 
 export function register(app: App) {
-  app.openapi(guarded(route, { bodyLimit: BODY_LIMIT }), async (c) => {
+  app.openapi(guarded(route), async (c) => {
     const { scenes, safeFetch } = c.get('services');
     const answer = await scenes.prepare(c.get('principal').tenantId, c.req.valid('json'), safeFetch);
     return c.json(toWire(answer.scene), answer.status);
