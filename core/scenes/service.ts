@@ -6,7 +6,7 @@ import type { Logger } from '../log.ts';
 import { SafeFetchError, type SafeFetcher } from '../net/safe-fetch.ts';
 import type { ObjectStorage } from '../storage/index.ts';
 import { sceneCacheObjects } from './builder.ts';
-import { isSceneId, sceneIdOf } from './ids.ts';
+import { isSceneId, sceneIdOf, videoCacheIdOf } from './ids.ts';
 import { downloadSource, SceneSourceError, type SourceContent } from './source.ts';
 import {
   SCENE_BUILD_DEAD_JOB,
@@ -111,14 +111,17 @@ export class SceneService {
     stagedKey: string | null,
   ): Promise<PrepareSceneAnswer> {
     const sceneId = sceneIdOf(content.md5, content.bytes);
+    // Known from the start (it derives from the id), so a mint can tell a building scene from none;
+    // the API shows it once ready.
+    const videoCacheId = videoCacheIdOf(sceneId, input.profile);
     const buildId = `bld_${randomBase62(20)}`;
     const leftovers: string[] = [];
     const ttl = this.d.ttlSeconds;
     const row = await this.d.sql.begin(async (tx) => {
       const [inserted] = await tx<SceneRow[]>`
-        insert into scenes (tenant_id, id, status, profile, continuation, source_url, source_md5, source_bytes, build_id, source_key, expires_at)
+        insert into scenes (tenant_id, id, status, profile, continuation, source_url, source_md5, source_bytes, video_cache_id, build_id, source_key, expires_at)
         values (${tenantId}, ${sceneId}, 'building', ${input.profile}, ${input.continuation}, ${input.source.url},
-                ${content.md5}, ${content.bytes}, ${buildId}, ${stagedKey}, now() + make_interval(secs => ${ttl}))
+                ${content.md5}, ${content.bytes}, ${videoCacheId}, ${buildId}, ${stagedKey}, now() + make_interval(secs => ${ttl}))
         on conflict (tenant_id, id) do nothing
         returning *`;
       if (inserted) {
@@ -133,7 +136,7 @@ export class SceneService {
           update scenes set status = 'building', error = null, error_message = null, profile = ${input.profile},
             continuation = ${input.continuation}, source_url = ${input.source.url},
             source_md5 = ${content.md5}, source_bytes = ${content.bytes},
-            build_id = ${buildId}, source_key = ${stagedKey}, video_cache_id = null, cache_key = null,
+            build_id = ${buildId}, source_key = ${stagedKey}, video_cache_id = ${videoCacheId}, cache_key = null,
             frame_count = null, fps = null, width = null, height = null, duration_seconds = null,
             created_at = now(), updated_at = now(), ready_at = null, expires_at = now() + make_interval(secs => ${ttl})
           where tenant_id = ${tenantId} and id = ${sceneId}

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RenderProcesses } from '../../../core/avatars/render-process.ts';
 import { SafeFetcher } from '../../../core/net/safe-fetch.ts';
 import { SceneBuildWorker } from '../../../core/scenes/builder.ts';
-import { loadSceneMedia } from '../../../core/scenes/media.ts';
+import { loadSceneMedia, sceneForMint } from '../../../core/scenes/media.ts';
 import type { FrameCacheManifest } from '../../../render/framecache/index.ts';
 import { testVideo } from '../../../render/framecache/test-videos.ts';
 import { json, testApi, waitFor } from '../../../test/helpers.ts';
@@ -124,8 +124,14 @@ describe('POST /scenes and GET /scenes/{id}', { timeout: 300_000 }, () => {
     const first = await post(w.key, named('/clip.mp4', CLIP));
     expect(first.status, JSON.stringify(first.body)).toBe(202);
     expect(first.body).toMatchObject({ scene_id: idOf(CLIP), status: 'building', continuation: 'loop', source: { md5: md5(CLIP), bytes: CLIP.length }, video_cache_id: null, error: null });
+    // A mint naming it (its video cache id derives from the content) finds it building, not missing.
+    const vc = `vc_${createHash('sha256').update(`scene-v0:${first.body.scene_id}`).digest('hex').slice(0, 32)}`;
+    expect(await sceneForMint(t.services.sql, w.tenantId, vc)).toMatchObject({ sceneId: first.body.scene_id });
+    expect(await sceneForMint(t.services.sql, (await workspace()).tenantId, vc)).toBeUndefined();
     // Nothing was downloaded by the POST itself: the build job does it.
     const ready = await settled(w.key, first.body.scene_id);
+    expect(ready.video_cache_id).toBe(vc);
+    expect(await sceneForMint(t.services.sql, w.tenantId, vc)).toMatchObject({ status: 'ready', media: { sceneId: ready.scene_id, continuation: 'loop' } });
     expect(ready, JSON.stringify(ready)).toMatchObject({
       status: 'ready',
       frame_count: 50,
