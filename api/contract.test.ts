@@ -11,6 +11,7 @@ import { speechWav } from '../test/audio.ts';
 import { json, testApi, type RequestOptions } from '../test/helpers.ts';
 import { multipart, png } from './routes/assets/test-media.ts';
 import { portraitAsset } from './routes/avatars/test-support.ts';
+import { recordingFixtures } from './routes/recordings/test-support.ts';
 import { ROUTES } from './routes/index.ts';
 
 /**
@@ -76,6 +77,14 @@ async function videoAsset(tenantId: string): Promise<string> {
     insert into assets (id, tenant_id, kind, status, content_type, size_bytes, sha256, storage_key)
     values (${id}, ${tenantId}, 'video', 'ready', 'video/mp4', ${put.size}, ${put.sha256}, ${key})`;
   return id;
+}
+
+const recordings = recordingFixtures(t);
+
+/** A scene POST naming its clip by md5 and bytes (202, the build queued; no worker runs here). */
+function sceneBody(): Record<string, unknown> {
+  const port = (origin.address() as AddressInfo).port;
+  return { source: { url: `http://127.0.0.1:${port}/clip.mp4`, md5: '9e107d9d372bb6826bd81d3542a419d6', bytes: 43_210 }, continuation: 'pingpong', profile: 'scene-v0' };
 }
 
 interface Call {
@@ -171,6 +180,47 @@ const CALLS: Record<string, (w: Workspace) => Promise<{ happy: Call; error: Call
     return {
       happy: { method: 'POST', url: '/api/v1/assets', opts: { key: w.apiKey, rawBody: ok.body, headers: { 'content-type': ok.contentType } }, status: 201 },
       error: { method: 'POST', url: '/api/v1/assets', opts: { key: w.apiKey, rawBody: bad.body, headers: { 'content-type': bad.contentType } }, status: 422 },
+    };
+  },
+  createScene: async (w) => {
+    await t.services.tenants.setSwitch(w.tenantId, 'scene_sessions', true);
+    return {
+      happy: { method: 'POST', url: '/api/v1/scenes', opts: { key: w.apiKey, body: sceneBody() }, status: 202 },
+      error: { method: 'POST', url: '/api/v1/scenes', opts: { key: w.apiKey, body: { source: { url: 'http://10.0.0.1/clip.mp4' }, profile: 'scene-v0' } }, status: 422 },
+    };
+  },
+  getScene: async (w) => {
+    await t.services.tenants.setSwitch(w.tenantId, 'scene_sessions', true);
+    const posted = await t.request('POST', '/api/v1/scenes', { key: w.apiKey, body: sceneBody() });
+    const { scene_id } = await json<{ scene_id: string }>(posted);
+    return {
+      happy: { method: 'GET', url: `/api/v1/scenes/${scene_id}`, opts: { key: w.apiKey }, status: 200 },
+      error: { method: 'GET', url: '/api/v1/scenes/scn_00000000000000000000000000000000', opts: { key: w.apiKey }, status: 404 },
+    };
+  },
+  listRecordings: async (w) => {
+    const [key] = await t.services.sql<{ id: string }[]>`select id from api_keys where tenant_id = ${w.tenantId}`;
+    await recordings.recordings.begin(await recordings.liveSession(w.tenantId, key!.id));
+    return {
+      happy: { method: 'GET', url: '/api/v1/recordings?limit=10', opts: { key: w.apiKey }, status: 200 },
+      error: { method: 'GET', url: '/api/v1/recordings?limit=0', opts: { key: w.apiKey }, status: 422 },
+    };
+  },
+  getRecording: async (w) => {
+    const [key] = await t.services.sql<{ id: string }[]>`select id from api_keys where tenant_id = ${w.tenantId}`;
+    const { recordingId } = await recordings.recordings.begin(await recordings.liveSession(w.tenantId, key!.id));
+    return {
+      happy: { method: 'GET', url: `/api/v1/recordings/${recordingId}`, opts: { key: w.apiKey }, status: 200 },
+      error: { method: 'GET', url: '/api/v1/recordings/rec_doesnotexist', opts: { key: w.apiKey }, status: 404 },
+    };
+  },
+  getRecordingAccess: async (w) => {
+    const [key] = await t.services.sql<{ id: string }[]>`select id from api_keys where tenant_id = ${w.tenantId}`;
+    const ready = await recordings.readyRecording(await recordings.liveSession(w.tenantId, key!.id), file);
+    const processing = await recordings.recordings.begin(await recordings.liveSession(w.tenantId, key!.id));
+    return {
+      happy: { method: 'GET', url: `/api/v1/recordings/${ready.recordingId}/access`, opts: { key: w.apiKey }, status: 200 },
+      error: { method: 'GET', url: `/api/v1/recordings/${processing.recordingId}/access`, opts: { key: w.apiKey }, status: 409 },
     };
   },
   createRemoteAsset: async (w) => {

@@ -172,6 +172,7 @@ const VALID_BODIES: Record<string, (ctx: { avatarId: string }) => { url?: string
   reviewClip: () => ({ body: { clipId: 'wave', uploadAssetId: 'ast_x', expectedRevision: 0, expectedAnchorVersion: 1, reason: 'a person checked it' } }),
   createRemoteAsset: () => ({ body: { kind: 'image', remoteUrl: 'https://example.com/p.png', originalFilename: 'p.png', metadata: { k: [1] } } }),
   renderLipsync: ({ avatarId }) => ({ body: { audioUrl: 'https://example.com/a.wav', avatarId } }),
+  createScene: () => ({ body: { source: { url: 'https://example.com/clip.mp4', md5: '9e107d9d372bb6826bd81d3542a419d6', bytes: 1000 }, continuation: 'loop', profile: 'scene-v0' } }),
 };
 
 /** Routes whose body is validated by the clip declaration rules (422 clip_declaration_rejected), past the route's own JSON-object check. */

@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { apiAuth } from './api-auth.ts';
 import { render } from './render.ts';
 import { sessions } from './sessions.ts';
+import { videoCache } from './video-cache.ts';
 import type { BenchModule } from './types.ts';
 
 /**
@@ -16,7 +17,7 @@ import type { BenchModule } from './types.ts';
  *
  * A new benchmark is a module exporting a BenchModule, added to BENCHMARKS.
  */
-const BENCHMARKS: BenchModule[] = [apiAuth, render, sessions];
+const BENCHMARKS: BenchModule[] = [apiAuth, render, sessions, videoCache];
 
 const RESULTS = path.join(path.dirname(fileURLToPath(import.meta.url)), 'results', 'latest.json');
 

@@ -69,6 +69,28 @@ describe('admin CLI', { timeout: 300_000 }, () => {
     expect((await s.keys.list(tenant.id))[0]?.status).toBe('revoked');
   });
 
+  it('switches recordings and sets the recording retention of a workspace; a bad value exits 2 and changes nothing', async () => {
+    const tenant = await s.tenants.create('recorded');
+    expect(await s.tenants.get(tenant.id)).toMatchObject({ recordingsEnabled: false, recordingRetentionDays: 30 });
+    expect((await onTestDb(['tenant', 'switch', tenant.id, 'recordings', 'on'])).code).toBe(0);
+    const limited = await onTestDb(['tenant', 'limit', tenant.id, '--recording-retention-days', '7']);
+    expect(limited.code, limited.stderr).toBe(0);
+    expect(limited.stdout.trim()).toBe(`${tenant.id} recording-retention-days 7`);
+    expect(await s.tenants.get(tenant.id)).toMatchObject({ recordingsEnabled: true, recordingRetentionDays: 7 });
+    for (const args of [
+      ['tenant', 'limit', tenant.id, '--recording-retention-days', '0'],
+      ['tenant', 'limit', tenant.id, '--recording-retention-days', 'ten'],
+      ['tenant', 'limit', tenant.id],
+      ['tenant', 'switch', tenant.id, 'recordings', 'maybe'],
+    ]) {
+      const r = await onTestDb(args);
+      expect(r.code, args.join(' ')).toBe(2);
+      expect(r.stderr).toContain('Usage:');
+    }
+    expect((await onTestDb(['tenant', 'switch', tenant.id, 'recordings', 'off'])).code).toBe(0);
+    expect(await s.tenants.get(tenant.id)).toMatchObject({ recordingsEnabled: false, recordingRetentionDays: 7 });
+  });
+
   it('exits 2 with usage on a bad command or argument, writing nothing', async () => {
     const before = (await s.tenants.list()).length;
     for (const args of [['tenant', 'create'], ['tenant', 'create', '--name', 'x', '--credits', 'lots'], ['frobnicate']]) {

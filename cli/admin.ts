@@ -6,7 +6,7 @@ import { MICROS_PER_SECOND } from '../core/credits/ledger.ts';
 import { createLogger } from '../core/log.ts';
 import { onShutdown } from '../core/process.ts';
 import { createServices, type Services } from '../core/services.ts';
-import type { TenantSwitch } from '../core/tenants.ts';
+import type { TenantLimits, TenantSwitch } from '../core/tenants.ts';
 
 /**
  * Operator commands, against the same database the server uses (DATABASE_URL, or the embedded
@@ -20,7 +20,8 @@ const USAGE = `Usage: npm run --silent admin -- <command> [options]
   tenant list [--json]
   tenant suspend TENANT_ID
   tenant reactivate TENANT_ID
-  tenant switch TENANT_ID (scene-sessions|clip-library) (on|off)
+  tenant switch TENANT_ID (scene-sessions|clip-library|recordings) (on|off)
+  tenant limit TENANT_ID [--recording-retention-days DAYS]
   credits grant TENANT_ID --seconds SECONDS [--json]
   credits balance TENANT_ID [--json]
   key create TENANT_ID --name NAME [--scopes a,b] [--spend-limit MICROS] [--legacy live|test] [--json]
@@ -30,10 +31,21 @@ const USAGE = `Usage: npm run --silent admin -- <command> [options]
 
 class UsageError extends Error {}
 
+/** The flags of `tenant limit`: the limit each sets and its bounds. */
+const LIMIT_FLAGS: Record<string, { field: keyof TenantLimits; min: number; max: number }> = {
+  'recording-retention-days': { field: 'recordingRetentionDays', min: 1, max: 3650 },
+};
+
 function secondsToMicros(v: string | undefined, flag: string): number {
   const n = Number(v);
   if (v === undefined || v.trim() === '' || !Number.isFinite(n) || n < 0) throw new UsageError(`${flag} must be a number of seconds >= 0`);
   return Math.round(n * MICROS_PER_SECOND);
+}
+
+function intFlag(v: string, flag: string, min: number, max: number): number {
+  const n = Number(v);
+  if (!/^\d+$/.test(v.trim()) || !Number.isSafeInteger(n) || n < min || n > max) throw new UsageError(`${flag} must be an integer from ${min} to ${max}`);
+  return n;
 }
 
 function need<T>(v: T | undefined, what: string): T {
@@ -54,6 +66,7 @@ async function run(s: Services, argv: string[]): Promise<void> {
       scopes: { type: 'string' },
       'spend-limit': { type: 'string' },
       legacy: { type: 'string' },
+      'recording-retention-days': { type: 'string' },
       json: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h' },
     },
@@ -86,12 +99,28 @@ async function run(s: Services, argv: string[]): Promise<void> {
     }
     case 'tenant switch': {
       const [id, which, state] = rest;
-      const sw = { 'scene-sessions': 'scene_sessions', 'clip-library': 'clip_library' }[need(which, 'switch name')] as TenantSwitch | undefined;
-      if (!sw) throw new UsageError('switch must be scene-sessions or clip-library');
+      const sw = ({ 'scene-sessions': 'scene_sessions', 'clip-library': 'clip_library', recordings: 'recordings' } as Record<string, TenantSwitch>)[need(which, 'switch name')];
+      if (!sw) throw new UsageError('switch must be scene-sessions, clip-library or recordings');
       if (state !== 'on' && state !== 'off') throw new UsageError('state must be on or off');
       const t = await s.tenants.setSwitch(need(id, 'TENANT_ID'), sw, state === 'on');
       if (!t) throw new UsageError(`no tenant ${id}`);
       print(json, t, `${t.id} ${which} ${state}`);
+      return;
+    }
+    case 'tenant limit': {
+      const id = need(rest[0], 'TENANT_ID');
+      const limits: TenantLimits = {};
+      const set: string[] = [];
+      for (const [flag, { field, min, max }] of Object.entries(LIMIT_FLAGS)) {
+        const v = o[flag as keyof typeof o];
+        if (typeof v !== 'string') continue;
+        limits[field] = intFlag(v, `--${flag}`, min, max);
+        set.push(`${flag} ${limits[field]}`);
+      }
+      if (set.length === 0) throw new UsageError(`tenant limit needs one of ${Object.keys(LIMIT_FLAGS).map((f) => `--${f}`).join(', ')}`);
+      const t = await s.tenants.setLimits(id, limits);
+      if (!t) throw new UsageError(`no tenant ${id}`);
+      print(json, t, `${t.id} ${set.join(' ')}`);
       return;
     }
     case 'credits grant': {

@@ -111,4 +111,20 @@ describe('configuration from the environment', () => {
     const err = configError({ LIVEKIT_URL: 'livekit', LIVEKIT_API_KEY: 'key', LIVEKIT_API_SECRET: 'secret' });
     expect(err.message).toContain('LIVEKIT_URL');
   });
+
+  it('scenes and recordings: documented defaults, and bad values refused naming the variable', () => {
+    expect(loadConfig({})).toMatchObject({
+      SCENE_TTL_SECONDS: 604_800,
+      SCENE_MAX_BYTES: 100_000_000,
+      SCENE_MAX_SECONDS: 60,
+      SCENE_FRAME_SIZE: 512,
+      RECORDING_FINALIZE_TIMEOUT_SECONDS: 1800,
+      MEDIA_SWEEP_SECONDS: 300,
+    });
+    expect(loadConfig({ SCENE_FRAME_SIZE: '720', SCENE_TTL_SECONDS: '' })).toMatchObject({ SCENE_FRAME_SIZE: 720, SCENE_TTL_SECONDS: 604_800 });
+    expect(configError({ SCENE_FRAME_SIZE: '513' }).message).toMatch(/SCENE_FRAME_SIZE: must be even/);
+    expect(configError({ SCENE_TTL_SECONDS: '10' }).message).toMatch(/SCENE_TTL_SECONDS/);
+    expect(configError({ SCENE_MAX_SECONDS: 'long' }).message).toMatch(/SCENE_MAX_SECONDS/);
+    expect(configError({ MEDIA_SWEEP_SECONDS: '0' }).message).toMatch(/MEDIA_SWEEP_SECONDS/);
+  });
 });

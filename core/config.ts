@@ -51,6 +51,19 @@ const schema = z.object({
   /** On SIGTERM, how long the worker lets its calls finish before it ends them. */
   AGENT_DRAIN_SECONDS: envInt(0, 600, 86_400),
 
+  /** Scenes (docs/scenes.md): how long a prepared scene is kept after its last POST, 1 minute to 1 year (default 7 days). */
+  SCENE_TTL_SECONDS: envInt(60, 7 * 86_400, 365 * 86_400),
+  /** Largest scene clip downloaded, bytes (default 100 MB). */
+  SCENE_MAX_BYTES: envInt(1_000_000, 100_000_000, 2_000_000_000),
+  /** Longest scene clip, seconds (default 60). */
+  SCENE_MAX_SECONDS: envInt(1, 60, 600),
+  /** A scene's picture fits in a square of this side, its aspect kept (even, 64 to 1280; default 512). */
+  SCENE_FRAME_SIZE: z.preprocess(emptyAsUndefined, z.coerce.number().int().min(64).max(1280).multipleOf(2, 'must be even').default(512)),
+  /** Recordings (docs/recordings.md): a recording still processing this long after its call ended is failed (the worker died). */
+  RECORDING_FINALIZE_TIMEOUT_SECONDS: envInt(60, 1800, 86_400),
+  /** How often the media janitor jobs run: recordings past retention, unfinished recordings, expired scenes. */
+  MEDIA_SWEEP_SECONDS: envInt(10, 300, 86_400),
+
   S3_ENDPOINT: z.preprocess(emptyAsUndefined, optionalUrl),
   S3_BUCKET: z.preprocess(emptyAsUndefined, z.string().min(1).optional()),
   S3_REGION: z.preprocess(emptyAsUndefined, z.string().min(1).optional()),

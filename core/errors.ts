@@ -58,6 +58,10 @@ export const ERROR_STATUS = {
   scene_builder_unavailable: 503,
   clip_library_not_ready: 503,
   upstream_timeout: 504,
+  // Recordings: playback access of a recording still processing, one that failed, one past retention.
+  recording_not_ready: 409,
+  recording_failed: 409,
+  recording_expired: 404,
 } as const satisfies Record<string, number>;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;
@@ -79,6 +83,7 @@ const RETRYABLE: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   'scene_builder_unavailable',
   'clip_library_not_ready',
   'upstream_timeout',
+  'recording_not_ready',
 ]);
 
 /** Codes whose wire body omits `code` (the per-key rate limit 429, told apart from the other 429s by it). */

@@ -16,6 +16,9 @@ import { AssetStore } from './assets/index.ts';
 import { SafeFetcher } from './net/safe-fetch.ts';
 import { LipsyncService } from './lipsync/index.ts';
 import path from 'node:path';
+import { RecordingLibrary } from './recordings/library.ts';
+import { sceneBuilderCheck } from './scenes/builder.ts';
+import { SceneService } from './scenes/service.ts';
 
 /**
  * Everything a request handler, the agent worker or the CLI needs, built once per process.
@@ -47,6 +50,10 @@ export interface Services {
   clipLibrary: ClipLibrary;
   /** POST /lipsync: audio lip-synced over an avatar's idle loop, rendered in child processes. */
   lipsync: LipsyncService;
+  /** POST/GET /scenes, and the expiry sweep of scenes. */
+  scenes: SceneService;
+  /** GET /recordings (metadata, playback access), and the retention sweep. */
+  recordings: RecordingLibrary;
   close(): Promise<void>;
 }
 
@@ -111,6 +118,16 @@ export async function createServices(config: Config, opts: CreateServicesOptions
       lipsyncModel: config.LIPSYNC_MODEL,
     },
   });
+  const scenes = new SceneService({
+    sql: db.sql,
+    jobs,
+    storage,
+    log,
+    ttlSeconds: config.SCENE_TTL_SECONDS,
+    maxBytes: config.SCENE_MAX_BYTES,
+    builderProblem: sceneBuilderCheck(config.FFMPEG_PATH),
+  });
+  const recordings = new RecordingLibrary({ sql: db.sql, storage, log, finalizeTimeoutSeconds: config.RECORDING_FINALIZE_TIMEOUT_SECONDS });
   // In order: the jobs (their workers use everything else), the key listener, then the pools and,
   // last, the database. Once: a second call waits for the first.
   let closed: Promise<void> | undefined;
@@ -141,6 +158,8 @@ export async function createServices(config: Config, opts: CreateServicesOptions
     avatars,
     clipLibrary,
     lipsync,
+    scenes,
+    recordings,
     close: () => (closed ??= close()),
   };
   return services;

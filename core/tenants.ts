@@ -8,14 +8,28 @@ export interface Tenant {
   sceneSessionsEnabled: boolean;
   clipLibraryEnabled: boolean;
   maxConcurrentSessions: number;
+  /** Calls may be recorded (a mint's `record`); off by default. */
+  recordingsEnabled: boolean;
+  /** Days a recording's media is kept (1 to 3650, default 30). */
+  recordingRetentionDays: number;
   createdAt: Date;
 }
 
-export type TenantSwitch = 'scene_sessions' | 'clip_library';
+export type TenantSwitch = 'scene_sessions' | 'clip_library' | 'recordings';
 
 const SWITCH_COLUMN: Record<TenantSwitch, string> = {
   scene_sessions: 'scene_sessions_enabled',
   clip_library: 'clip_library_enabled',
+  recordings: 'recordings_enabled',
+};
+
+/** Per-workspace limits an operator sets (the admin CLI's `tenant limit`). */
+export interface TenantLimits {
+  recordingRetentionDays?: number;
+}
+
+const LIMIT_COLUMN: Record<keyof TenantLimits, string> = {
+  recordingRetentionDays: 'recording_retention_days',
 };
 
 interface TenantRow {
@@ -25,6 +39,8 @@ interface TenantRow {
   scene_sessions_enabled: boolean;
   clip_library_enabled: boolean;
   max_concurrent_sessions: number;
+  recordings_enabled: boolean;
+  recording_retention_days: number;
   created_at: Date;
 }
 
@@ -35,6 +51,8 @@ const toTenant = (r: TenantRow): Tenant => ({
   sceneSessionsEnabled: r.scene_sessions_enabled,
   clipLibraryEnabled: r.clip_library_enabled,
   maxConcurrentSessions: r.max_concurrent_sessions,
+  recordingsEnabled: r.recordings_enabled,
+  recordingRetentionDays: r.recording_retention_days,
   createdAt: r.created_at,
 });
 
@@ -71,6 +89,18 @@ export class TenantStore {
     const [row] = await this.sql<TenantRow[]>`
       update tenants set ${this.sql(SWITCH_COLUMN[which])} = ${enabled}, updated_at = now()
       where id = ${id} returning *`;
+    return row && toTenant(row);
+  }
+
+  /**
+   * Sets the limits given (the others stay). A new recording retention applies to recordings begun
+   * from now on; those already made keep the deadline they were given.
+   */
+  async setLimits(id: string, limits: TenantLimits): Promise<Tenant | undefined> {
+    const set = Object.fromEntries(Object.entries(limits).map(([k, v]) => [LIMIT_COLUMN[k as keyof TenantLimits], v]));
+    if (Object.keys(set).length === 0) return this.get(id);
+    const [row] = await this.sql<TenantRow[]>`
+      update tenants set ${this.sql(set)}, updated_at = now() where id = ${id} returning *`;
     return row && toTenant(row);
   }
 }

@@ -16,6 +16,11 @@ import * as uploadAsset from './assets/upload-asset.ts';
 import * as getCreditBalance from './credits/get-balance.ts';
 import * as renderLipsync from './lipsync/render-lipsync.ts';
 import * as listSessionUsage from './usage/list-sessions.ts';
+import * as createScene from './scenes/create-scene.ts';
+import * as getScene from './scenes/get-scene.ts';
+import * as listRecordings from './recordings/list-recordings.ts';
+import * as getRecording from './recordings/get-recording.ts';
+import * as getRecordingAccess from './recordings/get-recording-access.ts';
 
 export interface RouteModule {
   route: RouteConfig;
@@ -24,3 +29,4 @@ export interface RouteModule {
 
 /** Every /api/v1 route. Adding a route means adding its module here. */
 export const ROUTES: RouteModule[] = [getCreditBalance, listSessionUsage, createApiKey, listAvatars, createAvatar, getAvatar, updateAvatar, deleteAvatar, redirectAvatarLoop, getClipLibrary, putClipLibrary, reviewClip, listAssets, uploadAsset, createRemoteAsset, renderLipsync];
+ROUTES.push(createScene, getScene, listRecordings, getRecording, getRecordingAccess);

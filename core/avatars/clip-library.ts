@@ -20,7 +20,7 @@ import { ApiError, notFound } from '../errors.ts';
 import type { JobQueue } from '../jobs/queue.ts';
 import type { ObjectStorage } from '../storage/index.ts';
 import { randomBase62 } from '../ids.ts';
-import { clipPrefix, enqueueClip } from './clips.ts';
+import { clipPrefix, enqueueClip, enqueueClipCache } from './clips.ts';
 import type { PortraitAssets } from './ports.ts';
 import type { PromptScreen } from './screen.ts';
 import { sourceReviewed } from './source-check.ts';
@@ -184,7 +184,8 @@ export class ClipLibrary {
    * POST /avatars/{id}/clips/review: a person accepts an uploaded
    * clip whose pose validation refused it for its pose (`pose_mismatch`) or has not settled yet.
    * The machine verdict stays in `pose_check`, with `review: { reason, at, by }` added; the video is
-   * copied under the clip's prefix (as the accepted path does) and the clip serves (`ready`). Any
+   * copied under the clip's prefix (as the accepted path does), the clip serves (`ready`) and its
+   * frame cache is queued (enqueueClipCache). Any
    * other refusal (no face, invalid media, over 18 MB) stays refused: 409 avatar_state_conflict.
    * 409 revision_conflict / avatar_state_conflict (with the current values) when the caller's
    * revision or anchor version is stale; 404 for an unknown avatar or clip.
@@ -251,6 +252,8 @@ export class ClipLibrary {
           update avatar_clips set status = 'ready', pose_check = ${tx.json(poseCheck as never)}, error = null,
             mp4_key = ${mp4Key}, cache_key = null, generation_id = ${generationId}, updated_at = now()
           where avatar_id = ${avatarId} and clip_id = ${input.clipId}`;
+        // Calls play frame caches: build this clip's (ClipCacheWorker).
+        await enqueueClipCache(tx, this.d.jobs, { tenantId, avatarId, clipId: input.clipId, generationId });
         return cur;
       });
     } catch (err) {

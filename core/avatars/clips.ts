@@ -12,8 +12,11 @@ import { isRigError } from '../../render/rig/index.ts';
 import { finalRenderFailure, RenderRefused, type RenderProcesses } from './render-process.ts';
 import { deleteObjects, renderObjectKeys, uploadRender } from './render-outputs.ts';
 import {
+  AVATAR_CLIP_CACHE_DEAD_JOB,
+  AVATAR_CLIP_CACHE_JOB,
   AVATAR_CLIPS_DEAD_JOB,
   AVATAR_CLIPS_JOB,
+  type ClipCacheJobData,
   type AvatarClipRow,
   type AvatarRow,
   type ClipJobData,
@@ -39,6 +42,14 @@ export function clipPrefix(d: Pick<ClipJobData, 'tenantId' | 'avatarId' | 'clipI
 
 export async function enqueueClip(tx: Tx, jobs: JobQueue, data: ClipJobData): Promise<void> {
   await jobs.enqueue(AVATAR_CLIPS_JOB, data, { deadLetter: AVATAR_CLIPS_DEAD_JOB }, tx);
+}
+
+/**
+ * Inside the transaction that accepts an uploaded clip (sets its mp4_key and generation_id): the
+ * job that builds its frame cache (ClipCacheWorker, clip-cache.ts), so it can play in calls.
+ */
+export async function enqueueClipCache(tx: Tx, jobs: JobQueue, data: ClipCacheJobData): Promise<void> {
+  await jobs.enqueue(AVATAR_CLIP_CACHE_JOB, data, { deadLetter: AVATAR_CLIP_CACHE_DEAD_JOB }, tx);
 }
 
 /**
@@ -226,7 +237,7 @@ export class ClipWorker {
    * Pose validation of an uploaded clip (upload-pose.ts): the asset's bytes (at most 18 MB), first,
    * middle and last frames through the face rig, each against the anchor (the portrait's rig pose,
    * computed once per portrait asset in this worker). Accepted: the video is copied under the
-   * clip's prefix and serves (`ready`); refused or out of pose: `failed` with the verdict in
+   * clip's prefix and serves (`ready`), and its frame cache is queued (enqueueClipCache); refused or out of pose: `failed` with the verdict in
    * `pose_check` (a `pose_mismatch` can still be accepted by a person, POST clips/review).
    */
   private async validateUpload(data: ClipJobData, assetId: string, job: JobContext, log: Logger): Promise<void> {
@@ -288,6 +299,7 @@ export class ClipWorker {
             mp4_key = ${accepted ? mp4Key : cur.mp4_key}, cache_key = ${accepted ? null : cur.cache_key},
             generation_id = ${accepted ? generationId : cur.generation_id}, anchor_version = ${avatar?.anchor_version ?? cur.anchor_version}, updated_at = now()
           where avatar_id = ${data.avatarId} and clip_id = ${data.clipId}`;
+        if (accepted) await enqueueClipCache(tx, this.d.jobs, { tenantId: data.tenantId, avatarId: data.avatarId, clipId: data.clipId, generationId });
         return cur;
       });
       if (!old) {

@@ -7,7 +7,8 @@ import type { ObjectStorage } from '../storage/index.ts';
 
 /**
  * A rendered loop or clip in object storage: its MP4 and its frame cache, uploaded and deleted as
- * one, for the loop worker, the clip worker and clip review alike.
+ * one, for the loop worker, the clip worker, clip review and the frame caches of uploaded clips
+ * and scenes alike.
  */
 
 /** Uploads the render's MP4 as `<prefix>/<mp4Name>` and its frame cache under `<prefix>/cache/`, noting each key in `uploaded` as it lands (so a failure can remove what was written). */
@@ -21,15 +22,20 @@ export async function uploadRender(
   const mp4Key = `${prefix}/${mp4Name}`;
   await storage.put(mp4Key, createReadStream(render.mp4), { contentType: 'video/mp4' });
   uploaded.push(mp4Key);
-  const cacheKey = `${prefix}/cache`;
-  for (const f of await readdir(render.cacheDir)) {
+  const cacheKey = await uploadFrameCache(storage, `${prefix}/cache`, render.cacheDir, uploaded);
+  return { mp4Key, cacheKey };
+}
+
+/** Uploads a frame cache directory's files under `cacheKey/`, noting each key in `uploaded` as it lands; returns cacheKey. */
+export async function uploadFrameCache(storage: ObjectStorage, cacheKey: string, cacheDir: string, uploaded: string[]): Promise<string> {
+  for (const f of await readdir(cacheDir)) {
     const key = `${cacheKey}/${f}`;
-    await storage.put(key, createReadStream(path.join(render.cacheDir, f)), {
+    await storage.put(key, createReadStream(path.join(cacheDir, f)), {
       contentType: f.endsWith('.json') ? 'application/json' : 'application/octet-stream',
     });
     uploaded.push(key);
   }
-  return { mp4Key, cacheKey };
+  return cacheKey;
 }
 
 /** Every object of a published render, from its MP4 key and frame-cache key. */

@@ -1,15 +1,20 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import type { VideoCacheRequest, VideoCacheResult } from '../../render/cli/video-cache-job.ts';
 import type { RenderRequest, RenderResult } from '../../render/generate/index.ts';
 import type { JobContext } from '../jobs/queue.ts';
 
 /** The render job's program (render/generate/job.ts in a process of its own). */
-const CHILD = fileURLToPath(new URL('../../render/cli/render-job.ts', import.meta.url));
+const RENDER_CHILD = fileURLToPath(new URL('../../render/cli/render-job.ts', import.meta.url));
+/** The frame-cache-from-video program (render/framecache/from-video.ts in a process of its own). */
+const VIDEO_CACHE_CHILD = fileURLToPath(new URL('../../render/cli/video-cache-job.ts', import.meta.url));
 const TSX_LOADER = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
 
 /** A rendered loop or clip: its MP4 and frame cache on local disk. */
 export type RenderedFiles = Extract<RenderResult, { ok: true }>;
+
+export type { VideoCacheRequest, VideoCacheResult };
 
 /** A render that retrying cannot fix (no portrait, or the rig refuses it): the job fails at once. */
 export class RenderRefused extends Error {
@@ -101,8 +106,8 @@ export class ChildJobs {
 }
 
 /**
- * The render child processes of this process's job workers (loops and clips): each render runs in
- * a child process (ChildJobs), so a stopping worker can kill it.
+ * The render child processes of this process's job workers (loops, clips, frame caches of videos):
+ * each runs in a child process (ChildJobs), so a stopping worker can kill it.
  */
 export class RenderProcesses {
   private readonly children = new ChildJobs();
@@ -112,9 +117,17 @@ export class RenderProcesses {
    * with a plain Error (the job retries).
    */
   async render(req: RenderRequest, opts: Omit<ChildJobOptions, 'what'> = {}): Promise<RenderedFiles> {
-    const result = await this.children.run<RenderResult>(CHILD, req, { ...opts, what: req.clip ? 'clip render' : 'loop render' });
+    const result = await this.children.run<RenderResult>(RENDER_CHILD, req, { ...opts, what: req.clip ? 'clip render' : 'loop render' });
     if (!result.ok) throw new RenderRefused(`The portrait cannot be animated (${result.refused.code}): ${result.refused.message}`);
     return result;
+  }
+
+  /**
+   * Builds a frame cache from a video file (render/cli/video-cache-job.ts). A refused video is a
+   * result (`ok: false`, for the caller to settle); a crash or a non-zero exit rejects (the job retries).
+   */
+  videoCache(req: VideoCacheRequest, opts: Omit<ChildJobOptions, 'what'> = {}): Promise<VideoCacheResult> {
+    return this.children.run<VideoCacheResult>(VIDEO_CACHE_CHILD, req, { ...opts, what: 'video frame cache' });
   }
 
   /** Kills the running renders (their jobs fail and retry elsewhere). */

@@ -125,6 +125,21 @@ export interface ClipJobData {
 export const AVATAR_CLIPS_JOB = 'avatar-clips';
 export const AVATAR_CLIPS_DEAD_JOB = 'avatar-clips-dead';
 
+/**
+ * Data of a clip-cache job (queue AVATAR_CLIP_CACHE_JOB): the frame cache of an accepted uploaded
+ * clip, built from its stored MP4. Only for the render `generationId` (avatar_clips.generation_id)
+ * it was queued for: a later declaration, review or render makes it stale.
+ */
+export interface ClipCacheJobData {
+  tenantId: string;
+  avatarId: string;
+  clipId: string;
+  generationId: string;
+}
+
+export const AVATAR_CLIP_CACHE_JOB = 'avatar-clip-cache';
+export const AVATAR_CLIP_CACHE_DEAD_JOB = 'avatar-clip-cache-dead';
+
 /** Data of a loop-generation job (queue AVATAR_LOOP_JOB). */
 export interface LoopJobData {
   tenantId: string;

@@ -18,6 +18,8 @@ export interface JobOptions {
   singletonKey?: string;
   /** Queue that receives a copy of the job once it has failed for good (out of retries). */
   deadLetter?: string;
+  /** With singletonKey: at most one job per key in each slot of this many seconds (a second send in the slot is dropped). */
+  singletonSeconds?: number;
 }
 
 export interface JobContext {
@@ -127,6 +129,7 @@ export class PgBossQueue implements JobQueue {
     await this.ensureQueue(name);
     return this.boss.send(name, data, {
       ...(opts.singletonKey ? { singletonKey: opts.singletonKey } : {}),
+      ...(opts.singletonSeconds ? { singletonSeconds: opts.singletonSeconds } : {}),
       ...(opts.deadLetter ? { deadLetter: opts.deadLetter } : {}),
       retryLimit: this.settings.retryLimit,
       retryDelay: this.settings.retryDelaySeconds,

@@ -299,4 +299,25 @@ describe('SafeFetcher: caps and timeouts', () => {
     expect((await refusal(f.fetch('http://127.0.0.1:1/', { maxBytes: 1024 }))).reason).toBe('unreachable');
     await f.close();
   });
+
+  it('checkTarget answers before any request: forbidden literal or resolved addresses refused, an unresolvable host let through', async () => {
+    const resolve: Resolver = async (h) => {
+      if (h === 'gone.test') throw Object.assign(new Error('not found'), { code: 'ENOTFOUND' });
+      return ({ 'internal.test': [{ address: '10.1.2.3', family: 4 }], 'public.test': [{ address: '93.184.215.14', family: 4 }] })[h] ?? [];
+    };
+    const f = fetcher({ resolve });
+    const before = A.connections;
+    for (const url of ['http://127.0.0.1:1/x', 'http://internal.test/x', 'http://[::1]/x', 'http://169.254.169.254/latest']) {
+      expect((await refusal(f.checkTarget(url))).reason, url).toBe('forbidden_address');
+    }
+    for (const url of ['ftp://public.test/x', 'http://user:pw@public.test/x', 'not a url']) {
+      expect((await refusal(f.checkTarget(url))).reason, url).toBe('invalid_url');
+    }
+    expect((await f.checkTarget('https://public.test/clip.mp4')).hostname).toBe('public.test');
+    expect((await f.checkTarget('http://gone.test/clip.mp4')).hostname).toBe('gone.test');
+    // The test allowlist applies as in fetch.
+    expect((await f.checkTarget(`http://127.0.0.1:${A.port}/hello`)).port).toBe(String(A.port));
+    expect(A.connections).toBe(before);
+    await f.close();
+  });
 });

@@ -199,6 +199,30 @@ export class SafeFetcher {
     });
   }
 
+  /**
+   * Checks a URL before anything is fetched, so a refused one can be answered at once: its form
+   * (checkUrl) and every address its host resolves to now. Throws SafeFetchError `invalid_url` or
+   * `forbidden_address`; a host that does not resolve passes (the fetch reports it as unreachable).
+   * The fetch checks again when it connects: this is for answering early, not the protection.
+   */
+  async checkTarget(rawUrl: string): Promise<URL> {
+    const url = checkUrl(rawUrl, this.allowed);
+    const host = url.hostname.replace(/^\[|\]$/g, '');
+    if (net.isIP(host)) return url;
+    const port = Number(url.port) || (url.protocol === 'https:' ? 443 : 80);
+    let addresses: LookupAddress[];
+    try {
+      addresses = await this.opts.resolve(host);
+    } catch {
+      return url;
+    }
+    for (const a of addresses) {
+      const why = this.refusal(a.address, port);
+      if (why) throw new SafeFetchError('forbidden_address', `${host} resolves to ${a.address}, which is not allowed (${why})`);
+    }
+    return url;
+  }
+
   /** GETs `rawUrl` under the rules above. Throws SafeFetchError; the body may fail with one later. */
   async fetch(rawUrl: string, req: SafeFetchRequest): Promise<SafeResponse> {
     const deadline = AbortSignal.timeout(this.opts.totalTimeoutMs);

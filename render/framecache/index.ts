@@ -9,3 +9,5 @@ export type { FrameCacheWriterOptions } from './writer.ts';
 export { packLandmarks, unpackLandmarks } from './landmarks.ts';
 export { openFrameCache } from './reader.ts';
 export type { FrameCache, OpenFrameCacheOptions } from './reader.ts';
+export { buildFrameCacheFromVideo, VideoFrameCacheError, FROM_VIDEO_VERSION } from './from-video.ts';
+export type { VideoFrameCacheErrorCode, VideoFrameCacheOptions, VideoFrameCacheResult, VideoFrameCacheStats } from './from-video.ts';

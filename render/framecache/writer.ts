@@ -89,14 +89,32 @@ export class FrameCacheWriter {
     this.hash.update(bytes);
     this.frames.push([this.offset, bytes.length]);
     this.offset += bytes.length;
-    const lm = packLandmarks(landmarks);
-    this.lmChunks.push(Buffer.from(lm.buffer, lm.byteOffset, lm.byteLength));
-    this.faceBoxes.push(boxOf(landmarks));
-    this.mouthBoxes.push(landmarks.length >= 468 ? boxOf(LIPS_OUTER.map((i) => landmarks[i]!)) : boxOf(landmarks));
+    this.placeLandmarks(this.frames.length - 1, landmarks);
   }
 
-  /** Writes landmarks and manifest, then moves the directory into place (replacing an old one). */
-  async finish(): Promise<FrameCacheManifest> {
+  /**
+   * Replaces the landmarks of frame `i`, already added (a video's frame whose face was found only
+   * later, from its neighbours). Landmarks are written at finish, so nothing on disk moves.
+   */
+  setLandmarks(i: number, landmarks: readonly Point3[]): void {
+    if (this.done) throw new FrameCacheError('framecache: writer is finished');
+    if (!Number.isInteger(i) || i < 0 || i >= this.frames.length) throw new RangeError(`frame ${i} out of 0..${this.frames.length - 1}`);
+    if (landmarks.length !== this.landmarkCount) throw new FrameCacheError('framecache: landmark count changed between frames');
+    this.placeLandmarks(i, landmarks);
+  }
+
+  private placeLandmarks(i: number, landmarks: readonly Point3[]): void {
+    const lm = packLandmarks(landmarks);
+    this.lmChunks[i] = Buffer.from(lm.buffer, lm.byteOffset, lm.byteLength);
+    this.faceBoxes[i] = boxOf(landmarks);
+    this.mouthBoxes[i] = landmarks.length >= 468 ? boxOf(LIPS_OUTER.map((j) => landmarks[j]!)) : boxOf(landmarks);
+  }
+
+  /**
+   * Writes landmarks and manifest, then moves the directory into place (replacing an old one).
+   * `meta` is merged over the meta given at create (what was learnt while writing).
+   */
+  async finish(meta: Record<string, unknown> = {}): Promise<FrameCacheManifest> {
     if (this.done) throw new FrameCacheError('framecache: writer is finished');
     if (this.frames.length === 0) {
       await this.abort();
@@ -108,7 +126,7 @@ export class FrameCacheWriter {
     if (!littleEndian()) throw new FrameCacheError('framecache: big-endian hosts are not supported');
     this.hash.update(lm);
     await writeFile(join(this.tmp, LANDMARKS_FILE), lm);
-    const { codec, quality, kind, loop, fps, width, height, meta } = this.opts;
+    const { codec, quality, kind, loop, fps, width, height } = this.opts;
     const manifest: FrameCacheManifest = {
       format: FRAMECACHE_FORMAT,
       version: FRAMECACHE_VERSION,
@@ -126,7 +144,7 @@ export class FrameCacheWriter {
       mouthBoxes: this.mouthBoxes,
       hash: this.hash.digest('hex'),
       createdAt: new Date().toISOString(),
-      meta,
+      meta: { ...this.opts.meta, ...meta },
     };
     await writeFile(join(this.tmp, MANIFEST_FILE), JSON.stringify(manifest));
     await rm(this.dir, { recursive: true, force: true });

@@ -38,6 +38,6 @@ export { blinkShape, scheduleBlinks } from './track.ts';
 export { GenerateError, GENERATE_ERROR_CODES, isGenerateError } from './errors.ts';
 export type { GenerateErrorCode } from './errors.ts';
 export { writeMotion, GENERATOR_VERSION } from './write.ts';
-export { runRenderJob } from './job.ts';
+export { REVIEWED_LIMITS, runRenderJob } from './job.ts';
 export type { RenderRequest, RenderResult } from './job.ts';
 export type { WriteMotionOptions, WriteMotionResult } from './write.ts';

@@ -31,7 +31,7 @@ export type RenderResult =
   | { ok: false; refused: { code: string; message: string } };
 
 /** Limits for a reviewed source: what the rig can still animate, however odd the pose. */
-const REVIEWED_LIMITS: Partial<RigLimits> = { minFaceSizePx: 40, maxYawDeg: 60, maxPitchDeg: 60, maxRollDeg: 90 };
+export const REVIEWED_LIMITS: Partial<RigLimits> = { minFaceSizePx: 40, maxYawDeg: 60, maxPitchDeg: 60, maxRollDeg: 90 };
 
 /** Runs one render job; any error other than a rig refusal is thrown. */
 export async function runRenderJob(req: RenderRequest): Promise<RenderResult> {

@@ -9,6 +9,8 @@
  */
 export { detectFaceRig, DEFAULT_RIG_LIMITS, MIN_PRESENCE, RIVAL_FACE_RATIO } from './rig.ts';
 export { rigFromLandmarks } from './assemble.ts';
+export { FaceTracker } from './track.ts';
+export type { TrackedFrame } from './track.ts';
 export type { RigLimits, RigOptions } from './rig.ts';
 export { RigError, RIG_ERROR_CODES, isRigError } from './errors.ts';
 export type { RigErrorCode } from './errors.ts';

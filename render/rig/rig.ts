@@ -79,13 +79,14 @@ export interface RigOptions {
  * @throws RigError with code invalid_image | no_face | multiple_faces | face_too_small | extreme_pose
  */
 export async function detectFaceRig(image: Buffer | string, options: RigOptions = {}): Promise<FaceRig> {
+  return rigOfImage(await decodeImage(image), options);
+}
+
+/** detectFaceRig on an already decoded image (video frames: no encode and decode per frame). */
+export async function rigOfImage(img: RgbImage, options: RigOptions = {}): Promise<FaceRig> {
   const limits: RigLimits = { ...DEFAULT_RIG_LIMITS, ...options.limits };
-  const img = await decodeImage(image);
   const { face, fit: first } = await findMainFace(img);
-  const fit = await fitLandmarks(
-    img,
-    roiFromBox(boundingBox(first.points), first.points[RIGHT_EYE_CORNERS.outer]!, first.points[LEFT_EYE_CORNERS.outer]!),
-  );
+  const fit = await fitLandmarks(img, roiFromLandmarks(first.points));
   if (fit.presence < MIN_PRESENCE) {
     throw new RigError('no_face', 'No clear face was found in the image. Use a photo where one face is clearly visible.', {
       presence: round(fit.presence, 3),
@@ -93,19 +94,8 @@ export async function detectFaceRig(image: Buffer | string, options: RigOptions 
   }
 
   const lm = fit.points;
-  const box = boundingBox(lm);
-  const faceSize = Math.max(box.width, box.height);
-  if (faceSize < limits.minFaceSizePx) {
-    throw new RigError(
-      'face_too_small',
-      `The face is only about ${Math.round(faceSize)} pixels across; it needs at least ${limits.minFaceSizePx}. ` +
-        'Use a larger photo, or one taken closer to the face.',
-      { faceSizePx: Math.round(faceSize), minFaceSizePx: limits.minFaceSizePx },
-    );
-  }
-
-  const pose = headPose(lm);
-  checkPose(pose, limits);
+  const problem = landmarkProblem(lm, limits);
+  if (problem) throw problem;
 
   return rigFromLandmarks(lm, { width: img.width, height: img.height }, { box: face.box, score: face.score }, fit.presence);
 }
@@ -175,7 +165,7 @@ function cutByTile(d: Detection, tile: Region, img: RgbImage): boolean {
  * positives (helmets, patterns) before they can be the main face or a rival.
  * Detections too small to be rivals of the main face are not looked at.
  */
-async function findMainFace(img: RgbImage): Promise<{ face: Detection; fit: LandmarkFit }> {
+export async function findMainFace(img: RgbImage): Promise<{ face: Detection; fit: LandmarkFit }> {
   const faces = await detectFaces(img);
   faces.sort((a, b) => b.box.width * b.box.height - a.box.width * a.box.height);
   const confirmed: { face: Detection; fit: LandmarkFit }[] = [];
@@ -200,12 +190,12 @@ async function findMainFace(img: RgbImage): Promise<{ face: Detection; fit: Land
   return confirmed[0]!;
 }
 
-interface LandmarkFit {
+export interface LandmarkFit {
   points: Point3[];
   presence: number;
 }
 
-async function fitLandmarks(img: RgbImage, roi: Roi): Promise<LandmarkFit> {
+export async function fitLandmarks(img: RgbImage, roi: Roi): Promise<LandmarkFit> {
   const { landmarks } = await rigSessions();
   const tensor = await cropTensor(img, roi, LANDMARK_SIZE);
   const out = await runModel(landmarks, tensor, LANDMARK_SIZE);
@@ -219,7 +209,22 @@ async function fitLandmarks(img: RgbImage, roi: Roi): Promise<LandmarkFit> {
   return { points, presence };
 }
 
-function checkPose(pose: FaceRig['pose'], limits: RigLimits): void {
+/**
+ * Why a fitted face cannot be animated under `limits` (too small, or an extreme pose), as the
+ * RigError a portrait gets; undefined when it can.
+ */
+export function landmarkProblem(lm: readonly Point3[], limits: RigLimits): RigError | undefined {
+  const box = boundingBox(lm);
+  const faceSize = Math.max(box.width, box.height);
+  if (faceSize < limits.minFaceSizePx) {
+    return new RigError(
+      'face_too_small',
+      `The face is only about ${Math.round(faceSize)} pixels across; it needs at least ${limits.minFaceSizePx}. ` +
+        'Use a larger photo, or one taken closer to the face.',
+      { faceSizePx: Math.round(faceSize), minFaceSizePx: limits.minFaceSizePx },
+    );
+  }
+  const pose = headPose(lm);
   const checks = [
     ['yaw', pose.yaw, limits.maxYawDeg, 'turned to the side'],
     ['pitch', pose.pitch, limits.maxPitchDeg, pose.pitch > 0 ? 'tilted up' : 'tilted down'],
@@ -227,7 +232,7 @@ function checkPose(pose: FaceRig['pose'], limits: RigLimits): void {
   ] as const;
   for (const [axis, value, max, what] of checks) {
     if (Math.abs(value) > max) {
-      throw new RigError(
+      return new RigError(
         'extreme_pose',
         `The head is ${what} by about ${Math.round(Math.abs(value))} degrees (at most ${max} allowed). ` +
           'Use a photo where the person looks roughly into the camera.',
@@ -235,6 +240,12 @@ function checkPose(pose: FaceRig['pose'], limits: RigLimits): void {
       );
     }
   }
+  return undefined;
+}
+
+/** The landmark model's crop for a face whose landmarks are known (a refit, or the next frame of a video). */
+export function roiFromLandmarks(points: readonly Point3[]): Roi {
+  return roiFromBox(boundingBox(points), points[RIGHT_EYE_CORNERS.outer]!, points[LEFT_EYE_CORNERS.outer]!);
 }
 
 function round(v: number, digits: number): number {
