@@ -259,7 +259,7 @@ describe('the agent worker on the real LiveKit server', () => {
     expect(s).toMatchObject({ state: 'ended', end_reason: 'worker_shutdown' });
     expect((await t.usage.get(tenantId, sessionId))?.status).toBe('released');
     const errors = second.logs().split('\n').filter((l) => /"level":[56]0/.test(l));
-    expect(errors).toEqual([]);
+    expect(errors.map((l) => { const e = JSON.parse(l) as { msg: string; err?: { message?: string } }; return `${e.msg}: ${e.err?.message ?? ""}`; })).toEqual([]);
     await viewer.leave();
   });
 

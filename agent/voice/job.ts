@@ -49,6 +49,17 @@ export function parseDispatchMetadata(raw: string): DispatchMetadata | undefined
   }
 }
 
+/**
+ * agents-js 1.9 answers its parent's shutdown request only once the process is initialised (after
+ * `prewarm`): a worker stopping while this process still boots (a warm spare it just forked) would
+ * wait a minute for an answer, then kill it and log an error. Until then nothing runs here, so a
+ * shutdown request is answered by leaving at once.
+ */
+const leaveOnEarlyShutdown = (m: unknown) => {
+  if ((m as { case?: string } | null)?.case === 'shutdownRequest') process.exit(0);
+};
+if (process.send) process.on('message', leaveOnEarlyShutdown);
+
 export default defineAgent({
   // Once per job process, before it takes a call: the VAD model and a small database pool.
   prewarm: async (proc: JobProcess) => {
@@ -57,6 +68,8 @@ export default defineAgent({
     const db = await openDatabase({ ...config, DATABASE_POOL_SIZE: 2 }, log);
     const vad = await silero.VAD.load();
     proc.userData.state = { config, log, db, vad } satisfies ProcessState;
+    // From here agents-js's own handler answers shutdown requests (gracefully, a call in progress included).
+    process.off('message', leaveOnEarlyShutdown);
   },
 
   entry: async (ctx: JobContext) => {
