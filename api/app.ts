@@ -6,6 +6,7 @@ import { errorResponse, toApiError, validationHook } from './errors.ts';
 import { requestContext } from './middleware/request-context.ts';
 import { ROUTES } from './routes/index.ts';
 import { registerMedia } from './routes/media/serve-media.ts';
+import { registerLiveKitWebhooks } from './routes/webhooks/livekit.ts';
 
 export const API_VERSION = '1.0.0';
 
@@ -21,6 +22,8 @@ export function createApp(services: Services) {
   for (const m of ROUTES) m.register(app);
   // Local media (signed URLs, outside /api/v1: the signature is the auth).
   registerMedia(app);
+  // LiveKit's webhooks (outside /api/v1: LiveKit's signature is the auth).
+  registerLiveKitWebhooks(app);
 
   app.openAPIRegistry.registerComponent('securitySchemes', 'bearerAuth', {
     type: 'http',

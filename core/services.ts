@@ -14,6 +14,13 @@ import { createJobQueue, type JobQueue } from './jobs/index.ts';
 import { createStorage, type ObjectStorage } from './storage/index.ts';
 import { AssetStore } from './assets/index.ts';
 import { SafeFetcher } from './net/safe-fetch.ts';
+import { memoryCapacity, redisCapacity } from './coord/capacity.ts';
+import { newId } from './ids.ts';
+import { LiveCalls } from './live/calls.ts';
+import { LiveCapacity } from './live/capacity.ts';
+import { LiveKit } from './live/livekit.ts';
+import { LiveSessionStore } from './live/sessions.ts';
+import { AgentWorkerRegistry } from './live/workers.ts';
 
 /**
  * Everything a request handler, the agent worker or the CLI needs, built once per process.
@@ -43,6 +50,14 @@ export interface Services {
   avatars: AvatarService;
   /** GET/PUT /avatars/{id}/clips: the clip-library envelope and declarations. */
   clipLibrary: ClipLibrary;
+  /** Live calls: the session rows (the one way a call ends), the agent workers, capacity slots and queue. */
+  liveSessions: LiveSessionStore;
+  agentWorkers: AgentWorkerRegistry;
+  capacity: LiveCapacity;
+  /** The LiveKit server, when configured (LIVEKIT_URL and its key and secret). */
+  livekit?: LiveKit;
+  /** Mint, release, webhooks and the janitor's sweep of live calls. */
+  liveCalls: LiveCalls;
   close(): Promise<void>;
 }
 
@@ -54,7 +69,7 @@ export interface CreateServicesOptions {
   log?: Logger;
   /** An already open database (tests share one cluster); otherwise opened from config. */
   database?: Database;
-  /** Subscribe to key invalidations (API processes do; one-shot CLI commands need not). */
+  /** Subscribe to key invalidations and ended calls (API processes do; one-shot CLI commands need not). */
   listen?: boolean;
 }
 
@@ -62,7 +77,7 @@ export async function createServices(config: Config, opts: CreateServicesOptions
   const log = opts.log ?? createLogger(config.LOG_LEVEL);
   const db = opts.database ?? (await openDatabase(config, log));
   const redis = config.REDIS_URL ? connectRedis(config.REDIS_URL) : undefined;
-  const limits = { points: config.RATE_LIMIT_POINTS, windowSeconds: config.RATE_LIMIT_WINDOW_SECONDS };
+  const limits = { points: config.RATE_LIMIT_POINTS, windowSeconds: config.RATE_LIMIT_WINDOW_SECONDS, keyPrefix: `${config.REDIS_KEY_PREFIX}rl` };
   const keys = new KeyStore(db.sql, log);
   if (opts.listen) await keys.listen();
   const ledger = new CreditLedger(db.sql);
@@ -85,12 +100,26 @@ export async function createServices(config: Config, opts: CreateServicesOptions
     log,
     loopPriceCreditMicros: config.LOOP_GENERATION_CREDIT_MICROS,
   });
+  const liveSessions = new LiveSessionStore(db.sql, usage);
+  const agentWorkers = new AgentWorkerRegistry(db.sql);
+  const capacityOptions = { ticketTtlMs: config.QUEUE_TICKET_TTL_SECONDS * 1000, prefix: config.REDIS_KEY_PREFIX };
+  const ticketIds = () => newId('queueTicket');
+  const capacity = new LiveCapacity(
+    db.sql,
+    redis ? redisCapacity(redis, capacityOptions, ticketIds) : memoryCapacity(capacityOptions, ticketIds),
+    agentWorkers,
+    log,
+  );
+  if (opts.listen) await capacity.listen();
+  const livekit = LiveKit.fromConfig(config);
+  const liveCalls = new LiveCalls({ sql: db.sql, config, log, usage, sessions: liveSessions, capacity, livekit });
   // In order: the jobs (their workers use everything else), the key listener, then the pools and,
   // last, the database. Once: a second call waits for the first.
   let closed: Promise<void> | undefined;
   const close = async () => {
     await jobs.stop();
     await keys.close();
+    await capacity.close();
     await safeFetch.close();
     redis?.disconnect();
     if (!opts.database) await db.close();
@@ -113,6 +142,11 @@ export async function createServices(config: Config, opts: CreateServicesOptions
     portraitAssets,
     avatars,
     clipLibrary,
+    liveSessions,
+    agentWorkers,
+    capacity,
+    livekit,
+    liveCalls,
     close: () => (closed ??= close()),
   };
 }

@@ -8,14 +8,30 @@ export interface Tenant {
   sceneSessionsEnabled: boolean;
   clipLibraryEnabled: boolean;
   maxConcurrentSessions: number;
+  /** Live calls playing a scene at once (2 unless an operator raised it). */
+  maxConcurrentSceneSessions: number;
+  /** Whether connection observations of its calls are collected (on by default). */
+  connectionHistoryEnabled: boolean;
   createdAt: Date;
 }
 
-export type TenantSwitch = 'scene_sessions' | 'clip_library';
+export type TenantSwitch = 'scene_sessions' | 'clip_library' | 'connection_history';
 
 const SWITCH_COLUMN: Record<TenantSwitch, string> = {
   scene_sessions: 'scene_sessions_enabled',
   clip_library: 'clip_library_enabled',
+  connection_history: 'connection_history_enabled',
+};
+
+/** Per-workspace limits an operator sets. */
+export interface TenantLimits {
+  maxConcurrentSessions?: number;
+  maxConcurrentSceneSessions?: number;
+}
+
+const LIMIT_COLUMN: Record<keyof TenantLimits, string> = {
+  maxConcurrentSessions: 'max_concurrent_sessions',
+  maxConcurrentSceneSessions: 'max_concurrent_scene_sessions',
 };
 
 interface TenantRow {
@@ -25,6 +41,8 @@ interface TenantRow {
   scene_sessions_enabled: boolean;
   clip_library_enabled: boolean;
   max_concurrent_sessions: number;
+  max_concurrent_scene_sessions: number;
+  connection_history_enabled: boolean;
   created_at: Date;
 }
 
@@ -35,6 +53,8 @@ const toTenant = (r: TenantRow): Tenant => ({
   sceneSessionsEnabled: r.scene_sessions_enabled,
   clipLibraryEnabled: r.clip_library_enabled,
   maxConcurrentSessions: r.max_concurrent_sessions,
+  maxConcurrentSceneSessions: r.max_concurrent_scene_sessions,
+  connectionHistoryEnabled: r.connection_history_enabled,
   createdAt: r.created_at,
 });
 
@@ -71,6 +91,14 @@ export class TenantStore {
     const [row] = await this.sql<TenantRow[]>`
       update tenants set ${this.sql(SWITCH_COLUMN[which])} = ${enabled}, updated_at = now()
       where id = ${id} returning *`;
+    return row && toTenant(row);
+  }
+
+  async setLimits(id: string, limits: TenantLimits): Promise<Tenant | undefined> {
+    const set = Object.fromEntries(Object.entries(limits).filter(([, v]) => v !== undefined).map(([k, v]) => [LIMIT_COLUMN[k as keyof TenantLimits], v]));
+    if (Object.keys(set).length === 0) return this.get(id);
+    const [row] = await this.sql<TenantRow[]>`
+      update tenants set ${this.sql(set)}, updated_at = now() where id = ${id} returning *`;
     return row && toTenant(row);
   }
 }

@@ -15,6 +15,10 @@ import * as listAssets from './assets/list-assets.ts';
 import * as uploadAsset from './assets/upload-asset.ts';
 import * as getCreditBalance from './credits/get-balance.ts';
 import * as listSessionUsage from './usage/list-sessions.ts';
+import * as mintLiveSession from './realtime/livekit-session.ts';
+import * as releaseLiveSession from './realtime/livekit-release.ts';
+import * as getLiveCapacity from './realtime/livekit-capacity.ts';
+import * as getConnectionHistory from './sessions/connection-history.ts';
 
 export interface RouteModule {
   route: RouteConfig;
@@ -22,4 +26,4 @@ export interface RouteModule {
 }
 
 /** Every /api/v1 route. Adding a route means adding its module here. */
-export const ROUTES: RouteModule[] = [getCreditBalance, listSessionUsage, createApiKey, listAvatars, createAvatar, getAvatar, updateAvatar, deleteAvatar, redirectAvatarLoop, getClipLibrary, putClipLibrary, reviewClip, listAssets, uploadAsset, createRemoteAsset];
+export const ROUTES: RouteModule[] = [getCreditBalance, listSessionUsage, createApiKey, listAvatars, createAvatar, getAvatar, updateAvatar, deleteAvatar, redirectAvatarLoop, getClipLibrary, putClipLibrary, reviewClip, listAssets, uploadAsset, createRemoteAsset, mintLiveSession, releaseLiveSession, getLiveCapacity, getConnectionHistory];
