@@ -171,6 +171,19 @@ const VALID_BODIES: Record<string, (ctx: { avatarId: string }) => { url?: string
   }),
   reviewClip: () => ({ body: { clipId: 'wave', uploadAssetId: 'ast_x', expectedRevision: 0, expectedAnchorVersion: 1, reason: 'a person checked it' } }),
   createRemoteAsset: () => ({ body: { kind: 'image', remoteUrl: 'https://example.com/p.png', originalFilename: 'p.png', metadata: { k: [1] } } }),
+  mintLiveSession: ({ avatarId }) => ({
+    body: {
+      avatar_id: avatarId,
+      capacity_pool: 'primary',
+      client_metadata: { user_id: 'u-1' },
+      scene: { video_cache_id: 'vc_x' },
+      queue_ticket_id: 'qtk_x',
+      max_duration_seconds: 60,
+      record: false,
+      room: { name: 'their-room', agent_identity: 'their-agent' },
+    },
+  }),
+  releaseLiveSession: () => ({ body: { session_id: 'ses_x', reason: 'manual', capacity_pool: 'primary' } }),
 };
 
 /** Routes whose body is validated by the clip declaration rules (422 clip_declaration_rejected), past the route's own JSON-object check. */

@@ -6,7 +6,8 @@ import { MICROS_PER_SECOND } from '../core/credits/ledger.ts';
 import { createLogger } from '../core/log.ts';
 import { onShutdown } from '../core/process.ts';
 import { createServices, type Services } from '../core/services.ts';
-import type { TenantSwitch } from '../core/tenants.ts';
+import { POOL_NAME } from '../core/live/capacity.ts';
+import type { TenantLimits, TenantSwitch } from '../core/tenants.ts';
 
 /**
  * Operator commands, against the same database the server uses (DATABASE_URL, or the embedded
@@ -20,7 +21,12 @@ const USAGE = `Usage: npm run --silent admin -- <command> [options]
   tenant list [--json]
   tenant suspend TENANT_ID
   tenant reactivate TENANT_ID
-  tenant switch TENANT_ID (scene-sessions|clip-library) (on|off)
+  tenant switch TENANT_ID (scene-sessions|clip-library|connection-history) (on|off)
+  tenant limit TENANT_ID [--max-concurrent-sessions N] [--max-concurrent-scene-sessions N]
+                                                      live calls at once (default 5), scene calls at once (default 2)
+  pool set NAME --slots N                             a capacity pool's slots (calls at once), overriding its workers' count
+  pool unset NAME                                     back to the slots its live agent workers declare
+  pool list [--json]
   credits grant TENANT_ID --seconds SECONDS [--json]
   credits balance TENANT_ID [--json]
   key create TENANT_ID --name NAME [--scopes a,b] [--spend-limit MICROS] [--legacy live|test] [--json]
@@ -29,6 +35,25 @@ const USAGE = `Usage: npm run --silent admin -- <command> [options]
 `;
 
 class UsageError extends Error {}
+
+/** `tenant switch` names and the workspace switch each flips. */
+const SWITCHES: Record<string, TenantSwitch> = {
+  'scene-sessions': 'scene_sessions',
+  'clip-library': 'clip_library',
+  'connection-history': 'connection_history',
+};
+
+/** `tenant limit` flags and the workspace limit each sets. */
+const LIMITS: Record<string, keyof TenantLimits> = {
+  'max-concurrent-sessions': 'maxConcurrentSessions',
+  'max-concurrent-scene-sessions': 'maxConcurrentSceneSessions',
+};
+
+function count(v: string | undefined, flag: string, max = 1_000_000): number {
+  const n = Number(v);
+  if (v === undefined || v.trim() === '' || !Number.isSafeInteger(n) || n < 0 || n > max) throw new UsageError(`${flag} must be a whole number from 0 to ${max}`);
+  return n;
+}
 
 function secondsToMicros(v: string | undefined, flag: string): number {
   const n = Number(v);
@@ -54,6 +79,8 @@ async function run(s: Services, argv: string[]): Promise<void> {
       scopes: { type: 'string' },
       'spend-limit': { type: 'string' },
       legacy: { type: 'string' },
+      slots: { type: 'string' },
+      ...Object.fromEntries(Object.keys(LIMITS).map((flag) => [flag, { type: 'string' as const }])),
       json: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h' },
     },
@@ -86,12 +113,39 @@ async function run(s: Services, argv: string[]): Promise<void> {
     }
     case 'tenant switch': {
       const [id, which, state] = rest;
-      const sw = { 'scene-sessions': 'scene_sessions', 'clip-library': 'clip_library' }[need(which, 'switch name')] as TenantSwitch | undefined;
-      if (!sw) throw new UsageError('switch must be scene-sessions or clip-library');
+      const sw = SWITCHES[need(which, 'switch name')];
+      if (!sw) throw new UsageError(`switch must be one of ${Object.keys(SWITCHES).join(', ')}`);
       if (state !== 'on' && state !== 'off') throw new UsageError('state must be on or off');
       const t = await s.tenants.setSwitch(need(id, 'TENANT_ID'), sw, state === 'on');
       if (!t) throw new UsageError(`no tenant ${id}`);
       print(json, t, `${t.id} ${which} ${state}`);
+      return;
+    }
+    case 'tenant limit': {
+      const id = need(rest[0], 'TENANT_ID');
+      const values = o as Record<string, string | boolean | undefined>;
+      const limits: TenantLimits = {};
+      for (const [flag, key] of Object.entries(LIMITS)) {
+        if (values[flag] !== undefined) limits[key] = count(values[flag] as string, `--${flag}`);
+      }
+      if (Object.keys(limits).length === 0) throw new UsageError(`give at least one of ${Object.keys(LIMITS).map((f) => `--${f}`).join(', ')}`);
+      const t = await s.tenants.setLimits(id, limits);
+      if (!t) throw new UsageError(`no tenant ${id}`);
+      print(json, t, `${t.id} max concurrent sessions ${t.maxConcurrentSessions}, scene sessions ${t.maxConcurrentSceneSessions}`);
+      return;
+    }
+    case 'pool set':
+    case 'pool unset': {
+      const name = need(rest[0], 'NAME');
+      if (!POOL_NAME.test(name)) throw new UsageError('NAME must be 1 to 64 lowercase letters, digits, _ or -, starting with a letter or digit');
+      const slots = verb === 'set' ? count(o.slots, '--slots') : null;
+      await s.capacity.setPoolSlots(name, slots);
+      print(json, { name, slots }, slots === null ? `${name} slots: declared by its workers` : `${name} slots ${slots}`);
+      return;
+    }
+    case 'pool list': {
+      const pools = [...(await s.capacity.pools())].map(([name, p]) => ({ name, slots: p.slots, source: p.configured ? 'configured' : 'workers', workers: p.workers }));
+      print(json, pools, pools.map((p) => `${p.name}\t${p.slots}\t${p.source}\t${p.workers} workers`).join('\n'));
       return;
     }
     case 'credits grant': {

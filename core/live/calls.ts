@@ -322,7 +322,7 @@ export class LiveCalls {
    * leaves when its worker sees the end on its next heartbeat).
    */
   async release(caller: Caller, input: { sessionId?: string; ticketId?: string; reason?: ReleaseReason }): Promise<ReleaseOutcome> {
-    const { sql, sessions, capacity, livekit } = this.d;
+    const { sql, sessions, capacity } = this.d;
     if (input.ticketId) {
       const ticket = await capacity.ticket(input.ticketId);
       if (!ticket || ticket.tenantId !== caller.tenantId) throw notFound(`Queue ticket ${input.ticketId.slice(0, 80)}`);
@@ -333,9 +333,7 @@ export class LiveCalls {
     const session = await tenantSession(sql, caller.tenantId, id);
     if (!session) throw notFound(`Session ${id.slice(0, 80)}`);
     const ended = (await sessions.end(id, input.reason ?? DEFAULT_RELEASE_REASON))!;
-    if (session.mode === 'conversation' && livekit) {
-      await livekit.deleteRoom(session.roomName).catch((err: unknown) => this.d.log.warn({ err, sessionId: id }, 'could not delete the room of a released call'));
-    }
+    await this.closeRoom(session);
     await capacity.release(ended.session.capacityPool, id);
     const usage = await this.d.usage.get(caller.tenantId, id);
     return {
@@ -362,7 +360,7 @@ export class LiveCalls {
     participant?: { identity: string };
     track?: { type: number; source: number };
   }): Promise<void> {
-    const { sql, sessions, livekit } = this.d;
+    const { sql, sessions } = this.d;
     const roomName = event.room?.name;
     if (!roomName) return;
     const session = await sessionOfRoom(sql, roomName, new Date());
@@ -387,10 +385,7 @@ export class LiveCalls {
       eventId: event.id || null,
     });
     if (kind === 'left' && (role === 'user' || role === 'avatar')) {
-      const ended = await sessions.end(session.id, `${role}_left`, at);
-      if (ended?.endedNow && session.mode === 'conversation' && livekit) {
-        await livekit.deleteRoom(session.roomName).catch((err: unknown) => this.d.log.warn({ err, sessionId: session.id }, 'could not delete the room of an ended call'));
-      }
+      if ((await sessions.end(session.id, `${role}_left`, at))?.endedNow) await this.closeRoom(session);
     }
   }
 
@@ -401,8 +396,16 @@ export class LiveCalls {
       joinTimeoutSeconds: this.d.config.LIVE_JOIN_TIMEOUT_SECONDS,
       maxDurationGraceSeconds: MAX_DURATION_GRACE_SECONDS,
     });
+    // A conversation room outlives a lost worker (the user is still in it): close it.
+    for (const s of [...ended.overdue, ...ended.lost, ...ended.unjoined]) await this.closeRoom(s);
     const slotsFreed = await this.d.capacity.reconcile();
     return { ...ended, slotsFreed };
+  }
+
+  /** Deletes a conversation call's room, which disconnects whoever is left in it; a provider's room is theirs and stays. */
+  private async closeRoom(s: Pick<LiveSession, 'id' | 'mode' | 'roomName'>): Promise<void> {
+    if (s.mode !== 'conversation' || !this.d.livekit) return;
+    await this.d.livekit.deleteRoom(s.roomName).catch((err: unknown) => this.d.log.warn({ err, sessionId: s.id }, 'could not delete the room of an ended call'));
   }
 
   /** A live session of the tenant (for reads), or 404. */

@@ -228,10 +228,11 @@ export interface StaleSessionRules {
   maxDurationGraceSeconds: number;
 }
 
+/** The calls a pass ended, as they ended. */
 export interface StaleSessionsEnded {
-  overdue: string[];
-  lost: string[];
-  unjoined: string[];
+  overdue: LiveSession[];
+  lost: LiveSession[];
+  unjoined: LiveSession[];
 }
 
 export async function endStaleSessions(store: LiveSessionStore, sql: Sql, rules: StaleSessionRules): Promise<StaleSessionsEnded> {
@@ -239,16 +240,22 @@ export async function endStaleSessions(store: LiveSessionStore, sql: Sql, rules:
   const overdue = await sql<{ id: string; due: Date }[]>`
     select id, started_at + make_interval(secs => max_duration_seconds) as due from live_sessions
     where state = 'active' and started_at + make_interval(secs => max_duration_seconds + ${rules.maxDurationGraceSeconds}) < now()`;
-  for (const s of overdue) if ((await store.end(s.id, 'max_duration', s.due))?.endedNow) out.overdue.push(s.id);
+  for (const s of overdue) await endInto(out.overdue, store.end(s.id, 'max_duration', s.due));
   const lost = await sql<{ id: string; last: Date }[]>`
     select id, coalesce(last_heartbeat_at, joined_at, created_at) as last from live_sessions
     where state in ('connecting', 'active')
       and coalesce(last_heartbeat_at, joined_at, created_at) < now() - make_interval(secs => ${rules.heartbeatTimeoutSeconds})`;
-  for (const s of lost) if ((await store.end(s.id, 'worker_lost', s.last))?.endedNow) out.lost.push(s.id);
+  for (const s of lost) await endInto(out.lost, store.end(s.id, 'worker_lost', s.last));
   const unjoined = await sql<{ id: string }[]>`
     select id from live_sessions where state = 'pending' and created_at < now() - make_interval(secs => ${rules.joinTimeoutSeconds})`;
-  for (const s of unjoined) if ((await store.end(s.id, 'failed'))?.endedNow) out.unjoined.push(s.id);
+  for (const s of unjoined) await endInto(out.unjoined, store.end(s.id, 'failed'));
   return out;
+}
+
+/** Adds the session to `list` when this end was the one that ended it. */
+async function endInto(list: LiveSession[], ending: Promise<EndedSession | undefined>): Promise<void> {
+  const ended = await ending;
+  if (ended?.endedNow) list.push(ended.session);
 }
 
 interface ConnectionEventRow {
