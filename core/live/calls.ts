@@ -363,7 +363,7 @@ export class LiveCalls {
     const { sql, sessions } = this.d;
     const roomName = event.room?.name;
     if (!roomName) return;
-    const session = await sessionOfRoom(sql, roomName, new Date());
+    const session = await sessionOfRoom(sql, roomName);
     if (!session) return;
     const at = event.createdAt > 0n ? new Date(Number(event.createdAt) * 1000) : new Date();
     if (event.event === 'room_finished') {

@@ -292,13 +292,12 @@ export async function connectionHistory(sql: Sql, tenantId: string, sessionId: s
 }
 
 /**
- * The session a LiveKit room belongs to at `at`: the latest one created by then in that room (a
- * provider's room can host one call after another; a conversation room is one call's own).
+ * The session a LiveKit room belongs to: the latest one in that room (a conversation room is one
+ * call's own; a provider's room can host one call after another, and its events go to the last).
  */
-export async function sessionOfRoom(sql: Sql, roomName: string, at: Date): Promise<LiveSession | undefined> {
+export async function sessionOfRoom(sql: Sql, roomName: string): Promise<LiveSession | undefined> {
   const [row] = await sql<LiveSessionRow[]>`
-    select * from live_sessions where room_name = ${roomName} and created_at <= ${at}
-    order by created_at desc limit 1`;
+    select * from live_sessions where room_name = ${roomName} order by created_at desc limit 1`;
   return row && toLiveSession(row);
 }
 
