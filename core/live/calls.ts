@@ -152,6 +152,8 @@ export class LiveCalls {
     };
     let granted: string | undefined;
     let created: { pool: string; seconds: number };
+    // Read before the transaction: while it holds a database connection, a mint uses no other.
+    const pools = await capacity.pools();
     try {
       created = await sql.begin(async (tx) => {
         // The tenant's lock: its wallet row, taken first by every credit operation too.
@@ -190,7 +192,7 @@ export class LiveCalls {
         }
         if (!livekit) throw new ApiError('capacity_unavailable', 'Live calls are not available: this server has no LiveKit configured (LIVEKIT_URL)');
 
-        const decision = await capacity.acquire({ pool: input.capacityPool, holder: sessionId, tenantId: caller.tenantId, ticketId: input.queueTicketId });
+        const decision = await capacity.acquire({ pool: input.capacityPool, holder: sessionId, tenantId: caller.tenantId, ticketId: input.queueTicketId }, pools);
         if (decision.status === 'unavailable') {
           throw new ApiError('capacity_unavailable', 'No capacity: no agent worker serves any pool and no pool has configured slots. Retry with backoff');
         }

@@ -64,9 +64,10 @@ export class LiveCapacity {
   /**
    * Takes a slot for `holder` in the asked pool, or in another pool with room when the asked one is
    * full (failover); otherwise queues in the asked pool (a ticket sent back keeps its place).
+   * `pools` is a `pools()` read by the caller: a mint reads it before its transaction, so that it
+   * never needs a second database connection while holding one.
    */
-  async acquire(req: { pool: string; holder: string; tenantId: string; ticketId?: string }): Promise<CapacityDecision> {
-    const pools = await this.pools();
+  async acquire(req: { pool: string; holder: string; tenantId: string; ticketId?: string }, pools: Map<string, PoolSlots>): Promise<CapacityDecision> {
     const asked = pools.get(req.pool)?.slots ?? 0;
     const others = [...pools].filter(([name, p]) => name !== req.pool && p.slots > 0).sort(([a], [b]) => a.localeCompare(b));
     if (asked <= 0 && others.length === 0) return { status: 'unavailable' };

@@ -112,6 +112,19 @@ describe('capacity across two API processes sharing Redis', () => {
     await checkLedgerInvariants(one.services.sql, cs.map((c) => c.tenantId), cs.map((c) => c.apiKeyId));
   });
 
+  it('more concurrent mints of distinct workspaces than one process has database connections all complete', async () => {
+    // Each mint holds a connection for its transaction; anything else it reads meanwhile must use that one.
+    const cs = await callers(14);
+    await setSlots(one, 'primary', 20);
+    try {
+      const results = await Promise.all(cs.map((c) => mint(one, c)));
+      expect(results.every((r) => r.status === 200)).toBe(true);
+      for (const [i, r] of results.entries()) if (r.status === 200) await release(one, cs[i]!, r.grant.session_id);
+    } finally {
+      await setSlots(one, 'primary', SLOTS);
+    }
+  });
+
   it('mint, database and slot stay consistent under a concurrent burst of mints and releases from both processes', async () => {
     const cs = await callers(3);
     const burst = await Promise.all(Array.from({ length: 9 }, (_, i) => mint(apps[i % 2]!, cs[i % 3]!)));
