@@ -66,6 +66,9 @@ export async function captureDispatches(agentName: string): Promise<{ requests: 
       port: 0,
       host: '127.0.0.1',
       logLevel: 'fatal',
+      // LiveKit offers a job only to workers reporting a load under 1; the default (this machine's
+      // CPU use) reaches 1 on a busy test machine, and the dispatch would never come.
+      loadFunc: async () => 0,
       requestFunc: async (req: JobRequest) => {
         requests.push({ room: req.room?.name ?? '', agentName: req.job.agentName, metadata: req.job.metadata });
         await req.reject();

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MICROS_PER_SECOND } from '../../../core/credits/ledger.ts';
 import { connect } from '../../../core/db/client.ts';
 import { LiveSessionStore } from '../../../core/live/sessions.ts';
 import { SLOT_RECONCILE_GRACE_MS } from '../../../core/live/capacity.ts';
@@ -153,10 +154,11 @@ describe('capacity across two API processes sharing Redis', () => {
     // The worker (another process) ends the call: both API processes hear it; the slot is freed.
     await worker.claim(a.grant.session_id, 'wrk_1');
     await worker.joined(a.grant.session_id);
-    await worker.started(a.grant.session_id, new Date(Date.now() - 2000));
+    // Started long before (a late end): the charge stops at the reservation (120 s).
+    await worker.started(a.grant.session_id, new Date(Date.now() - 500_000));
     await worker.end(a.grant.session_id, 'user_left');
     await waitFor('the notify to free the slot', async () => ((await holders()).includes(a.grant.session_id) ? undefined : true));
-    expect(await one.services.usage.get(c!.tenantId, a.grant.session_id)).toMatchObject({ status: 'released' });
+    expect(await one.services.usage.get(c!.tenantId, a.grant.session_id)).toMatchObject({ status: 'released', billedCreditMicros: 120 * MICROS_PER_SECOND });
 
     // No process listens (a notify lost in a reconnect): the slot stays held until the janitor reconciles.
     await Promise.all(apps.map((app) => app.services.capacity.close()));

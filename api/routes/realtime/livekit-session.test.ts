@@ -1,5 +1,5 @@
 import { ConnectionState, Room, RoomEvent } from '@livekit/rtc-node';
-import { RoomServiceClient, TrackSource } from 'livekit-server-sdk';
+import { AgentDispatchClient, RoomServiceClient, TrackSource } from 'livekit-server-sdk';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { MICROS_PER_SECOND } from '../../../core/credits/ledger.ts';
 import { randomBase62 } from '../../../core/ids.ts';
@@ -13,6 +13,7 @@ const SEC = MICROS_PER_SECOND;
 const env = liveKitEnv();
 const t = await testApi({ env });
 const rooms = new RoomServiceClient(inject('livekitUrl').replace(/^ws/, 'http'), LIVEKIT_DEV_KEY, LIVEKIT_DEV_SECRET);
+const dispatches = new AgentDispatchClient(inject('livekitUrl').replace(/^ws/, 'http'), LIVEKIT_DEV_KEY, LIVEKIT_DEV_SECRET);
 let agent: Awaited<ReturnType<typeof captureDispatches>>;
 let webhooks: Awaited<ReturnType<typeof receiveLiveKitWebhooks>>;
 
@@ -81,7 +82,10 @@ describe('POST /realtime/livekit/session (mint) on the real LiveKit server', () 
     });
     expect(await t.services.usage.get(w.tenantId, g.session_id)).toMatchObject({ kind: 'live', status: 'reserved', endUserId: 'end-user-7', avatarId: w.avatarId });
 
-    const dispatch = await waitFor('the agent to receive the dispatch', () => agent.requests.find((r) => r.room === g.room_name));
+    const dispatch = await waitFor(
+      () => `the agent to receive the dispatch into ${g.room_name} (it saw ${JSON.stringify(agent.requests)})`,
+      () => agent.requests.find((r) => r.room === g.room_name),
+    );
     expect(dispatch).toEqual({ room: g.room_name, agentName: env.AGENT_NAME, metadata: JSON.stringify({ session_id: g.session_id }) });
     expect(dispatch.metadata).toBe(`{"session_id":"${g.session_id}"}`);
 
@@ -133,7 +137,7 @@ describe('POST /realtime/livekit/session (mint) on the real LiveKit server', () 
     expect(await t.services.ledger.balance(w.tenantId)).toMatchObject({ balanceCreditMicros: 100 * SEC, reservedCreditMicros: 0 });
     expect((await t.services.capacity.coordinator.holders('primary')).map((h) => h.holder)).not.toContain(g.session_id);
     await checkLedgerInvariants(t.services.sql, [w.tenantId], [w.apiKeyId]);
-  });
+  }, 120_000);
 
   it('bills a started call from its start to its end (usage reserved → started → released), within the reservation; endUserId narrows the usage list', async () => {
     const w = await workspace(100);
@@ -167,8 +171,10 @@ describe('POST /realtime/livekit/session (mint) on the real LiveKit server', () 
     const g = minted.body as unknown as GrantBody;
     expect(g).toMatchObject({ room_name: name, participant_token: null, participant_identity: null, avatar_identity: `avatar-${g.session_id}` });
     expect(await t.services.liveSessions.get(g.session_id)).toMatchObject({ mode: 'provider', roomName: name, userIdentity: null, agentIdentity: 'their-agent' });
-    const dispatch = await waitFor('the dispatch into the provider room', () => agent.requests.find((r) => r.room === name));
-    expect(dispatch.metadata).toBe(`{"session_id":"${g.session_id}"}`);
+    // LiveKit's record of the dispatch (what a worker of AGENT_NAME is offered); LiveKit lists its
+    // room-wide default dispatch of unnamed agents too.
+    const named = (await dispatches.listDispatch(name)).filter((d) => d.agentName !== '');
+    expect(named.map((d) => ({ agentName: d.agentName, metadata: d.metadata }))).toEqual([{ agentName: env.AGENT_NAME, metadata: `{"session_id":"${g.session_id}"}` }]);
     expect((await release(w.apiKey, { session_id: g.session_id })).body).toMatchObject({ state: 'ended', end_reason: 'released' });
     expect(await roomExists(name)).toBe(true);
     await rooms.deleteRoom(name);
