@@ -6,6 +6,7 @@ import { errorResponse, toApiError, validationHook } from './errors.ts';
 import { requestContext } from './middleware/request-context.ts';
 import { ROUTES } from './routes/index.ts';
 import { registerMedia } from './routes/media/serve-media.ts';
+import { registerLiveKitWebhooks } from './routes/webhooks/livekit.ts';
 
 export const API_VERSION = '1.0.0';
 
@@ -46,6 +47,8 @@ export function createApp(services: Services) {
   describeApi(app);
   // Local media (signed URLs, outside /api/v1: the signature is the auth).
   registerMedia(app);
+  // LiveKit's webhooks (outside /api/v1: LiveKit's signature is the auth).
+  registerLiveKitWebhooks(app);
   app.doc31('/openapi.json', documentConfig(services.config.publicBaseUrl));
   app.get('/healthz', (c) => c.json({ ok: true }));
 

@@ -9,9 +9,11 @@ import type { ContractChecker, Schema as JsonSchema } from '../test/contract.ts'
 import { closeTts } from '../render/tts/index.ts';
 import { speechWav } from '../test/audio.ts';
 import { json, testApi, type RequestOptions } from '../test/helpers.ts';
+import { liveKitEnv } from '../test/livekit.ts';
 import { multipart, png } from './routes/assets/test-media.ts';
 import { portraitAsset } from './routes/avatars/test-support.ts';
 import { recordingFixtures } from './routes/recordings/test-support.ts';
+import { readyAvatar } from './routes/realtime/live-test-support.ts';
 import { ROUTES } from './routes/index.ts';
 
 /**
@@ -22,7 +24,8 @@ import { ROUTES } from './routes/index.ts';
  * refuses by its schema, the document refuses too.
  */
 
-const t = await testApi({ env: { LOOP_GENERATION_CREDIT_MICROS: '1000000' } });
+// LiveKit is the test run's real server: live-call mints answer grants.
+const t = await testApi({ env: { LOOP_GENERATION_CREDIT_MICROS: '1000000', ...liveKitEnv() } });
 let checker: ContractChecker;
 let origin: http.Server;
 let file: Buffer;
@@ -37,6 +40,7 @@ beforeAll(async () => {
   await new Promise<void>((r) => origin.listen(0, '127.0.0.1', r));
   // The remote-import origin is on loopback, which the fetcher refuses: exempt exactly this one.
   t.services.safeFetch = new SafeFetcher({ allowAddresses: [`127.0.0.1:${(origin.address() as AddressInfo).port}`] });
+  await t.services.capacity.setPoolSlots('primary', 1000);
 });
 afterAll(async () => {
   await closeTts();
@@ -241,7 +245,39 @@ const CALLS: Record<string, (w: Workspace) => Promise<{ happy: Call; error: Call
       error: { method: 'POST', url: '/api/v1/lipsync', opts: { key: w.apiKey, body: { audioUrl: 'http://10.0.0.7/a.wav', portraitUrl } }, status: 422 },
     };
   },
+  mintLiveSession: async (w) => {
+    const avatarId = await readyAvatar(t, w.tenantId);
+    return {
+      happy: { method: 'POST', url: '/api/v1/realtime/livekit/session', opts: { key: w.apiKey, body: { avatar_id: avatarId, max_duration_seconds: 5 } }, status: 200 },
+      error: { method: 'POST', url: '/api/v1/realtime/livekit/session', opts: { key: w.apiKey, body: { avatar_id: 'ava_doesnotexist' } }, status: 404 },
+    };
+  },
+  releaseLiveSession: async (w) => {
+    const sessionId = await liveSession(w);
+    return {
+      happy: { method: 'POST', url: '/api/v1/realtime/livekit/session/release', opts: { key: w.apiKey, body: { session_id: sessionId, reason: 'manual' } }, status: 200 },
+      error: { method: 'POST', url: '/api/v1/realtime/livekit/session/release', opts: { key: w.apiKey, body: { session_id: sessionId, reason: 'tab_closed' } }, status: 422 },
+    };
+  },
+  getLiveCapacity: async (w) => ({
+    happy: { method: 'GET', url: '/api/v1/realtime/livekit/capacity?capacity_pool=primary', opts: { key: w.apiKey }, status: 200 },
+    error: { method: 'GET', url: '/api/v1/realtime/livekit/capacity?capacity_pool=Not-A-Pool', opts: { key: w.apiKey }, status: 422 },
+  }),
+  getConnectionHistory: async (w) => {
+    const sessionId = await liveSession(w);
+    return {
+      happy: { method: 'GET', url: `/api/v1/sessions/${sessionId}/connection-history`, opts: { key: w.apiKey }, status: 200 },
+      error: { method: 'GET', url: '/api/v1/sessions/ses_doesnotexist/connection-history', opts: { key: w.apiKey }, status: 404 },
+    };
+  },
 };
+
+/** A live call of the workspace, minted on the real LiveKit server. */
+async function liveSession(w: Workspace): Promise<string> {
+  const res = await t.request('POST', '/api/v1/realtime/livekit/session', { key: w.apiKey, body: { avatar_id: await readyAvatar(t, w.tenantId), max_duration_seconds: 5 } });
+  expect(res.status).toBe(200);
+  return (await json<{ session_id: string }>(res)).session_id;
+}
 
 describe('the OpenAPI document is the contract enforced', () => {
   it('every route documents the statuses its guards, validators and body caps can answer', () => {

@@ -173,6 +173,19 @@ const VALID_BODIES: Record<string, (ctx: { avatarId: string }) => { url?: string
   createRemoteAsset: () => ({ body: { kind: 'image', remoteUrl: 'https://example.com/p.png', originalFilename: 'p.png', metadata: { k: [1] } } }),
   renderLipsync: ({ avatarId }) => ({ body: { audioUrl: 'https://example.com/a.wav', avatarId } }),
   createScene: () => ({ body: { source: { url: 'https://example.com/clip.mp4', md5: '9e107d9d372bb6826bd81d3542a419d6', bytes: 1000 }, continuation: 'loop', profile: 'scene-v0' } }),
+  mintLiveSession: ({ avatarId }) => ({
+    body: {
+      avatar_id: avatarId,
+      capacity_pool: 'primary',
+      client_metadata: { user_id: 'u-1' },
+      scene: { video_cache_id: 'vc_x' },
+      queue_ticket_id: 'qtk_x',
+      max_duration_seconds: 60,
+      record: false,
+      room: { name: 'their-room', agent_identity: 'their-agent' },
+    },
+  }),
+  releaseLiveSession: () => ({ body: { session_id: 'ses_x', reason: 'manual', capacity_pool: 'primary' } }),
 };
 
 /** Routes whose body is validated by the clip declaration rules (422 clip_declaration_rejected), past the route's own JSON-object check. */

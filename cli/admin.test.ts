@@ -102,6 +102,42 @@ describe('admin CLI', { timeout: 300_000 }, () => {
     expect((await s.tenants.list()).length).toBe(before);
   });
 
+  it('live calls: tenant limit, connection-history switch, pool set/unset/list; bad values exit 2 writing nothing', async () => {
+    const tenant = await s.tenants.create('live ops');
+    expect(await s.tenants.get(tenant.id)).toMatchObject({ maxConcurrentSessions: 5, maxConcurrentSceneSessions: 2, connectionHistoryEnabled: true });
+    const limited = await onTestDb(['tenant', 'limit', tenant.id, '--max-concurrent-sessions', '12', '--max-concurrent-scene-sessions', '3', '--json']);
+    expect(limited.code, limited.stderr).toBe(0);
+    expect(JSON.parse(limited.stdout)).toMatchObject({ id: tenant.id, maxConcurrentSessions: 12, maxConcurrentSceneSessions: 3 });
+    expect((await onTestDb(['tenant', 'switch', tenant.id, 'connection-history', 'off'])).code).toBe(0);
+    expect((await s.tenants.get(tenant.id))?.connectionHistoryEnabled).toBe(false);
+
+    expect((await onTestDb(['pool', 'set', 'gpu-a', '--slots', '40'])).code).toBe(0);
+    await s.agentWorkers.declare({ id: 'wrk_cli', capacityPool: 'cpu', slots: 4 });
+    const listed = JSON.parse((await onTestDb(['pool', 'list', '--json'])).stdout) as unknown[];
+    expect(listed).toEqual(
+      expect.arrayContaining([
+        { name: 'gpu-a', slots: 40, source: 'configured', workers: 0 },
+        { name: 'cpu', slots: 4, source: 'workers', workers: 1 },
+      ]),
+    );
+    expect((await onTestDb(['pool', 'unset', 'gpu-a'])).code).toBe(0);
+    expect((await s.capacity.pools()).has('gpu-a')).toBe(false);
+
+    for (const args of [
+      ['tenant', 'limit', tenant.id],
+      ['tenant', 'limit', tenant.id, '--max-concurrent-sessions', '-1'],
+      ['tenant', 'switch', tenant.id, 'connection-history', 'maybe'],
+      ['pool', 'set', 'Bad Name', '--slots', '3'],
+      ['pool', 'set', 'gpu-b', '--slots', '2.5'],
+    ]) {
+      const r = await onTestDb(args);
+      expect(r.code, args.join(' ')).toBe(2);
+      expect(r.stderr).toContain('Usage:');
+    }
+    expect(await s.tenants.get(tenant.id)).toMatchObject({ maxConcurrentSessions: 12, connectionHistoryEnabled: false });
+    expect((await s.capacity.pools()).has('gpu-b')).toBe(false);
+  });
+
   it('interrupted while it starts its own embedded PostgreSQL: stops that cluster and exits 130', async () => {
     const dataDir = mkdtempSync(path.join(os.tmpdir(), 'avatar-cli-'));
     dataDirs.push(dataDir);

@@ -6,6 +6,7 @@ import { MICROS_PER_SECOND } from '../core/credits/ledger.ts';
 import { createLogger } from '../core/log.ts';
 import { onShutdown } from '../core/process.ts';
 import { createServices, type Services } from '../core/services.ts';
+import { POOL_NAME } from '../core/live/capacity.ts';
 import type { TenantLimits, TenantSwitch } from '../core/tenants.ts';
 
 /**
@@ -20,8 +21,12 @@ const USAGE = `Usage: npm run --silent admin -- <command> [options]
   tenant list [--json]
   tenant suspend TENANT_ID
   tenant reactivate TENANT_ID
-  tenant switch TENANT_ID (scene-sessions|clip-library|recordings) (on|off)
-  tenant limit TENANT_ID [--recording-retention-days DAYS]
+  tenant switch TENANT_ID (scene-sessions|clip-library|recordings|connection-history) (on|off)
+  tenant limit TENANT_ID [--max-concurrent-sessions N] [--max-concurrent-scene-sessions N] [--recording-retention-days DAYS]
+                                                      live calls at once (default 5), scene calls at once (default 2), days recordings are kept (default 30)
+  pool set NAME --slots N                             a capacity pool's slots (calls at once), overriding its workers' count
+  pool unset NAME                                     back to the slots its live agent workers declare
+  pool list [--json]
   credits grant TENANT_ID --seconds SECONDS [--json]
   credits balance TENANT_ID [--json]
   key create TENANT_ID --name NAME [--scopes a,b] [--spend-limit MICROS] [--legacy live|test] [--json]
@@ -31,8 +36,18 @@ const USAGE = `Usage: npm run --silent admin -- <command> [options]
 
 class UsageError extends Error {}
 
+/** `tenant switch` names and the workspace switch each flips. */
+const SWITCHES: Record<string, TenantSwitch> = {
+  'scene-sessions': 'scene_sessions',
+  'clip-library': 'clip_library',
+  recordings: 'recordings',
+  'connection-history': 'connection_history',
+};
+
 /** The flags of `tenant limit`: the limit each sets and its bounds. */
 const LIMIT_FLAGS: Record<string, { field: keyof TenantLimits; min: number; max: number }> = {
+  'max-concurrent-sessions': { field: 'maxConcurrentSessions', min: 0, max: 1_000_000 },
+  'max-concurrent-scene-sessions': { field: 'maxConcurrentSceneSessions', min: 0, max: 1_000_000 },
   'recording-retention-days': { field: 'recordingRetentionDays', min: 1, max: 3650 },
 };
 
@@ -66,7 +81,8 @@ async function run(s: Services, argv: string[]): Promise<void> {
       scopes: { type: 'string' },
       'spend-limit': { type: 'string' },
       legacy: { type: 'string' },
-      'recording-retention-days': { type: 'string' },
+      slots: { type: 'string' },
+      ...Object.fromEntries(Object.keys(LIMIT_FLAGS).map((flag) => [flag, { type: 'string' as const }])),
       json: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h' },
     },
@@ -99,8 +115,8 @@ async function run(s: Services, argv: string[]): Promise<void> {
     }
     case 'tenant switch': {
       const [id, which, state] = rest;
-      const sw = ({ 'scene-sessions': 'scene_sessions', 'clip-library': 'clip_library', recordings: 'recordings' } as Record<string, TenantSwitch>)[need(which, 'switch name')];
-      if (!sw) throw new UsageError('switch must be scene-sessions, clip-library or recordings');
+      const sw = SWITCHES[need(which, 'switch name')];
+      if (!sw) throw new UsageError(`switch must be one of ${Object.keys(SWITCHES).join(', ')}`);
       if (state !== 'on' && state !== 'off') throw new UsageError('state must be on or off');
       const t = await s.tenants.setSwitch(need(id, 'TENANT_ID'), sw, state === 'on');
       if (!t) throw new UsageError(`no tenant ${id}`);
@@ -121,6 +137,20 @@ async function run(s: Services, argv: string[]): Promise<void> {
       const t = await s.tenants.setLimits(id, limits);
       if (!t) throw new UsageError(`no tenant ${id}`);
       print(json, t, `${t.id} ${set.join(' ')}`);
+      return;
+    }
+    case 'pool set':
+    case 'pool unset': {
+      const name = need(rest[0], 'NAME');
+      if (!POOL_NAME.test(name)) throw new UsageError('NAME must be 1 to 64 lowercase letters, digits, _ or -, starting with a letter or digit');
+      const slots = verb === 'set' ? intFlag(need(o.slots, '--slots'), '--slots', 0, 1_000_000) : null;
+      await s.capacity.setPoolSlots(name, slots);
+      print(json, { name, slots }, slots === null ? `${name} slots: declared by its workers` : `${name} slots ${slots}`);
+      return;
+    }
+    case 'pool list': {
+      const pools = [...(await s.capacity.pools())].map(([name, p]) => ({ name, slots: p.slots, source: p.configured ? 'configured' : 'workers', workers: p.workers }));
+      print(json, pools, pools.map((p) => `${p.name}\t${p.slots}\t${p.source}\t${p.workers} workers`).join('\n'));
       return;
     }
     case 'credits grant': {

@@ -63,6 +63,21 @@ const schema = z.object({
   RECORDING_FINALIZE_TIMEOUT_SECONDS: envInt(60, 1800, 86_400),
   /** How often the media janitor jobs run: recordings past retention, unfinished recordings, expired scenes. */
   MEDIA_SWEEP_SECONDS: envInt(10, 300, 86_400),
+  /** Live calls (docs/live-sessions.md). LiveKit as clients reach it, the grant's server_url; default LIVEKIT_URL. */
+  LIVEKIT_PUBLIC_URL: z.preprocess(emptyAsUndefined, optionalUrl),
+  /** A mint without max_duration_seconds asks for this long; a mint may ask for at most LIVE_MAX_DURATION_SECONDS. */
+  LIVE_DEFAULT_MAX_DURATION_SECONDS: envInt(1, 600, 86_400),
+  LIVE_MAX_DURATION_SECONDS: envInt(1, 14_400, 86_400),
+  /** Credits short of the asked duration shorten the call, but never below this many seconds (402 instead). */
+  LIVE_MIN_RESERVATION_SECONDS: envInt(1, 30, 3600),
+  /** A minted call whose avatar has not joined this long after the mint ends `failed` (the room's empty timeout too). */
+  LIVE_JOIN_TIMEOUT_SECONDS: envInt(5, 60, 3600),
+  /** Lifetime of the user's participant token: the time the client has to join. */
+  LIVE_TOKEN_TTL_SECONDS: envInt(30, 600, 86_400),
+  /** A capacity-queue ticket not sent back on a mint within this long leaves the queue. */
+  QUEUE_TICKET_TTL_SECONDS: envInt(2, 30, 3600),
+  /** Prefix of every Redis key of this deployment (several deployments can share one Redis). */
+  REDIS_KEY_PREFIX: z.string().regex(/^[A-Za-z0-9:_.-]{0,64}$/, 'must be at most 64 letters, digits, :, _, . or -').default('avatar:'),
 
   S3_ENDPOINT: z.preprocess(emptyAsUndefined, optionalUrl),
   S3_BUCKET: z.preprocess(emptyAsUndefined, z.string().min(1).optional()),

@@ -14,6 +14,8 @@ export const ERROR_STATUS = {
   tenant_not_active: 403,
   scene_sessions_not_enabled: 403,
   clip_library_not_enabled: 403,
+  // Live calls: record: true asked of a workspace whose recording policy is off.
+  recordings_not_enabled: 403,
   not_found: 404,
   scene_not_found: 404,
   method_not_allowed: 405,
@@ -47,6 +49,8 @@ export const ERROR_STATUS = {
   scene_concurrency_limit_reached: 429,
   // A per-key rate limit answer carries no code on the wire; see CODELESS.
   rate_limited: 429,
+  // The live-call capacity queue: its body is exactly the queue fields (see BARE).
+  capacity_queued: 429,
   internal_error: 500,
   upstream_unreachable: 502,
   invalid_upstream_response: 502,
@@ -72,6 +76,7 @@ const RETRYABLE: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   'concurrency_limit_reached',
   'scene_concurrency_limit_reached',
   'rate_limited',
+  'capacity_queued',
   'scene_not_ready',
   'internal_error',
   'upstream_unreachable',
@@ -88,6 +93,12 @@ const RETRYABLE: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
 
 /** Codes whose wire body omits `code` (the per-key rate limit 429, told apart from the other 429s by it). */
 const CODELESS: ReadonlySet<ErrorCode> = new Set<ErrorCode>(['rate_limited']);
+
+/**
+ * Codes whose wire body is exactly their extra fields, nothing else (the capacity-queue 429:
+ * `{ queue_ticket_id, queue_size, recommended_retry_ms }`, the request id in the header only).
+ */
+const BARE: ReadonlySet<ErrorCode> = new Set<ErrorCode>(['capacity_queued']);
 
 export interface ErrorBody {
   error: string;
@@ -118,7 +129,8 @@ export class ApiError extends Error {
     return RETRYABLE.has(this.code);
   }
 
-  toBody(requestId?: string, billingUrl?: string): ErrorBody {
+  toBody(requestId?: string, billingUrl?: string): ErrorBody | Record<string, unknown> {
+    if (BARE.has(this.code)) return { ...this.extra };
     const body: ErrorBody = { error: this.message, status: this.status, retryable: this.retryable };
     if (!CODELESS.has(this.code)) body.code = this.code;
     if (this.status === 402 && billingUrl) body.billingUrl = billingUrl;

@@ -19,6 +19,13 @@ import path from 'node:path';
 import { RecordingLibrary } from './recordings/library.ts';
 import { sceneBuilderCheck } from './scenes/builder.ts';
 import { SceneService } from './scenes/service.ts';
+import { memoryCapacity, redisCapacity } from './coord/capacity.ts';
+import { newId } from './ids.ts';
+import { LiveCalls } from './live/calls.ts';
+import { LiveCapacity } from './live/capacity.ts';
+import { LiveKit } from './live/livekit.ts';
+import { LiveSessionStore } from './live/sessions.ts';
+import { AgentWorkerRegistry } from './live/workers.ts';
 
 /**
  * Everything a request handler, the agent worker or the CLI needs, built once per process.
@@ -54,6 +61,14 @@ export interface Services {
   scenes: SceneService;
   /** GET /recordings (metadata, playback access), and the retention sweep. */
   recordings: RecordingLibrary;
+  /** Live calls: the session rows (the one way a call ends), the agent workers, capacity slots and queue. */
+  liveSessions: LiveSessionStore;
+  agentWorkers: AgentWorkerRegistry;
+  capacity: LiveCapacity;
+  /** The LiveKit server, when configured (LIVEKIT_URL and its key and secret). */
+  livekit?: LiveKit;
+  /** Mint, release, webhooks and the janitor's sweep of live calls. */
+  liveCalls: LiveCalls;
   close(): Promise<void>;
 }
 
@@ -65,7 +80,7 @@ export interface CreateServicesOptions {
   log?: Logger;
   /** An already open database (tests share one cluster); otherwise opened from config. */
   database?: Database;
-  /** Subscribe to key invalidations (API processes do; one-shot CLI commands need not). */
+  /** Subscribe to key invalidations and ended calls (API processes do; one-shot CLI commands need not). */
   listen?: boolean;
 }
 
@@ -73,7 +88,7 @@ export async function createServices(config: Config, opts: CreateServicesOptions
   const log = opts.log ?? createLogger(config.LOG_LEVEL);
   const db = opts.database ?? (await openDatabase(config, log));
   const redis = config.REDIS_URL ? connectRedis(config.REDIS_URL) : undefined;
-  const limits = { points: config.RATE_LIMIT_POINTS, windowSeconds: config.RATE_LIMIT_WINDOW_SECONDS };
+  const limits = { points: config.RATE_LIMIT_POINTS, windowSeconds: config.RATE_LIMIT_WINDOW_SECONDS, keyPrefix: `${config.REDIS_KEY_PREFIX}rl` };
   const keys = new KeyStore(db.sql, log);
   if (opts.listen) await keys.listen();
   const ledger = new CreditLedger(db.sql);
@@ -128,6 +143,19 @@ export async function createServices(config: Config, opts: CreateServicesOptions
     builderProblem: sceneBuilderCheck(config.FFMPEG_PATH),
   });
   const recordings = new RecordingLibrary({ sql: db.sql, storage, log, finalizeTimeoutSeconds: config.RECORDING_FINALIZE_TIMEOUT_SECONDS });
+  const liveSessions = new LiveSessionStore(db.sql, usage);
+  const agentWorkers = new AgentWorkerRegistry(db.sql);
+  const capacityOptions = { ticketTtlMs: config.QUEUE_TICKET_TTL_SECONDS * 1000, prefix: config.REDIS_KEY_PREFIX };
+  const ticketIds = () => newId('queueTicket');
+  const capacity = new LiveCapacity(
+    db.sql,
+    redis ? redisCapacity(redis, capacityOptions, ticketIds) : memoryCapacity(capacityOptions, ticketIds),
+    agentWorkers,
+    log,
+  );
+  if (opts.listen) await capacity.listen();
+  const livekit = LiveKit.fromConfig(config);
+  const liveCalls = new LiveCalls({ sql: db.sql, config, log, usage, sessions: liveSessions, capacity, livekit });
   // In order: the jobs (their workers use everything else), the key listener, then the pools and,
   // last, the database. Once: a second call waits for the first.
   let closed: Promise<void> | undefined;
@@ -135,6 +163,7 @@ export async function createServices(config: Config, opts: CreateServicesOptions
     await jobs.stop();
     lipsync.close();
     await keys.close();
+    await capacity.close();
     await safeFetch.close();
     redis?.disconnect();
     if (!opts.database) await db.close();
@@ -160,6 +189,11 @@ export async function createServices(config: Config, opts: CreateServicesOptions
     lipsync,
     scenes,
     recordings,
+    liveSessions,
+    agentWorkers,
+    capacity,
+    livekit,
+    liveCalls,
     close: () => (closed ??= close()),
   };
   return services;

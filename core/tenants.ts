@@ -12,23 +12,32 @@ export interface Tenant {
   recordingsEnabled: boolean;
   /** Days a recording's media is kept (1 to 3650, default 30). */
   recordingRetentionDays: number;
+  /** Live calls playing a scene at once (2 unless an operator raised it). */
+  maxConcurrentSceneSessions: number;
+  /** Whether connection observations of its calls are collected (on by default). */
+  connectionHistoryEnabled: boolean;
   createdAt: Date;
 }
 
-export type TenantSwitch = 'scene_sessions' | 'clip_library' | 'recordings';
+export type TenantSwitch = 'scene_sessions' | 'clip_library' | 'recordings' | 'connection_history';
 
 const SWITCH_COLUMN: Record<TenantSwitch, string> = {
   scene_sessions: 'scene_sessions_enabled',
   clip_library: 'clip_library_enabled',
   recordings: 'recordings_enabled',
+  connection_history: 'connection_history_enabled',
 };
 
 /** Per-workspace limits an operator sets (the admin CLI's `tenant limit`). */
 export interface TenantLimits {
+  maxConcurrentSessions?: number;
+  maxConcurrentSceneSessions?: number;
   recordingRetentionDays?: number;
 }
 
 const LIMIT_COLUMN: Record<keyof TenantLimits, string> = {
+  maxConcurrentSessions: 'max_concurrent_sessions',
+  maxConcurrentSceneSessions: 'max_concurrent_scene_sessions',
   recordingRetentionDays: 'recording_retention_days',
 };
 
@@ -41,6 +50,8 @@ interface TenantRow {
   max_concurrent_sessions: number;
   recordings_enabled: boolean;
   recording_retention_days: number;
+  max_concurrent_scene_sessions: number;
+  connection_history_enabled: boolean;
   created_at: Date;
 }
 
@@ -53,6 +64,8 @@ const toTenant = (r: TenantRow): Tenant => ({
   maxConcurrentSessions: r.max_concurrent_sessions,
   recordingsEnabled: r.recordings_enabled,
   recordingRetentionDays: r.recording_retention_days,
+  maxConcurrentSceneSessions: r.max_concurrent_scene_sessions,
+  connectionHistoryEnabled: r.connection_history_enabled,
   createdAt: r.created_at,
 });
 
@@ -97,7 +110,7 @@ export class TenantStore {
    * from now on; those already made keep the deadline they were given.
    */
   async setLimits(id: string, limits: TenantLimits): Promise<Tenant | undefined> {
-    const set = Object.fromEntries(Object.entries(limits).map(([k, v]) => [LIMIT_COLUMN[k as keyof TenantLimits], v]));
+    const set = Object.fromEntries(Object.entries(limits).filter(([, v]) => v !== undefined).map(([k, v]) => [LIMIT_COLUMN[k as keyof TenantLimits], v]));
     if (Object.keys(set).length === 0) return this.get(id);
     const [row] = await this.sql<TenantRow[]>`
       update tenants set ${this.sql(set)}, updated_at = now() where id = ${id} returning *`;

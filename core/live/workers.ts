@@ -37,10 +37,15 @@ export class AgentWorkerRegistry {
 
   /** Slots declared by the live, non-draining workers of each pool. */
   async declaredSlots(): Promise<Map<string, number>> {
-    const rows = await this.sql<{ capacity_pool: string; slots: number }[]>`
-      select capacity_pool, sum(slots)::int as slots from agent_workers
+    return new Map([...(await this.livePools())].map(([pool, p]) => [pool, p.slots]));
+  }
+
+  /** The live, non-draining workers of each pool: how many, and the slots they declare together. */
+  async livePools(): Promise<Map<string, { workers: number; slots: number }>> {
+    const rows = await this.sql<{ capacity_pool: string; workers: number; slots: number }[]>`
+      select capacity_pool, count(*)::int as workers, sum(slots)::int as slots from agent_workers
       where not draining and last_seen_at > now() - make_interval(secs => ${WORKER_TTL_SECONDS})
       group by capacity_pool`;
-    return new Map(rows.map((r) => [r.capacity_pool, r.slots]));
+    return new Map(rows.map((r) => [r.capacity_pool, { workers: r.workers, slots: r.slots }]));
   }
 }

@@ -1,5 +1,5 @@
 /** What a scene call plays: the scene's frame cache, by the `video_cache_id` a mint passed. */
-import type { Sql } from '../db/index.ts';
+import type { Sql, Tx } from '../db/index.ts';
 import type { SceneStatus } from './types.ts';
 
 export interface SceneMedia {
@@ -21,7 +21,7 @@ export async function loadSceneMedia(sql: Sql, tenantId: string, videoCacheId: s
  * scene must be posted again), with its media when ready.
  */
 export async function sceneForMint(
-  sql: Sql,
+  sql: Sql | Tx,
   tenantId: string,
   videoCacheId: string,
 ): Promise<{ sceneId: string; status: SceneStatus; media?: SceneMedia } | undefined> {

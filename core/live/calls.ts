@@ -1,0 +1,438 @@
+/**
+ * The API side of live calls: mint (a capacity slot, a credit reservation, the session row, the
+ * LiveKit room, the agent's dispatch and the user's token), release, LiveKit webhooks, and the
+ * janitor's sweep. Everything a call's end does goes through LiveSessionStore.end (exactly once,
+ * settled in the same transaction); the slot follows through the `live_session_ended` notify.
+ *
+ * Consistency of a mint under concurrency:
+ * - Per tenant, mints serialise on the tenant's wallet row (locked first, as every credit
+ *   operation does): the plan's concurrency count, the scene-call count and the credits a mint
+ *   reads cannot be raced by another mint of the same tenant.
+ * - The slot is taken atomically in the coordinator, inside that transaction; if anything after
+ *   it fails (the reservation, the rows, the commit), the slot is released before the error is
+ *   answered. A process killed in between leaves a slot without a session: the janitor frees it.
+ * - Room creation and dispatch come after the commit; when either fails, the session ends `failed`
+ *   (reservation released, nothing billed) and its slot is freed: 503 session_dispatch_failed.
+ */
+import { assertIdlePoolPlayable, ClipLibraryNotReady, IdlePoolExhausted } from '../../clips/behavior/index.ts';
+import { loadAvatarPlayback } from '../avatars/playback.ts';
+import type { Config } from '../config.ts';
+import { MICROS_PER_SECOND } from '../credits/ledger.ts';
+import type { Sql, Tx } from '../db/index.ts';
+import { sceneForMint } from '../scenes/media.ts';
+import { ApiError, notFound } from '../errors.ts';
+import { newId } from '../ids.ts';
+import type { Logger } from '../log.ts';
+import type { UsageStore } from '../usage.ts';
+import type { LiveCapacity } from './capacity.ts';
+import type { LiveKit } from './livekit.ts';
+import {
+  endStaleSessions,
+  liveCounts,
+  participantRole,
+  sessionOfRoom,
+  tenantSession,
+  type ConnectionEventInput,
+  type LiveSession,
+  type LiveSessionMode,
+  type LiveSessionStore,
+  type StaleSessionsEnded,
+} from './sessions.ts';
+
+/** A joined call whose worker has not been heard from this long is lost (the worker heartbeats every 10 s). */
+export const HEARTBEAT_TIMEOUT_SECONDS = 60;
+/** The janitor ends an active call this long after its maximum duration, should its worker not have. */
+export const MAX_DURATION_GRACE_SECONDS = 30;
+/** A conversation room closes this long after its last participant left. */
+export const ROOM_DEPARTURE_TIMEOUT_SECONDS = 10;
+/** A conversation room: the user, the avatar, the voice agent, and one spare (a reconnecting client). */
+export const ROOM_MAX_PARTICIPANTS = 4;
+/** Extra life of a call's credit reservation past its longest possible run: the janitor ends calls long before. */
+const RESERVATION_SLACK_SECONDS = 3600;
+
+/** Why a call may be released: the client's closed set. */
+export const RELEASE_REASONS = ['page_hide', 'disconnected', 'superseded', 'unmount', 'manual', 'idle_timeout'] as const;
+export type ReleaseReason = (typeof RELEASE_REASONS)[number];
+/** The end reason recorded for a release that gave none. */
+export const DEFAULT_RELEASE_REASON = 'released';
+
+export interface Caller {
+  tenantId: string;
+  apiKeyId: string;
+  spendLimitCreditMicros: number | null;
+}
+
+export interface MintInput {
+  avatarId: string;
+  capacityPool: string;
+  endUserId?: string;
+  videoCacheId?: string;
+  queueTicketId?: string;
+  /** Already bounded by LIVE_MAX_DURATION_SECONDS (the route checks). */
+  maxDurationSeconds: number;
+  record?: boolean;
+  /** Provider mode: the avatar joins this existing room and speaks for this agent. */
+  room?: { name: string; agentIdentity: string };
+}
+
+export interface Grant {
+  sessionId: string;
+  roomName: string;
+  serverUrl: string;
+  /** Null in provider mode: the caller's own agent and users are in the room already. */
+  participantToken: string | null;
+  participantIdentity: string | null;
+  avatarIdentity: string;
+  capacityPool: string;
+  expiresAt: string;
+  maxDurationSeconds: number;
+}
+
+/** Where a mint's time went (the Server-Timing header; the mint benchmark reads it). */
+export interface MintTiming {
+  /** Our own work: checks, locks, slot, reservation, rows, token. */
+  ownMs: number;
+  roomMs: number;
+  dispatchMs: number;
+}
+
+export type ReleaseOutcome =
+  | {
+      kind: 'session';
+      sessionId: string;
+      capacityPool: string;
+      endReason: string;
+      endedAt: string;
+      status: 'released' | 'failed' | 'reserved' | 'started';
+      billedCreditMicros: number;
+    }
+  | { kind: 'ticket'; ticketId: string; capacityPool: string };
+
+interface TenantPolicy {
+  scene_sessions_enabled: boolean;
+  recordings_enabled: boolean;
+  max_concurrent_sessions: number;
+  max_concurrent_scene_sessions: number;
+}
+
+/** How long to wait before sending a ticket back: longer further back, always well within the ticket's life. */
+export function recommendedRetryMs(position: number, ticketTtlSeconds: number): number {
+  return Math.min(1000 + 250 * (position - 1), Math.floor((ticketTtlSeconds * 1000) / 3));
+}
+
+export class LiveCalls {
+  constructor(
+    private readonly d: {
+      sql: Sql;
+      config: Config;
+      log: Logger;
+      usage: UsageStore;
+      sessions: LiveSessionStore;
+      capacity: LiveCapacity;
+      livekit: LiveKit | undefined;
+    },
+  ) {}
+
+  /** Mints a call; refusals in order: avatar, scene, recording policy, idle pool, credits, plan concurrency, capacity. */
+  async mint(caller: Caller, input: MintInput): Promise<{ grant: Grant; timing: MintTiming }> {
+    const { sql, config, capacity, livekit } = this.d;
+    const t0 = performance.now();
+    const sessionId = newId('session');
+    const mode: LiveSessionMode = input.room ? 'provider' : 'conversation';
+    const roomName = input.room?.name ?? `avatar-${sessionId}`;
+    const identities = {
+      user: mode === 'conversation' ? `user-${sessionId}` : null,
+      avatar: `avatar-${sessionId}`,
+      agent: input.room?.agentIdentity ?? `agent-${sessionId}`,
+    };
+    let granted: string | undefined;
+    let created: { pool: string; seconds: number };
+    // Read before the transaction: while it holds a database connection, a mint uses no other.
+    const pools = await capacity.pools();
+    try {
+      created = await sql.begin(async (tx) => {
+        // The tenant's lock: its wallet row, taken first by every credit operation too.
+        await tx`select 1 from credit_wallets where tenant_id = ${caller.tenantId} for update`;
+        const [policy] = await tx<TenantPolicy[]>`
+          select scene_sessions_enabled, recordings_enabled, max_concurrent_sessions, max_concurrent_scene_sessions
+          from tenants where id = ${caller.tenantId}`;
+        if (!policy) throw notFound('Tenant');
+
+        const playback = await loadAvatarPlayback(tx, caller.tenantId, input.avatarId);
+        if (!playback) throw notFound(`Avatar ${input.avatarId.slice(0, 80)}`);
+        if (playback.status !== 'ready') {
+          throw new ApiError('avatar_state_conflict', `Avatar ${input.avatarId} is ${playback.status}, not ready: a call can start once it is ready`);
+        }
+        const counts = await liveCounts(tx, caller.tenantId);
+        const scene = input.videoCacheId ? await this.checkScene(tx, caller.tenantId, input.videoCacheId, policy, counts.scene) : undefined;
+        if (input.record === true && !policy.recordings_enabled) {
+          throw new ApiError('recordings_not_enabled', 'Recording is not enabled for this workspace: omit record (or send false), or ask an operator to enable recordings');
+        }
+        const record = input.record ?? policy.recordings_enabled;
+        if (!scene) checkIdlePool(playback.behavior, playback.availability);
+        const seconds = await this.affordableSeconds(tx, caller, input.maxDurationSeconds);
+        const live = counts.pending + counts.connecting + counts.active;
+        if (live >= policy.max_concurrent_sessions) {
+          throw new ApiError(
+            'concurrency_limit_reached',
+            `The plan's limit of ${policy.max_concurrent_sessions} concurrent sessions is reached (pending and connecting sessions count): end or release a session first`,
+            {
+              maxConcurrentSessions: policy.max_concurrent_sessions,
+              liveSessions: live,
+              activeSessions: counts.active,
+              connectingSessions: counts.connecting,
+              pendingSessions: counts.pending,
+            },
+          );
+        }
+        if (!livekit) throw new ApiError('capacity_unavailable', 'Live calls are not available: this server has no LiveKit configured (LIVEKIT_URL)');
+
+        const decision = await capacity.acquire({ pool: input.capacityPool, holder: sessionId, tenantId: caller.tenantId, ticketId: input.queueTicketId }, pools);
+        if (decision.status === 'unavailable') {
+          throw new ApiError('capacity_unavailable', 'No capacity: no agent worker serves any pool and no pool has configured slots. Retry with backoff');
+        }
+        if (decision.status === 'queued') {
+          const retryMs = recommendedRetryMs(decision.position, config.QUEUE_TICKET_TTL_SECONDS);
+          throw new ApiError(
+            'capacity_queued',
+            'Capacity is full: queued',
+            { queue_ticket_id: decision.ticketId, queue_size: decision.position, recommended_retry_ms: retryMs },
+            { 'Retry-After': String(Math.ceil(retryMs / 1000)) },
+          );
+        }
+        granted = decision.pool;
+
+        await this.d.usage.open(
+          {
+            sessionId,
+            tenantId: caller.tenantId,
+            apiKeyId: caller.apiKeyId,
+            kind: 'live',
+            avatarId: input.avatarId,
+            endUserId: input.endUserId ?? null,
+            reserveCreditMicros: seconds * MICROS_PER_SECOND,
+            ttlSeconds: seconds + config.LIVE_JOIN_TIMEOUT_SECONDS + config.USER_JOIN_TIMEOUT_SECONDS + RESERVATION_SLACK_SECONDS,
+          },
+          tx,
+        );
+        await tx`
+          insert into live_sessions (id, tenant_id, api_key_id, avatar_id, capacity_pool, mode, room_name, user_identity, avatar_identity,
+                                     agent_identity, scene_id, video_cache_id, record, max_duration_seconds, state)
+          values (${sessionId}, ${caller.tenantId}, ${caller.apiKeyId}, ${input.avatarId}, ${decision.pool}, ${mode}, ${roomName},
+                  ${identities.user}, ${identities.avatar}, ${identities.agent}, ${scene?.id ?? null}, ${scene ? input.videoCacheId! : null},
+                  ${record}, ${seconds}, 'pending')`;
+        return { pool: decision.pool, seconds };
+      });
+    } catch (err) {
+      if (granted) await capacity.release(granted, sessionId).catch((e: unknown) => this.d.log.error({ err: e, sessionId }, 'could not free the slot of a failed mint'));
+      throw err;
+    }
+    const t1 = performance.now();
+
+    let roomMs = 0;
+    let dispatchMs = 0;
+    try {
+      if (mode === 'conversation') {
+        await livekit!.createRoom(roomName, {
+          emptyTimeoutSeconds: config.LIVE_JOIN_TIMEOUT_SECONDS,
+          departureTimeoutSeconds: ROOM_DEPARTURE_TIMEOUT_SECONDS,
+          maxParticipants: ROOM_MAX_PARTICIPANTS,
+        });
+      }
+      const t2 = performance.now();
+      roomMs = t2 - t1;
+      await livekit!.dispatchAgent(roomName, sessionId);
+      dispatchMs = performance.now() - t2;
+    } catch (err) {
+      this.d.log.error({ err, sessionId, room: roomName }, 'live call dispatch failed');
+      await this.d.sessions.end(sessionId, 'dispatch_failed');
+      await capacity.release(created.pool, sessionId);
+      if (mode === 'conversation') await livekit!.deleteRoom(roomName).catch(() => {});
+      throw new ApiError('session_dispatch_failed', 'The call could not be set up on LiveKit (room or agent dispatch failed); nothing was charged. Retry with backoff');
+    }
+
+    const t3 = performance.now();
+    const token = identities.user ? await livekit!.userToken(roomName, identities.user, config.LIVE_TOKEN_TTL_SECONDS) : null;
+    const ownMs = t1 - t0 + (performance.now() - t3);
+    return {
+      grant: {
+        sessionId,
+        roomName,
+        serverUrl: livekit!.serverUrl,
+        participantToken: token,
+        participantIdentity: identities.user,
+        avatarIdentity: identities.avatar,
+        capacityPool: created.pool,
+        expiresAt: new Date(Date.now() + config.LIVE_TOKEN_TTL_SECONDS * 1000).toISOString(),
+        maxDurationSeconds: created.seconds,
+      },
+      timing: { ownMs, roomMs, dispatchMs },
+    };
+  }
+
+  /** The scene a mint plays, or the refusal: 403 not enabled, 404 unknown/expired/failed, 409 building, 429 over the scene-call limit. */
+  private async checkScene(tx: Tx, tenantId: string, videoCacheId: string, policy: TenantPolicy, sceneCalls: number): Promise<{ id: string }> {
+    if (!policy.scene_sessions_enabled) throw new ApiError('scene_sessions_not_enabled', 'Scene sessions are not enabled for this workspace');
+    const found = await sceneForMint(tx, tenantId, videoCacheId);
+    const scene = found && { id: found.sceneId, status: found.status };
+    if (!scene || scene.status === 'failed') {
+      throw new ApiError('scene_not_found', `Scene ${videoCacheId.slice(0, 80)} not found (unknown, expired, failed, or not this workspace's): prepare it with POST /scenes`);
+    }
+    if (scene.status !== 'ready') throw new ApiError('scene_not_ready', `Scene ${scene.id} is still building: retry once it is ready`);
+    if (sceneCalls >= policy.max_concurrent_scene_sessions) {
+      throw new ApiError('scene_concurrency_limit_reached', `At most ${policy.max_concurrent_scene_sessions} scene calls run at once in this workspace: retry once one ends`);
+    }
+    return scene;
+  }
+
+  /**
+   * How many seconds the call can reserve: what it asks, capped by the wallet's available credits
+   * and the key's remaining spend limit; 402 when that is below min(asked, LIVE_MIN_RESERVATION_SECONDS).
+   */
+  private async affordableSeconds(tx: Tx, caller: Caller, asked: number): Promise<number> {
+    const [w] = await tx<{ available: number }[]>`
+      select balance_credit_micros - reserved_credit_micros as available from credit_wallets where tenant_id = ${caller.tenantId}`;
+    const available = Number(w?.available ?? 0);
+    let keyRoom = Number.POSITIVE_INFINITY;
+    if (caller.spendLimitCreditMicros !== null) {
+      const [k] = await tx<{ room: number }[]>`
+        select spend_limit_credit_micros - spent_credit_micros - reserved_credit_micros as room from api_keys where id = ${caller.apiKeyId}`;
+      if (k && k.room !== null) keyRoom = Number(k.room);
+    }
+    const seconds = Math.min(asked, Math.floor(Math.min(available, keyRoom) / MICROS_PER_SECOND));
+    const floor = Math.min(asked, this.d.config.LIVE_MIN_RESERVATION_SECONDS);
+    if (seconds >= floor) return seconds;
+    const needed = floor * MICROS_PER_SECOND;
+    if (available < needed) {
+      throw new ApiError('insufficient_credits', `Insufficient credits: a call needs at least ${needed} credit micros (${floor} s) and ${available} are available`, {
+        requiredCreditMicros: needed,
+        availableCreditMicros: available,
+      });
+    }
+    throw new ApiError('spend_limit_exceeded', `This API key's spend limit leaves less than ${floor} s of call time`, { spendLimitCreditMicros: caller.spendLimitCreditMicros });
+  }
+
+  /**
+   * Ends a call (free of charge: it bills what ran, as any end) or takes a ticket out of its
+   * queue. Idempotent: on an ended call it answers the recorded end again. Conversation rooms are
+   * deleted (the user and the avatar leave); a provider's room is theirs and stays (the avatar
+   * leaves when its worker sees the end on its next heartbeat).
+   */
+  async release(caller: Caller, input: { sessionId?: string; ticketId?: string; reason?: ReleaseReason }): Promise<ReleaseOutcome> {
+    const { sql, sessions, capacity } = this.d;
+    if (input.ticketId) {
+      const ticket = await capacity.ticket(input.ticketId);
+      if (!ticket || ticket.tenantId !== caller.tenantId) throw notFound(`Queue ticket ${input.ticketId.slice(0, 80)}`);
+      await capacity.leaveQueue(ticket);
+      return { kind: 'ticket', ticketId: ticket.ticketId, capacityPool: ticket.pool };
+    }
+    const id = input.sessionId!;
+    const session = await tenantSession(sql, caller.tenantId, id);
+    if (!session) throw notFound(`Session ${id.slice(0, 80)}`);
+    const ended = (await sessions.end(id, input.reason ?? DEFAULT_RELEASE_REASON))!;
+    await this.closeRoom(session);
+    await capacity.release(ended.session.capacityPool, id);
+    const usage = await this.d.usage.get(caller.tenantId, id);
+    return {
+      kind: 'session',
+      sessionId: id,
+      capacityPool: ended.session.capacityPool,
+      endReason: ended.session.endReason ?? DEFAULT_RELEASE_REASON,
+      endedAt: (ended.session.endedAt ?? new Date()).toISOString(),
+      status: usage?.status ?? 'failed',
+      billedCreditMicros: usage?.billedCreditMicros ?? 0,
+    };
+  }
+
+  /**
+   * A verified LiveKit webhook: a connection observation of the call whose room it is (source
+   * `webhook`, recorded once per event id), and the end of the call when its room finished or its
+   * user or avatar left. Events of rooms that are no call of ours are ignored.
+   */
+  async onWebhook(event: {
+    id: string;
+    event: string;
+    createdAt: bigint;
+    room?: { name: string };
+    participant?: { identity: string };
+    track?: { type: number; source: number };
+  }): Promise<void> {
+    const { sql, sessions } = this.d;
+    const roomName = event.room?.name;
+    if (!roomName) return;
+    const session = await sessionOfRoom(sql, roomName);
+    if (!session) return;
+    const at = event.createdAt > 0n ? new Date(Number(event.createdAt) * 1000) : new Date();
+    if (event.event === 'room_finished') {
+      await sessions.end(session.id, 'room_finished', at);
+      return;
+    }
+    const identity = event.participant?.identity;
+    const kind = WEBHOOK_KIND[event.event];
+    if (!identity || !kind) return;
+    const role = participantRole(session, identity);
+    await sessions.observe(session.id, {
+      participantIdentity: identity,
+      role,
+      kind,
+      trackKind: event.track ? (TRACK_KIND[event.track.type] ?? null) : null,
+      trackSource: event.track ? (TRACK_SOURCE[event.track.source] ?? null) : null,
+      occurredAt: at,
+      source: 'webhook',
+      eventId: event.id || null,
+    });
+    if (kind === 'left' && (role === 'user' || role === 'avatar')) {
+      if ((await sessions.end(session.id, `${role}_left`, at))?.endedNow) await this.closeRoom(session);
+    }
+  }
+
+  /** The janitor's pass over live calls: abandoned calls ended and settled, leaked slots freed, stale tickets dropped. */
+  async sweep(): Promise<StaleSessionsEnded & { slotsFreed: number }> {
+    const ended = await endStaleSessions(this.d.sessions, this.d.sql, {
+      heartbeatTimeoutSeconds: HEARTBEAT_TIMEOUT_SECONDS,
+      joinTimeoutSeconds: this.d.config.LIVE_JOIN_TIMEOUT_SECONDS,
+      maxDurationGraceSeconds: MAX_DURATION_GRACE_SECONDS,
+    });
+    // A conversation room outlives a lost worker (the user is still in it): close it.
+    for (const s of [...ended.overdue, ...ended.lost, ...ended.unjoined]) await this.closeRoom(s);
+    const slotsFreed = await this.d.capacity.reconcile();
+    return { ...ended, slotsFreed };
+  }
+
+  /** Deletes a conversation call's room, which disconnects whoever is left in it; a provider's room is theirs and stays. */
+  private async closeRoom(s: Pick<LiveSession, 'id' | 'mode' | 'roomName'>): Promise<void> {
+    if (s.mode !== 'conversation' || !this.d.livekit) return;
+    await this.d.livekit.deleteRoom(s.roomName).catch((err: unknown) => this.d.log.warn({ err, sessionId: s.id }, 'could not delete the room of an ended call'));
+  }
+
+  /** A live session of the tenant (for reads), or 404. */
+  async get(tenantId: string, sessionId: string): Promise<LiveSession> {
+    const s = await tenantSession(this.d.sql, tenantId, sessionId);
+    if (!s) throw notFound(`Session ${sessionId.slice(0, 80)}`);
+    return s;
+  }
+}
+
+/** The idle pool must have a playable member: 503 while members are pending, 409 when none ever will. */
+function checkIdlePool(...args: Parameters<typeof assertIdlePoolPlayable>): void {
+  try {
+    assertIdlePoolPlayable(...args);
+  } catch (err) {
+    if (err instanceof ClipLibraryNotReady) throw new ApiError('clip_library_not_ready', `The avatar's idle clips are still being prepared (${err.pendingMembers.join(', ')}): retry shortly`);
+    if (err instanceof IdlePoolExhausted) {
+      throw new ApiError('avatar_state_conflict', "No idle clip of this avatar can play (every weighted member failed or was retired): declare the clip library again");
+    }
+    throw err;
+  }
+}
+
+const WEBHOOK_KIND: Record<string, ConnectionEventInput['kind'] | undefined> = {
+  participant_joined: 'joined',
+  participant_left: 'left',
+  track_published: 'track_published',
+  track_unpublished: 'track_unpublished',
+};
+
+/** LiveKit's TrackType and TrackSource enums, as names. */
+const TRACK_KIND: Record<number, 'audio' | 'video' | undefined> = { 0: 'audio', 1: 'video' };
+const TRACK_SOURCE: Record<number, string | undefined> = { 0: 'unknown', 1: 'camera', 2: 'microphone', 3: 'screen_share', 4: 'screen_share_audio' };
