@@ -9,3 +9,5 @@ export type { FrameCacheWriterOptions } from './writer.ts';
 export { packLandmarks, unpackLandmarks } from './landmarks.ts';
 export { openFrameCache } from './reader.ts';
 export type { FrameCache, OpenFrameCacheOptions } from './reader.ts';
+export { coverTransform, resampledFrameCount, resolveSettings, sameSettings, settingsOf, sourceFrameAt, transcodeFrameCache } from './transcode.ts';
+export type { FrameCacheSettings } from './transcode.ts';
