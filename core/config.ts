@@ -51,6 +51,13 @@ const schema = z.object({
   /** On SIGTERM, how long the worker lets its calls finish before it ends them. */
   AGENT_DRAIN_SECONDS: envInt(0, 600, 86_400),
 
+  /** Realtime turns (docs/realtime.md): the longest spoken reply of a talk turn, in seconds; also what a talk turn reserves. */
+  TURN_TALK_MAX_SECONDS: envInt(5, 60, 600),
+  /** How long the LLM may take to its first token, or between two tokens, before a turn gives up (504 upstream_timeout). */
+  LLM_TIMEOUT_SECONDS: envInt(1, 20, 300),
+  /** Avatars' frame caches each API process holds open for turns; the least recently used one goes first. */
+  REALTIME_MEDIA_CACHE_SIZE: envInt(1, 16, 1000),
+
   S3_ENDPOINT: z.preprocess(emptyAsUndefined, optionalUrl),
   S3_BUCKET: z.preprocess(emptyAsUndefined, z.string().min(1).optional()),
   S3_REGION: z.preprocess(emptyAsUndefined, z.string().min(1).optional()),

@@ -44,11 +44,15 @@ export const ERROR_STATUS = {
   internal_error: 500,
   upstream_unreachable: 502,
   invalid_upstream_response: 502,
+  // Realtime: an avatar's media (frame cache) could not be loaded from storage.
+  media_unavailable: 502,
   capacity_unavailable: 503,
   session_dispatch_failed: 503,
   clip_screen_unavailable: 503,
   scene_builder_unavailable: 503,
   clip_library_not_ready: 503,
+  // A talk turn with no LLM configured (OPENAI_BASE_URL / OPENAI_API_KEY).
+  llm_not_configured: 503,
   upstream_timeout: 504,
 } as const satisfies Record<string, number>;
 
@@ -70,6 +74,7 @@ const RETRYABLE: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   'scene_builder_unavailable',
   'clip_library_not_ready',
   'upstream_timeout',
+  'media_unavailable',
 ]);
 
 /** Codes whose wire body omits `code` (the per-key rate limit 429, told apart from the other 429s by it). */

@@ -1,3 +1,4 @@
+import path from 'node:path';
 import { Redis } from 'ioredis';
 import { KeyStore } from './auth/key-store.ts';
 import type { Config } from './config.ts';
@@ -14,6 +15,7 @@ import { createJobQueue, type JobQueue } from './jobs/index.ts';
 import { createStorage, type ObjectStorage } from './storage/index.ts';
 import { AssetStore } from './assets/index.ts';
 import { SafeFetcher } from './net/safe-fetch.ts';
+import { ChatModel, ConversationStore, llmConfigured, RealtimeMedia, TurnService, VideoCachePlanner } from './realtime/index.ts';
 
 /**
  * Everything a request handler, the agent worker or the CLI needs, built once per process.
@@ -43,6 +45,12 @@ export interface Services {
   avatars: AvatarService;
   /** GET/PUT /avatars/{id}/clips: the clip-library envelope and declarations. */
   clipLibrary: ClipLibrary;
+  /** This process's realtime renderer: the lip-sync engine and the avatars' open frame caches. */
+  realtimeMedia: RealtimeMedia;
+  /** POST /realtime/prepare and /realtime/turn. */
+  turns: TurnService;
+  /** POST /realtime/video-cache/plan. */
+  videoCache: VideoCachePlanner;
   close(): Promise<void>;
 }
 
@@ -85,6 +93,27 @@ export async function createServices(config: Config, opts: CreateServicesOptions
     log,
     loopPriceCreditMicros: config.LOOP_GENERATION_CREDIT_MICROS,
   });
+  const realtimeMedia = new RealtimeMedia({
+    storage,
+    dir: path.join(config.dataDir, 'realtime-media'),
+    capacity: config.REALTIME_MEDIA_CACHE_SIZE,
+    lipsyncModel: config.LIPSYNC_MODEL,
+    device: config.RENDER_DEVICE,
+    log,
+  });
+  const idempotency = new IdempotencyStore(db.sql);
+  const turns = new TurnService({
+    sql: db.sql,
+    config,
+    usage,
+    ledger,
+    idempotency,
+    media: realtimeMedia,
+    conversations: new ConversationStore(db.sql),
+    log: log.child({ component: 'turns' }),
+    ...(llmConfigured(config) ? { chat: new ChatModel(config) } : {}),
+  });
+  const videoCache = new VideoCachePlanner({ sql: db.sql, jobs, storage, log });
   // In order: the jobs (their workers use everything else), the key listener, then the pools and,
   // last, the database. Once: a second call waits for the first.
   let closed: Promise<void> | undefined;
@@ -92,6 +121,7 @@ export async function createServices(config: Config, opts: CreateServicesOptions
     await jobs.stop();
     await keys.close();
     await safeFetch.close();
+    await realtimeMedia.close();
     redis?.disconnect();
     if (!opts.database) await db.close();
   };
@@ -104,7 +134,7 @@ export async function createServices(config: Config, opts: CreateServicesOptions
     keys,
     ledger,
     usage,
-    idempotency: new IdempotencyStore(db.sql),
+    idempotency,
     rateLimiter: redis ? redisRateLimiter(redis, limits) : memoryRateLimiter(limits),
     storage,
     assets,
@@ -113,6 +143,9 @@ export async function createServices(config: Config, opts: CreateServicesOptions
     portraitAssets,
     avatars,
     clipLibrary,
+    realtimeMedia,
+    turns,
+    videoCache,
     close: () => (closed ??= close()),
   };
 }

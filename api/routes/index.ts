@@ -15,6 +15,9 @@ import * as listAssets from './assets/list-assets.ts';
 import * as uploadAsset from './assets/upload-asset.ts';
 import * as getCreditBalance from './credits/get-balance.ts';
 import * as listSessionUsage from './usage/list-sessions.ts';
+import * as prepareRealtime from './realtime/prepare-realtime.ts';
+import * as runTurn from './realtime/run-turn.ts';
+import * as planVideoCache from './realtime/plan-video-cache.ts';
 
 export interface RouteModule {
   route: RouteConfig;
@@ -22,4 +25,4 @@ export interface RouteModule {
 }
 
 /** Every /api/v1 route. Adding a route means adding its module here. */
-export const ROUTES: RouteModule[] = [getCreditBalance, listSessionUsage, createApiKey, listAvatars, createAvatar, getAvatar, updateAvatar, deleteAvatar, redirectAvatarLoop, getClipLibrary, putClipLibrary, reviewClip, listAssets, uploadAsset, createRemoteAsset];
+export const ROUTES: RouteModule[] = [getCreditBalance, listSessionUsage, createApiKey, listAvatars, createAvatar, getAvatar, updateAvatar, deleteAvatar, redirectAvatarLoop, getClipLibrary, putClipLibrary, reviewClip, listAssets, uploadAsset, createRemoteAsset, prepareRealtime, runTurn, planVideoCache];

@@ -22,14 +22,19 @@ export async function uploadRender(
   await storage.put(mp4Key, createReadStream(render.mp4), { contentType: 'video/mp4' });
   uploaded.push(mp4Key);
   const cacheKey = `${prefix}/cache`;
-  for (const f of await readdir(render.cacheDir)) {
+  await uploadFrameCache(storage, cacheKey, render.cacheDir, uploaded);
+  return { mp4Key, cacheKey };
+}
+
+/** Uploads a frame cache directory's files under `cacheKey/`, noting each key in `uploaded` as it lands. */
+export async function uploadFrameCache(storage: ObjectStorage, cacheKey: string, cacheDir: string, uploaded: string[]): Promise<void> {
+  for (const f of await readdir(cacheDir)) {
     const key = `${cacheKey}/${f}`;
-    await storage.put(key, createReadStream(path.join(render.cacheDir, f)), {
+    await storage.put(key, createReadStream(path.join(cacheDir, f)), {
       contentType: f.endsWith('.json') ? 'application/json' : 'application/octet-stream',
     });
     uploaded.push(key);
   }
-  return { mp4Key, cacheKey };
 }
 
 /** Every object of a published render, from its MP4 key and frame-cache key. */

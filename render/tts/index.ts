@@ -27,6 +27,7 @@ export {
   MAX_SPEED,
 } from './synth.ts';
 export type { Phone, SynthesisResult, SynthesisChunk, SynthesizeRequest, Voice } from './synth.ts';
+export { estimateSpeechSeconds } from './estimate.ts';
 export { SentenceSplitter, sentencesOf, synthesizeSentences, synthesizeStream } from './sentences.ts';
 export { FliteEngine } from './flite.ts';
 export type { FliteEngineOptions } from './flite.ts';

@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { MAX_TEXT_CHARS, SentenceSplitter, TtsError, VOICE_NAMES, closeTts, sentencesOf, splitSentences, synthesize, synthesizeSentences, synthesizeStream } from './index.ts';
+import { MAX_TEXT_CHARS, SentenceSplitter, estimateSpeechSeconds, TtsError, VOICE_NAMES, closeTts, sentencesOf, splitSentences, synthesize, synthesizeSentences, synthesizeStream } from './index.ts';
 import type { SynthesisResult } from './index.ts';
 
 afterAll(async () => {
@@ -204,6 +204,29 @@ describe('streamed text', () => {
     ).rejects.toThrow('the source broke');
     expect(texts).toEqual(['First one.', 'Second one.']);
   });
+});
+
+describe('estimateSpeechSeconds', () => {
+  it('is above the speech of hard cases (numbers, acronyms, symbols, short sentences) on every voice', async () => {
+    const texts = [
+      'Hello there, how are you doing today?',
+      'Call 1234567890 now, or 9999999999999!',
+      'NASA, FBI, CIA, IBM, HTML, CSS, JSON, XML, URL, API, SDK.',
+      '$100 & 50% off, #1 @ 3:45pm -- wow!!!',
+      'Yes. No. Maybe. OK. Hi.',
+      '1st 2nd 3rd 4th 1999 2024 3.14159 1,000,000',
+      'a',
+    ];
+    for (const text of texts) {
+      const bound = estimateSpeechSeconds(text);
+      for (const voice of VOICE_NAMES) {
+        const r = await synthesize({ text, voice });
+        expect(r.durationSeconds, `${voice}: ${text}`).toBeLessThan(bound);
+      }
+      // Not absurdly generous either: a turn reserves it.
+      expect(bound).toBeLessThan(3 * (await synthesize({ text })).durationSeconds + 1);
+    }
+  }, 60_000);
 });
 
 describe('speed relative to each voice', () => {

@@ -73,6 +73,8 @@ export interface TurnChunk {
   bytes: Uint8Array;
   audioSamples: number;
   videoFrames: number;
+  /** The last chunk: the END or ERROR record (and events), no media. */
+  final?: boolean;
 }
 
 export interface TurnSentence {
@@ -162,18 +164,19 @@ export class TurnStream {
       // The last frame(s): those that start before the end of the audio.
       yield* this.flushFrames(this.received, true, events);
       const tail = this.takeAudio(this.received);
+      if (tail.samples > 0) yield { bytes: concat(tail.records), audioSamples: tail.samples, videoFrames: 0 };
       if (truncated) events.push(this.mux.event('truncated', { reason: 'max_duration' }, { pts: this.received }));
       events.push(this.mux.end());
       this.stats.outcome = truncated ? 'truncated' : 'end';
       stopped = false;
-      yield { bytes: concat([...tail.records, ...events.splice(0)]), audioSamples: tail.samples, videoFrames: 0 };
+      yield { bytes: concat(events.splice(0)), audioSamples: 0, videoFrames: 0, final: true };
     } catch (err) {
       stopped = false;
       this.stats.outcome = 'error';
       this.stats.error = err;
       // What was sent stays valid; audio without its frames is not sent after a failure.
       const e = this.o.describeError(err);
-      yield { bytes: concat([...events.splice(0), this.mux.error(e.code, e.message, { retryable: e.retryable })]), audioSamples: 0, videoFrames: 0 };
+      yield { bytes: concat([...events.splice(0), this.mux.error(e.code, e.message, { retryable: e.retryable })]), audioSamples: 0, videoFrames: 0, final: true };
     } finally {
       if (stopped && this.stats.outcome === 'open') this.stats.outcome = 'stopped';
     }
