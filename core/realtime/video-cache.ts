@@ -146,7 +146,7 @@ export class VideoCachePlanner {
     const natives = new Map<string, EntryRow>();
     for (const s of sources) {
       const row = await this.nativeEntry(principal.tenantId, avatarId, s.clipId, s.key);
-      if ('error' in row) entries.push({ clip_id: s.clipId, status: 'failed', native: true, error: row.error });
+      if ('unreadable' in row) entries.push({ clip_id: s.clipId, status: 'failed', native: true, error: row.unreadable });
       else natives.set(s.clipId, row);
     }
     const base = natives.get(LOOP_CLIP_ID) ?? natives.values().next().value;
@@ -191,7 +191,7 @@ export class VideoCachePlanner {
   }
 
   /** The clip's own cache as an entry: read from its manifest once, then from the table. */
-  private async nativeEntry(tenantId: string, avatarId: string, clipId: string, key: string): Promise<EntryRow | { error: string }> {
+  private async nativeEntry(tenantId: string, avatarId: string, clipId: string, key: string): Promise<EntryRow | { unreadable: string }> {
     const { sql } = this.d;
     const [found] = await sql<EntryRow[]>`
       select * from video_cache_entries where avatar_id = ${avatarId} and clip_id = ${clipId} and source_key = ${key} and native`;
@@ -204,7 +204,7 @@ export class VideoCachePlanner {
       size = bytes.length;
     } catch (err) {
       this.d.log.warn({ err, avatarId, clipId }, 'frame cache manifest unreadable');
-      return { error: 'The clip’s frame cache could not be read' };
+      return { unreadable: 'The clip’s frame cache could not be read' };
     }
     const s = settingsOf(manifest);
     const st = statsOf(manifest, size);
@@ -247,13 +247,16 @@ export class VideoCachePlanner {
 
   /** Entries made from caches that no longer serve (a new loop, a re-rendered or retired clip) go, with their objects. */
   private async dropStale(tenantId: string, avatarId: string, sources: { clipId: string; key: string }[]): Promise<void> {
-    const current = sources.map((s) => `${s.clipId}\u0000${s.key}`);
+    const clipIds = sources.map((s) => s.clipId);
+    const keys = sources.map((s) => s.key);
     const gone = await this.d.sql<EntryRow[]>`
-      delete from video_cache_entries
-      where avatar_id = ${avatarId} and tenant_id = ${tenantId} and not (clip_id || chr(0) || source_key = any(${current}))
-      returning *`;
-    const keys = gone.filter((e) => !e.native && e.cache_key).flatMap((e) => renderObjectKeys(null, e.cache_key));
-    if (keys.length > 0) await deleteObjects(this.d.storage, this.d.log, keys);
+      delete from video_cache_entries e
+      where e.avatar_id = ${avatarId} and e.tenant_id = ${tenantId}
+        and not exists (select 1 from unnest(${clipIds}::text[], ${keys}::text[]) as s(clip_id, source_key)
+                        where s.clip_id = e.clip_id and s.source_key = e.source_key)
+      returning e.*`;
+    const objects = gone.filter((e) => !e.native && e.cache_key).flatMap((e) => renderObjectKeys(null, e.cache_key));
+    if (objects.length > 0) await deleteObjects(this.d.storage, this.d.log, objects);
   }
 }
 
