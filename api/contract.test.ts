@@ -8,6 +8,7 @@ import type { ContractChecker, Schema as JsonSchema } from '../test/contract.ts'
 import { json, testApi, type RequestOptions } from '../test/helpers.ts';
 import { multipart, png } from './routes/assets/test-media.ts';
 import { portraitAsset } from './routes/avatars/test-support.ts';
+import { readyAvatar } from '../test/realtime.ts';
 import { ROUTES } from './routes/index.ts';
 
 /**
@@ -174,6 +175,27 @@ const CALLS: Record<string, (w: Workspace) => Promise<{ happy: Call; error: Call
     return {
       happy: { method: 'POST', url: '/api/v1/assets/remote', opts: { key: w.apiKey, body: { kind: 'image', remoteUrl: `http://127.0.0.1:${port}/me.png`, metadata: { crm: 'x' } } }, status: 201 },
       error: { method: 'POST', url: '/api/v1/assets/remote', opts: { key: w.apiKey, body: { kind: 'video', remoteUrl: `http://127.0.0.1:${port}/me.png` } }, status: 422 },
+    };
+  },
+  prepareRealtime: async (w) => {
+    const { avatarId } = await readyAvatar(t, w.tenantId);
+    return {
+      happy: { method: 'POST', url: '/api/v1/realtime/prepare', opts: { key: w.apiKey, body: { avatar_id: avatarId } }, status: 200 },
+      error: { method: 'POST', url: '/api/v1/realtime/prepare', opts: { key: w.apiKey, body: { avatar_id: w.avatarId } }, status: 409 },
+    };
+  },
+  runTurn: async (w) => {
+    const { avatarId } = await readyAvatar(t, w.tenantId);
+    return {
+      happy: { method: 'POST', url: '/api/v1/realtime/turn', opts: { key: w.apiKey, body: { avatar_id: avatarId, mode: 'repeat', text: 'Hi.', conversation_id: 'c-1' }, headers: { 'idempotency-key': 'turn-1' } }, status: 200 },
+      error: { method: 'POST', url: '/api/v1/realtime/turn', opts: { key: w.apiKey, body: { avatar_id: 'ava_doesnotexist', mode: 'repeat', text: 'Hi.' } }, status: 404 },
+    };
+  },
+  planVideoCache: async (w) => {
+    const { avatarId } = await readyAvatar(t, w.tenantId);
+    return {
+      happy: { method: 'POST', url: '/api/v1/realtime/video-cache/plan', opts: { key: w.apiKey, body: { avatar_id: avatarId, video_cache: { fps: 25 } } }, status: 200 },
+      error: { method: 'POST', url: '/api/v1/realtime/video-cache/plan', opts: { key: w.apiKey, body: { avatar_id: avatarId, video_cache: { fps: 0 } } }, status: 422 },
     };
   },
 };

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { apiAuth } from './api-auth.ts';
 import { render } from './render.ts';
+import { turn } from './turn.ts';
 import type { BenchModule } from './types.ts';
 
 /**
@@ -15,7 +16,7 @@ import type { BenchModule } from './types.ts';
  *
  * A new benchmark is a module exporting a BenchModule, added to BENCHMARKS.
  */
-const BENCHMARKS: BenchModule[] = [apiAuth, render];
+const BENCHMARKS: BenchModule[] = [apiAuth, render, turn];
 
 const RESULTS = path.join(path.dirname(fileURLToPath(import.meta.url)), 'results', 'latest.json');
 
