@@ -111,4 +111,16 @@ describe('configuration from the environment', () => {
     const err = configError({ LIVEKIT_URL: 'livekit', LIVEKIT_API_KEY: 'key', LIVEKIT_API_SECRET: 'secret' });
     expect(err.message).toContain('LIVEKIT_URL');
   });
+
+  it('reads the realtime turn settings, with defaults and bounds', () => {
+    expect(loadConfig({})).toMatchObject({ TURN_TALK_MAX_SECONDS: 60, LLM_TIMEOUT_SECONDS: 20, REALTIME_MEDIA_CACHE_SIZE: 16 });
+    expect(loadConfig({ TURN_TALK_MAX_SECONDS: '120', LLM_TIMEOUT_SECONDS: '5', REALTIME_MEDIA_CACHE_SIZE: '2' })).toMatchObject({
+      TURN_TALK_MAX_SECONDS: 120,
+      LLM_TIMEOUT_SECONDS: 5,
+      REALTIME_MEDIA_CACHE_SIZE: 2,
+    });
+    for (const [name, value] of [['TURN_TALK_MAX_SECONDS', '4'], ['TURN_TALK_MAX_SECONDS', '601'], ['LLM_TIMEOUT_SECONDS', '0'], ['REALTIME_MEDIA_CACHE_SIZE', '0'], ['REALTIME_MEDIA_CACHE_SIZE', 'many']]) {
+      expect(configError({ [name!]: value! }).message).toContain(name);
+    }
+  });
 });

@@ -2,6 +2,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readAvatarMux, type AvatarMuxRecord, type MuxAudioChunk, type MuxEvent, type MuxVideoFrame } from '../../client/index.ts';
@@ -193,5 +194,31 @@ describe('turn stream', () => {
     expect(finished).toBe(true);
     expect(pulled).toBe(1);
     expect(turn.stats).toMatchObject({ outcome: 'stopped', frames: 3 });
+  }, 60_000);
+
+  it('drives a neural lip-sync model (mel windows of the speech, 8 kHz speech resampled) on every frame', async () => {
+    const neural = await createLipSync(fileURLToPath(new URL('../models/lipsync/tiny_wav2lip.onnx', import.meta.url)));
+    try {
+      const spoken: SynthesisChunk[] = [];
+      const turn = new TurnStream({
+        body: frameCacheBody(cache, neural),
+        startFrame: 3,
+        lipsync: neural,
+        speech: recorded(synthesizeStream({ text: 'Good morning. Nice day.', voice: 'kal' }), spoken),
+        sampleRate: 8000,
+        describeError,
+      });
+      const records = await decode(await collect(turn));
+      const samples = spoken.reduce((n, c) => n + c.samples.length, 0);
+      const frames = records.filter((r): r is MuxVideoFrame => r.type === 'video');
+      expect(records[0]).toMatchObject({ type: 'header', clockRate: 8000 });
+      expect(frames.length).toBe(Math.ceil((samples * 25) / 8000));
+      frames.forEach((f, k) => expect(f.pts).toBe(framePts(k, 8000, 25, 1)));
+      // The model draws every frame (it decides from the audio what the mouth does).
+      expect(turn.stats.drawnFrames).toBe(frames.length);
+      expect(records[records.length - 1]).toMatchObject({ type: 'end', durationSamples: samples });
+    } finally {
+      await neural.release();
+    }
   }, 60_000);
 });

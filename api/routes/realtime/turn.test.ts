@@ -352,15 +352,16 @@ describe('Idempotency-Key', () => {
     const long = await turn(t, apiKey, body, { 'idempotency-key': 'k'.repeat(181) });
     expect(long.status).toBe(422);
     expect((await json(long)).field).toBe('idempotency-key');
-    // Refused before streaming (the avatar is not ready): the key is free for the retry.
-    const later = await readyAvatar(t, tenantId, { status: 'preprocessing' });
-    const refused = await turn(t, apiKey, { ...body, avatar_id: later.avatarId }, { 'idempotency-key': 'turn-2' });
-    expect(refused.status).toBe(409);
-    expect(await json(refused)).toMatchObject({ code: 'avatar_state_conflict' });
-    const retry = await turn(t, apiKey, body, { 'idempotency-key': 'turn-2' });
+    // Refused before streaming (the LLM failed before its first word): the key is free for the retry.
+    const talk = { avatar_id: avatarId, mode: 'talk', text: 'Hi?' };
+    llm.script = { chat: () => ({ fail: { status: 503, message: 'busy' } }) };
+    const refused = await turn(t, apiKey, talk, { 'idempotency-key': 'turn-2' });
+    expect(refused.status).toBe(502);
+    llm.script = { chat: () => ({ text: 'Hello.' }) };
+    const retry = await turn(t, apiKey, talk, { 'idempotency-key': 'turn-2' });
     expect(retry.status).toBe(200);
     await readTurn(retry.body);
-    expect((await usageRows(tenantId)).map((r) => r.status)).toEqual(['released', 'released']);
+    expect((await usageRows(tenantId)).map((r) => r.status)).toEqual(['released', 'failed', 'released']);
   }, 60_000);
 });
 
