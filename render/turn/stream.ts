@@ -223,11 +223,22 @@ export class TurnStream {
    */
   private async *flushFrames(until: number, last: boolean, events: Uint8Array[]): AsyncGenerator<TurnChunk> {
     const ready = (k: number) => (last ? this.pts(k) < until : this.pts(k + 1) <= until);
-    while (ready(this.nextFrame)) {
+    let planned = this.nextFrame;
+    const plan = (): { ks: number[]; jpegs: Promise<Uint8Array[]> } | null => {
       const ks: number[] = [];
-      while (ks.length < this.batch && ready(this.nextFrame + ks.length)) ks.push(this.nextFrame + ks.length);
+      while (ks.length < this.batch && ready(planned)) ks.push(planned++);
+      if (ks.length === 0) return null;
       this.batch = Math.min(MAX_BATCH, this.batch * 2);
-      const jpegs = await this.renderFrames(ks);
+      const jpegs = this.renderFrames(ks);
+      jpegs.catch(() => undefined); // awaited below; a consumer that left no longer does
+      return { ks, jpegs };
+    };
+    // Two batches in flight: the next one decodes and draws while this one encodes and goes out.
+    let current = plan();
+    while (current) {
+      const jpegs = await current.jpegs;
+      const { ks } = current;
+      current = plan();
       for (let j = 0; j < ks.length; j++) {
         const k = ks[j]!;
         // The audio up to the end of this frame (as much of it as exists), then the frame.
