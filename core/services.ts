@@ -16,6 +16,7 @@ import { createStorage, type ObjectStorage } from './storage/index.ts';
 import { AssetStore } from './assets/index.ts';
 import { SafeFetcher } from './net/safe-fetch.ts';
 import { ChatModel, ConversationStore, llmConfigured, RealtimeMedia, TurnService, VideoCachePlanner } from './realtime/index.ts';
+import { FliteEngine } from '../render/tts/index.ts';
 
 /**
  * Everything a request handler, the agent worker or the CLI needs, built once per process.
@@ -102,6 +103,8 @@ export async function createServices(config: Config, opts: CreateServicesOptions
     log,
   });
   const idempotency = new IdempotencyStore(db.sql);
+  // Two synthesis threads: concurrent turns take turns on them sentence by sentence.
+  const turnTts = new FliteEngine({ workers: 2 });
   const turns = new TurnService({
     sql: db.sql,
     config,
@@ -111,6 +114,7 @@ export async function createServices(config: Config, opts: CreateServicesOptions
     media: realtimeMedia,
     conversations: new ConversationStore(db.sql),
     log: log.child({ component: 'turns' }),
+    tts: turnTts,
     ...(llmConfigured(config) ? { chat: new ChatModel(config) } : {}),
   });
   const videoCache = new VideoCachePlanner({ sql: db.sql, jobs, storage, log });
@@ -122,6 +126,7 @@ export async function createServices(config: Config, opts: CreateServicesOptions
     await keys.close();
     await safeFetch.close();
     await realtimeMedia.close();
+    await turnTts.close();
     redis?.disconnect();
     if (!opts.database) await db.close();
   };

@@ -10,7 +10,7 @@
  * process still bills what was delivered (the janitor settles at the last report).
  */
 import { EventEmitter } from 'node:events';
-import { estimateSpeechSeconds, isVoice, normalizeText, sentencesOf, splitSentences, synthesizeSentences, VOICES, DEFAULT_VOICE, isTtsError, warmUpTts, type Voice } from '../../render/tts/index.ts';
+import { estimateSpeechSeconds, isVoice, normalizeText, sentencesOf, splitSentences, synthesize, synthesizeSentences, VOICES, DEFAULT_VOICE, isTtsError, type FliteEngine, type Voice } from '../../render/tts/index.ts';
 import { TurnStream, type TurnError } from '../../render/turn/index.ts';
 import type { Principal } from '../auth/key-store.ts';
 import { loadAvatarPlayback, type AvatarPlayback } from '../avatars/playback.ts';
@@ -108,6 +108,8 @@ export interface TurnServiceDeps {
   media: RealtimeMedia;
   conversations: ConversationStore;
   log: Logger;
+  /** The embedded TTS of turns (its own workers, so concurrent turns do not queue behind one). */
+  tts: FliteEngine;
   chat?: ChatModel;
 }
 
@@ -200,7 +202,8 @@ export class TurnService {
     const held = await this.d.media.acquire(playback.loopCacheKey);
     try {
       const tTts = performance.now();
-      await warmUpTts([voiceOf(playback)]);
+      await this.d.tts.warmUp();
+      await synthesize({ text: 'Hello.', voice: voiceOf(playback) }, this.d.tts);
       const ttsMs = performance.now() - tTts;
       const m = held.body.cache.manifest;
       const last = m.frames[m.frameCount - 1]!;
@@ -304,7 +307,7 @@ export class TurnService {
         body,
         startFrame,
         lipsync,
-        speech: synthesizeSentences(sentences, { voice }),
+        speech: synthesizeSentences(sentences, { voice }, this.d.tts),
         sampleRate,
         maxSamples,
         jpegQuality: JPEG_QUALITY,
