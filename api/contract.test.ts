@@ -14,6 +14,7 @@ import { multipart, png } from './routes/assets/test-media.ts';
 import { portraitAsset } from './routes/avatars/test-support.ts';
 import { recordingFixtures } from './routes/recordings/test-support.ts';
 import { readyAvatar } from './routes/realtime/live-test-support.ts';
+import { readyAvatar as readyTurnAvatar } from '../test/realtime.ts';
 import { ROUTES } from './routes/index.ts';
 
 /**
@@ -268,6 +269,27 @@ const CALLS: Record<string, (w: Workspace) => Promise<{ happy: Call; error: Call
     return {
       happy: { method: 'GET', url: `/api/v1/sessions/${sessionId}/connection-history`, opts: { key: w.apiKey }, status: 200 },
       error: { method: 'GET', url: '/api/v1/sessions/ses_doesnotexist/connection-history', opts: { key: w.apiKey }, status: 404 },
+    };
+  },
+  prepareRealtime: async (w) => {
+    const { avatarId } = await readyTurnAvatar(t, w.tenantId);
+    return {
+      happy: { method: 'POST', url: '/api/v1/realtime/prepare', opts: { key: w.apiKey, body: { avatar_id: avatarId } }, status: 200 },
+      error: { method: 'POST', url: '/api/v1/realtime/prepare', opts: { key: w.apiKey, body: { avatar_id: w.avatarId } }, status: 409 },
+    };
+  },
+  runTurn: async (w) => {
+    const { avatarId } = await readyTurnAvatar(t, w.tenantId);
+    return {
+      happy: { method: 'POST', url: '/api/v1/realtime/turn', opts: { key: w.apiKey, body: { avatar_id: avatarId, mode: 'repeat', text: 'Hi.', conversation_id: 'c-1' }, headers: { 'idempotency-key': 'turn-1' } }, status: 200 },
+      error: { method: 'POST', url: '/api/v1/realtime/turn', opts: { key: w.apiKey, body: { avatar_id: 'ava_doesnotexist', mode: 'repeat', text: 'Hi.' } }, status: 404 },
+    };
+  },
+  planVideoCache: async (w) => {
+    const { avatarId } = await readyTurnAvatar(t, w.tenantId);
+    return {
+      happy: { method: 'POST', url: '/api/v1/realtime/video-cache/plan', opts: { key: w.apiKey, body: { avatar_id: avatarId, video_cache: { fps: 25 } } }, status: 200 },
+      error: { method: 'POST', url: '/api/v1/realtime/video-cache/plan', opts: { key: w.apiKey, body: { avatar_id: avatarId, video_cache: { fps: 0 } } }, status: 422 },
     };
   },
 };

@@ -186,6 +186,9 @@ const VALID_BODIES: Record<string, (ctx: { avatarId: string }) => { url?: string
     },
   }),
   releaseLiveSession: () => ({ body: { session_id: 'ses_x', reason: 'manual', capacity_pool: 'primary' } }),
+  prepareRealtime: ({ avatarId }) => ({ body: { avatar_id: avatarId } }),
+  runTurn: ({ avatarId }) => ({ body: { avatar_id: avatarId, mode: 'repeat', text: 'Hello.', conversation_id: 'c-1' } }),
+  planVideoCache: ({ avatarId }) => ({ body: { avatar_id: avatarId, video_cache: { fps: 25, width: 256, height: 256, quality: 80 } } }),
 };
 
 /** Routes whose body is validated by the clip declaration rules (422 clip_declaration_rejected), past the route's own JSON-object check. */

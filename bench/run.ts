@@ -6,6 +6,7 @@ import { mint } from './mint.ts';
 import { render } from './render.ts';
 import { sessions } from './sessions.ts';
 import { videoCache } from './video-cache.ts';
+import { turn } from './turn.ts';
 import type { BenchModule } from './types.ts';
 
 /**
@@ -18,7 +19,7 @@ import type { BenchModule } from './types.ts';
  *
  * A new benchmark is a module exporting a BenchModule, added to BENCHMARKS.
  */
-const BENCHMARKS: BenchModule[] = [apiAuth, render, mint, sessions, videoCache];
+const BENCHMARKS: BenchModule[] = [apiAuth, render, mint, turn, sessions, videoCache];
 
 const RESULTS = path.join(path.dirname(fileURLToPath(import.meta.url)), 'results', 'latest.json');
 

@@ -127,4 +127,16 @@ describe('configuration from the environment', () => {
     expect(configError({ SCENE_MAX_SECONDS: 'long' }).message).toMatch(/SCENE_MAX_SECONDS/);
     expect(configError({ MEDIA_SWEEP_SECONDS: '0' }).message).toMatch(/MEDIA_SWEEP_SECONDS/);
   });
+
+  it('reads the realtime turn settings, with defaults and bounds', () => {
+    expect(loadConfig({})).toMatchObject({ TURN_TALK_MAX_SECONDS: 60, LLM_TIMEOUT_SECONDS: 20, REALTIME_MEDIA_CACHE_SIZE: 16 });
+    expect(loadConfig({ TURN_TALK_MAX_SECONDS: '120', LLM_TIMEOUT_SECONDS: '5', REALTIME_MEDIA_CACHE_SIZE: '2' })).toMatchObject({
+      TURN_TALK_MAX_SECONDS: 120,
+      LLM_TIMEOUT_SECONDS: 5,
+      REALTIME_MEDIA_CACHE_SIZE: 2,
+    });
+    for (const [name, value] of [['TURN_TALK_MAX_SECONDS', '4'], ['TURN_TALK_MAX_SECONDS', '601'], ['LLM_TIMEOUT_SECONDS', '0'], ['REALTIME_MEDIA_CACHE_SIZE', '0'], ['REALTIME_MEDIA_CACHE_SIZE', 'many']]) {
+      expect(configError({ [name!]: value! }).message).toContain(name);
+    }
+  });
 });

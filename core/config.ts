@@ -78,6 +78,12 @@ const schema = z.object({
   QUEUE_TICKET_TTL_SECONDS: envInt(2, 30, 3600),
   /** Prefix of every Redis key of this deployment (several deployments can share one Redis). */
   REDIS_KEY_PREFIX: z.string().regex(/^[A-Za-z0-9:_.-]{0,64}$/, 'must be at most 64 letters, digits, :, _, . or -').default('avatar:'),
+  /** Realtime turns (docs/realtime.md): the longest spoken reply of a talk turn, in seconds; also what a talk turn reserves. */
+  TURN_TALK_MAX_SECONDS: envInt(5, 60, 600),
+  /** How long the LLM may take to its first token, or between two tokens, before a turn gives up (504 upstream_timeout). */
+  LLM_TIMEOUT_SECONDS: envInt(1, 20, 300),
+  /** Avatars' frame caches each API process holds open for turns; the least recently used one goes first. */
+  REALTIME_MEDIA_CACHE_SIZE: envInt(1, 16, 1000),
 
   S3_ENDPOINT: z.preprocess(emptyAsUndefined, optionalUrl),
   S3_BUCKET: z.preprocess(emptyAsUndefined, z.string().min(1).optional()),

@@ -56,11 +56,15 @@ export const ERROR_STATUS = {
   invalid_upstream_response: 502,
   // A lipsync render that crashed or ran past its time limit.
   render_failed: 502,
+  // Realtime: an avatar's media (frame cache) could not be loaded from storage.
+  media_unavailable: 502,
   capacity_unavailable: 503,
   session_dispatch_failed: 503,
   clip_screen_unavailable: 503,
   scene_builder_unavailable: 503,
   clip_library_not_ready: 503,
+  // A talk turn with no LLM configured (OPENAI_BASE_URL / OPENAI_API_KEY).
+  llm_not_configured: 503,
   upstream_timeout: 504,
   // Recordings: playback access of a recording still processing, one that failed, one past retention.
   recording_not_ready: 409,
@@ -89,6 +93,7 @@ const RETRYABLE: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   'clip_library_not_ready',
   'upstream_timeout',
   'recording_not_ready',
+  'media_unavailable',
 ]);
 
 /** Codes whose wire body omits `code` (the per-key rate limit 429, told apart from the other 429s by it). */

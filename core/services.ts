@@ -1,3 +1,4 @@
+import path from 'node:path';
 import { Redis } from 'ioredis';
 import { KeyStore } from './auth/key-store.ts';
 import type { Config } from './config.ts';
@@ -15,7 +16,6 @@ import { createStorage, type ObjectStorage } from './storage/index.ts';
 import { AssetStore } from './assets/index.ts';
 import { SafeFetcher } from './net/safe-fetch.ts';
 import { LipsyncService } from './lipsync/index.ts';
-import path from 'node:path';
 import { RecordingLibrary } from './recordings/library.ts';
 import { sceneBuilderCheck } from './scenes/builder.ts';
 import { SceneService } from './scenes/service.ts';
@@ -26,6 +26,8 @@ import { LiveCapacity } from './live/capacity.ts';
 import { LiveKit } from './live/livekit.ts';
 import { LiveSessionStore } from './live/sessions.ts';
 import { AgentWorkerRegistry } from './live/workers.ts';
+import { ChatModel, ConversationStore, llmConfigured, RealtimeMedia, TurnService, VideoCachePlanner } from './realtime/index.ts';
+import { FliteEngine } from '../render/tts/index.ts';
 
 /**
  * Everything a request handler, the agent worker or the CLI needs, built once per process.
@@ -69,6 +71,12 @@ export interface Services {
   livekit?: LiveKit;
   /** Mint, release, webhooks and the janitor's sweep of live calls. */
   liveCalls: LiveCalls;
+  /** This process's realtime renderer: the lip-sync engine and the avatars' open frame caches. */
+  realtimeMedia: RealtimeMedia;
+  /** POST /realtime/prepare and /realtime/turn. */
+  turns: TurnService;
+  /** POST /realtime/video-cache/plan. */
+  videoCache: VideoCachePlanner;
   close(): Promise<void>;
 }
 
@@ -156,6 +164,30 @@ export async function createServices(config: Config, opts: CreateServicesOptions
   if (opts.listen) await capacity.listen();
   const livekit = LiveKit.fromConfig(config);
   const liveCalls = new LiveCalls({ sql: db.sql, config, log, usage, sessions: liveSessions, capacity, livekit });
+  const realtimeMedia = new RealtimeMedia({
+    storage,
+    dir: path.join(config.dataDir, 'realtime-media'),
+    capacity: config.REALTIME_MEDIA_CACHE_SIZE,
+    lipsyncModel: config.LIPSYNC_MODEL,
+    device: config.RENDER_DEVICE,
+    log,
+  });
+  const idempotency = new IdempotencyStore(db.sql);
+  // Two synthesis threads: concurrent turns take turns on them sentence by sentence.
+  const turnTts = new FliteEngine({ workers: 2 });
+  const turns = new TurnService({
+    sql: db.sql,
+    config,
+    usage,
+    ledger,
+    idempotency,
+    media: realtimeMedia,
+    conversations: new ConversationStore(db.sql),
+    log: log.child({ component: 'turns' }),
+    tts: turnTts,
+    ...(llmConfigured(config) ? { chat: new ChatModel(config) } : {}),
+  });
+  const videoCache = new VideoCachePlanner({ sql: db.sql, jobs, storage, log });
   // In order: the jobs (their workers use everything else), the key listener, then the pools and,
   // last, the database. Once: a second call waits for the first.
   let closed: Promise<void> | undefined;
@@ -165,6 +197,8 @@ export async function createServices(config: Config, opts: CreateServicesOptions
     await keys.close();
     await capacity.close();
     await safeFetch.close();
+    await realtimeMedia.close();
+    await turnTts.close();
     redis?.disconnect();
     if (!opts.database) await db.close();
   };
@@ -177,7 +211,7 @@ export async function createServices(config: Config, opts: CreateServicesOptions
     keys,
     ledger,
     usage,
-    idempotency: new IdempotencyStore(db.sql),
+    idempotency,
     rateLimiter: redis ? redisRateLimiter(redis, limits) : memoryRateLimiter(limits),
     storage,
     assets,
@@ -194,6 +228,9 @@ export async function createServices(config: Config, opts: CreateServicesOptions
     capacity,
     livekit,
     liveCalls,
+    realtimeMedia,
+    turns,
+    videoCache,
     close: () => (closed ??= close()),
   };
   return services;

@@ -25,6 +25,9 @@ import * as mintLiveSession from './realtime/livekit-session.ts';
 import * as releaseLiveSession from './realtime/livekit-release.ts';
 import * as getLiveCapacity from './realtime/livekit-capacity.ts';
 import * as getConnectionHistory from './sessions/connection-history.ts';
+import * as prepareRealtime from './realtime/prepare-realtime.ts';
+import * as runTurn from './realtime/run-turn.ts';
+import * as planVideoCache from './realtime/plan-video-cache.ts';
 
 export interface RouteModule {
   route: RouteConfig;
@@ -32,5 +35,5 @@ export interface RouteModule {
 }
 
 /** Every /api/v1 route. Adding a route means adding its module here. */
-export const ROUTES: RouteModule[] = [getCreditBalance, listSessionUsage, createApiKey, listAvatars, createAvatar, getAvatar, updateAvatar, deleteAvatar, redirectAvatarLoop, getClipLibrary, putClipLibrary, reviewClip, listAssets, uploadAsset, createRemoteAsset, renderLipsync, mintLiveSession, releaseLiveSession, getLiveCapacity, getConnectionHistory];
+export const ROUTES: RouteModule[] = [getCreditBalance, listSessionUsage, createApiKey, listAvatars, createAvatar, getAvatar, updateAvatar, deleteAvatar, redirectAvatarLoop, getClipLibrary, putClipLibrary, reviewClip, listAssets, uploadAsset, createRemoteAsset, renderLipsync, mintLiveSession, releaseLiveSession, getLiveCapacity, getConnectionHistory, prepareRealtime, runTurn, planVideoCache];
 ROUTES.push(createScene, getScene, listRecordings, getRecording, getRecordingAccess);

@@ -118,6 +118,27 @@ export class CreditLedger {
     });
   }
 
+  /**
+   * 402 when nothing could be spent now: insufficient_credits when the workspace has no available
+   * credits, spend_limit_exceeded when the key's spend limit is used up (spent plus reserved).
+   */
+  async assertSpendable(tenantId: string, apiKeyId?: string | null): Promise<void> {
+    const [w] = await this.sql<(WalletRow & { limit: number | null; committed: number | null })[]>`
+      select w.*, k.spend_limit_credit_micros as limit, k.spent_credit_micros + k.reserved_credit_micros as committed
+      from credit_wallets w left join api_keys k on k.id = ${apiKeyId ?? null} and k.tenant_id = w.tenant_id
+      where w.tenant_id = ${tenantId}`;
+    if (!w) throw new ApiError('not_found', 'Tenant not found');
+    const available = w.balance_credit_micros - w.reserved_credit_micros;
+    if (available <= 0) {
+      throw new ApiError('insufficient_credits', `Insufficient credits: ${available} credit micros are available`, { requiredCreditMicros: 1, availableCreditMicros: available });
+    }
+    if (w.limit !== null && w.committed !== null && w.committed >= w.limit) {
+      throw new ApiError('spend_limit_exceeded', `This API key's spend limit of ${w.limit} credit micros is used up (${w.committed} spent or reserved)`, {
+        spendLimitCreditMicros: w.limit,
+      });
+    }
+  }
+
   /** Holds credits up front. 402 insufficient_credits or spend_limit_exceeded when it cannot. */
   async reserve(input: ReserveInput, tx?: Tx): Promise<Reservation> {
     assertMicros('amountCreditMicros', input.amountCreditMicros, 1);

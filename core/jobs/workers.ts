@@ -7,6 +7,7 @@ import { RECORDING_RETENTION_JOB } from '../recordings/library.ts';
 import { SceneBuildWorker } from '../scenes/builder.ts';
 import { SCENE_EXPIRY_JOB } from '../scenes/types.ts';
 import { schedulePeriodic } from './periodic.ts';
+import { VideoCacheWorker } from '../realtime/video-cache.ts';
 import type { Services } from '../services.ts';
 
 export interface RunningWorkers {
@@ -16,6 +17,8 @@ export interface RunningWorkers {
   clipCaches: ClipCacheWorker;
   /** Scene builds (POST /scenes). */
   scenes: SceneBuildWorker;
+  /** Frame caches of avatars at other settings (POST /realtime/video-cache/plan). */
+  videoCache: VideoCacheWorker;
   /** Stops taking jobs; running ones get `timeoutMs` to finish, then fail (and retry elsewhere). */
   stop(opts?: { timeoutMs?: number }): Promise<void>;
 }
@@ -23,7 +26,8 @@ export interface RunningWorkers {
 /**
  * Starts this process's job workers: avatar loop generation, motion-library clips, the frame
  * caches of uploaded clips and scene builds (each render in a child process; `concurrency` of each
- * kind), and the periodic media janitors (recording retention, scene expiry).
+ * kind), frame caches at other settings (in process: decoding, resizing and encoding run on libuv's
+ * pool), and the periodic media janitors (recording retention, scene expiry).
  * Started by the API server (`JOB_WORKERS` > 0) and by `tsx core/jobs/worker-main.ts`.
  */
 export async function startJobWorkers(services: Services, opts: { concurrency?: number; loopSeconds?: number } = {}): Promise<RunningWorkers> {
@@ -71,10 +75,18 @@ export async function startJobWorkers(services: Services, opts: { concurrency?: 
     frameSize: services.config.SCENE_FRAME_SIZE,
     ffmpegPath: services.config.FFMPEG_PATH,
   });
+  const videoCache = new VideoCacheWorker({
+    sql: services.sql,
+    jobs: services.jobs,
+    storage: services.storage,
+    log: services.log.child({ component: 'jobs' }),
+    concurrency: opts.concurrency ?? Math.max(1, services.config.JOB_WORKERS),
+  });
   await loops.start();
   await clips.start();
   await clipCaches.start();
   await scenes.start();
+  await videoCache.start();
   // Media janitors, durable and periodic: recordings past retention or never finalised, expired scenes.
   await services.jobs.work(RECORDING_RETENTION_JOB, async () => void (await services.recordings.sweep()));
   await services.jobs.work(SCENE_EXPIRY_JOB, async () => void (await services.scenes.expireDue()));
@@ -84,6 +96,7 @@ export async function startJobWorkers(services: Services, opts: { concurrency?: 
     clips,
     clipCaches,
     scenes,
+    videoCache,
     stop: async (o = {}) => {
       for (const s of sweeps) s.stop();
       await services.jobs.stop(o);

@@ -14,7 +14,6 @@
  */
 export {
   synthesize,
-  synthesizeStream,
   splitSentences,
   normalizeText,
   warmUpTts,
@@ -28,6 +27,8 @@ export {
   MAX_SPEED,
 } from './synth.ts';
 export type { Phone, SynthesisResult, SynthesisChunk, SynthesizeRequest, Voice } from './synth.ts';
+export { estimateSpeechSeconds } from './estimate.ts';
+export { SentenceSplitter, sentencesOf, synthesizeSentences, synthesizeStream } from './sentences.ts';
 export { FliteEngine } from './flite.ts';
 export type { FliteEngineOptions } from './flite.ts';
 export { TtsError, isTtsError } from './errors.ts';

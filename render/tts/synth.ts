@@ -96,7 +96,8 @@ export function normalizeText(text: string): string {
     .trim();
 }
 
-function checkRequest(req: SynthesizeRequest): { text: string; voice: Voice; speed: number } {
+/** The request as flite gets it (text folded to ASCII), or the TtsError refusing it. */
+export function checkRequest(req: SynthesizeRequest): { text: string; voice: Voice; speed: number } {
   const voice = req.voice ?? DEFAULT_VOICE;
   const speed = req.speed ?? 1;
   if (typeof speed !== 'number' || !(speed >= MIN_SPEED && speed <= MAX_SPEED)) {
@@ -213,28 +214,4 @@ export interface SynthesisChunk extends SynthesisResult {
   text: string;
   /** Start of this chunk in the whole utterance, in seconds (chunks are back to back). */
   offsetSeconds: number;
-}
-
-/**
- * Streaming synthesis: speaks `text` sentence by sentence, so the first audio is ready after the first
- * sentence (tens to a few hundred milliseconds) rather than after the whole text. The next sentence is
- * synthesized while the caller consumes the current one. Phone times are relative to each chunk.
- */
-export async function* synthesizeStream(req: SynthesizeRequest, engine: FliteEngine = sharedEngine()): AsyncGenerator<SynthesisChunk> {
-  const { text, voice, speed } = checkRequest(req);
-  const sentences = splitSentences(text);
-  let offset = 0;
-  let next: Promise<SynthesisResult> | null = null;
-  const start = (i: number) => {
-    const p = synthesize({ text: sentences[i] as string, voice, speed }, engine);
-    p.catch(() => undefined); // handled when awaited
-    return p;
-  };
-  if (sentences.length > 0) next = start(0);
-  for (let i = 0; i < sentences.length; i++) {
-    const r = await (next as Promise<SynthesisResult>);
-    next = i + 1 < sentences.length ? start(i + 1) : null;
-    yield { ...r, text: sentences[i] as string, offsetSeconds: offset };
-    offset += r.durationSeconds;
-  }
 }

@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { MAX_TEXT_CHARS, TtsError, VOICE_NAMES, closeTts, splitSentences, synthesize, synthesizeStream } from './index.ts';
+import { MAX_TEXT_CHARS, SentenceSplitter, estimateSpeechSeconds, TtsError, VOICE_NAMES, closeTts, sentencesOf, splitSentences, synthesize, synthesizeSentences, synthesizeStream } from './index.ts';
 import type { SynthesisResult } from './index.ts';
 
 afterAll(async () => {
@@ -164,6 +164,69 @@ describe('streaming', () => {
     // Generous bound for a loaded CI machine; README.md has the measured figure.
     expect(firstMs).toBeLessThan(1500);
   });
+});
+
+describe('streamed text', () => {
+  const reply = 'Sure! The museum opens at 9.30 on weekdays; weekends: 10. ' + 'It has a long gallery of maps, '.repeat(12) + 'and a cafe.\nSee you there.';
+
+  it('cuts streamed text into the sentences of the whole text, each as soon as its end is seen', async () => {
+    for (const size of [1, 3, 17, 200]) {
+      const pieces: string[] = [];
+      for (let i = 0; i < reply.length; i += size) pieces.push(reply.slice(i, i + size));
+      const got = [];
+      for await (const s of sentencesOf((async function* () { yield* pieces; })())) got.push(s);
+      expect(got, `pieces of ${size}`).toEqual(splitSentences(reply));
+    }
+    const splitter = new SentenceSplitter();
+    expect(splitter.push('Hello there')).toEqual([]);
+    expect(splitter.push('. How are')).toEqual(['Hello there.']);
+    expect(splitter.push(' you?')).toEqual([]); // the text may go on ("you?!")
+    expect(splitter.flush()).toEqual(['How are you?']);
+  });
+
+  it('speaks sentences as they come, skipping one with nothing speakable, and passes on the source\'s failure after what it spoke', async () => {
+    async function* source() {
+      yield 'First one.';
+      yield '\u4f60\u597d\u3002'; // nothing speakable once folded to ASCII
+      yield 'Second one.';
+      throw new Error('the source broke');
+    }
+    const texts: string[] = [];
+    let offset = 0;
+    await expect(
+      (async () => {
+        for await (const c of synthesizeSentences(source(), { voice: 'kal16' })) {
+          expect(c.offsetSeconds).toBeCloseTo(offset, 9);
+          offset += c.durationSeconds;
+          texts.push(c.text);
+        }
+      })(),
+    ).rejects.toThrow('the source broke');
+    expect(texts).toEqual(['First one.', 'Second one.']);
+  });
+});
+
+describe('estimateSpeechSeconds', () => {
+  it('is above the speech of hard cases (numbers, acronyms, symbols, short sentences) on every voice', async () => {
+    const texts = [
+      'Hello there, how are you doing today?',
+      'Call 1234567890 now, or 9999999999999!',
+      'NASA, FBI, CIA, IBM, HTML, CSS, JSON, XML, URL, API, SDK.',
+      '$100 & 50% off, #1 @ 3:45pm -- wow!!!',
+      'Yes. No. Maybe. OK. Hi.',
+      '1st 2nd 3rd 4th 1999 2024 3.14159 1,000,000',
+      'a',
+    ];
+    for (const text of texts) {
+      const bound = estimateSpeechSeconds(text);
+      for (const voice of VOICE_NAMES) {
+        const r = await synthesize({ text, voice });
+        expect(r.durationSeconds, `${voice}: ${text}`).toBeLessThan(bound);
+      }
+      // Not absurdly generous either: a turn reserves it.
+      expect(bound).toBeLessThan(3 * (await synthesize({ text })).durationSeconds + 1);
+    }
+  }, 60_000);
 });
 
 describe('speed relative to each voice', () => {

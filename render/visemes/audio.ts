@@ -69,9 +69,10 @@ export function releaseAudioVisemes(): Promise<void> {
 
 /**
  * Streaming sample-rate converter to 16 kHz: windowed-sinc interpolation (Blackman, 16 zero crossings),
- * low-passed at the lower Nyquist. Exact pass-through at 16 kHz.
+ * low-passed at the lower Nyquist. Exact pass-through at 16 kHz. Also used for the mel input of a
+ * neural lip-sync model (16 kHz too).
  */
-class Resampler {
+export class Resampler {
   private readonly step: number; // input samples per output sample
   private readonly cutoff: number; // fraction of the input Nyquist
   private readonly half: number; // taps on each side, in input samples

@@ -27,5 +27,6 @@ export {
   LOOKAHEAD_SECONDS,
   MODEL_SAMPLE_RATE,
   AUDIO_MODEL_PATH,
+  Resampler,
 } from './audio.ts';
 export type { AudioVisemeStreamOptions } from './audio.ts';

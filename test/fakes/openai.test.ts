@@ -30,6 +30,27 @@ describe('fake OpenAI-compatible server', () => {
     expect(fake.chatRequests.at(-1)?.messages[0]).toEqual({ role: 'system', content: 'be kind' });
   });
 
+  it('holds a streamed answer mid-way until the test releases it', async () => {
+    let release!: () => void;
+    const until = new Promise<void>((r) => (release = r));
+    fake.script = { chat: () => ({ text: 'First part. Second part.', chunkChars: 4, holdAfter: { chars: 12, until } }) };
+    const res = await chat({ model: 'm', stream: true, messages: [] });
+    const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
+    let seen = '';
+    const content = () => [...seen.matchAll(/"content":"([^"]*)"/g)].map((m) => m[1]).join('');
+    while (content().length < 12) seen += (await reader.read()).value ?? '';
+    expect(content()).toBe('First part. '); // and nothing more: the rest waits
+    const pending = reader.read();
+    expect(await Promise.race([pending.then(() => 'more'), new Promise((r) => setImmediate(() => r('held')))])).toBe('held');
+    release();
+    for (let next = pending; ; next = reader.read()) {
+      const { done, value } = await next;
+      if (done) break;
+      seen += value;
+    }
+    expect(content()).toBe('First part. Second part.');
+  });
+
   it('streams tool calls, answers non-streamed requests, and fails or cuts as scripted', async () => {
     fake.script = { chat: () => ({ toolCalls: [{ name: 'play_action', arguments: { action: 'wave' } }] }) };
     const tools = await readStream(await chat({ model: 'm', stream: true, messages: [] }));

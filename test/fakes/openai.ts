@@ -33,7 +33,13 @@ export interface ChatRequest {
 
 /** One scripted chat answer. */
 export type ChatReply =
-  | { text: string; /** Characters per streamed chunk (default 12). */ chunkChars?: number; /** Delay between chunks, ms. */ chunkDelayMs?: number }
+  | {
+      text: string;
+      /** Characters per streamed chunk (default 12). */ chunkChars?: number;
+      /** Delay between chunks, ms. */ chunkDelayMs?: number;
+      /** Streams the first `chars` characters, then waits for `until` before the rest (a test holds the answer mid-way). */
+      holdAfter?: { chars: number; until: Promise<unknown> };
+    }
   | { toolCalls: { name: string; arguments: Record<string, unknown> }[] }
   /** An HTTP error before any byte of the answer. */
   | { fail: { status: number; message?: string } }
@@ -165,7 +171,9 @@ async function answerChat(req: ChatRequest, reply: ChatReply, res: ServerRespons
   } else {
     const text = 'text' in reply ? reply.text : reply.cutAfter;
     const size = ('chunkChars' in reply && reply.chunkChars) || 12;
+    const hold = 'holdAfter' in reply ? reply.holdAfter : undefined;
     for (let i = 0; i < text.length; i += size) {
+      if (hold && i >= hold.chars && i - size < hold.chars) await hold.until;
       send({ ...base, choices: [{ index: 0, delta: { content: text.slice(i, i + size) }, finish_reason: null }] });
       const delay = 'chunkDelayMs' in reply ? (reply.chunkDelayMs ?? 0) : 0;
       if (delay > 0) await sleep(delay);
