@@ -18,6 +18,7 @@
  */
 import { voice } from '@livekit/agents';
 import { TrackKind, type Room } from '@livekit/rtc-node';
+import { AvatarClient, type MintGrant } from './client.ts';
 
 export interface AvatarSessionOptions {
   /** The avatar to use (`ava_...`). */
@@ -32,44 +33,26 @@ export interface AvatarSessionOptions {
   maxDurationSeconds?: number;
   /** How long to wait in a full capacity queue before giving up, ms. Default 60 s. */
   queueTimeoutMs?: number;
-  /** fetch to use (tests, proxies). */
-  fetch?: typeof fetch;
-}
-
-/** The grant of a provider-mode mint (the fields this plugin reads). */
-interface ProviderGrant {
-  session_id: string;
-  avatar_identity: string;
-  room_name: string;
-  expires_at: string;
-  max_duration_seconds: number;
-}
-
-/** A refusal of our API: `status`, `code` and the server's message. */
-export class AvatarApiError extends Error {
-  override name = 'AvatarApiError';
-  constructor(
-    message: string,
-    readonly status: number,
-    readonly code: string | undefined,
-    readonly requestId: string | undefined,
-  ) {
-    super(message);
-  }
+  /** An AvatarClient to use (its key and URL then apply); one is made from apiKey and baseUrl otherwise. */
+  client?: AvatarClient;
 }
 
 export class AvatarSession extends voice.AvatarSession {
-  private readonly opts: AvatarSessionOptions & { apiKey: string; baseUrl: string };
-  private grant: ProviderGrant | null = null;
+  private readonly client: AvatarClient;
+  private grant: MintGrant | null = null;
   private released = false;
 
-  constructor(options: AvatarSessionOptions) {
+  constructor(private readonly opts: AvatarSessionOptions) {
     super();
-    const apiKey = options.apiKey ?? process.env.AVATAR_API_KEY;
-    const baseUrl = options.baseUrl ?? process.env.AVATAR_API_URL;
-    if (!apiKey) throw new Error('AvatarSession needs an API key (apiKey or AVATAR_API_KEY)');
-    if (!baseUrl) throw new Error('AvatarSession needs the service URL (baseUrl or AVATAR_API_URL)');
-    this.opts = { ...options, apiKey, baseUrl: baseUrl.replace(/\/$/, '') };
+    if (opts.client) {
+      this.client = opts.client;
+    } else {
+      const apiKey = opts.apiKey ?? process.env.AVATAR_API_KEY;
+      const baseUrl = opts.baseUrl ?? process.env.AVATAR_API_URL;
+      if (!apiKey) throw new Error('AvatarSession needs an API key (apiKey or AVATAR_API_KEY)');
+      if (!baseUrl) throw new Error('AvatarSession needs the service URL (baseUrl or AVATAR_API_URL)');
+      this.client = new AvatarClient({ apiKey, baseUrl });
+    }
   }
 
   override get avatarIdentity(): string {
@@ -85,12 +68,23 @@ export class AvatarSession extends voice.AvatarSession {
     return this.grant?.session_id ?? null;
   }
 
-  /** Mints the avatar for this room and routes the agent session's audio to it. Call before `agentSession.start()`. */
-  override async start(agentSession: voice.AgentSession, room: Room): Promise<ProviderGrant> {
+  /**
+   * Mints the avatar for this room and routes the agent session's audio to it. Call before
+   * `agentSession.start()`. A refusal throws the client's ApiError (status, code, requestId).
+   */
+  override async start(agentSession: voice.AgentSession, room: Room): Promise<MintGrant> {
     await super.start(agentSession, room);
     const agentIdentity = room.localParticipant?.identity;
     if (!room.name || !agentIdentity) throw new Error('AvatarSession.start needs a connected room (ctx.connect() first)');
-    this.grant = await this.mint(room.name, agentIdentity);
+    this.grant = await this.client.live.mintWithQueue(
+      {
+        avatar_id: this.opts.avatarId,
+        room: { name: room.name, agent_identity: agentIdentity },
+        ...(this.opts.capacityPool ? { capacity_pool: this.opts.capacityPool } : {}),
+        ...(this.opts.maxDurationSeconds ? { max_duration_seconds: this.opts.maxDurationSeconds } : {}),
+      },
+      { maxWaitMs: this.opts.queueTimeoutMs ?? 60_000 },
+    );
     agentSession.output.audio = new voice.DataStreamAudioOutput({
       room,
       destinationIdentity: this.grant.avatar_identity,
@@ -106,40 +100,8 @@ export class AvatarSession extends voice.AvatarSession {
   override async aclose(): Promise<void> {
     if (this.grant && !this.released) {
       this.released = true;
-      await this.call('/api/v1/realtime/livekit/session/release', { session_id: this.grant.session_id, reason: 'manual' }).catch(() => {});
+      await this.client.live.release({ session_id: this.grant.session_id, reason: 'manual' }).catch(() => {});
     }
     await super.aclose();
-  }
-
-  private async mint(roomName: string, agentIdentity: string): Promise<ProviderGrant> {
-    const body: Record<string, unknown> = { avatar_id: this.opts.avatarId, room: { name: roomName, agent_identity: agentIdentity } };
-    if (this.opts.capacityPool) body.capacity_pool = this.opts.capacityPool;
-    if (this.opts.maxDurationSeconds) body.max_duration_seconds = this.opts.maxDurationSeconds;
-    const deadline = Date.now() + (this.opts.queueTimeoutMs ?? 60_000);
-    for (;;) {
-      const res = await this.call('/api/v1/realtime/livekit/session', body);
-      const answer = (await res.json().catch(() => ({}))) as Record<string, unknown>;
-      if (res.ok) return answer as unknown as ProviderGrant;
-      // The capacity queue (a 429 with a ticket, no code): keep our place and retry after the hint.
-      if (res.status === 429 && typeof answer.queue_ticket_id === 'string' && Date.now() < deadline) {
-        body.queue_ticket_id = answer.queue_ticket_id;
-        await new Promise((r) => setTimeout(r, Math.min(Number(answer.recommended_retry_ms) || 1000, Math.max(0, deadline - Date.now()))));
-        continue;
-      }
-      throw new AvatarApiError(
-        typeof answer.error === 'string' ? answer.error : `The avatar could not be started (HTTP ${res.status})`,
-        res.status,
-        typeof answer.code === 'string' ? answer.code : undefined,
-        res.headers.get('x-request-id') ?? undefined,
-      );
-    }
-  }
-
-  private call(path: string, body: unknown): Promise<Response> {
-    return (this.opts.fetch ?? fetch)(`${this.opts.baseUrl}${path}`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${this.opts.apiKey}`, 'content-type': 'application/json' },
-      body: JSON.stringify(body),
-    });
   }
 }

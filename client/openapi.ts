@@ -243,6 +243,246 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/realtime/livekit/session": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Mint a live call on LiveKit
+         * @description Creates the call: a capacity slot, a credit reservation of max_duration_seconds, a LiveKit room (conversation mode) with the avatar agent dispatched into it, and the user's token. Refusals, in this order, each with nothing reserved: 404 avatar, 409 avatar_state_conflict (not ready), scene (403 scene_sessions_not_enabled, 404 scene_not_found, 409 scene_not_ready, 429 scene_concurrency_limit_reached), 403 recordings_not_enabled, 503 clip_library_not_ready, 402 credits, 429 concurrency_limit_reached, then capacity: 429 queue (exactly { queue_ticket_id, queue_size, recommended_retry_ms }), 503 capacity_unavailable, 503 session_dispatch_failed. clip_library, clip_behavior and choreography are refused like any unknown field: a call always plays the avatar's serving clips and declared behaviour. Body cap 64 KiB.
+         */
+        post: operations["mintLiveSession"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/realtime/livekit/session/release": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * End a live call, or leave the capacity queue
+         * @description Free of charge and idempotent: twice, or on a call that already ended, it answers the recorded end again. The call is billed what ran, as any end. A conversation call's room is deleted; a provider call's room is yours and stays (the avatar leaves it). Another workspace's id is 404. Body cap 4 KiB.
+         */
+        post: operations["releaseLiveSession"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/realtime/livekit/capacity": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Snapshot of a capacity pool
+         * @description Informational: it does not predict a mint (mints fail over across pools). Do not gate a call on it: mint, and treat the 429 as the queue.
+         */
+        get: operations["getLiveCapacity"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/sessions/{sessionId}/connection-history": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A live call's connection observations
+         * @description Participants joining and leaving and their tracks, oldest first (at most 1,000), as LiveKit's webhooks and the avatar worker observed them. Empty data means nothing was observed (or the workspace does not collect connection history). Another workspace's session is 404.
+         */
+        get: operations["getConnectionHistory"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/realtime/prepare": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Prepare an avatar for turns
+         * @description Loads the avatar's idle loop (frame cache and per-frame face geometry) into this server's renderer and warms its voice, so the next turn starts fast. Idempotent: a second prepare answers registered false. 402 when the workspace has no available credits (or the key's spend limit is used up); 409 when the avatar is not ready; 502 media_unavailable when its media cannot be loaded.
+         */
+        post: operations["prepareRealtime"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/realtime/turn": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Run a turn (streamed audio and video)
+         * @description Speaks `text` (`repeat`) or the LLM's answer to it with the avatar's persona (`talk`), lip-synced on the avatar's idle loop at its cursor, as a streamed audio-clocked mux (docs/mux-format.md; decode with readAvatarMux). Everything that can refuse the turn answers before the stream starts: 402 (credits, reserved up front), 404, 409 (avatar not ready, or a reused Idempotency-Key), 422, 502 upstream_unreachable or 504 upstream_timeout (the LLM failed before its first word; nothing billed), 503 llm_not_configured (talk without an LLM). A failure mid-stream ends it with the ERROR record. Billed for the seconds of audio delivered.
+         */
+        post: operations["runTurn"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/realtime/video-cache/plan": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Plan an avatar's frame caches at given settings
+         * @description The frame caches the realtime paths play, per clip (the idle loop `source` and every library clip with a frame cache), at the settings of its loop or the given overrides. `ready` when every entry exists; otherwise `queued`, the missing entries being made by background jobs (ask again). `manifest` lists the entries ready at these settings.
+         */
+        post: operations["planVideoCache"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/scenes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Prepare a scene (preview)
+         * @description Prepares a clip as a call picture: its frames with the face tracked on each, for the lip-sync. The id derives from the content. 202 while building (poll GET /scenes/{sceneId}); 200 when already ready, or failed (error says why). Without md5 and bytes the clip is downloaded before the answer; a failed download then answers scene_id "unresolved". 403 scene_sessions_not_enabled when the workspace has no scenes; 422 scene_source_rejected for a URL the address policy refuses; 503 scene_builder_unavailable when the builder cannot run here (nothing written).
+         */
+        post: operations["createScene"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/scenes/{sceneId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a scene (preview)
+         * @description Build state of a scene the workspace prepared: building, ready (video_cache_id and frame counts for a mint) or failed (error). 404 scene_not_found for another workspace's id, an unknown one, or an expired scene.
+         */
+        get: operations["getScene"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/recordings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List recordings
+         * @description The workspace's recordings, newest first, paged with nextCursor. Recordings past retention stay listed (their media is gone).
+         */
+        get: operations["listRecordings"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/recordings/{recordingId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a recording
+         * @description Current status and retention deadline. The media can finish processing after the call ends: poll until ready.
+         */
+        get: operations["getRecording"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/recordings/{recordingId}/access": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a recording's playback URL
+         * @description A signed playback URL of a ready recording, seekable (Range), valid at most one hour and renewable within retention. 409 recording_not_ready while processing (retryable), 409 recording_failed for a failed one, 404 recording_expired once retention ended.
+         */
+        get: operations["getRecordingAccess"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -800,6 +1040,442 @@ export interface components {
              */
             portraitUrl?: string;
         } & (unknown | unknown);
+        LiveSessionGrant: {
+            /** @description The call (and its usage row): ses_... */
+            session_id: string;
+            room_name: string;
+            /** @description The LiveKit server to connect to. */
+            server_url: string;
+            /** @description The user's LiveKit token (join, publish the microphone, subscribe, data). Null in provider mode. */
+            participant_token: string | null;
+            /** @description The user's identity in the room. Null in provider mode. */
+            participant_identity: string | null;
+            /** @description The identity the avatar joins with. */
+            avatar_identity: string;
+            /** @description The pool the call runs in (another than the asked one after a failover). */
+            capacity_pool: string;
+            /**
+             * Format: date-time
+             * @description Join before this time: the token expires then (a connected call goes on).
+             * @example 2026-01-01T00:00:00.000Z
+             */
+            expires_at: string;
+            /** @description What the reservation pays for: the call ends at this length. */
+            max_duration_seconds: number;
+        };
+        /** @description Capacity is full: the request is queued. Not an error body: it has no `code`. */
+        LiveCapacityQueued: {
+            /** @description Send it back as queue_ticket_id on the next mint to keep your place. */
+            queue_ticket_id: string;
+            /** @description Queued mints up to and including this one: your position, 1 being next in line. */
+            queue_size: number;
+            /** @description Mint again (with the ticket) after this long; a ticket not sent back in time leaves the queue. */
+            recommended_retry_ms: number;
+        };
+        LiveSessionMintRequest: {
+            /**
+             * @description A ready avatar of the workspace.
+             * @example ava_0123456789ABCDEFGHij
+             */
+            avatar_id: string;
+            /**
+             * @description A capacity pool (default `primary`).
+             * @example primary
+             */
+            capacity_pool?: string;
+            client_metadata?: {
+                /** @description Your end user: GET /usage/sessions?endUserId= narrows to it. */
+                user_id?: string;
+            };
+            /** @description Play a scene instead of the avatar's idle clips (the avatar's voice and persona stay). */
+            scene?: {
+                /** @description The video_cache_id of a ready scene of the workspace. */
+                video_cache_id: string;
+            };
+            /**
+             * @description The ticket of an earlier capacity 429: keeps your place in the queue.
+             * @example qtk_0123456789ABCDEFGHij
+             */
+            queue_ticket_id?: string;
+            /** @description Longest the call may run; reserved up front (1 s = 1,000,000 credit micros) and capped by the credits available. Default 600, at most the server limit (14,400 by default). */
+            max_duration_seconds?: number;
+            /** @description Record the call. Omitted: recorded when the workspace's recording policy is on. true while the policy is off: 403 recordings_not_enabled. */
+            record?: boolean;
+            /** @description Provider mode: the avatar joins your existing room for your own agent. No room is created and no user token is minted. */
+            room?: {
+                /** @description Your existing LiveKit room. */
+                name: string;
+                /** @description The identity of your agent in that room: the avatar speaks for it. */
+                agent_identity: string;
+            };
+        };
+        LiveSessionReleased: {
+            session_id: string;
+            /** @enum {string} */
+            state: "ended";
+            /** @description Why the call ended: the release reason, or what ended it first (user_left, room_finished, max_duration, worker_lost, failed, ...). */
+            end_reason: string;
+            /**
+             * Format: date-time
+             * @example 2026-01-01T00:00:00.000Z
+             */
+            ended_at: string;
+            /**
+             * @description The usage row: released (billed what ran), failed (never started, 0).
+             * @enum {string}
+             */
+            usage_status: "released" | "failed" | "reserved" | "started";
+            billed_credit_micros: number;
+            capacity_pool: string;
+        };
+        LiveQueueLeft: {
+            queue_ticket_id: string;
+            /** @enum {string} */
+            state: "left_queue";
+            capacity_pool: string;
+        };
+        LiveSessionReleaseRequest: {
+            /**
+             * @description The call to end. Send exactly one of session_id and queue_ticket_id.
+             * @example ses_0123456789ABCDEFGHij
+             */
+            session_id?: string;
+            /**
+             * @description A queue ticket to take out of its queue.
+             * @example qtk_0123456789ABCDEFGHij
+             */
+            queue_ticket_id?: string;
+            /**
+             * @description Why the client ends the call (recorded as its end reason; default released). Any other value is 422 and frees nothing.
+             * @enum {string}
+             */
+            reason?: "page_hide" | "disconnected" | "superseded" | "unmount" | "manual" | "idle_timeout";
+            /**
+             * @description Accepted for clients that send it; the pool is known from the id.
+             * @example primary
+             */
+            capacity_pool?: string;
+        };
+        LiveCapacity: {
+            capacity_pool: string;
+            /** @description The pool's calls at once: the operator's count, else what its live agent workers declare. */
+            slots: number;
+            in_use: number;
+            /** @description max(0, slots - in_use). */
+            available: number;
+            /** @description Mints queued for the pool. */
+            queue_size: number;
+            /** @description Live agent workers serving the pool. */
+            workers: number;
+        };
+        ConnectionHistory: {
+            data: components["schemas"]["ConnectionEvent"][];
+        };
+        ConnectionEvent: {
+            participantIdentity: string;
+            /**
+             * @description The participant's part in the call, by identity.
+             * @enum {string}
+             */
+            role: "user" | "avatar" | "agent" | "other";
+            /** @enum {string} */
+            kind: "joined" | "left" | "reconnected" | "track_published" | "track_unpublished";
+            /**
+             * @description On track events.
+             * @enum {string|null}
+             */
+            trackKind: "audio" | "video" | null;
+            /** @description On track events: microphone, camera, screen_share, screen_share_audio, unknown. */
+            trackSource: string | null;
+            /**
+             * Format: date-time
+             * @example 2026-01-01T00:00:00.000Z
+             */
+            occurredAt: string;
+            /**
+             * @description Who observed it: a LiveKit webhook, or the avatar worker in the room.
+             * @enum {string}
+             */
+            source: "webhook" | "worker";
+        };
+        PrepareRealtimeResponse: {
+            avatar_id: string;
+            /** @description The avatar's media as this renderer holds it: `<avatar_id>:<cacheVersion>` (it changes when a new loop publishes). */
+            renderer_avatar_id: string;
+            /** @example builtin-rig-v1 */
+            model_id: string;
+            /**
+             * @description The lip-sync engine and device: `builtin:cpu`, `neural:cuda`...
+             * @example builtin:cpu
+             */
+            backend_id: string;
+            /** @enum {string} */
+            status: "ready";
+            /** @description True when this call loaded the media; false when this process had it open already (prepare is idempotent). */
+            registered: boolean;
+            /** @enum {string} */
+            source_kind: "portrait";
+            /** @description Milliseconds spent: engine_ms, fetch_ms, open_ms, faces_ms, tts_ms, total_ms (0 for steps already done). */
+            timings: {
+                [key: string]: number;
+            };
+            /** @description The frame cache turns play: the idle loop. */
+            video_cache: {
+                clip_id: string;
+                cache_version: number;
+                fps: number;
+                width: number;
+                height: number;
+                frames: number;
+                codec: string;
+                quality: number | null;
+                bytes: number;
+                digest: string;
+            };
+        };
+        PrepareRealtimeRequest: {
+            /**
+             * @description The avatar's id (starts with ava_). Any id that names no live avatar of the workspace is 404.
+             * @example ava_0123456789ABCDEFGHij
+             */
+            avatar_id: string;
+        };
+        TurnRequest: {
+            /**
+             * @description The avatar's id (starts with ava_). Any id that names no live avatar of the workspace is 404.
+             * @example ava_0123456789ABCDEFGHij
+             */
+            avatar_id: string;
+            /**
+             * @description `repeat`: speak `text` verbatim. `talk`: answer `text` through the LLM with the avatar's persona.
+             * @enum {string}
+             */
+            mode: "repeat" | "talk";
+            /** @description What to say (repeat) or what the user said (talk). 1 to 2000 characters (UTF-16 code units), not blank. */
+            text: string;
+            /**
+             * @description Keeps a server-side history of this conversation with the avatar (your id: 1 to 64 letters, digits, _ or -).
+             * @example support-42
+             */
+            conversation_id?: string;
+        };
+        VideoCachePlanResponse: {
+            /**
+             * @description ready: every entry exists at these settings; queued: some are being made (ask again).
+             * @enum {string}
+             */
+            status: "ready" | "queued";
+            plan: {
+                settings: {
+                    fps: number;
+                    width: number;
+                    height: number;
+                    quality: number;
+                };
+                entries: {
+                    /** @description `source` is the idle loop. */
+                    clip_id: string;
+                    /**
+                     * @description waiting: the clip has no frame cache yet to make one from.
+                     * @enum {string}
+                     */
+                    status: "queued" | "rendering" | "ready" | "failed" | "waiting";
+                    /** @description The clip's own cache (these are the settings it was generated at). */
+                    native: boolean;
+                    error: string | null;
+                }[];
+                /** @description Entries this call queued. */
+                queued: number;
+            } | null;
+            /** @description The avatar cache manifest record: the entries ready at these settings. */
+            manifest: {
+                /** @description The avatar's cacheManifestId. */
+                id: string | null;
+                avatar_id: string;
+                cache_version: number;
+                settings: {
+                    fps: number;
+                    width: number;
+                    height: number;
+                    quality: number;
+                };
+                entries: {
+                    clip_id: string;
+                    frames: number;
+                    fps: number;
+                    width: number;
+                    height: number;
+                    quality: number;
+                    /** @enum {string} */
+                    codec: "jpeg";
+                    duration_seconds: number;
+                    bytes: number;
+                    /** @description sha256 (hex) of the frames then the landmarks. */
+                    digest: string;
+                }[];
+            };
+        };
+        VideoCachePlanRequest: {
+            /**
+             * @description The avatar's id (starts with ava_). Any id that names no live avatar of the workspace is 404.
+             * @example ava_0123456789ABCDEFGHij
+             */
+            avatar_id: string;
+            video_cache?: components["schemas"]["VideoCacheSettingsInput"];
+        };
+        /** @description Overrides of the settings the avatar's loop was generated at. */
+        VideoCacheSettingsInput: {
+            /** @description Frames per second, 5 to 60. */
+            fps?: number;
+            /** @description Even, 64 to 1024 pixels. Alone, the height follows the aspect ratio. */
+            width?: number;
+            /** @description Even, 64 to 1024 pixels. Alone, the width follows the aspect ratio. */
+            height?: number;
+            /** @description JPEG quality, 10 to 100. */
+            quality?: number;
+        };
+        Scene: {
+            /**
+             * @description scn_ + 32 hex digits derived from the clip's md5 and byte length (the same bytes always give the same id); the literal "unresolved" on a failed answer whose download failed before the id could be known.
+             * @example scn_5d41402abc4b2a76b9719d911017c592
+             */
+            scene_id: string;
+            /**
+             * @description building, then ready or failed.
+             * @enum {string}
+             */
+            status: "building" | "ready" | "failed";
+            /** @enum {string} */
+            profile: "scene-v0";
+            /**
+             * @description How a call continues the clip at its end: loop (from the first frame again) or pingpong (backwards, then forwards again).
+             * @enum {string}
+             */
+            continuation: "loop" | "pingpong";
+            /** @description The content the scene is built from (the URL is not echoed). */
+            source: {
+                /** @description Lowercase hex md5 of the clip (named by the client or measured). */
+                md5: string | null;
+                /** @description Byte length of the clip. */
+                bytes: number | null;
+            };
+            /**
+             * @description Set once ready: pass it to a session mint as scene.video_cache_id.
+             * @example vc_9f86d081884c7d659a2feaa0c55ad015
+             */
+            video_cache_id: string | null;
+            /** @description Frames of the clip as built (ready only). */
+            frame_count: number | null;
+            /** @description Frames before the picture repeats under the continuation: frame_count for loop, 2 x (frame_count - 1) for pingpong (ready only). */
+            cycle_frame_count: number | null;
+            /** @description Frames per second of the built clip (25; ready only). */
+            fps: number | null;
+            /** @description Picture width in pixels (ready only). */
+            width: number | null;
+            /** @description Picture height in pixels (ready only). */
+            height: number | null;
+            /** @description frame_count / fps (ready only). */
+            duration_seconds: number | null;
+            /**
+             * @description Why the scene failed (failed only).
+             * @enum {string|null}
+             */
+            error: "source_unreachable" | "source_unusable" | "source_mismatch" | "build_failed" | null;
+            /** @description What happened, for people (failed only). */
+            error_message: string | null;
+            /**
+             * Format: date-time
+             * @description When this preparation started; null on an unresolved answer.
+             * @example 2026-01-01T00:00:00.000Z
+             */
+            created_at: string | null;
+            /**
+             * Format: date-time
+             * @example 2026-01-01T00:00:00.000Z
+             */
+            ready_at: string | null;
+            /**
+             * Format: date-time
+             * @description After this the scene is gone (404 scene_not_found); every POST of the clip moves it. Null on an unresolved answer.
+             * @example 2026-01-01T00:00:00.000Z
+             */
+            expires_at: string | null;
+        };
+        CreateSceneRequest: {
+            source: {
+                /**
+                 * Format: uri
+                 * @description http or https; must reach a public address (redirects included, each checked).
+                 */
+                url: string;
+                /** @description md5 of the clip (hex). With bytes: the id is known at once, and a clip already prepared answers ready at once. */
+                md5?: string;
+                /** @description Byte length of the clip, at most the server cap (SCENE_MAX_BYTES, 100 MB by default). */
+                bytes?: number;
+            };
+            /**
+             * @description How a call continues the clip at its end; default loop.
+             * @enum {string}
+             */
+            continuation?: "loop" | "pingpong";
+            /**
+             * @description The build profile; scene-v0 is the one there is.
+             * @enum {string}
+             */
+            profile: "scene-v0";
+        };
+        RecordingPage: {
+            data: components["schemas"]["Recording"][];
+            nextCursor: string | null;
+        };
+        Recording: {
+            /** @example rec_7Hq2vX9k1LmN0pR7sTuA */
+            id: string;
+            /** @description The live session recorded (ses_...). */
+            sessionId: string;
+            /**
+             * @description processing while the call runs and the file is finalised, then ready or failed.
+             * @enum {string}
+             */
+            status: "processing" | "ready" | "failed";
+            /** @description Set once ready. */
+            durationSeconds: number | null;
+            /** @description Size of the MP4, set once ready. */
+            sizeBytes: number | null;
+            /** @example video/mp4 */
+            contentType: string;
+            /** @description Why it failed (failed only). */
+            error: string | null;
+            /**
+             * Format: date-time
+             * @example 2026-01-01T00:00:00.000Z
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @example 2026-01-01T00:00:00.000Z
+             */
+            readyAt: string | null;
+            /**
+             * Format: date-time
+             * @description The media is deleted after this (the workspace's retention); the metadata stays.
+             * @example 2026-01-01T00:00:00.000Z
+             */
+            retentionExpiresAt: string;
+        };
+        RecordingAccess: {
+            /**
+             * Format: uri
+             * @description Private playback URL of the MP4: GET, with HTTP Range for seeking. No key needed: keep it private.
+             */
+            url: string;
+            /**
+             * Format: date-time
+             * @description The URL stops working then: at most one hour from now, never past retention. Ask again for a fresh one.
+             * @example 2026-01-01T00:00:00.000Z
+             */
+            expiresAt: string;
+        };
     };
     responses: never;
     parameters: never;
@@ -2349,6 +3025,1206 @@ export interface operations {
             };
             /** @description Error */
             504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    mintLiveSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["LiveSessionMintRequest"];
+            };
+        };
+        responses: {
+            /** @description The grant */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LiveSessionGrant"];
+                };
+            };
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, revoked or expired API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Insufficient credits or spend limit exceeded */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Key lacks the scope, or the workspace is not active */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such resource for this tenant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict with existing state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body over the route cap */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported content type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Validation failed: the message names the field */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Capacity queue (no code: queue_ticket_id, queue_size, recommended_retry_ms), concurrency_limit_reached, scene_concurrency_limit_reached, or the per-key rate limit */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LiveCapacityQueued"] | components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Dependency unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    releaseLiveSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["LiveSessionReleaseRequest"];
+            };
+        };
+        responses: {
+            /** @description Ended (or already ended), or out of the queue */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LiveSessionReleased"] | components["schemas"]["LiveQueueLeft"];
+                };
+            };
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, revoked or expired API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Key lacks the scope, or the workspace is not active */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such resource for this tenant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body over the route cap */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported content type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Validation failed: the message names the field */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited, concurrency limit or capacity queue */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getLiveCapacity: {
+        parameters: {
+            query?: {
+                /** @description A capacity pool (default `primary`). */
+                capacity_pool?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The pool now */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LiveCapacity"];
+                };
+            };
+            /** @description Missing, malformed, revoked or expired API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Key lacks the scope, or the workspace is not active */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Validation failed: the message names the field */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited, concurrency limit or capacity queue */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getConnectionHistory: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A live call: ses_... */
+                sessionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The observations */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConnectionHistory"];
+                };
+            };
+            /** @description Missing, malformed, revoked or expired API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Key lacks the scope, or the workspace is not active */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such resource for this tenant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Validation failed: the message names the field */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited, concurrency limit or capacity queue */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    prepareRealtime: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PrepareRealtimeRequest"];
+            };
+        };
+        responses: {
+            /** @description Prepared */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PrepareRealtimeResponse"];
+                };
+            };
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, revoked or expired API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Insufficient credits or spend limit exceeded */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Key lacks the scope, or the workspace is not active */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such resource for this tenant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict with existing state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body over the route cap */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported content type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Validation failed: the message names the field */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited, concurrency limit or capacity queue */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Upstream failure */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    runTurn: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description 1 to 180 characters. A turn cannot be replayed: any reuse of a key that started a turn is 409 idempotency_conflict. */
+                "idempotency-key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TurnRequest"];
+            };
+        };
+        responses: {
+            /** @description The turn stream (AVMX mux) */
+            200: {
+                headers: {
+                    /** @description The turn's id: its usage row (GET /usage/sessions) and the header's turn_id. */
+                    "X-Turn-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": string;
+                };
+            };
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, revoked or expired API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Insufficient credits or spend limit exceeded */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Key lacks the scope, or the workspace is not active */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such resource for this tenant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict with existing state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body over the route cap */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported content type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Validation failed: the message names the field */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited, concurrency limit or capacity queue */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Upstream failure */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Dependency unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    planVideoCache: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["VideoCachePlanRequest"];
+            };
+        };
+        responses: {
+            /** @description The plan */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["VideoCachePlanResponse"];
+                };
+            };
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, revoked or expired API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Key lacks the scope, or the workspace is not active */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such resource for this tenant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body over the route cap */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported content type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Validation failed: the message names the field */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited, concurrency limit or capacity queue */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createScene: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateSceneRequest"];
+            };
+        };
+        responses: {
+            /** @description The scene, ready or failed */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Scene"];
+                };
+            };
+            /** @description The scene, building */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Scene"];
+                };
+            };
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, revoked or expired API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Key lacks the scope, or the workspace is not active */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body over the route cap */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported content type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Validation failed: the message names the field */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited, concurrency limit or capacity queue */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Dependency unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getScene: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Starts with scn_ */
+                sceneId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The scene */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Scene"];
+                };
+            };
+            /** @description Missing, malformed, revoked or expired API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Key lacks the scope, or the workspace is not active */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such resource for this tenant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Validation failed: the message names the field */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited, concurrency limit or capacity queue */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listRecordings: {
+        parameters: {
+            query?: {
+                /** @description Only this session's recordings. */
+                sessionId?: string;
+                /** @description Page size, 1 to 100, default 50. */
+                limit?: number;
+                /** @description nextCursor of the previous page. */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of recordings */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RecordingPage"];
+                };
+            };
+            /** @description Missing, malformed, revoked or expired API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Key lacks the scope, or the workspace is not active */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Validation failed: the message names the field */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited, concurrency limit or capacity queue */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getRecording: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Starts with rec_ */
+                recordingId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The recording */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Recording"];
+                };
+            };
+            /** @description Missing, malformed, revoked or expired API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Key lacks the scope, or the workspace is not active */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such resource for this tenant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Validation failed: the message names the field */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited, concurrency limit or capacity queue */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getRecordingAccess: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Starts with rec_ */
+                recordingId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The playback URL */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RecordingAccess"];
+                };
+            };
+            /** @description Missing, malformed, revoked or expired API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Key lacks the scope, or the workspace is not active */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such resource for this tenant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict with existing state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Validation failed: the message names the field */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited, concurrency limit or capacity queue */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };

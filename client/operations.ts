@@ -28,7 +28,7 @@ export const OPERATIONS = {
     "path": "/api/v1/scenes",
     "body": "json",
     "idempotencyKey": false,
-    "documented": false
+    "documented": true
   },
   "deleteAvatar": {
     "method": "DELETE",
@@ -56,7 +56,7 @@ export const OPERATIONS = {
     "path": "/api/v1/sessions/{sessionId}/connection-history",
     "body": "none",
     "idempotencyKey": false,
-    "documented": false
+    "documented": true
   },
   "getCreditBalance": {
     "method": "GET",
@@ -70,28 +70,28 @@ export const OPERATIONS = {
     "path": "/api/v1/realtime/livekit/capacity",
     "body": "none",
     "idempotencyKey": false,
-    "documented": false
+    "documented": true
   },
   "getRecording": {
     "method": "GET",
     "path": "/api/v1/recordings/{recordingId}",
     "body": "none",
     "idempotencyKey": false,
-    "documented": false
+    "documented": true
   },
   "getRecordingAccess": {
     "method": "GET",
     "path": "/api/v1/recordings/{recordingId}/access",
     "body": "none",
     "idempotencyKey": false,
-    "documented": false
+    "documented": true
   },
   "getScene": {
     "method": "GET",
     "path": "/api/v1/scenes/{sceneId}",
     "body": "none",
     "idempotencyKey": false,
-    "documented": false
+    "documented": true
   },
   "listAssets": {
     "method": "GET",
@@ -112,7 +112,7 @@ export const OPERATIONS = {
     "path": "/api/v1/recordings",
     "body": "none",
     "idempotencyKey": false,
-    "documented": false
+    "documented": true
   },
   "listSessionUsage": {
     "method": "GET",
@@ -126,21 +126,21 @@ export const OPERATIONS = {
     "path": "/api/v1/realtime/livekit/session",
     "body": "json",
     "idempotencyKey": false,
-    "documented": false
+    "documented": true
   },
   "planVideoCache": {
     "method": "POST",
     "path": "/api/v1/realtime/video-cache/plan",
     "body": "json",
     "idempotencyKey": false,
-    "documented": false
+    "documented": true
   },
   "prepareRealtime": {
     "method": "POST",
     "path": "/api/v1/realtime/prepare",
     "body": "json",
     "idempotencyKey": false,
-    "documented": false
+    "documented": true
   },
   "putClipLibrary": {
     "method": "PUT",
@@ -161,7 +161,7 @@ export const OPERATIONS = {
     "path": "/api/v1/realtime/livekit/session/release",
     "body": "json",
     "idempotencyKey": false,
-    "documented": false
+    "documented": true
   },
   "renderLipsync": {
     "method": "POST",
@@ -182,7 +182,7 @@ export const OPERATIONS = {
     "path": "/api/v1/realtime/turn",
     "body": "json",
     "idempotencyKey": true,
-    "documented": false
+    "documented": true
   },
   "updateAvatar": {
     "method": "PATCH",
