@@ -3,13 +3,8 @@
  * storage once per worker into a local folder, opened once, and shared by every call that plays
  * them. The face geometry the lip-sync needs is computed once per frame and kept.
  */
-import { createHash } from 'node:crypto';
-import { createWriteStream } from 'node:fs';
-import { mkdir, rename, rm, stat } from 'node:fs/promises';
-import path from 'node:path';
-import { pipeline } from 'node:stream/promises';
+import { LocalFrameCaches } from '../../core/storage/frame-caches.ts';
 import type { ObjectStorage } from '../../core/storage/index.ts';
-import { FRAMES_FILE, LANDMARKS_FILE, MANIFEST_FILE } from '../../render/framecache/format.ts';
 import { openFrameCache, type FrameCache } from '../../render/framecache/index.ts';
 import type { LipSyncEngine, LipSyncFace } from '../../render/lipsync/index.ts';
 
@@ -24,18 +19,19 @@ export interface ClipMedia {
   face(i: number): LipSyncFace;
 }
 
-const CACHE_FILES = [MANIFEST_FILE, FRAMES_FILE, LANDMARKS_FILE];
-
 export class MediaCache {
   private readonly open = new Map<string, Promise<ClipMedia>>();
   private readonly users = new Map<string, number>();
+  private readonly local: LocalFrameCaches;
 
   constructor(
-    private readonly storage: ObjectStorage,
+    storage: ObjectStorage,
     /** Local folder for downloaded caches (one subfolder per storage key). */
-    private readonly dir: string,
+    dir: string,
     private readonly lipsync: Pick<LipSyncEngine, 'prepare'>,
-  ) {}
+  ) {
+    this.local = new LocalFrameCaches(storage, dir);
+  }
 
   /** The clip stored under `cacheKey`, downloaded and opened on first use. Pair with `release`. */
   acquire(cacheKey: string): Promise<ClipMedia> {
@@ -66,20 +62,7 @@ export class MediaCache {
   }
 
   private async load(cacheKey: string): Promise<ClipMedia> {
-    const local = path.join(this.dir, createHash('sha256').update(cacheKey).digest('hex').slice(0, 32));
-    if (!(await stat(path.join(local, MANIFEST_FILE)).catch(() => undefined))) {
-      // Into a temporary sibling, then renamed: a half-downloaded cache is never opened.
-      const tmp = `${local}.tmp-${process.pid}-${Date.now()}`;
-      await mkdir(tmp, { recursive: true });
-      try {
-        for (const f of CACHE_FILES) await pipeline(await this.storage.get(`${cacheKey}/${f}`), createWriteStream(path.join(tmp, f)));
-        await rm(local, { recursive: true, force: true });
-        await rename(tmp, local);
-      } catch (err) {
-        await rm(tmp, { recursive: true, force: true });
-        throw err;
-      }
-    }
+    const local = await this.local.local(cacheKey);
     const cache = await openFrameCache(local, { lruFrames: 16 });
     const faces: (LipSyncFace | undefined)[] = new Array(cache.frameCount);
     return {

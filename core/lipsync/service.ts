@@ -19,7 +19,7 @@ import type { Logger } from '../log.ts';
 import type { SafeFetcher } from '../net/safe-fetch.ts';
 import { MAX_SIGNED_URL_TTL_SECONDS, type ObjectStorage } from '../storage/index.ts';
 import type { UsageStore } from '../usage.ts';
-import { LocalFrameCaches } from './frame-caches.ts';
+import { LocalFrameCaches } from '../storage/frame-caches.ts';
 import { fetchMedia, type FetchedMedia } from './media.ts';
 import { LipsyncPortraits, type SpeakingAvatar } from './portraits.ts';
 

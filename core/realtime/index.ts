@@ -5,7 +5,8 @@
  */
 export { TurnService, TURN_MODES, TURN_TEXT_MAX_CHARS, turnError, voiceOf } from './turns.ts';
 export type { PrepareAnswer, StartedTurn, TurnInput, TurnMode, TurnServiceDeps, TurnSummary } from './turns.ts';
-export { RealtimeMedia, fetchFrameCache } from './media.ts';
+export { RealtimeMedia } from './media.ts';
+export { fetchFrameCache } from '../storage/frame-caches.ts';
 export type { HeldMedia, RealtimeMediaOptions } from './media.ts';
 export { ChatModel, llmConfigured } from './llm.ts';
 export type { ChatMessage } from './llm.ts';

@@ -6,19 +6,16 @@
  * turn is playing is closed and its local files removed.
  */
 import { createHash } from 'node:crypto';
-import { createWriteStream } from 'node:fs';
-import { mkdir, rename, rm, stat } from 'node:fs/promises';
+import { rm, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { pipeline } from 'node:stream/promises';
-import { FRAMES_FILE, LANDMARKS_FILE, MANIFEST_FILE } from '../../render/framecache/format.ts';
+import { MANIFEST_FILE } from '../../render/framecache/format.ts';
 import { openFrameCache } from '../../render/framecache/index.ts';
 import { createLipSync, type LipSyncEngine } from '../../render/lipsync/index.ts';
 import { frameCacheBody, type FrameCacheBody } from '../../render/turn/index.ts';
 import { ApiError } from '../errors.ts';
 import type { Logger } from '../log.ts';
+import { fetchFrameCache } from '../storage/frame-caches.ts';
 import type { ObjectStorage } from '../storage/index.ts';
-
-export const CACHE_FILES = [MANIFEST_FILE, FRAMES_FILE, LANDMARKS_FILE] as const;
 
 /** Decoded frames each open cache keeps (RGBA, width x height x 4 bytes each). */
 const DECODED_FRAMES = 8;
@@ -50,23 +47,6 @@ export interface RealtimeMediaOptions {
   lipsyncModel: string;
   device: 'cpu' | 'cuda';
   log: Logger;
-}
-
-/**
- * Fetches the frame cache stored under `cacheKey` into `dir` (replaced), through a temporary
- * sibling renamed at the end: a half-fetched cache is never opened.
- */
-export async function fetchFrameCache(storage: ObjectStorage, cacheKey: string, dir: string): Promise<void> {
-  const tmp = `${dir}.tmp-${process.pid}-${Date.now()}-${Math.random().toString(36).slice(2)}`;
-  await mkdir(tmp, { recursive: true });
-  try {
-    for (const f of CACHE_FILES) await pipeline(await storage.get(`${cacheKey}/${f}`), createWriteStream(path.join(tmp, f)));
-    await rm(dir, { recursive: true, force: true });
-    await rename(tmp, dir);
-  } catch (err) {
-    await rm(tmp, { recursive: true, force: true });
-    throw err;
-  }
 }
 
 export class RealtimeMedia {

@@ -24,7 +24,7 @@ import { newId } from '../ids.ts';
 import type { JobContext, JobQueue } from '../jobs/queue.ts';
 import type { Logger } from '../log.ts';
 import type { ObjectStorage } from '../storage/index.ts';
-import { fetchFrameCache } from './media.ts';
+import { fetchFrameCache } from '../storage/frame-caches.ts';
 
 export const VIDEO_CACHE_JOB = 'video-cache-transcode';
 export const VIDEO_CACHE_DEAD_JOB = 'video-cache-transcode-dead';

@@ -4,13 +4,31 @@ import { mkdir, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { FRAMES_FILE, LANDMARKS_FILE, MANIFEST_FILE } from '../../render/framecache/format.ts';
-import type { ObjectStorage } from '../storage/index.ts';
+import type { ObjectStorage } from './types.ts';
 
-const CACHE_FILES = [MANIFEST_FILE, FRAMES_FILE, LANDMARKS_FILE];
+/** The files of a stored frame cache, under its key. */
+export const CACHE_FILES = [MANIFEST_FILE, FRAMES_FILE, LANDMARKS_FILE] as const;
 
 /**
- * Local copies of stored frame caches (an avatar's idle loop), for renderers that read them from
- * disk. A cache's storage key names one generation and its objects never change, so a copy made
+ * Fetches the frame cache stored under `cacheKey` into `dir` (replaced), through a temporary
+ * sibling renamed at the end: a half-fetched cache is never opened.
+ */
+export async function fetchFrameCache(storage: ObjectStorage, cacheKey: string, dir: string): Promise<void> {
+  const tmp = `${dir}.tmp-${process.pid}-${Date.now()}-${Math.random().toString(36).slice(2)}`;
+  await mkdir(tmp, { recursive: true });
+  try {
+    for (const f of CACHE_FILES) await pipeline(await storage.get(`${cacheKey}/${f}`), createWriteStream(path.join(tmp, f)));
+    await rm(dir, { recursive: true, force: true });
+    await rename(tmp, dir);
+  } catch (err) {
+    await rm(tmp, { recursive: true, force: true });
+    throw err;
+  }
+}
+
+/**
+ * Local copies of stored frame caches (loops, clips, scenes), for the renderers that read them from
+ * disk: lipsync renders, turns and the agent worker's calls. A cache's storage key names one generation and its objects never change, so a copy made
  * once stays good; it is downloaded into a temporary sibling and renamed, so a half-downloaded
  * cache is never opened, and concurrent requests for one key share one download.
  */
@@ -36,16 +54,7 @@ export class LocalFrameCaches {
   }
 
   private async download(cacheKey: string, folder: string): Promise<string> {
-    const tmp = `${folder}.tmp-${process.pid}-${Date.now()}`;
-    await mkdir(tmp, { recursive: true });
-    try {
-      for (const f of CACHE_FILES) await pipeline(await this.storage.get(`${cacheKey}/${f}`), createWriteStream(path.join(tmp, f)));
-      await rm(folder, { recursive: true, force: true });
-      await rename(tmp, folder);
-      return folder;
-    } catch (err) {
-      await rm(tmp, { recursive: true, force: true });
-      throw err;
-    }
+    await fetchFrameCache(this.storage, cacheKey, folder);
+    return folder;
   }
 }
