@@ -60,10 +60,14 @@ export interface ReadyAvatarOptions {
   defaultVoiceId?: string;
   /** Another state than ready (the loop still generating: no frame cache). */
   status?: 'preprocessing' | 'failed' | 'disabled';
-  /** Point the loop at a cache that is not in storage. */
+  /** Point the loop at a cache that is not in storage (the API side of a live call never reads its frames). */
   missingCache?: boolean;
   /** The loop to store (default: the test loop). */
   loop?: LoopSpec;
+  /** A declared behaviour (the clip library's `clip_behavior`). */
+  behavior?: object;
+  /** Soft-deleted. */
+  deleted?: boolean;
 }
 
 /** An avatar of `tenantId` whose idle loop has published (status ready, a frame cache serving). */
@@ -73,9 +77,10 @@ export async function readyAvatar(t: WithServices, tenantId: string, o: ReadyAva
   const cacheKey = ready ? `tenants/${tenantId}/avatars/${avatarId}/loops/gen_test/cache` : null;
   await t.services.sql`
     insert into avatars (id, tenant_id, display_name, status, idle_video_status, source_kind, personality, default_voice_id,
-                         serving_cache_key, cache_manifest_id, cache_version)
+                         serving_loop_key, serving_cache_key, cache_manifest_id, cache_version, clip_behavior, deleted_at)
     values (${avatarId}, ${tenantId}, ${o.displayName ?? 'Ada'}, ${o.status ?? 'ready'}, ${ready ? 'ready' : 'generating'}, 'video',
-            ${o.personality ?? null}, ${o.defaultVoiceId ?? null}, ${cacheKey}, ${ready ? 'cmf_test' : null}, ${ready ? 1 : 0})`;
+            ${o.personality ?? null}, ${o.defaultVoiceId ?? null}, ${ready ? `tenants/${tenantId}/avatars/${avatarId}/loops/gen_test/idle.mp4` : null},
+            ${cacheKey}, ${ready ? 'cmf_test' : null}, ${ready ? 1 : 0}, ${o.behavior ? t.services.sql.json(o.behavior as never) : null}, ${o.deleted ? new Date() : null})`;
   if (cacheKey && !o.missingCache) await storeTestCache(t.services.storage, cacheKey, o.loop);
   return { avatarId, cacheKey };
 }

@@ -2,6 +2,7 @@
 import { expect } from 'vitest';
 import { newId } from '../../../core/ids.ts';
 import type { TestApi } from '../../../test/helpers.ts';
+import { readyAvatar as storedAvatar, type ReadyAvatarOptions } from '../../../test/realtime.ts';
 
 export const MINT = '/api/v1/realtime/livekit/session';
 export const RELEASE = '/api/v1/realtime/livekit/session/release';
@@ -26,21 +27,21 @@ export interface QueueBody {
 }
 
 /**
- * An avatar as a finished generation leaves it (status ready, a serving loop), written as rows: a
- * call never reads the loop's frames on the API side. `pendingIdleClip` declares an idle pool whose
- * only positive member is a clip still rendering (the source loop weighted 0).
+ * An avatar as a finished generation leaves it (status ready, a serving loop), as rows only: a call
+ * never reads the loop's frames on the API side. `pendingIdleClip` declares an idle pool whose only
+ * positive member is a clip still rendering (the source loop weighted 0).
  */
 export async function readyAvatar(t: TestApi, tenantId: string, o: { status?: string; pendingIdleClip?: boolean; deleted?: boolean } = {}): Promise<string> {
-  const id = newId('avatar');
-  const behavior = o.pendingIdleClip ? { idle: { clips: ['sway'], weights: { source: 0, sway: 1 } } } : null;
-  await t.services.sql`
-    insert into avatars (id, tenant_id, display_name, status, idle_video_status, serving_loop_key, serving_cache_key, cache_version, clip_behavior, deleted_at)
-    values (${id}, ${tenantId}, 'Ada', ${o.status ?? 'ready'}, 'ready', ${`tenants/${tenantId}/avatars/${id}/loop.mp4`},
-            ${`tenants/${tenantId}/avatars/${id}/loop`}, 1, ${behavior ? t.services.sql.json(behavior) : null}, ${o.deleted ? new Date() : null})`;
+  const { avatarId } = await storedAvatar(t, tenantId, {
+    missingCache: true,
+    ...(o.status && o.status !== 'ready' ? { status: o.status as ReadyAvatarOptions['status'] } : {}),
+    ...(o.pendingIdleClip ? { behavior: { idle: { clips: ['sway'], weights: { source: 0, sway: 1 } } } } : {}),
+    ...(o.deleted ? { deleted: true } : {}),
+  });
   if (o.pendingIdleClip) {
-    await t.services.sql`insert into avatar_clips (avatar_id, clip_id, status, source_kind, motion_prompt) values (${id}, 'sway', 'rendering', 'generated', 'sway gently')`;
+    await t.services.sql`insert into avatar_clips (avatar_id, clip_id, status, source_kind, motion_prompt) values (${avatarId}, 'sway', 'rendering', 'generated', 'sway gently')`;
   }
-  return id;
+  return avatarId;
 }
 
 /** A scene of the workspace as its build leaves it; answers its video_cache_id. */
