@@ -1,30 +1,12 @@
 /**
- * What the agent's tests share: an avatar's idle loop in storage, a LiveKit participant that
- * watches the avatar like a user (frames, audio, the sync marker), and tokens.
+ * What the agent's tests share: a LiveKit participant that watches the avatar like a user (frames, audio, the sync marker), and tokens.
  */
-import { readFile, readdir } from 'node:fs/promises';
-import { mkdtempSync } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { AudioFrame, AudioStream, Room, RoomEvent, TrackKind, VideoBufferType, VideoStream, type AudioSource, type RemoteTrack } from '@livekit/rtc-node';
 import { AccessToken } from 'livekit-server-sdk';
-import type { ObjectStorage } from '../core/storage/index.ts';
-import { generateIdleLoop, preparePortrait, writeMotion } from '../render/generate/index.ts';
+import { LIVEKIT_DEV_KEY as DEV_KEY, LIVEKIT_DEV_SECRET as DEV_SECRET } from '../test/deps.ts';
 
-export const DEV_KEY = 'devkey';
-export const DEV_SECRET = 'secret';
-export const PORTRAIT = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../render/rig/fixtures/grace_hopper.jpg');
-
-/** Renders an idle loop of the test portrait into storage; returns its frame-cache key. */
-export async function storeIdleLoop(storage: ObjectStorage, key: string, seconds = 4): Promise<string> {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'agent-loop-'));
-  const idle = await generateIdleLoop(await preparePortrait(await readFile(PORTRAIT)), { seed: 'agent-test', seconds });
-  await writeMotion(idle, { cacheDir: path.join(dir, 'cache') });
-  for (const f of await readdir(path.join(dir, 'cache'))) {
-    await storage.put(`${key}/${f}`, await readFile(path.join(dir, 'cache', f)), { contentType: 'application/octet-stream' });
-  }
-  return key;
-}
+export { DEV_KEY, DEV_SECRET };
 
 export async function token(room: string, identity: string, opts: { agent?: boolean; attributes?: Record<string, string> } = {}): Promise<string> {
   const at = new AccessToken(DEV_KEY, DEV_SECRET, { identity, ...(opts.attributes ? { attributes: opts.attributes } : {}) });
@@ -69,12 +51,18 @@ export class Viewer {
 
   constructor(private readonly watch: string) {}
 
+  /** Joins `roomName` as `identity` with a dev-key token of its own. */
   async join(url: string, roomName: string, identity: string): Promise<void> {
+    await this.connect(url, await token(roomName, identity));
+  }
+
+  /** Joins with a token (a mint's participant_token). */
+  async connect(url: string, participantToken: string): Promise<void> {
     this.room.on(RoomEvent.TrackSubscribed, (track, _pub, p) => {
       if (p.identity !== this.watch) return;
       this.loops.push(track.kind === TrackKind.KIND_VIDEO ? this.readVideo(track) : this.readAudio(track));
     });
-    await this.room.connect(url, await token(roomName, identity), { autoSubscribe: true, dynacast: false });
+    await this.room.connect(url, participantToken, { autoSubscribe: true, dynacast: false });
   }
 
   private async readVideo(track: RemoteTrack): Promise<void> {

@@ -9,7 +9,8 @@ import { RoomServiceClient } from 'livekit-server-sdk';
 import { LocalStorage } from '../core/storage/local.ts';
 import { MediaSigner } from '../core/storage/signing.ts';
 import { closeTts, synthesize } from '../render/tts/index.ts';
-import { Viewer, storeIdleLoop, token } from '../agent/test-support.ts';
+import { Viewer, token } from '../agent/test-support.ts';
+import { storeTestCache } from '../test/realtime.ts';
 import { startLiveKit } from '../test/deps.ts';
 import type { BenchModule, BenchReport } from './types.ts';
 
@@ -97,7 +98,7 @@ export const sessions: BenchModule = {
     const rooms = new RoomServiceClient(livekit.url.replace(/^ws/, 'http'), 'devkey', 'secret');
     const store = mkdtempSync(path.join(os.tmpdir(), 'bench-sessions-'));
     const storage = new LocalStorage(store, new MediaSigner('s'.repeat(32)), 'http://localhost');
-    const loopKey = await storeIdleLoop(storage, 'bench/loop/cache', 8);
+    const loopKey = await storeTestCache(storage, 'bench/loop/cache', { seconds: 8, size: 512 });
     const speech = await synthesize({ text: 'The quick brown fox jumps over the lazy dog, and then it runs far away.' });
     await closeTts();
     const host = fork(HOST, [], {

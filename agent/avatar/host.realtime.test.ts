@@ -12,7 +12,8 @@ import { LocalStorage } from '../../core/storage/local.ts';
 import { MediaSigner } from '../../core/storage/signing.ts';
 import { createLipSync } from '../../render/lipsync/index.ts';
 import { synthesize } from '../../render/tts/index.ts';
-import { DEV_KEY, DEV_SECRET, Viewer, onsets, storeIdleLoop, token } from '../test-support.ts';
+import { DEV_KEY, DEV_SECRET, Viewer, onsets, token } from '../test-support.ts';
+import { storeTestCache } from '../../test/realtime.ts';
 import type { CallReporter, CallSpec, ConnectionObservation, EndReason } from './call.ts';
 import { AvatarHost } from './host.ts';
 
@@ -25,7 +26,7 @@ let host: AvatarHost;
 let loopKey: string;
 
 beforeAll(async () => {
-  loopKey = await storeIdleLoop(storage, 'test/loop/cache', 4);
+  loopKey = await storeTestCache(storage, 'test/loop/cache', { seconds: 4, size: 512 });
   host = new AvatarHost({
     lipsync: await createLipSync('builtin'),
     vad: null,

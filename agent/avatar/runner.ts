@@ -263,7 +263,7 @@ export class AvatarRunner {
     return true;
   }
 
-  /** Ends the call (idempotent): leaves the room, reports the end, finishes the recording. */
+  /** Ends the call (idempotent): reports the end, leaves the room, finishes the recording. */
   end(reason: EndReason): Promise<void> {
     if (this.ending) return this.ending;
     this.endReason = reason;
@@ -275,12 +275,14 @@ export class AvatarRunner {
       this.receiver?.stop();
       await Promise.all([...this.userAudio.values()].map((u) => u.close()));
       const endSample = this.playout?.position() ?? 0;
+      // Reported before leaving: the avatar's leave reaches the API as a webhook, which would
+      // otherwise end the call first, as avatar_left.
+      await this.reporter.ended(reason, at).catch((err: unknown) => this.log.error({ err }, 'could not report the end of the call'));
       await this.room.disconnect().catch(() => {});
       if (this.spec.ownsRoom) {
         const http = this.ctx.livekit.url.replace(/^ws/, 'http');
         await new RoomServiceClient(http, this.ctx.livekit.apiKey, this.ctx.livekit.apiSecret).deleteRoom(this.spec.roomName).catch(() => {});
       }
-      await this.reporter.ended(reason, at).catch((err: unknown) => this.log.error({ err }, 'could not report the end of the call'));
       await this.audioSource?.close().catch(() => {});
       for (const key of this.held) this.ctx.media.release(key);
       this.onEnd(this);
