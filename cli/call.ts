@@ -70,9 +70,13 @@ room.on(RoomEvent.TrackSubscribed, (track, _pub, p) => {
 });
 room.on(RoomEvent.ParticipantConnected, (p) => console.log(`${stamp()}  joined: ${p.identity}`));
 room.on(RoomEvent.ParticipantDisconnected, (p) => console.log(`${stamp()}  left: ${p.identity}`));
+// The user's transcripts come as one stream per interim and final result (printed: the finals);
+// the avatar's speech as one stream of deltas per reply, closed when it is said (or interrupted).
 room.registerTextStreamHandler('lk.transcription', (reader, { identity }) => {
   void reader.readAll().then((text) => {
-    if (reader.info.attributes?.['lk.transcription_final'] === 'true' && text.trim()) console.log(`${stamp()}  ${identity}: ${text.trim()}`);
+    const mine = identity === room.localParticipant?.identity;
+    if (mine && reader.info.attributes?.['lk.transcription_final'] !== 'true') return;
+    if (text.trim()) console.log(`${stamp()}  ${mine ? 'heard' : 'avatar'}: ${text.trim()}`);
   });
 });
 

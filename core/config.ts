@@ -145,6 +145,9 @@ const schema = z.object({
   BILLING_URL: z.string().min(1).default('/platform/billing'),
 });
 
+/** Every variable the processes read (the README's configuration table documents each). */
+export const CONFIG_VARIABLES: readonly string[] = Object.keys(schema.shape);
+
 export type Config = z.infer<typeof schema> & { dataDir: string; publicBaseUrl: string };
 
 export class ConfigError extends Error {

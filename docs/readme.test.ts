@@ -1,81 +1,22 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from '../test/deps.ts';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { CONFIG_VARIABLES } from '../core/config.ts';
+import { ROOT, readmeBlock, runBlocks, startReadmeServer, type ReadmeServer } from './readme-support.ts';
 
 /**
- * The README's "First calls" run as written: its fenced block, run by bash with `set -euo
- * pipefail` against a real server (`node --import tsx api/main.ts`, embedded PostgreSQL in a fresh
- * DATA_DIR that the block's admin CLI shares through the environment). Short loops and one
- * default clip (`smile`, which the declaration retires) keep it quick.
+ * The README's "First calls" run as written (docs/readme-support.ts) against a real server.
+ * The sections after it, which need LiveKit, the agent worker and an LLM: readme.realtime.test.ts.
  */
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-
-/** The first ```sh block after the "## First calls" heading. */
-export function firstCallsBlock(readme: string): string {
-  const section = readme.slice(readme.indexOf('\n## First calls\n'));
-  const m = /```sh\n([\s\S]*?)\n```/.exec(section);
-  if (!section.startsWith('\n## First calls') || !m) throw new Error('README.md has no "## First calls" section with a ```sh block');
-  return m[1]!;
-}
-
-const dataDir = mkdtempSync(path.join(os.tmpdir(), 'avatar-readme-'));
-let server: ChildProcess;
-let api: string;
-let serverLog = '';
-
-const env = (port: number): NodeJS.ProcessEnv => ({
-  ...process.env,
-  DATABASE_URL: '',
-  REDIS_URL: '',
-  DATA_DIR: dataDir,
-  PORT: String(port),
-  PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
-  LOG_LEVEL: 'warn',
-  AVATAR_LOOP_SECONDS: '2',
-  DEFAULT_MOTION_CLIPS: 'smile',
-  JOB_POLL_SECONDS: '1',
-});
-
+let server: ReadmeServer;
 beforeAll(async () => {
-  const port = await freePort();
-  api = `http://127.0.0.1:${port}`;
-  server = spawn(process.execPath, ['--import', 'tsx', 'api/main.ts'], { cwd: ROOT, env: env(port), stdio: ['ignore', 'pipe', 'pipe'] });
-  const keep = (d: Buffer) => (serverLog = (serverLog + d.toString()).slice(-4000));
-  server.stdout!.on('data', keep);
-  server.stderr!.on('data', keep);
-  // Up once /healthz answers (the embedded PostgreSQL is created first); a server that exits fails at once.
-  for (const deadline = Date.now() + 60_000; ; ) {
-    if (server.exitCode !== null) throw new Error(`the server exited with ${server.exitCode}:\n${serverLog}`);
-    if ((await fetch(`${api}/healthz`).catch(() => undefined))?.status === 200) break;
-    if (Date.now() > deadline) throw new Error(`the server did not answer /healthz within 60 s:\n${serverLog}`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
+  server = await startReadmeServer();
 }, 90_000);
-
-afterAll(async () => {
-  if (server && server.exitCode === null) {
-    const exited = new Promise((r) => server.once('exit', r));
-    server.kill('SIGTERM');
-    await exited;
-  }
-  rmSync(dataDir, { recursive: true, force: true });
-}, 30_000);
+afterAll(() => server?.stop(), 30_000);
 
 describe('README "First calls"', () => {
   it('runs as written with bash -euo pipefail: the avatar gets ready, its loop plays, the clip library PUT answers 202', async () => {
-    const block = firstCallsBlock(readFileSync(path.join(ROOT, 'README.md'), 'utf8'));
-    const port = new URL(api).port;
-    const run = spawn('bash', ['-euo', 'pipefail', '-c', block], { cwd: ROOT, env: { ...env(Number(port)), API: api }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    run.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
-    run.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
-    const code = await new Promise<number | null>((r) => run.on('close', r));
-    const where = `exit ${code}\nstdout:\n${stdout.slice(-3000)}\nstderr:\n${stderr.slice(-3000)}\nserver:\n${serverLog}`;
+    const { code, stdout, where } = await runBlocks(readmeBlock('## First calls'), server);
     expect(code, where).toBe(0);
 
     const lines = stdout.trim().split('\n');
@@ -96,4 +37,11 @@ describe('README "First calls"', () => {
     expect({ ...answer.plan, queued: [...answer.plan.queued].sort() }).toEqual({ kept: [], queued: ['listen', 'look', 'nod'], retired: ['smile'] });
     expect(answer.behavior).toMatchObject({ idle: { clips: ['look'], weights: { source: 3, look: 1 } }, on: { userSpeechStarted: { clips: ['listen'] } } });
   }, 240_000);
+
+  it('documents every variable the processes read in its configuration table', () => {
+    const readme = readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+    const section = readme.slice(readme.indexOf('\n## Configuration\n'), readme.indexOf('\n## Layout\n'));
+    const documented = new Set(section.split('\n').filter((l) => l.startsWith('| `')).flatMap((l) => [...l.split('|')[1]!.matchAll(/`([A-Z0-9_]+)`/g)].map((m) => m[1]!)));
+    expect(CONFIG_VARIABLES.filter((v) => !documented.has(v))).toEqual([]);
+  });
 });

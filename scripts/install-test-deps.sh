@@ -18,17 +18,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-version=$(node -p "require('./package.json').config.livekitServerVersion")
-bin_dir="${XDG_CACHE_HOME:-$HOME/.cache}/avatar-platform/livekit-server/$version"
-if [ ! -x "$bin_dir/server" ]; then
-  command -v go >/dev/null 2>&1 || { echo "Go is required to build the LiveKit server ($version)" >&2; exit 1; }
-  echo "building livekit-server $version into $bin_dir (one time, a few minutes)"
-  mkdir -p "$bin_dir"
-  # Newer releases carry replace directives in go.mod, which `go install pkg@version` refuses;
-  # the pinned version is the newest one it accepts.
-  GOBIN="$bin_dir" GOFLAGS=-mod=mod go install "github.com/livekit/livekit-server/cmd/server@$version"
-fi
-"$bin_dir/server" --version
+bash scripts/livekit-server.sh --build
 
 # A real S3-compatible server for the storage contract suite: moto, in a venv keyed by version.
 moto_version=$(node -p "require('./package.json').config.motoVersion")

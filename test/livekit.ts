@@ -25,18 +25,24 @@ export function liveKitEnv(): Record<string, string> {
   };
 }
 
+/** Has the test run's relay send LiveKit's webhooks to `url` too (until `stop`). */
+export async function relayWebhooksTo(url: string): Promise<{ stop(): Promise<void> }> {
+  const relay = inject('livekitWebhookRelay');
+  const res = await fetch(`${relay}/targets`, { method: 'POST', body: JSON.stringify({ url }) });
+  if (!res.ok) throw new Error(`webhook relay answered ${res.status}`);
+  const { id } = (await res.json()) as { id: string };
+  return { stop: async () => void (await fetch(`${relay}/targets/${id}`, { method: 'DELETE' })) };
+}
+
 /** Serves `fetch` (an app) on a real port and has the relay send it LiveKit's webhooks. */
 export async function receiveLiveKitWebhooks(fetchHandler: Parameters<typeof startApiServer>[0]): Promise<{ url: string; stop(): Promise<void> }> {
   const server = await startApiServer(fetchHandler, { port: 0, hostname: '127.0.0.1' });
   const base = `http://127.0.0.1:${server.port}`;
-  const relay = inject('livekitWebhookRelay');
-  const res = await fetch(`${relay}/targets`, { method: 'POST', body: JSON.stringify({ url: `${base}/webhooks/livekit` }) });
-  if (!res.ok) throw new Error(`webhook relay answered ${res.status}`);
-  const { id } = (await res.json()) as { id: string };
+  const relayed = await relayWebhooksTo(`${base}/webhooks/livekit`);
   return {
     url: base,
     stop: async () => {
-      await fetch(`${relay}/targets/${id}`, { method: 'DELETE' });
+      await relayed.stop();
       await server.close({ timeoutMs: 1000 });
     },
   };
