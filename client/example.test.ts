@@ -14,10 +14,11 @@ import { closeTts } from '../render/tts/index.ts';
 import { speechWav } from '../test/audio.ts';
 import { freePort } from '../test/deps.ts';
 import { testApi, type TestApi } from '../test/helpers.ts';
+import { markdownBlock } from '../docs/readme-support.ts';
 import { AvatarClient } from './index.ts';
 
 /**
- * The client library example of docs/lipsync.md ("For the README") runs as written, as a program of
+ * The client library example of docs/lipsync.md ("The client library") runs as written, as a program of
  * its own (the package import pointed at client/index.ts): against the real API for uploads and the
  * lipsync, and, for POST /realtime/turn (its route is built elsewhere), a server answering a real
  * mux stream written by AvatarMuxWriter.
@@ -25,15 +26,6 @@ import { AvatarClient } from './index.ts';
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 /** tsx as this repository has it: the example runs from a folder of its own. */
 const TSX_LOADER = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
-
-/** The first ```ts block after `heading` in `file`. */
-function exampleBlock(file: string, heading: string): string {
-  const doc = readFileSync(path.join(ROOT, file), 'utf8');
-  const at = doc.indexOf(`\n${heading}\n`);
-  const m = /```ts\n([\s\S]*?)\n```/.exec(doc.slice(at));
-  if (at < 0 || !m) throw new Error(`${file} has no "${heading}" section with a \`\`\`ts block`);
-  return m[1]!;
-}
 
 let t: TestApi;
 let server: http.Server;
@@ -72,7 +64,7 @@ afterAll(async () => {
 
 describe('the client example of docs/lipsync.md', () => {
   it('is the example of client/README.md, word for word', () => {
-    expect(exampleBlock('client/README.md', '## Example')).toBe(exampleBlock('docs/lipsync.md', '### The client library'));
+    expect(markdownBlock('client/README.md', '## Example', { lang: 'ts' })).toBe(markdownBlock('docs/lipsync.md', '### The client library', { lang: 'ts' }));
   });
 
   it('runs as written: a turn written to a WAV file, then a lipsync of it', { timeout: 120_000 }, async () => {
@@ -85,7 +77,7 @@ describe('the client example of docs/lipsync.md', () => {
 
     const dir = mkdtempSync(path.join(os.tmpdir(), 'client-example-'));
     const program = path.join(dir, 'example.mts');
-    writeFileSync(program, exampleBlock('docs/lipsync.md', '### The client library').replace("'@avatar-platform/client'", JSON.stringify(path.join(ROOT, 'client/index.ts'))));
+    writeFileSync(program, markdownBlock('docs/lipsync.md', '### The client library', { lang: 'ts' }).replace("'@avatar-platform/client'", JSON.stringify(path.join(ROOT, 'client/index.ts'))));
     const run = await new Promise<{ code: number | null; out: string }>((resolve) => {
       const child = spawn(process.execPath, ['--import', TSX_LOADER, program], {
         cwd: dir,

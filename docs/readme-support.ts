@@ -12,15 +12,21 @@ import { freePort } from '../test/deps.ts';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
-/** The `index`-th ```sh block of the README section headed `heading` (e.g. "## First calls"). */
-export function readmeBlock(heading: string, index = 0, readme = readFileSync(path.join(ROOT, 'README.md'), 'utf8')): string {
-  const at = readme.indexOf(`\n${heading}\n`);
-  if (at < 0) throw new Error(`README.md has no "${heading}" section`);
-  const next = readme.indexOf('\n## ', at + heading.length + 2);
-  const section = readme.slice(at, next < 0 ? undefined : next);
-  const blocks = [...section.matchAll(/```sh\n([\s\S]*?)\n```/g)].map((m) => m[1]!);
-  if (!blocks[index]) throw new Error(`README.md's "${heading}" has no sh block #${index + 1}`);
+/** The `index`-th fenced `lang` block of the section headed `heading` in a markdown file of the repository. */
+export function markdownBlock(file: string, heading: string, { index = 0, lang = 'sh' }: { index?: number; lang?: string } = {}): string {
+  const doc = readFileSync(path.join(ROOT, file), 'utf8');
+  const at = doc.indexOf(`\n${heading}\n`);
+  if (at < 0) throw new Error(`${file} has no "${heading}" section`);
+  const next = doc.indexOf('\n## ', at + heading.length + 2);
+  const section = doc.slice(at, next < 0 ? undefined : next);
+  const blocks = [...section.matchAll(new RegExp('```' + lang + '\\n([\\s\\S]*?)\\n```', 'g'))].map((m) => m[1]!);
+  if (!blocks[index]) throw new Error(`${file}'s "${heading}" has no ${lang} block #${index + 1}`);
   return blocks[index];
+}
+
+/** The `index`-th ```sh block of the README section headed `heading` (e.g. "## First calls"). */
+export function readmeBlock(heading: string, index = 0): string {
+  return markdownBlock('README.md', heading, { index });
 }
 
 export interface ReadmeServer {

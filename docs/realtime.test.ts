@@ -1,20 +1,19 @@
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApiServer, type ApiServer } from '../api/server.ts';
 import { startFakeOpenAI } from '../test/fakes/openai.ts';
 import { testApi } from '../test/helpers.ts';
 import { readyAvatar } from '../test/realtime.ts';
+import { markdownBlock, readmeBlock, ROOT } from './readme-support.ts';
 
 /**
- * docs/realtime.md's "For the README" block runs as written: under bash with `set -euo pipefail`,
+ * docs/realtime.md's "Example" block runs as written: under bash with `set -euo pipefail`,
  * against a real HTTP server (the LLM is the local fake), after the README's own helpers (`call`,
  * `json`) with the variables its "First calls" leave (`API`, `KEY`, `AVATAR_ID`).
  */
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const llm = await startFakeOpenAI({ chat: () => ({ text: 'I can talk with you. And I can nod.' }) });
 const t = await testApi({ env: { OPENAI_BASE_URL: llm.baseUrl, LLM_MODEL: 'fake-llm' } });
 let server: ApiServer;
@@ -29,24 +28,16 @@ afterAll(async () => {
   rmSync(tmp, { recursive: true, force: true });
 });
 
-/** The first ```sh block after a heading. */
-function block(markdown: string, heading: string): string {
-  const section = markdown.slice(markdown.indexOf(`\n${heading}\n`));
-  const m = /```sh\n([\s\S]*?)\n```/.exec(section);
-  if (!section.startsWith(`\n${heading}`) || !m) throw new Error(`no "${heading}" section with a sh block`);
-  return m[1]!;
-}
-
-describe('docs/realtime.md, "For the README"', () => {
+describe('docs/realtime.md, "Example"', () => {
   it('runs as written: prepare, a repeat turn saved and decoded, a talk turn, their usage', async () => {
     const { apiKey, tenantId } = await t.newTenant({ credits: 100 });
     const { avatarId } = await readyAvatar(t, tenantId);
     // The README's helpers, as its "First calls" define them.
-    const helpers = block(readFileSync(path.join(ROOT, 'README.md'), 'utf8'), '## First calls')
+    const helpers = readmeBlock('## First calls')
       .split('\n')
       .filter((l) => /^(json|call)\(\) \{/.test(l));
     expect(helpers).toHaveLength(2);
-    const script = ['set -euo pipefail', ...helpers, block(readFileSync(path.join(ROOT, 'docs/realtime.md'), 'utf8'), '## For the README')].join('\n');
+    const script = ['set -euo pipefail', ...helpers, markdownBlock('docs/realtime.md', '## Example')].join('\n');
     const run = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
       const child = spawn('bash', ['-c', script], {
         cwd: ROOT,
