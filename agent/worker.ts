@@ -73,6 +73,7 @@ export async function startAgentWorker(services: Services, opts: AgentWorkerOpti
     log,
     workDir: path.join(config.dataDir, 'agent'),
     userJoinTimeoutMs: config.USER_JOIN_TIMEOUT_SECONDS * 1000,
+    frameMemoryBytes: config.AGENT_FRAME_MEMORY_MB * 2 ** 20,
     ...(opts.syncMarker ? { syncMarker: true } : {}),
   });
   const live = new LiveSessionStore(services.sql, services.usage);

@@ -102,7 +102,7 @@ export const sessions: BenchModule = {
     const speech = await synthesize({ text: 'The quick brown fox jumps over the lazy dog, and then it runs far away.' });
     await closeTts();
     const host = fork(HOST, [], {
-      execArgv: ['--import', 'tsx'],
+      execArgv: ['--import', 'tsx', ...(process.env.BENCH_HOST_PROF ? ['--cpu-prof', '--cpu-prof-dir', process.env.BENCH_HOST_PROF] : [])],
       env: { ...process.env, NODE_OPTIONS: '', LIVEKIT_URL: livekit.url, BENCH_STORE: store, BENCH_LOOP_KEY: loopKey, NODE_ENV: 'production' },
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });

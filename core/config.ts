@@ -44,6 +44,8 @@ const schema = z.object({
   AGENT_NAME: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be 1 to 64 letters, digits, _ or -').default('avatar'),
   CAPACITY_POOL: z.string().regex(/^[a-z0-9][a-z0-9_-]{0,63}$/, 'must be 1 to 64 lowercase letters, digits, _ or -').default('primary'),
   AGENT_SLOTS: envInt(1, 4, 1000),
+  /** Memory of a worker for decoded frames (I420) of the clips its calls play, all together, MiB. */
+  AGENT_FRAME_MEMORY_MB: envInt(64, 2048, 1_000_000),
   /** Where the worker renders: onnxruntime's CPU provider, or CUDA on GPU hosts. */
   RENDER_DEVICE: z.enum(['cpu', 'cuda']).default('cpu'),
   /** A call whose user has not joined this long after the avatar did ends, unbilled. */

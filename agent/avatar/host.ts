@@ -11,7 +11,7 @@ import type { Logger } from '../../core/log.ts';
 import type { ObjectStorage } from '../../core/storage/index.ts';
 import type { LipSyncEngine } from '../../render/lipsync/index.ts';
 import type { CallRecordingSink, CallReporter, CallSpec } from './call.ts';
-import { MediaCache } from './media.ts';
+import { DecodedFrames, MediaCache } from './media.ts';
 import { BatchRenderer } from './renderer.ts';
 import { AvatarRunner, type CallObserver, type DueFrame, type HostContext } from './runner.ts';
 
@@ -30,6 +30,8 @@ export interface AvatarHostOptions {
   heartbeatMs?: number;
   syncMarker?: boolean;
   observer?: CallObserver;
+  /** Memory for decoded frames, all calls together (default 2 GiB). */
+  frameMemoryBytes?: number;
 }
 
 export interface TickStats {
@@ -54,7 +56,7 @@ export class AvatarHost {
   constructor(o: AvatarHostOptions) {
     this.renderer = new BatchRenderer(o.lipsync);
     this.ctx = {
-      media: new MediaCache(o.storage, `${o.workDir}/media`, o.lipsync),
+      media: new MediaCache(o.storage, `${o.workDir}/media`, o.lipsync, new DecodedFrames(o.frameMemoryBytes ?? 2048 * 2 ** 20)),
       vad: o.vad,
       storage: o.storage,
       livekit: o.livekit,

@@ -1,10 +1,13 @@
 /**
  * The frame caches calls play (an avatar's idle loop and clips, a scene), fetched from object
  * storage once per worker into a local folder, opened once, and shared by every call that plays
- * them. The face geometry the lip-sync needs is computed once per frame and kept.
+ * them. Frames are kept decoded, as I420 (what the WebRTC encoder takes), in a worker-wide memory
+ * of bounded size: a loop is decoded on its first pass and then costs nothing to play, however
+ * many calls play it. The face geometry the lip-sync needs is computed once per frame and kept.
  */
 import { LocalFrameCaches } from '../../core/storage/frame-caches.ts';
 import type { ObjectStorage } from '../../core/storage/index.ts';
+import { i420Size, rgbaToI420 } from '../../render/encode/index.ts';
 import { openFrameCache, type FrameCache } from '../../render/framecache/index.ts';
 import type { LipSyncEngine, LipSyncFace } from '../../render/lipsync/index.ts';
 
@@ -15,8 +18,48 @@ export interface ClipMedia {
   readonly frameCount: number;
   readonly width: number;
   readonly height: number;
+  /** Frame i as I420 (shared by every call: read it, never write to it). */
+  i420(i: number): Promise<Uint8Array>;
   /** The lip-sync geometry of frame i (computed on first use, then kept). */
   face(i: number): LipSyncFace;
+}
+
+/** Decoded frames of every clip, the least recently used let go first once `budgetBytes` is passed. */
+export class DecodedFrames {
+  private readonly frames = new Map<string, { frame: Promise<Uint8Array>; bytes: number }>();
+  private bytes = 0;
+
+  constructor(private readonly budgetBytes: number) {}
+
+  get(key: string, bytes: number, decode: () => Promise<Uint8Array>): Promise<Uint8Array> {
+    const hit = this.frames.get(key);
+    if (hit) {
+      this.frames.delete(key);
+      this.frames.set(key, hit);
+      return hit.frame;
+    }
+    const frame = decode();
+    const entry = { frame, bytes };
+    frame.catch(() => this.forget(key, entry));
+    this.frames.set(key, entry);
+    this.bytes += bytes;
+    for (const [k, e] of this.frames) {
+      if (this.bytes <= this.budgetBytes || k === key) break;
+      this.forget(k, e);
+    }
+    return frame;
+  }
+
+  /** Bytes held now. */
+  get size(): number {
+    return this.bytes;
+  }
+
+  private forget(key: string, entry: { bytes: number }): void {
+    if (this.frames.get(key) !== entry) return;
+    this.frames.delete(key);
+    this.bytes -= entry.bytes;
+  }
 }
 
 export class MediaCache {
@@ -29,6 +72,8 @@ export class MediaCache {
     /** Local folder for downloaded caches (one subfolder per storage key). */
     dir: string,
     private readonly lipsync: Pick<LipSyncEngine, 'prepare'>,
+    /** Memory for decoded frames, all clips together. */
+    private readonly decoded: DecodedFrames,
   ) {
     this.local = new LocalFrameCaches(storage, dir);
   }
@@ -63,14 +108,20 @@ export class MediaCache {
 
   private async load(cacheKey: string): Promise<ClipMedia> {
     const local = await this.local.local(cacheKey);
-    const cache = await openFrameCache(local, { lruFrames: 16 });
+    // Decoded RGBA is only a step on the way to I420: a small LRU of it is enough.
+    const cache = await openFrameCache(local, { lruFrames: 2 });
+    const { width, height, codec } = cache.manifest;
     const faces: (LipSyncFace | undefined)[] = new Array(cache.frameCount);
+    const bytes = i420Size(width, height);
     return {
       key: cacheKey,
       cache,
       frameCount: cache.frameCount,
-      width: cache.manifest.width,
-      height: cache.manifest.height,
+      width,
+      height,
+      // A cache stored as I420 is played straight from its file in memory.
+      i420: (i) =>
+        codec === 'i420' ? Promise.resolve(cache.encoded(i)) : this.decoded.get(`${cacheKey}#${i}`, bytes, async () => rgbaToI420(await cache.frame(i), width, height)),
       face: (i) => (faces[i] ??= this.lipsync.prepare(cache.rig(i))),
     };
   }

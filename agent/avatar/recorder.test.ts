@@ -3,7 +3,7 @@ import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { resolveFfmpegPath } from '../../render/encode/index.ts';
+import { i420Size, resolveFfmpegPath } from '../../render/encode/index.ts';
 import { CallRecorder } from './recorder.ts';
 
 const SR = 24_000;
@@ -26,7 +26,7 @@ describe('call recorder', () => {
     const file = path.join(dir, 'call.mp4');
     const w = 64;
     const rec = new CallRecorder({ path: file, width: w, height: w, fps: FPS, sampleRate: SR, startFrame: 100, startSample: 100 * SPF });
-    const frame = new Uint8Array(w * w * 4).fill(128);
+    const frame = new Uint8Array(i420Size(w, w)).fill(128);
     const seconds = 30;
     let maxPending = 0;
     for (let n = 100; n < 100 + seconds * FPS; n++) {

@@ -45,7 +45,7 @@ export class CallRecorder {
   dropped = 0;
 
   constructor(private readonly o: RecorderOptions) {
-    this.writer = new Mp4Writer({ path: o.path, width: o.width, height: o.height, fps: o.fps, sampleRate: o.sampleRate, crf: 23, preset: 'veryfast' });
+    this.writer = new Mp4Writer({ path: o.path, width: o.width, height: o.height, fps: o.fps, sampleRate: o.sampleRate, pixelFormat: 'i420', crf: 23, preset: 'veryfast' });
     this.spf = o.sampleRate / o.fps;
     this.nextFrame = o.startFrame;
     this.mixBase = o.startSample;
@@ -62,8 +62,8 @@ export class CallRecorder {
     this.add(at, pcm);
   }
 
-  /** Frame `n` of the call as published (a copy is kept only of the last one, to fill gaps). */
-  video(n: number, rgba: Uint8Array): void {
+  /** Frame `n` of the call as published, I420 (a copy is kept only of the last one, to fill gaps). */
+  video(n: number, i420: Uint8Array): void {
     if (n < this.nextFrame || this.failed) return;
     const frames: Uint8Array[] = [];
     // Frames the call skipped (a late tick) repeat the last one, so the file keeps its clock.
@@ -72,7 +72,7 @@ export class CallRecorder {
       this.nextFrame++;
     }
     this.nextFrame = n + 1;
-    this.lastFrame = rgba.slice();
+    this.lastFrame = i420.slice();
     frames.push(this.lastFrame);
     for (const f of frames) {
       if (this.queued >= MAX_QUEUED_FRAMES) {

@@ -2,8 +2,13 @@
  * One renderer per worker process: each tick, every call's due frame goes through one lip-sync
  * engine call (one onnxruntime session, one graph run per crop size), so adding calls adds batch
  * items rather than sessions, and a GPU host (`RENDER_DEVICE=cuda`) gets large batches.
+ *
+ * Frames stay I420 from the clip's decoded frame to the encoder. Only the lip-sync region of a
+ * speaking frame (the mouth's crop square, lipSyncRegion) goes to RGBA for the engine and back:
+ * a frame with the mouth at rest is published as the clip has it, without a copy.
  */
-import type { LipSyncEngine, LipSyncItem } from '../../render/lipsync/index.ts';
+import { chromaAligned, i420RectToRgba, rgbaRectToI420, type PixelRect } from '../../render/encode/index.ts';
+import { lipSyncRegion, type LipSyncEngine, type LipSyncItem } from '../../render/lipsync/index.ts';
 import type { MouthShape } from '../../render/synth/index.ts';
 import type { BodyFrame } from './body.ts';
 
@@ -11,8 +16,10 @@ export interface FrameJob {
   body: BodyFrame;
   /** The mouth to draw; null leaves the frame as the clip has it (mouth closed, at rest). */
   shape: MouthShape | null;
-  /** Where the drawn frame goes (the call's own buffer, reused every frame). */
+  /** Where a drawn frame goes, I420 (the call's own buffer, reused). */
   target: Uint8Array;
+  /** The call's RGBA frame where its lip-sync region is drawn (reused; only that region is ever valid). */
+  scratch: Uint8Array;
 }
 
 export interface RenderStats {
@@ -30,25 +37,34 @@ export class BatchRenderer {
   constructor(readonly lipsync: LipSyncEngine) {}
 
   /**
-   * Renders every job's frame (in parallel: clip frames decode on libuv's pool). Returns, per job,
-   * the RGBA to publish: the job's `target` when a mouth was drawn, otherwise the clip's decoded
-   * frame itself (shared, read-only: publish or copy it, never write to it).
+   * Renders every job's frame. Returns, per job, the I420 to publish: the job's `target` when a
+   * mouth was drawn, otherwise the clip's decoded frame itself (shared, read-only: publish or copy
+   * it, never write to it).
    */
   async render(jobs: readonly FrameJob[]): Promise<Uint8Array[]> {
     const t0 = performance.now();
-    const frames = await Promise.all(jobs.map((j) => j.body.media.cache.frame(j.body.index)));
+    const frames = await Promise.all(jobs.map((j) => j.body.media.i420(j.body.index)));
     const out: Uint8Array[] = frames.slice();
     const items: LipSyncItem[] = [];
-    const at: number[] = [];
+    const drawn: { job: number; region: PixelRect }[] = [];
     jobs.forEach((job, i) => {
       if (!job.shape || this.lipsync.needsAudio) return;
-      const media = job.body.media;
-      items.push({ frame: { data: frames[i]!, width: media.width, height: media.height }, face: media.face(job.body.index), shape: job.shape, target: job.target });
-      at.push(i);
+      const { media, index } = job.body;
+      const face = media.face(index);
+      const region = chromaAligned(lipSyncRegion(face), media.width, media.height);
+      i420RectToRgba(frames[i]!, media.width, media.height, region, job.scratch);
+      const frame = { data: job.scratch, width: media.width, height: media.height };
+      items.push({ frame, face, shape: job.shape, target: job.scratch });
+      drawn.push({ job: i, region });
     });
     if (items.length > 0) {
-      const drawn = await this.lipsync.renderFrames(items);
-      drawn.forEach((rgba, k) => (out[at[k]!] = rgba as Uint8Array));
+      await this.lipsync.renderFrames(items);
+      for (const { job: i, region } of drawn) {
+        const { target, scratch, body } = jobs[i]!;
+        target.set(frames[i]!);
+        rgbaRectToI420(scratch, body.media.width, body.media.height, region, target);
+        out[i] = target;
+      }
     }
     this.stats.ticks++;
     this.stats.frames += jobs.length;

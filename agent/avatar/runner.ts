@@ -33,6 +33,7 @@ import type { Logger } from '../../core/log.ts';
 import type { ObjectStorage } from '../../core/storage/index.ts';
 import type { Availability } from '../../clips/behavior/index.ts';
 import { SOURCE_MEMBER_ID } from '../../clips/behavior/index.ts';
+import { i420Planes, i420Size } from '../../render/encode/index.ts';
 import { mouthShape } from '../../render/talking-head/index.ts';
 import { AudioVisemeStream } from '../../render/visemes/index.ts';
 import { RPC_PLAY_ACTION, RPC_USER_SPEECH_STARTED } from '../protocol.ts';
@@ -115,11 +116,13 @@ export class AvatarRunner {
   private audioSource!: AudioSource;
   private width = 0;
   private height = 0;
-  /** Frame buffers: the one shown and those drawn ahead. */
+  /** Frame buffers (I420): the one shown and those drawn ahead. */
   private buffers: Uint8Array[] = [];
+  /** Where the lip-sync region of this call's frames is drawn (RGBA). */
+  private scratch = new Uint8Array(0);
   private lastShown = -1;
   private lastQueued = -1;
-  private readonly ready = new Map<number, { job: DueFrame; rgba: Uint8Array }>();
+  private readonly ready = new Map<number, { job: DueFrame; i420: Uint8Array }>();
   private readonly held: string[] = [];
   private readonly loaded = new Map<string, ClipMedia>();
   private readonly userAudio = new Map<string, UserAudio>();
@@ -150,7 +153,8 @@ export class AvatarRunner {
   async start(): Promise<void> {
     const t0 = performance.now();
     await this.loadBody();
-    this.buffers = Array.from({ length: DRAW_AHEAD + 1 }, () => new Uint8Array(this.width * this.height * 4));
+    this.buffers = Array.from({ length: DRAW_AHEAD + 1 }, () => new Uint8Array(i420Size(this.width, this.height)));
+    this.scratch = new Uint8Array(this.width * this.height * 4);
     this.audioSource = new AudioSource(this.ctx.sampleRate, 1, this.ctx.audioQueueMs);
     this.videoSource = new VideoSource(this.width, this.height);
     this.playout = new SpeechPlayout({
@@ -226,13 +230,14 @@ export class AvatarRunner {
       body,
       shape: shape && shape.open + Math.abs(shape.wide) + shape.round > 0 ? shape : null,
       target: this.buffers[k % this.buffers.length]!,
+      scratch: this.scratch,
       level: content.level,
     };
   }
 
   /** A drawn frame, kept until its time comes. */
-  rendered(job: DueFrame, rgba: Uint8Array): void {
-    if (!this.ending && job.frame > this.lastShown) this.ready.set(job.frame, { job, rgba });
+  rendered(job: DueFrame, i420: Uint8Array): void {
+    if (!this.ending && job.frame > this.lastShown) this.ready.set(job.frame, { job, i420 });
   }
 
   /** Publishes the frame due now, if it is drawn (and records it); true when one was. A frame not drawn in time is skipped. */
@@ -244,16 +249,16 @@ export class AvatarRunner {
     if (!drawn) return false;
     for (const k of this.ready.keys()) if (k <= due) this.ready.delete(k);
     this.lastShown = due;
-    let out = drawn.rgba;
+    let out = drawn.i420;
     if (this.ctx.syncMarker) {
       const own = this.buffers[due % this.buffers.length]!;
       if (out !== own) own.set(out);
       out = own;
-      paintMarker(out, this.width, drawn.job.level > 1000);
+      paintMarker(out, this.width, this.height, drawn.job.level > 1000);
     }
     // Captured now, the moment its audio plays (the synchronizer's choice of frame), with the native
     // capture time. Stamping frames with an earlier "ideal" time instead made receivers drop them.
-    this.videoSource.captureFrame(new VideoFrame(out, this.width, this.height, VideoBufferType.RGBA));
+    this.videoSource.captureFrame(new VideoFrame(out, this.width, this.height, VideoBufferType.I420));
     this.ctx.observer?.frameShown(this.spec.sessionId, due, drawn.job.shape !== null);
     if (this.recorder) {
       this.recorder.video(due, out);
@@ -472,16 +477,12 @@ export class AvatarRunner {
   }
 }
 
-function paintMarker(rgba: Uint8Array, width: number, on: boolean): void {
-  const v = on ? 255 : 0;
-  for (let y = 0; y < MARKER; y++) {
-    const row = y * width * 4;
-    for (let x = 0; x < MARKER; x++) {
-      const i = row + x * 4;
-      rgba[i] = v;
-      rgba[i + 1] = v;
-      rgba[i + 2] = v;
-      rgba[i + 3] = 255;
-    }
+/** The sync marker on an I420 frame: white or black (limited-range luma, neutral chroma). */
+function paintMarker(i420: Uint8Array, width: number, height: number, on: boolean): void {
+  const { y, u, v, strideUV } = i420Planes(i420, width, height);
+  for (let row = 0; row < MARKER; row++) y.fill(on ? 235 : 16, row * width, row * width + MARKER);
+  for (let row = 0; row < MARKER / 2; row++) {
+    u.fill(128, row * strideUV, row * strideUV + MARKER / 2);
+    v.fill(128, row * strideUV, row * strideUV + MARKER / 2);
   }
 }

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { i420Planes, i420Size, i420ToRgba, rgbaToI420 } from './frames.ts';
+import { chromaAligned, i420Planes, i420RectToRgba, i420Size, i420ToRgba, rgbaRectToI420, rgbaToI420 } from './frames.ts';
 
 function solid(w: number, h: number, [r, g, b]: [number, number, number]): Uint8Array {
   const out = new Uint8Array(w * h * 4);
@@ -124,5 +124,55 @@ describe('rgbaToI420 / i420ToRgba (BT.601 limited range)', () => {
     expect(() => rgbaToI420(new Uint8Array(10), 3, 3)).toThrow(/expected 36/);
     expect(() => i420ToRgba(new Uint8Array(10), 3, 3)).toThrow(/expected 17/);
     expect(() => rgbaToI420(solid(3, 3, [0, 0, 0]), 3, 3, new Uint8Array(5))).toThrow(RangeError);
+  });
+});
+
+describe('rect conversions (the lip-sync region of a frame)', () => {
+  const noise = (n: number, seed: number) => Uint8Array.from({ length: n }, (_, i) => ((i * 2654435761 + seed) >>> 13) & 255);
+
+  it('widens a rect to whole chroma samples inside the frame', () => {
+    expect(chromaAligned({ x: 3.5, y: 1, width: 4, height: 4.2 }, 9, 7)).toEqual({ x: 2, y: 0, width: 6, height: 6 });
+    expect(chromaAligned({ x: -5, y: 5, width: 20, height: 10 }, 9, 7)).toEqual({ x: 0, y: 4, width: 9, height: 3 });
+    expect(chromaAligned({ x: 20, y: 0, width: 5, height: 5 }, 9, 7).width).toBe(0);
+  });
+
+  it('converts exactly what the whole-frame conversion gives inside the rect, and nothing outside it (odd sizes included)', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 23 }), fc.integer({ min: 1, max: 19 }), fc.integer({ min: -4, max: 24 }), fc.integer({ min: -4, max: 20 }), fc.integer({ min: 0, max: 30 }), fc.integer({ min: 0, max: 30 }), (w, h, x, y, rw, rh) => {
+        const rect = { x, y, width: rw, height: rh };
+        const inside = chromaAligned(rect, w, h);
+        const isIn = (px: number, py: number) => px >= inside.x && px < inside.x + inside.width && py >= inside.y && py < inside.y + inside.height;
+
+        const rgba = noise(w * h * 4, 1);
+        const full = rgbaToI420(rgba, w, h);
+        const before = noise(i420Size(w, h), 2);
+        const i420 = before.slice();
+        rgbaRectToI420(rgba, w, h, rect, i420);
+        const p = i420Planes(i420, w, h);
+        const pf = i420Planes(full, w, h);
+        const pb = i420Planes(before, w, h);
+        for (let py = 0; py < h; py++) for (let px = 0; px < w; px++) expect(p.y[py * w + px]).toBe((isIn(px, py) ? pf : pb).y[py * w + px]);
+        for (let cy = 0; cy < p.chromaHeight; cy++) {
+          for (let cx = 0; cx < p.chromaWidth; cx++) {
+            const k = cy * p.chromaWidth + cx;
+            const from = isIn(2 * cx, 2 * cy) ? pf : pb;
+            expect([p.u[k], p.v[k]]).toEqual([from.u[k], from.v[k]]);
+          }
+        }
+
+        const src = noise(i420Size(w, h), 3);
+        const fullRgba = i420ToRgba(src, w, h);
+        const out = noise(w * h * 4, 4);
+        const untouched = out.slice();
+        i420RectToRgba(src, w, h, rect, out);
+        for (let py = 0; py < h; py++) {
+          for (let px = 0; px < w; px++) {
+            const o = (py * w + px) * 4;
+            expect(Array.from(out.subarray(o, o + 4))).toEqual(Array.from((isIn(px, py) ? fullRgba : untouched).subarray(o, o + 4)));
+          }
+        }
+      }),
+      { numRuns: 150 },
+    );
   });
 });

@@ -49,6 +49,26 @@ function checkSize(got: number, want: number, what: string, width: number, heigh
   if (got !== want) throw new RangeError(`frames: ${what} buffer of ${got} bytes, expected ${want} for ${width}x${height}`);
 }
 
+/** A rectangle of a frame, in pixels. */
+export interface PixelRect {
+  x: number;
+  y: number;
+  width: number;
+  height: number;
+}
+
+/**
+ * The rectangle widened to even coordinates (whole chroma samples) and clipped to the frame: what
+ * the rect conversions below touch. Empty (width or height 0) when it misses the frame.
+ */
+export function chromaAligned(rect: PixelRect, width: number, height: number): PixelRect {
+  const x0 = Math.max(0, Math.floor(rect.x) & ~1);
+  const y0 = Math.max(0, Math.floor(rect.y) & ~1);
+  const x1 = Math.min(width, (Math.ceil(rect.x + rect.width) + 1) & ~1);
+  const y1 = Math.min(height, (Math.ceil(rect.y + rect.height) + 1) & ~1);
+  return { x: x0, y: y0, width: Math.max(0, x1 - x0), height: Math.max(0, y1 - y0) };
+}
+
 /**
  * RGBA (8 bits per channel, tightly packed, alpha ignored) to I420. Chroma is the 2x2 average.
  * Writes into `out` when given (length i420Size(width, height)), else allocates.
@@ -63,24 +83,40 @@ export function rgbaToI420(
   const size = i420Size(width, height);
   const dst = out ?? new Uint8Array(size);
   checkSize(dst.length, size, 'I420 output', width, height);
+  convertRgbaToI420(rgba, width, height, dst, 0, 0, width, height);
+  return dst;
+}
+
+/**
+ * Converts the pixels of `rect` (widened to whole chroma samples, chromaAligned) of a full RGBA
+ * frame into the same place of a full I420 frame; the rest of `i420` is left as it is.
+ */
+export function rgbaRectToI420(rgba: Uint8Array | Uint8ClampedArray, width: number, height: number, rect: PixelRect, i420: Uint8Array): void {
+  checkSize(rgba.length, width * height * 4, 'RGBA', width, height);
+  checkSize(i420.length, i420Size(width, height), 'I420 output', width, height);
+  const r = chromaAligned(rect, width, height);
+  if (r.width > 0 && r.height > 0) convertRgbaToI420(rgba, width, height, i420, r.x, r.y, r.x + r.width, r.y + r.height);
+}
+
+/** Columns [x0, x1) and rows [y0, y1) of a frame; x0 and y0 even. */
+function convertRgbaToI420(src: Uint8Array | Uint8ClampedArray, width: number, height: number, dst: Uint8Array, x0: number, y0: number, x1: number, y1: number): void {
   const cw = (width + 1) >> 1;
   const ch = (height + 1) >> 1;
   const uBase = width * height;
   const vBase = uBase + cw * ch;
-  const src = rgba;
-  const evenW = width & ~1;
+  const evenX1 = x1 & ~1;
 
-  for (let cy = 0; cy < ch; cy++) {
-    const y0 = cy << 1;
-    const y1 = y0 + 1 < height ? y0 + 1 : y0;
-    let s0 = y0 * width * 4;
-    let s1 = y1 * width * 4;
-    let d0 = y0 * width;
-    let d1 = y1 * width;
-    let c = uBase + cy * cw;
-    let cv = vBase + cy * cw;
+  for (let cy = y0 >> 1; cy < (y1 + 1) >> 1; cy++) {
+    const ya = cy << 1;
+    const yb = ya + 1 < height ? ya + 1 : ya;
+    let s0 = (ya * width + x0) * 4;
+    let s1 = (yb * width + x0) * 4;
+    let d0 = ya * width + x0;
+    let d1 = yb * width + x0;
+    let c = uBase + cy * cw + (x0 >> 1);
+    let cv = vBase + cy * cw + (x0 >> 1);
     // Pairs of columns.
-    for (let x = 0; x < evenW; x += 2) {
+    for (let x = x0; x < evenX1; x += 2) {
       const r00 = src[s0]!, g00 = src[s0 + 1]!, b00 = src[s0 + 2]!;
       const r01 = src[s0 + 4]!, g01 = src[s0 + 5]!, b01 = src[s0 + 6]!;
       const r10 = src[s1]!, g10 = src[s1 + 1]!, b10 = src[s1 + 2]!;
@@ -99,8 +135,8 @@ export function rgbaToI420(
       d0 += 2;
       d1 += 2;
     }
-    if (evenW !== width) {
-      // Last, single column.
+    if (evenX1 !== x1) {
+      // Last, single column (of an odd-width frame).
       const r0 = src[s0]!, g0 = src[s0 + 1]!, b0 = src[s0 + 2]!;
       const r1 = src[s1]!, g1 = src[s1 + 1]!, b1 = src[s1 + 2]!;
       dst[d0] = (66 * r0 + 129 * g0 + 25 * b0 + 0x1080) >> 8;
@@ -112,7 +148,6 @@ export function rgbaToI420(
       dst[cv] = (112 * r - 94 * g - 18 * b + 0x8080) >> 8;
     }
   }
-  return dst;
 }
 
 /**
@@ -123,20 +158,36 @@ export function i420ToRgba(i420: Uint8Array, width: number, height: number, out?
   const size = width * height * 4;
   const dst8 = out ?? new Uint8Array(size);
   checkSize(dst8.length, size, 'RGBA output', width, height);
+  convertI420ToRgba(i420, width, height, dst8, 0, 0, width, height);
+  return dst8;
+}
+
+/**
+ * Converts the pixels of `rect` (widened to whole chroma samples, chromaAligned) of a full I420
+ * frame into the same place of a full RGBA frame; the rest of `rgba` is left as it is.
+ */
+export function i420RectToRgba(i420: Uint8Array, width: number, height: number, rect: PixelRect, rgba: Uint8Array): void {
+  checkSize(i420.length, i420Size(width, height), 'I420', width, height);
+  checkSize(rgba.length, width * height * 4, 'RGBA output', width, height);
+  const r = chromaAligned(rect, width, height);
+  if (r.width > 0 && r.height > 0) convertI420ToRgba(i420, width, height, rgba, r.x, r.y, r.x + r.width, r.y + r.height);
+}
+
+/** Columns [x0, x1) and rows [y0, y1) of a frame; x0 even. */
+function convertI420ToRgba(src: Uint8Array, width: number, height: number, dst8: Uint8Array, x0: number, y0: number, x1: number, y1: number): void {
   // A clamped view: stores saturate to [0, 255] without branches.
-  const dst = new Uint8ClampedArray(dst8.buffer, dst8.byteOffset, size);
+  const dst = new Uint8ClampedArray(dst8.buffer, dst8.byteOffset, dst8.length);
   const cw = (width + 1) >> 1;
   const uBase = width * height;
   const vBase = uBase + cw * ((height + 1) >> 1);
-  const src = i420;
-  const evenW = width & ~1;
+  const evenX1 = x1 & ~1;
 
-  for (let y = 0; y < height; y++) {
-    let sy = y * width;
-    let su = uBase + (y >> 1) * cw;
-    let sv = vBase + (y >> 1) * cw;
-    let d = y * width * 4;
-    for (let x = 0; x < evenW; x += 2) {
+  for (let y = y0; y < y1; y++) {
+    let sy = y * width + x0;
+    let su = uBase + (y >> 1) * cw + (x0 >> 1);
+    let sv = vBase + (y >> 1) * cw + (x0 >> 1);
+    let d = (y * width + x0) * 4;
+    for (let x = x0; x < evenX1; x += 2) {
       const u = src[su++]! - 128;
       const v = src[sv++]! - 128;
       const rv = 409 * v + 128;
@@ -155,7 +206,7 @@ export function i420ToRgba(i420: Uint8Array, width: number, height: number, out?
       sy += 2;
       d += 8;
     }
-    if (evenW !== width) {
+    if (evenX1 !== x1) {
       const u = src[su]! - 128;
       const v = src[sv]! - 128;
       const c0 = 298 * (src[sy]! - 16);
@@ -165,5 +216,4 @@ export function i420ToRgba(i420: Uint8Array, width: number, height: number, out?
       dst[d + 3] = 255;
     }
   }
-  return dst8;
 }

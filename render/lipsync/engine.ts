@@ -11,6 +11,7 @@
  */
 import { existsSync } from 'node:fs';
 import * as ort from 'onnxruntime-node';
+import type { PixelRect } from '../encode/frames.ts';
 import type { FaceRig } from '../rig/types.ts';
 import type { MouthShape } from '../synth/contract.ts';
 import { sessionOptions, type ExecutionProvider } from '../onnx/session.ts';
@@ -55,6 +56,17 @@ export interface LipSyncEngine {
   prepare(rig: FaceRig): LipSyncFace;
   renderFrames(items: readonly LipSyncItem[]): Promise<(Uint8Array | Uint8ClampedArray)[]>;
   release(): Promise<void>;
+}
+
+/**
+ * The pixels of a frame an engine reads or writes for this face: its crop square, turned with the
+ * face, and the bilinear taps around it. A frame valid only there renders the same there as the
+ * whole frame does, so a caller may convert just this rectangle (e.g. out of I420 and back).
+ */
+export function lipSyncRegion(face: LipSyncFace): PixelRect {
+  const { cx, cy, size, angle } = face.box;
+  const half = (size / 2) * (Math.abs(Math.cos(angle)) + Math.abs(Math.sin(angle))) + 2;
+  return { x: cx - half, y: cy - half, width: 2 * half, height: 2 * half };
 }
 
 export interface LipSyncOptions {

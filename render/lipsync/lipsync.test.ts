@@ -12,7 +12,8 @@ import type { FaceRig } from '../rig/index.ts';
 import { portraitFrame } from '../synth/examples/make-stills.ts';
 import { toCrop } from '../synth/prepare.ts';
 import type { LipSyncEngine } from './index.ts';
-import { createLipSync, LipSyncModelError, melSpectrogram, melWindow, parseLipSyncChoice } from './index.ts';
+import { chromaAligned } from '../encode/frames.ts';
+import { createLipSync, lipSyncRegion, LipSyncModelError, melSpectrogram, melWindow, parseLipSyncChoice } from './index.ts';
 
 const model = (rel: string): string => fileURLToPath(new URL(rel, import.meta.url));
 const TINY = model('../models/lipsync/tiny_wav2lip.onnx');
@@ -55,6 +56,39 @@ describe('lip-sync model selection', () => {
       const face = builtin.prepare(rig);
       const [out] = await builtin.renderFrames([{ frame, face, shape: { open: 0.6, wide: 0, round: 0 } }]);
       expect(Buffer.compare(Buffer.from(out!), frame.data)).not.toBe(0);
+    } finally {
+      await builtin.release();
+    }
+  });
+});
+
+describe('the lip-sync region of a face', () => {
+  it('is all an engine needs of a frame: valid only there, a frame renders the same there (built-in and neural)', { timeout: 60_000 }, async () => {
+    const builtin = await createLipSync('builtin');
+    try {
+      for (const engine of [builtin, neural]) {
+        const face = engine.prepare(rig);
+        const item = { face, shape: { open: 0.7, wide: 0.2, round: 0.1 }, mel: melWindow(melSpectrogram(speech(1, 300)), 5, 25) };
+        const [whole] = await engine.renderFrames([{ ...item, frame }]);
+        const r = chromaAligned(lipSyncRegion(face), 512, 512);
+        expect(r.width * r.height).toBeLessThan(512 * 512 / 2);
+        // Garbage everywhere but the region.
+        const partial = new Uint8Array(frame.data.length).map((_, i) => (i * 7919) & 255);
+        for (let y = r.y; y < r.y + r.height; y++) partial.set(frame.data.subarray((y * 512 + r.x) * 4, (y * 512 + r.x + r.width) * 4), (y * 512 + r.x) * 4);
+        const [fromPartial] = await engine.renderFrames([{ ...item, frame: { ...frame, data: partial }, target: partial }]);
+        let differ = 0;
+        let changed = 0;
+        for (let y = 0; y < 512; y++) {
+          for (let x = 0; x < 512; x++) {
+            const i = (y * 512 + x) * 4;
+            const inside = x >= r.x && x < r.x + r.width && y >= r.y && y < r.y + r.height;
+            if (!inside && whole![i] !== frame.data[i]) changed++;
+            if (inside && whole![i] !== fromPartial![i]) differ++;
+          }
+        }
+        expect(changed, `${engine.kind}: pixels changed outside the region`).toBe(0);
+        expect(differ, `${engine.kind}: pixels of the region that depend on pixels outside it`).toBe(0);
+      }
     } finally {
       await builtin.release();
     }

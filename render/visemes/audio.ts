@@ -67,23 +67,37 @@ export function releaseAudioVisemes(): Promise<void> {
   return session.release();
 }
 
+/** Kernels precomputed for at most this many sub-sample phases (any common rate has at most 160). */
+const MAX_PHASES = 1024;
+
+function gcd(a: number, b: number): number {
+  while (b) [a, b] = [b, a % b];
+  return a;
+}
+
 /**
  * Streaming sample-rate converter to 16 kHz: windowed-sinc interpolation (Blackman, 16 zero crossings),
  * low-passed at the lower Nyquist. Exact pass-through at 16 kHz. Also used for the mel input of a
  * neural lip-sync model (16 kHz too).
+ *
+ * Output sample n sits at input position n * inRate / 16000, whose fraction takes 16000 / gcd(inRate,
+ * 16000) values (2 from 24 kHz, 160 from 44.1 kHz): one normalised kernel per value is computed once,
+ * so each output sample is one dot product.
  */
 export class Resampler {
-  private readonly step: number; // input samples per output sample
   private readonly cutoff: number; // fraction of the input Nyquist
   private readonly half: number; // taps on each side, in input samples
+  private readonly phases: number; // distinct fractional positions
+  private readonly kernels: Float32Array | null; // [phases][2 * half], normalised; null: computed per sample
   private buf = new Float32Array(0);
   private bufStart = 0; // absolute input index of buf[0]
-  private pos = 0; // absolute input position of the next output sample
+  private produced = 0; // output samples so far
 
   constructor(readonly inRate: number) {
-    this.step = inRate / MODEL_SAMPLE_RATE;
     this.cutoff = Math.min(1, MODEL_SAMPLE_RATE / inRate);
     this.half = Math.ceil(16 / this.cutoff);
+    this.phases = MODEL_SAMPLE_RATE / gcd(inRate, MODEL_SAMPLE_RATE);
+    this.kernels = inRate !== MODEL_SAMPLE_RATE && this.phases <= MAX_PHASES ? this.buildKernels() : null;
   }
 
   push(x: Float32Array, final = false): Float32Array {
@@ -93,27 +107,65 @@ export class Resampler {
     merged.set(x, this.buf.length);
     this.buf = merged;
     const end = this.bufStart + this.buf.length; // absolute index just past the data
+    const taps = 2 * this.half;
     const out: number[] = [];
-    while (this.pos + this.half < end) {
-      const c = Math.floor(this.pos);
+    for (;;) {
+      const num = this.produced * this.inRate;
+      const c = Math.floor(num / MODEL_SAMPLE_RATE);
+      const rem = num - c * MODEL_SAMPLE_RATE;
+      if (c + rem / MODEL_SAMPLE_RATE + this.half >= end) break;
+      const first = c - this.half + 1; // absolute index of the first tap
       let acc = 0;
-      let norm = 0;
-      for (let i = c - this.half + 1; i <= c + this.half; i++) {
-        const d = this.pos - i;
-        const w = 0.42 + 0.5 * Math.cos((Math.PI * d) / this.half) + 0.08 * Math.cos((2 * Math.PI * d) / this.half);
-        const a = Math.PI * d * this.cutoff;
-        const h = (a === 0 ? 1 : Math.sin(a) / a) * w;
-        norm += h;
-        const v = i >= this.bufStart ? (this.buf[i - this.bufStart] ?? 0) : 0;
-        acc += v * h;
+      if (this.kernels) {
+        const k = ((rem * this.phases) / MODEL_SAMPLE_RATE) * taps;
+        const from = first - this.bufStart;
+        if (from >= 0) {
+          for (let j = 0; j < taps; j++) acc += this.buf[from + j]! * this.kernels[k + j]!;
+        } else {
+          for (let j = -from; j < taps; j++) acc += this.buf[from + j]! * this.kernels[k + j]!;
+        }
+      } else {
+        acc = this.direct(c + rem / MODEL_SAMPLE_RATE, first);
       }
-      out.push(norm > 0 ? acc / norm : 0);
-      this.pos += this.step;
+      out.push(acc);
+      this.produced++;
     }
-    const keepFrom = Math.max(this.bufStart, Math.floor(this.pos) - this.half);
+    const next = Math.floor((this.produced * this.inRate) / MODEL_SAMPLE_RATE);
+    const keepFrom = Math.max(this.bufStart, next - this.half);
     this.buf = this.buf.slice(keepFrom - this.bufStart);
     this.bufStart = keepFrom;
     return Float32Array.from(out);
+  }
+
+  /** Weight of the input sample at distance d (input samples) from the output position, unnormalised. */
+  private weight(d: number): number {
+    const w = 0.42 + 0.5 * Math.cos((Math.PI * d) / this.half) + 0.08 * Math.cos((2 * Math.PI * d) / this.half);
+    const a = Math.PI * d * this.cutoff;
+    return (a === 0 ? 1 : Math.sin(a) / a) * w;
+  }
+
+  private buildKernels(): Float32Array {
+    const taps = 2 * this.half;
+    const k = new Float32Array(this.phases * taps);
+    for (let p = 0; p < this.phases; p++) {
+      const frac = p / this.phases;
+      let norm = 0;
+      for (let j = 0; j < taps; j++) norm += (k[p * taps + j] = this.weight(frac + this.half - 1 - j));
+      if (norm > 0) for (let j = 0; j < taps; j++) k[p * taps + j]! /= norm;
+    }
+    return k;
+  }
+
+  /** One output sample at input position `pos` (taps from absolute index `first`), for rates with too many phases to tabulate. */
+  private direct(pos: number, first: number): number {
+    let acc = 0;
+    let norm = 0;
+    for (let i = first; i < first + 2 * this.half; i++) {
+      const h = this.weight(pos - i);
+      norm += h;
+      if (i >= this.bufStart) acc += (this.buf[i - this.bufStart] ?? 0) * h;
+    }
+    return norm > 0 ? acc / norm : 0;
   }
 }
 
