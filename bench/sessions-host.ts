@@ -15,7 +15,7 @@ import { availabilityFrom } from '../clips/behavior/index.ts';
 import { createLogger } from '../core/log.ts';
 import { LocalStorage } from '../core/storage/local.ts';
 import { MediaSigner } from '../core/storage/signing.ts';
-import { createLipSync } from '../render/lipsync/index.ts';
+import { createLipSyncThread } from '../render/lipsync/index.ts';
 import type { CallReporter, CallSpec } from '../agent/avatar/call.ts';
 import { AvatarHost } from '../agent/avatar/host.ts';
 import type { AvatarRunner } from '../agent/avatar/runner.ts';
@@ -43,7 +43,7 @@ const reporter: CallReporter = {
 };
 
 const host = new AvatarHost({
-  lipsync: await createLipSync('builtin'),
+  lipsync: await createLipSyncThread('builtin'),
   vad: null,
   storage,
   livekit: { url: env.LIVEKIT_URL!, apiKey: 'devkey', apiSecret: 'secret' },

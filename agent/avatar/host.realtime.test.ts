@@ -10,7 +10,7 @@ import type { AvatarPlayback } from '../../core/avatars/playback.ts';
 import { createLogger } from '../../core/log.ts';
 import { LocalStorage } from '../../core/storage/local.ts';
 import { MediaSigner } from '../../core/storage/signing.ts';
-import { createLipSync } from '../../render/lipsync/index.ts';
+import { createLipSyncThread } from '../../render/lipsync/index.ts';
 import { synthesize } from '../../render/tts/index.ts';
 import { DEV_KEY, DEV_SECRET, Viewer, onsets, token } from '../test-support.ts';
 import { storeTestCache } from '../../test/realtime.ts';
@@ -28,7 +28,7 @@ let loopKey: string;
 beforeAll(async () => {
   loopKey = await storeTestCache(storage, 'test/loop/cache', { seconds: 4, size: 512 });
   host = new AvatarHost({
-    lipsync: await createLipSync('builtin'),
+    lipsync: await createLipSyncThread('builtin'),
     vad: null,
     storage,
     livekit: { url, apiKey: DEV_KEY, apiSecret: DEV_SECRET },

@@ -1,7 +1,7 @@
 /**
  * The avatar host of a worker process: every call's avatar runner, one renderer for all of them,
- * and the tick that drives them. Each tick (10 ms) publishes, for every call, the frame its audio
- * clock has reached, if it is drawn; and, unless a batch is still drawing, starts one batch with each
+ * and the tick that drives them. Each tick (every 10 ms, or sooner when a call's next frame falls due)
+ * publishes, for every call, the frame its audio clock has reached, if it is drawn; and, unless a batch is still drawing, starts one batch with each
  * call's next frame (one ahead of playout). Drawing and showing are decoupled: a slow batch delays
  * nothing but the frames it draws, and a frame not drawn in time is skipped, never shown late
  * (see playout.ts for how the due frame is chosen).
@@ -149,7 +149,12 @@ export class AvatarHost {
       next += TICK_MS;
       // Behind by more than a few ticks (a stall): start again from now rather than race to catch up.
       if (performance.now() - next > 5 * TICK_MS) next = performance.now();
-      await new Promise<void>((r) => setTimeout(r, Math.max(0, next - performance.now())));
+      // Wake when the next frame of any call is due, if that comes before the next tick: a frame
+      // shown as soon as it is due keeps the intervals viewers see even (not rounded to ticks).
+      const after = performance.now();
+      let wake = next;
+      for (const runner of this.runners) wake = Math.min(wake, after + runner.msUntilNextFrame(after));
+      await new Promise<void>((r) => setTimeout(r, Math.max(0, wake - performance.now())));
       if (this.runners.size === 0 && this.running) {
         // No call: idle until one starts (startCall restarts the loop).
         this.running = false;

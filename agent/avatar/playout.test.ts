@@ -194,6 +194,27 @@ describe('speech playout (the A/V synchronizer)', () => {
     }
   });
 
+  it('says when the next frame falls due, so a frame is shown on time rather than at the next tick', async () => {
+    const { playout, advance } = setup();
+    playout.start();
+    playout.begin('s');
+    playout.push('s', tone(SR * 2));
+    playout.end('s');
+    await advance(300);
+    for (let i = 0; i < 20; i++) {
+      const { frame } = playout.frameAt();
+      const ms = playout.msUntilFrame(frame + 1);
+      expect(ms).toBeGreaterThan(0);
+      expect(ms).toBeLessThanOrEqual(1000 / FPS + 1);
+      await advance(Math.max(0, ms - 2));
+      expect(playout.frameAt(undefined, frame).frame).toBe(frame);
+      await advance(3);
+      expect(playout.frameAt(undefined, frame).frame).toBe(frame + 1);
+    }
+    expect(playout.msUntilFrame(0)).toBe(0);
+    await playout.stop();
+  });
+
   it('reports each segment finished exactly once: played out with its duration, or interrupted with the position reached', async () => {
     const { events, playout, advance } = setup();
     playout.start();

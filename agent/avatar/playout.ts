@@ -250,6 +250,12 @@ export class SpeechPlayout {
     return { position, ...this.frameContent(frame) };
   }
 
+  /** About how long until `frame` is due (frameAt would give it), in ms; 0 when it is due already. */
+  msUntilFrame(frame: number, now = this.now()): number {
+    const samples = frame * this.samplesPerFrame - this.frameLead - this.position(now);
+    return Math.max(0, (samples * 1000) / this.sampleRate);
+  }
+
   /**
    * What frame `frame` shows: the segment and mouth at its time, and the loudness there. Frames a
    * little ahead of playout can be asked for (their audio is already queued): the renderer draws

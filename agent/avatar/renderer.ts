@@ -18,7 +18,7 @@ export interface FrameJob {
   shape: MouthShape | null;
   /** Where a drawn frame goes, I420 (the call's own buffer, reused). */
   target: Uint8Array;
-  /** The call's RGBA frame where its lip-sync region is drawn (reused; only that region is ever valid). */
+  /** The call's RGBA frame where its lip-sync region is drawn (reused; only that region is ever valid; on a SharedArrayBuffer, a lip-sync thread draws it in place). */
   scratch: Uint8Array;
 }
 

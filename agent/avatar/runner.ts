@@ -119,7 +119,7 @@ export class AvatarRunner {
   /** Frame buffers (I420): the one shown and those drawn ahead. */
   private buffers: Uint8Array[] = [];
   /** Where the lip-sync region of this call's frames is drawn (RGBA). */
-  private scratch = new Uint8Array(0);
+  private scratch: Uint8Array = new Uint8Array(0);
   private lastShown = -1;
   private lastQueued = -1;
   private readonly ready = new Map<number, { job: DueFrame; i420: Uint8Array }>();
@@ -154,7 +154,8 @@ export class AvatarRunner {
     const t0 = performance.now();
     await this.loadBody();
     this.buffers = Array.from({ length: DRAW_AHEAD + 1 }, () => new Uint8Array(i420Size(this.width, this.height)));
-    this.scratch = new Uint8Array(this.width * this.height * 4);
+    // Shared with the lip-sync thread, which draws the region in place.
+    this.scratch = new Uint8Array(new SharedArrayBuffer(this.width * this.height * 4));
     this.audioSource = new AudioSource(this.ctx.sampleRate, 1, this.ctx.audioQueueMs);
     this.videoSource = new VideoSource(this.width, this.height);
     this.playout = new SpeechPlayout({
@@ -238,6 +239,17 @@ export class AvatarRunner {
   /** A drawn frame, kept until its time comes. */
   rendered(job: DueFrame, i420: Uint8Array): void {
     if (!this.ending && job.frame > this.lastShown) this.ready.set(job.frame, { job, i420 });
+  }
+
+  /**
+   * About how long until the next frame is due, in ms. Infinity before playout starts, once ending,
+   * and when it is due already (this tick showed what was drawn; a frame still drawing is shown
+   * when its batch ends).
+   */
+  msUntilNextFrame(now: number): number {
+    if (this.ending || !this.playout) return Infinity;
+    const ms = this.playout.msUntilFrame(this.lastShown + 1, now);
+    return ms > 0 ? ms : Infinity;
   }
 
   /** Publishes the frame due now, if it is drawn (and records it); true when one was. A frame not drawn in time is skipped. */

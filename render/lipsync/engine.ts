@@ -69,6 +69,11 @@ export function lipSyncRegion(face: LipSyncFace): PixelRect {
   return { x: cx - half, y: cy - half, width: 2 * half, height: 2 * half };
 }
 
+/** The face geometry an engine of `kind` needs for frames measured by `rig` (pure arithmetic). */
+export function prepareLipSyncFace(kind: LipSyncEngine['kind'], rig: FaceRig): LipSyncFace {
+  return kind === 'builtin' ? { ...prepareFaceForSynth(rig), kind: 'builtin' } : prepareFaceForNeural(rig);
+}
+
 export interface LipSyncOptions {
   executionProvider?: ExecutionProvider;
   intraOpNumThreads?: number;
@@ -87,7 +92,7 @@ function builtinEngine(synth: MouthSynth): LipSyncEngine {
   return {
     kind: 'builtin',
     needsAudio: false,
-    prepare: (rig) => ({ ...prepareFaceForSynth(rig), kind: 'builtin' }),
+    prepare: (rig) => prepareLipSyncFace('builtin', rig),
     renderFrames(items) {
       return synth.renderFrames(
         items.map((it) => {

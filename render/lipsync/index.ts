@@ -4,7 +4,8 @@
  * configuration (LIPSYNC_MODEL=builtin|<path to .onnx>), plus the model's
  * audio front-end (mel.ts).
  */
-export { createLipSync, lipSyncRegion, loadNeuralLipSync, prepareFaceForNeural } from './engine.ts';
+export { createLipSync, lipSyncRegion, loadNeuralLipSync, prepareFaceForNeural, prepareLipSyncFace } from './engine.ts';
+export { createLipSyncThread } from './thread.ts';
 export type { LipSyncEngine, LipSyncFace, LipSyncItem, LipSyncOptions, NeuralFace } from './engine.ts';
 export { LIPSYNC_ENV, LipSyncModelError, NEURAL_FACE_SIZE, parseLipSyncChoice } from './contract.ts';
 export type { LipSyncChoice } from './contract.ts';
