@@ -4,9 +4,28 @@
 import path from 'node:path';
 import { AudioFrame, AudioStream, Room, RoomEvent, TrackKind, VideoBufferType, VideoStream, type AudioSource, type RemoteTrack } from '@livekit/rtc-node';
 import { AccessToken } from 'livekit-server-sdk';
+import { availabilityFrom } from '../clips/behavior/index.ts';
+import type { AvatarPlayback } from '../core/avatars/playback.ts';
 import { LIVEKIT_DEV_KEY as DEV_KEY, LIVEKIT_DEV_SECRET as DEV_SECRET } from '../test/deps.ts';
 
 export { DEV_KEY, DEV_SECRET };
+
+/** A ready avatar that plays its idle loop (`loopKey`, a stored frame cache) and nothing else: no clips, no voice or LLM of its own. */
+export function loopOnlyPlayback(loopKey: string, who: { avatarId: string; tenantId: string; displayName: string }): AvatarPlayback {
+  return {
+    ...who,
+    status: 'ready',
+    loopCacheKey: loopKey,
+    cacheVersion: 1,
+    clips: new Map(),
+    behavior: {},
+    availability: availabilityFrom({}, true),
+    instructions: '',
+    defaultVoiceId: null,
+    voice: null,
+    llm: null,
+  };
+}
 
 export async function token(room: string, identity: string, opts: { agent?: boolean; attributes?: Record<string, string> } = {}): Promise<string> {
   const at = new AccessToken(DEV_KEY, DEV_SECRET, { identity, ...(opts.attributes ? { attributes: opts.attributes } : {}) });

@@ -3,7 +3,6 @@ import type { AddressInfo } from 'node:net';
 import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stillMp4 } from '../core/avatars/upload-pose.test-support.ts';
-import { newId } from '../core/ids.ts';
 import { SafeFetcher } from '../core/net/safe-fetch.ts';
 import type { ContractChecker, Schema as JsonSchema } from '../test/contract.ts';
 import { closeTts } from '../render/tts/index.ts';
@@ -75,13 +74,7 @@ type Workspace = Awaited<ReturnType<typeof workspace>>;
 
 /** A ready video asset of the workspace (an uploaded clip's source). */
 async function videoAsset(tenantId: string): Promise<string> {
-  const id = newId('asset');
-  const key = `tenants/${tenantId}/assets/${id}/original.mp4`;
-  const put = await t.services.storage.put(key, stillMp4('astronaut'), { contentType: 'video/mp4' });
-  await t.services.sql`
-    insert into assets (id, tenant_id, kind, status, content_type, size_bytes, sha256, storage_key)
-    values (${id}, ${tenantId}, 'video', 'ready', 'video/mp4', ${put.size}, ${put.sha256}, ${key})`;
-  return id;
+  return t.storeAsset(tenantId, stillMp4('astronaut'), { kind: 'video', contentType: 'video/mp4' });
 }
 
 const recordings = recordingFixtures(t);

@@ -11,7 +11,6 @@
 import os from 'node:os';
 import path from 'node:path';
 import sharp from 'sharp';
-import { availabilityFrom } from '../clips/behavior/index.ts';
 import { createLogger } from '../core/log.ts';
 import { LocalStorage } from '../core/storage/local.ts';
 import { MediaSigner } from '../core/storage/signing.ts';
@@ -19,6 +18,7 @@ import { createLipSyncThread } from '../render/lipsync/index.ts';
 import type { CallReporter, CallSpec } from '../agent/avatar/call.ts';
 import { AvatarHost } from '../agent/avatar/host.ts';
 import type { AvatarRunner } from '../agent/avatar/runner.ts';
+import { loopOnlyPlayback } from '../agent/test-support.ts';
 
 const env = process.env as Record<string, string>;
 const storage = new LocalStorage(env.BENCH_STORE!, new MediaSigner('s'.repeat(32)), 'http://localhost');
@@ -112,21 +112,7 @@ process.on('message', (m: { type: string; calls?: { sessionId: string; room: str
           record: false,
           body: {
             kind: 'avatar',
-            playback: {
-              avatarId: 'ava_bench',
-              tenantId: 'bench',
-              displayName: 'Bench',
-              status: 'ready',
-              loopCacheKey: env.BENCH_LOOP_KEY!,
-              cacheVersion: 1,
-              clips: new Map(),
-              behavior: {},
-              availability: availabilityFrom({}, true),
-              instructions: '',
-              defaultVoiceId: null,
-              voice: null,
-              llm: null,
-            },
+            playback: loopOnlyPlayback(env.BENCH_LOOP_KEY!, { avatarId: 'ava_bench', tenantId: 'bench', displayName: 'Bench' }),
           },
           ownsRoom: false,
         };

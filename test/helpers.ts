@@ -1,15 +1,17 @@
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { expect, inject } from 'vitest';
+import type { Redis } from 'ioredis';
+import { afterAll, expect, inject } from 'vitest';
 import { createApp } from '../api/app.ts';
 import type { Scope } from '../core/auth/keys.ts';
 import { ApiError, type ErrorCode } from '../core/errors.ts';
 import { loadConfig } from '../core/config.ts';
 import { MICROS_PER_SECOND } from '../core/credits/ledger.ts';
+import { newId } from '../core/ids.ts';
 import { connect, type Sql } from '../core/db/client.ts';
 import { createLogger, type Logger } from '../core/log.ts';
-import { createServices, type Services } from '../core/services.ts';
+import { connectRedis, createServices, type Services } from '../core/services.ts';
 import { contractChecker, type ContractChecker } from './contract.ts';
 import { TEMPLATE_DB } from './global-setup.ts';
 
@@ -117,10 +119,25 @@ export async function testApi(opts: TestServicesOptions = {}) {
     return { tenantId: tenant.id, apiKey, apiKeyId: record.id };
   }
 
+  /** An asset as an upload leaves it: its bytes in storage and its row (`ready` unless said); its id. */
+  async function storeAsset(
+    tenantId: string,
+    bytes: Buffer,
+    o: { kind: 'image' | 'video' | 'audio'; contentType: string; status?: 'ready' | 'pending_upload' | 'failed' },
+  ): Promise<string> {
+    const id = newId('asset');
+    const key = `tenants/${tenantId}/assets/${id}/original.${o.contentType.split('/')[1]!.replace('jpeg', 'jpg')}`;
+    const put = await services.storage.put(key, bytes, { contentType: o.contentType });
+    await services.sql`
+      insert into assets (id, tenant_id, kind, status, content_type, size_bytes, sha256, storage_key)
+      values (${id}, ${tenantId}, ${o.kind}, ${o.status ?? 'ready'}, ${o.contentType}, ${put.size}, ${put.sha256}, ${key})`;
+    return id;
+  }
+
   /** The contract checker of `request` (its `checked` lists the exchanges checked so far). */
   const checker = () => (contract ??= contractChecker(app));
 
-  return { services, app, request, newTenant, contract: checker, close: () => services.close() };
+  return { services, app, request, newTenant, storeAsset, contract: checker, close: () => services.close() };
 }
 
 /** Reads a JSON body, failing the test with the raw text when it is not JSON. */
@@ -168,4 +185,17 @@ export async function waitFor<T>(what: string | (() => string), probe: () => Pro
     if (Date.now() > end) throw new Error(`Timed out after ${timeoutMs / 1000} s waiting for ${typeof what === 'function' ? what() : what}`);
     await new Promise((r) => setTimeout(r, intervalMs));
   }
+}
+
+/** Opens connections to the suite's Redis, each closed after the test file. Call at the top of a file. */
+export function redisConnections(): () => Redis {
+  const connections: Redis[] = [];
+  afterAll(() => {
+    for (const r of connections) r.disconnect();
+  });
+  return () => {
+    const r = connectRedis(inject('redisUrl'));
+    connections.push(r);
+    return r;
+  };
 }

@@ -5,14 +5,13 @@ import { initializeLogger, voice } from '@livekit/agents';
 import { AudioFrame, Room, TrackKind } from '@livekit/rtc-node';
 import { RoomServiceClient } from 'livekit-server-sdk';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { availabilityFrom } from '../../clips/behavior/index.ts';
 import type { AvatarPlayback } from '../../core/avatars/playback.ts';
 import { createLogger } from '../../core/log.ts';
 import { LocalStorage } from '../../core/storage/local.ts';
 import { MediaSigner } from '../../core/storage/signing.ts';
 import { createLipSyncThread } from '../../render/lipsync/index.ts';
 import { synthesize } from '../../render/tts/index.ts';
-import { DEV_KEY, DEV_SECRET, Viewer, onsets, token } from '../test-support.ts';
+import { DEV_KEY, DEV_SECRET, loopOnlyPlayback, onsets, token, Viewer } from '../test-support.ts';
 import { storeTestCache } from '../../test/realtime.ts';
 import type { CallReporter, CallSpec, ConnectionObservation, EndReason } from './call.ts';
 import { AvatarHost } from './host.ts';
@@ -64,21 +63,7 @@ class MemoryReporter implements CallReporter {
 }
 
 function playback(): AvatarPlayback {
-  return {
-    avatarId: 'ava_test',
-    tenantId: 'ten_test',
-    displayName: 'Grace',
-    status: 'ready',
-    loopCacheKey: loopKey,
-    cacheVersion: 1,
-    clips: new Map(),
-    behavior: {},
-    availability: availabilityFrom({}, true),
-    instructions: '',
-    defaultVoiceId: null,
-    voice: null,
-    llm: null,
-  };
+  return loopOnlyPlayback(loopKey, { avatarId: 'ava_test', tenantId: 'ten_test', displayName: 'Grace' });
 }
 
 function spec(roomName: string, over: Partial<CallSpec> = {}): CallSpec {

@@ -4,7 +4,6 @@ import { call, portraitAsset } from '../../api/routes/avatars/test-support.ts';
 import type { FrameCacheManifest } from '../../render/framecache/index.ts';
 import { testVideo } from '../../render/framecache/test-videos.ts';
 import { testApi, waitFor } from '../../test/helpers.ts';
-import { newId } from '../ids.ts';
 import { ClipCacheWorker } from './clip-cache.ts';
 import { ClipWorker } from './clips.ts';
 import { loadAvatarPlayback } from './playback.ts';
@@ -32,13 +31,7 @@ afterAll(async () => {
 const A = '/api/v1/avatars';
 
 async function videoAsset(tenantId: string, bytes: Buffer): Promise<string> {
-  const id = newId('asset');
-  const key = `tenants/${tenantId}/assets/${id}/original.mp4`;
-  const put = await t.services.storage.put(key, bytes, { contentType: 'video/mp4' });
-  await t.services.sql`
-    insert into assets (id, tenant_id, kind, status, content_type, size_bytes, sha256, storage_key)
-    values (${id}, ${tenantId}, 'video', 'ready', 'video/mp4', ${put.size}, ${put.sha256}, ${key})`;
-  return id;
+  return t.storeAsset(tenantId, bytes, { kind: 'video', contentType: 'video/mp4' });
 }
 
 /** An avatar from the astronaut portrait with `video` declared as its uploaded clip `intro`. */

@@ -1,21 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
-import type { Redis } from 'ioredis';
-import { afterAll, describe, expect, inject, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { newId } from '../ids.ts';
-import { connectRedis } from '../services.ts';
+import { redisConnections } from '../../test/helpers.ts';
 import { memoryCapacity, redisCapacity, type AcquireResult, type CapacityCoordinator, type CapacityOptions } from './capacity.ts';
 
 /** One contract, two implementations: the same suite runs against the in-process and the Redis coordinator. */
-const connections: Redis[] = [];
-function redisConnection(): Redis {
-  const r = connectRedis(inject('redisUrl'));
-  connections.push(r);
-  return r;
-}
-afterAll(() => {
-  for (const r of connections) r.disconnect();
-});
+const redisConnection = redisConnections();
 const processes = [redisConnection(), redisConnection()];
 
 const TTL = 30_000;

@@ -1,18 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import type { Redis } from 'ioredis';
-import { afterAll, describe, expect, inject, it } from 'vitest';
-import { connectRedis } from '../services.ts';
+import { describe, expect, it } from 'vitest';
+import { redisConnections } from '../../test/helpers.ts';
 import { memoryRateLimiter, redisRateLimiter, type RateLimiter, type RateLimitOptions } from './rate-limiter.ts';
 
-const connections: Redis[] = [];
-function redisConnection(): Redis {
-  const r = connectRedis(inject('redisUrl'));
-  connections.push(r);
-  return r;
-}
-afterAll(() => {
-  for (const r of connections) r.disconnect();
-});
+const redisConnection = redisConnections();
 
 const sharedRedis = redisConnection();
 
@@ -89,8 +80,7 @@ describe('rate limiter on Redis: several API processes', () => {
   });
 
   it('a store failure is an error, not a silent allow', async () => {
-    const broken = connectRedis(inject('redisUrl'));
-    connections.push(broken);
+    const broken = redisConnection();
     broken.disconnect();
     const rl = redisRateLimiter(broken, { points: 5, windowSeconds: 60, keyPrefix: prefix() });
     await expect(rl.consume('svc_x')).rejects.toThrow();

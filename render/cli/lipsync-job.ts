@@ -6,21 +6,7 @@
  * Input: one JSON argument, LipsyncJobRequest. Output: one JSON line on stdout, LipsyncJobResult,
  * then exit 0. Anything else exits non-zero.
  */
-import { runLipsyncJob, type LipsyncJobRequest } from '../talking-head/job.ts';
+import { runLipsyncJob } from '../talking-head/job.ts';
+import { runAsChild } from './child.ts';
 
-// The parent (the API process) holds the IPC channel: when it dies, so does this render.
-process.on('disconnect', () => process.exit(1));
-
-async function main() {
-  const req = JSON.parse(process.argv[2] ?? '') as LipsyncJobRequest;
-  const result = await runLipsyncJob(req);
-  process.stdout.write(`${JSON.stringify(result)}\n`);
-}
-
-main().then(
-  () => process.exit(0),
-  (err: unknown) => {
-    console.error(err instanceof Error ? (err.stack ?? err.message) : String(err));
-    process.exit(1);
-  },
-);
+runAsChild(runLipsyncJob);

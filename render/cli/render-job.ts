@@ -7,21 +7,7 @@
  * 0. A rig refusal is a result (`refused`), not a crash: the caller fails the avatar without retry.
  * Anything else exits non-zero and the job is retried.
  */
-import { runRenderJob, type RenderRequest } from '../generate/job.ts';
+import { runRenderJob } from '../generate/job.ts';
+import { runAsChild } from './child.ts';
 
-// The parent (the job worker) holds the IPC channel: when it dies, so does this render.
-process.on('disconnect', () => process.exit(1));
-
-async function main() {
-  const req = JSON.parse(process.argv[2] ?? '') as RenderRequest;
-  const result = await runRenderJob(req);
-  process.stdout.write(`${JSON.stringify(result)}\n`);
-}
-
-main().then(
-  () => process.exit(0),
-  (err: unknown) => {
-    console.error(err instanceof Error ? (err.stack ?? err.message) : String(err));
-    process.exit(1);
-  },
-);
+runAsChild(runRenderJob);

@@ -10,3 +10,4 @@ export { encodeJpeg } from './jpeg.ts';
 export type { JpegOptions } from './jpeg.ts';
 export { chromaAligned, i420Planes, i420RectToRgba, i420Size, i420ToRgba, rgbaRectToI420, rgbaToI420 } from './frames.ts';
 export type { I420Planes, PixelRect } from './frames.ts';
+export { encodeWav } from './wav.ts';

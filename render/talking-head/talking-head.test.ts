@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { resolveFfmpegPath } from '../encode/index.ts';
+import { encodeWav, resolveFfmpegPath } from '../encode/index.ts';
 import { detectFaceRig } from '../rig/index.ts';
 import { closeTts } from '../tts/index.ts';
 import { runRenderJob } from '../generate/index.ts';
@@ -68,7 +68,7 @@ describe('talking head render', () => {
   it('lip-syncs given audio with visemes from the audio itself', async () => {
     const tts = await speechFromText('Open wide, then close.', { fps: 25 });
     const wav = path.join(tmp, 'given.wav');
-    writeFileSync(wav, wavBytes(tts.samples, tts.sampleRate));
+    writeFileSync(wav, encodeWav(tts.samples, tts.sampleRate));
     const speech = await speechFromAudioFile(wav, { fps: 25 });
     expect(Math.abs(speech.durationSeconds - tts.durationSeconds)).toBeLessThan(0.05);
     const opened = speech.mouth.filter((m) => m.open > 0.3).length;
@@ -84,7 +84,7 @@ describe('talking head render', () => {
     writeFileSync(corrupt, Buffer.concat([Buffer.from('RIFF\x10\x00\x00\x00WAVEfmt '), Buffer.alloc(40, 7)]));
     await expect(speechFromAudioFile(corrupt)).rejects.toBeInstanceOf(TalkingHeadError);
     const empty = path.join(tmp, 'empty.wav');
-    writeFileSync(empty, wavBytes(new Int16Array(0), 16000));
+    writeFileSync(empty, encodeWav(new Int16Array(0), 16000));
     await expect(speechFromAudioFile(empty)).rejects.toMatchObject({ code: 'invalid_audio' });
   });
 });
@@ -95,7 +95,7 @@ describe('talking head over a stored idle loop (the lipsync render)', () => {
     if (!loop.ok) throw new Error('the loop render was refused');
     const tts = await speechFromText('Open wide, then close. Open again.', { fps: 25 });
     const wav = path.join(tmp, 'over-cache.wav');
-    writeFileSync(wav, wavBytes(tts.samples, tts.sampleRate));
+    writeFileSync(wav, encodeWav(tts.samples, tts.sampleRate));
     const out = path.join(tmp, 'over-cache.mp4');
     const result = await runLipsyncJob({ cacheDir: loop.cacheDir, audioPath: wav, out });
     if (!result.ok) throw new Error(result.refused.message);
@@ -123,7 +123,7 @@ describe('talking head over a stored idle loop (the lipsync render)', () => {
   it('refuses audio longer than its cap as a result, not a crash', { timeout: 60_000 }, async () => {
     const tts = await speechFromText('This sentence takes well over one second to say.', { fps: 25 });
     const wav = path.join(tmp, 'long.wav');
-    writeFileSync(wav, wavBytes(tts.samples, tts.sampleRate));
+    writeFileSync(wav, encodeWav(tts.samples, tts.sampleRate));
     const r = await runLipsyncJob({ cacheDir: path.join(tmp, 'loop', 'cache'), audioPath: wav, out: path.join(tmp, 'long.mp4'), maxSeconds: 1 });
     expect(r).toEqual({ ok: false, refused: { code: 'audio_too_long', message: 'The audio is longer than 1 s' } });
   });
@@ -159,19 +159,3 @@ describe('npm run render', () => {
   }, 60_000);
 });
 
-function wavBytes(samples: Int16Array, sampleRate: number): Buffer {
-  const header = Buffer.alloc(44);
-  header.write('RIFF', 0);
-  header.writeUInt32LE(36 + samples.length * 2, 4);
-  header.write('WAVEfmt ', 8);
-  header.writeUInt32LE(16, 16);
-  header.writeUInt16LE(1, 20);
-  header.writeUInt16LE(1, 22);
-  header.writeUInt32LE(sampleRate, 24);
-  header.writeUInt32LE(sampleRate * 2, 28);
-  header.writeUInt16LE(2, 32);
-  header.writeUInt16LE(16, 34);
-  header.write('data', 36);
-  header.writeUInt32LE(samples.length * 2, 40);
-  return Buffer.concat([header, Buffer.from(samples.buffer, samples.byteOffset, samples.byteLength)]);
-}

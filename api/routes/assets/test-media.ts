@@ -1,4 +1,5 @@
 import sharp from 'sharp';
+import { encodeWav } from '../../../render/encode/index.ts';
 
 /** Small real media files for asset tests, made on the spot. */
 
@@ -12,21 +13,7 @@ export async function jpeg(width = 8, height = 8): Promise<Buffer> {
 
 /** A PCM WAV of `dataBytes` bytes of silence (mono, 16 kHz, 16-bit). */
 export function wav(dataBytes = 3200): Buffer {
-  const h = Buffer.alloc(44);
-  h.write('RIFF', 0);
-  h.writeUInt32LE(36 + dataBytes, 4);
-  h.write('WAVE', 8);
-  h.write('fmt ', 12);
-  h.writeUInt32LE(16, 16);
-  h.writeUInt16LE(1, 20);
-  h.writeUInt16LE(1, 22);
-  h.writeUInt32LE(16_000, 24);
-  h.writeUInt32LE(32_000, 28);
-  h.writeUInt16LE(2, 32);
-  h.writeUInt16LE(16, 34);
-  h.write('data', 36);
-  h.writeUInt32LE(dataBytes, 40);
-  return Buffer.concat([h, Buffer.alloc(dataBytes)]);
+  return encodeWav(new Int16Array(dataBytes / 2), 16_000);
 }
 
 /** The head of an MP4 (an ftyp box, isom brand) followed by `padding` bytes: enough to sniff as video/mp4. */

@@ -2,7 +2,6 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { ClipWorker } from '../../../core/avatars/clips.ts';
 import { RenderProcesses } from '../../../core/avatars/render-process.ts';
 import { stillMp4 } from '../../../core/avatars/upload-pose.test-support.ts';
-import { newId } from '../../../core/ids.ts';
 import { testApi } from '../../../test/helpers.ts';
 import { call, portraitAsset } from './test-support.ts';
 
@@ -23,13 +22,7 @@ const worker = new ClipWorker({
 const job = { id: 'job_test', retryCount: 0, retryLimit: 3 };
 
 async function uploadedVideo(tenantId: string, bytes: Buffer): Promise<string> {
-  const id = newId('asset');
-  const key = `tenants/${tenantId}/assets/${id}/original.mp4`;
-  const put = await t.services.storage.put(key, bytes, { contentType: 'video/mp4' });
-  await t.services.sql`
-    insert into assets (id, tenant_id, kind, status, content_type, size_bytes, sha256, storage_key)
-    values (${id}, ${tenantId}, 'video', 'ready', 'video/mp4', ${put.size}, ${put.sha256}, ${key})`;
-  return id;
+  return t.storeAsset(tenantId, bytes, { kind: 'video', contentType: 'video/mp4' });
 }
 
 /** A tenant, an avatar from the astronaut portrait and one uploaded clip `intro` declared (queued, its job enqueued). */

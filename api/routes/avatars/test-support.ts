@@ -2,7 +2,6 @@ import type { Avatar } from '../../../core/avatars/types.ts';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { newId } from '../../../core/ids.ts';
 import type { TestApi } from '../../../test/helpers.ts';
 
 const FIXTURES = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../render/rig/fixtures');
@@ -22,14 +21,7 @@ export async function portraitAsset(
   tenantId: string,
   o: { fixture?: Fixture; status?: 'ready' | 'pending_upload' | 'failed'; kind?: 'image' | 'video' | 'audio' } = {},
 ): Promise<string> {
-  const id = newId('asset');
-  const bytes = fixtureBytes(o.fixture ?? 'astronaut');
-  const key = `tenants/${tenantId}/assets/${id}/original.jpg`;
-  const put = await t.services.storage.put(key, bytes, { contentType: 'image/jpeg' });
-  await t.services.sql`
-    insert into assets (id, tenant_id, kind, status, content_type, size_bytes, sha256, storage_key)
-    values (${id}, ${tenantId}, ${o.kind ?? 'image'}, ${o.status ?? 'ready'}, 'image/jpeg', ${put.size}, ${put.sha256}, ${key})`;
-  return id;
+  return t.storeAsset(tenantId, fixtureBytes(o.fixture ?? 'astronaut'), { kind: o.kind ?? 'image', contentType: 'image/jpeg', status: o.status ?? 'ready' });
 }
 
 /** An avatar answer as tests read it: the wire Avatar, or an error body. */
