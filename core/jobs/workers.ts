@@ -32,56 +32,42 @@ export interface RunningWorkers {
  */
 export async function startJobWorkers(services: Services, opts: { concurrency?: number; loopSeconds?: number } = {}): Promise<RunningWorkers> {
   const renders = new RenderProcesses();
-  const loops = new LoopWorker({
+  // What every job worker takes.
+  const common = {
     sql: services.sql,
     jobs: services.jobs,
     storage: services.storage,
+    log: services.log.child({ component: 'jobs' }),
+    concurrency: opts.concurrency ?? Math.max(1, services.config.JOB_WORKERS),
+  };
+  const loops = new LoopWorker({
+    ...common,
     assets: services.portraitAssets,
     usage: services.usage,
-    log: services.log.child({ component: 'jobs' }),
     renders,
     loopSeconds: opts.loopSeconds ?? services.config.AVATAR_LOOP_SECONDS,
-    concurrency: opts.concurrency ?? Math.max(1, services.config.JOB_WORKERS),
     defaultClips: defaultClipsFor(services.config.DEFAULT_MOTION_CLIPS),
   });
   const clips = new ClipWorker({
-    sql: services.sql,
-    jobs: services.jobs,
-    storage: services.storage,
+    ...common,
     assets: services.portraitAssets,
-    log: services.log.child({ component: 'jobs' }),
     renders,
-    concurrency: opts.concurrency ?? Math.max(1, services.config.JOB_WORKERS),
   });
   const clipCaches = new ClipCacheWorker({
-    sql: services.sql,
-    jobs: services.jobs,
-    storage: services.storage,
-    log: services.log.child({ component: 'jobs' }),
+    ...common,
     renders,
-    concurrency: opts.concurrency ?? Math.max(1, services.config.JOB_WORKERS),
     ffmpegPath: services.config.FFMPEG_PATH,
   });
   const scenes = new SceneBuildWorker({
-    sql: services.sql,
-    jobs: services.jobs,
-    storage: services.storage,
-    log: services.log.child({ component: 'jobs' }),
+    ...common,
     renders,
     fetcher: services.safeFetch,
-    concurrency: opts.concurrency ?? Math.max(1, services.config.JOB_WORKERS),
     maxBytes: services.config.SCENE_MAX_BYTES,
     maxSeconds: services.config.SCENE_MAX_SECONDS,
     frameSize: services.config.SCENE_FRAME_SIZE,
     ffmpegPath: services.config.FFMPEG_PATH,
   });
-  const videoCache = new VideoCacheWorker({
-    sql: services.sql,
-    jobs: services.jobs,
-    storage: services.storage,
-    log: services.log.child({ component: 'jobs' }),
-    concurrency: opts.concurrency ?? Math.max(1, services.config.JOB_WORKERS),
-  });
+  const videoCache = new VideoCacheWorker(common);
   await loops.start();
   await clips.start();
   await clipCaches.start();
