@@ -6,6 +6,7 @@ import { AudioFrame, AudioStream, Room, RoomEvent, TrackKind, VideoBufferType, V
 import { AccessToken } from 'livekit-server-sdk';
 import { availabilityFrom } from '../clips/behavior/index.ts';
 import type { AvatarPlayback } from '../core/avatars/playback.ts';
+import { synthesize } from '../render/tts/index.ts';
 import { LIVEKIT_DEV_KEY as DEV_KEY, LIVEKIT_DEV_SECRET as DEV_SECRET } from '../test/deps.ts';
 
 export { DEV_KEY, DEV_SECRET };
@@ -123,6 +124,15 @@ export class Viewer {
   async leave(): Promise<void> {
     await this.room.disconnect();
   }
+}
+
+/** When the viewer first heard the avatar speak (audible audio) after `after` (ms, performance.now()), if it has. */
+export const avatarLoudAfter = (viewer: Viewer, after: number): number | undefined => viewer.audio.find((a) => a.at > after && a.level > 400)?.at;
+
+/** A user's utterance: `text` spoken by the embedded TTS. */
+export async function speech(text: string): Promise<{ pcm: Int16Array; sampleRate: number; seconds: number }> {
+  const s = await synthesize({ text, voice: 'rms' });
+  return { pcm: s.samples, sampleRate: s.sampleRate, seconds: s.durationSeconds };
 }
 
 /** Onsets (rising edges) in a timed boolean signal: times where it turns true after `minOff` ms of false. */
