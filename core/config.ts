@@ -74,6 +74,11 @@ const schema = z.object({
   LIVE_MIN_RESERVATION_SECONDS: envInt(1, 30, 3600),
   /** A minted call whose avatar has not joined this long after the mint ends `failed` (the room's empty timeout too). */
   LIVE_JOIN_TIMEOUT_SECONDS: envInt(5, 60, 3600),
+  /**
+   * A joined call whose worker has not been heard from this long ends `worker_lost` (the janitor),
+   * billed to its last heartbeat. Workers heartbeat each call six times in that span.
+   */
+  LIVE_HEARTBEAT_TIMEOUT_SECONDS: envInt(3, 60, 3600),
   /** Lifetime of the user's participant token: the time the client has to join. */
   LIVE_TOKEN_TTL_SECONDS: envInt(30, 600, 86_400),
   /** A capacity-queue ticket not sent back on a mint within this long leaves the queue. */
