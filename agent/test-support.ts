@@ -67,6 +67,8 @@ export class Viewer {
   readonly room = new Room();
   readonly frames: SeenFrame[] = [];
   readonly audio: HeardChunk[] = [];
+  /** The transcripts agents publish to the room (`lk.transcription`), one per stream, as each closes. */
+  readonly transcripts: { identity: string; text: string; at: number }[] = [];
   private readonly loops: Promise<void>[] = [];
 
   constructor(private readonly watch: string) {}
@@ -81,6 +83,12 @@ export class Viewer {
     this.room.on(RoomEvent.TrackSubscribed, (track, _pub, p) => {
       if (p.identity !== this.watch) return;
       this.loops.push(track.kind === TrackKind.KIND_VIDEO ? this.readVideo(track) : this.readAudio(track));
+    });
+    this.room.registerTextStreamHandler('lk.transcription', (reader, { identity }) => {
+      reader.readAll().then(
+        (text) => this.transcripts.push({ identity, text, at: performance.now() }),
+        () => {},
+      );
     });
     await this.room.connect(url, participantToken, { autoSubscribe: true, dynacast: false });
   }

@@ -9,6 +9,7 @@ import { AudioSource, LocalAudioTrack, TrackPublishOptions, TrackSource } from '
 import { RoomServiceClient } from 'livekit-server-sdk';
 import { expect } from 'vitest';
 import { runJanitorOnce } from '../api/janitor.ts';
+import { LIVEKIT_WEBHOOK_PATH } from '../api/routes/webhooks/livekit.ts';
 import { Microphone, Viewer, startWorkerProcess, type WorkerProcess } from '../agent/test-support.ts';
 import { startFakeOpenAI, type FakeOpenAI } from './fakes/openai.ts';
 import { LIVEKIT_DEV_KEY, LIVEKIT_DEV_SECRET } from './deps.ts';
@@ -41,6 +42,8 @@ export interface AgentHarnessOptions {
   avatar?: Pick<ReadyAvatarOptions, 'displayName' | 'personality' | 'loop'>;
   /** The workspace may record its calls. */
   recordings?: boolean;
+  /** More env of the API and the workers alike (settings both sides read, e.g. LIVE_HEARTBEAT_TIMEOUT_SECONDS). */
+  env?: Record<string, string>;
 }
 
 export interface AgentHarness {
@@ -58,6 +61,8 @@ export interface AgentHarness {
   rooms: RoomServiceClient;
   /** The env of the API and the workers (LiveKit, the fake OpenAI endpoint, the agent name). */
   env: Record<string, string>;
+  /** While true, LiveKit's webhooks are refused (503): the API misses them, as when it is down or unreachable. */
+  webhooksLost: boolean;
   /** Starts an agent worker process (`npm run agent`) on the API's database; resolves once it is registered and declares its slots. */
   startWorker(extraEnv?: Record<string, string>): Promise<WorkerProcess>;
   /** A call as a customer starts it: POST the mint (200 expected). */
@@ -73,8 +78,8 @@ export interface AgentHarness {
   settledOnce(sessionId: string): Promise<{ session: LiveSession; usage: SessionUsage }>;
   /** One pass of the API's janitor (api/janitor.ts), as its timer runs it. */
   janitorPass(): ReturnType<typeof runJanitorOnce>;
-  /** Ends the calls still open (after a failed test) and deletes their rooms. */
-  endOpenCalls(): Promise<void>;
+  /** Ends the calls still open (after a failed test), but those of `keep`, and deletes their rooms. */
+  endOpenCalls(keep?: string[]): Promise<void>;
   /** Stops the workers still running, the API and the fake. */
   close(): Promise<void>;
 }
@@ -83,10 +88,13 @@ export async function startAgentHarness(o: AgentHarnessOptions = {}): Promise<Ag
   const fake = await startFakeOpenAI();
   const ownServer = o.livekitUrl !== undefined;
   const base = liveKitEnv();
-  const env = { ...base, ...(ownServer ? { LIVEKIT_URL: o.livekitUrl! } : {}), OPENAI_BASE_URL: fake.baseUrl, OPENAI_API_KEY: 'test-key' };
+  const env = { ...base, ...(ownServer ? { LIVEKIT_URL: o.livekitUrl! } : {}), OPENAI_BASE_URL: fake.baseUrl, OPENAI_API_KEY: 'test-key', ...o.env };
   const t = await testApi({ env });
+  const webhooks = { lost: false };
+  const serve: typeof t.app.fetch = (req, ...rest) =>
+    webhooks.lost && new URL(req.url).pathname === LIVEKIT_WEBHOOK_PATH ? new Response('unavailable', { status: 503 }) : t.app.fetch(req, ...rest);
   // The run's server reaches this API through the relay; a server of the file's own posts to it directly.
-  const api = await receiveLiveKitWebhooks(t.app.fetch, { relayed: !ownServer });
+  const api = await receiveLiveKitWebhooks(serve, { relayed: !ownServer });
   const { tenantId, apiKey, apiKeyId } = await t.newTenant({ credits: 3600 });
   if (o.recordings) await t.services.sql`update tenants set recordings_enabled = true where id = ${tenantId}`;
   const { avatarId } = await readyAvatar(t, tenantId, o.avatar ?? {});
@@ -148,8 +156,8 @@ export async function startAgentHarness(o: AgentHarnessOptions = {}): Promise<Ag
     return { session, usage };
   };
 
-  const endOpenCalls = async () => {
-    const open = await t.services.sql<{ id: string; room_name: string }[]>`select id, room_name from live_sessions where state <> 'ended'`;
+  const endOpenCalls = async (keep: string[] = []) => {
+    const open = await t.services.sql<{ id: string; room_name: string }[]>`select id, room_name from live_sessions where state <> 'ended' and not (id = any(${keep}))`;
     for (const s of open) {
       await t.services.liveSessions.end(s.id, 'manual');
       await rooms.deleteRoom(s.room_name).catch(() => {});
@@ -157,6 +165,12 @@ export async function startAgentHarness(o: AgentHarnessOptions = {}): Promise<Ag
   };
 
   return {
+    get webhooksLost() {
+      return webhooks.lost;
+    },
+    set webhooksLost(lost: boolean) {
+      webhooks.lost = lost;
+    },
     t,
     fake,
     tenantId,
@@ -164,7 +178,7 @@ export async function startAgentHarness(o: AgentHarnessOptions = {}): Promise<Ag
     apiKeyId,
     avatarId,
     apiUrl: api.url,
-    webhookUrl: `${api.url}/webhooks/livekit`,
+    webhookUrl: `${api.url}${LIVEKIT_WEBHOOK_PATH}`,
     livekitUrl,
     rooms,
     env,
