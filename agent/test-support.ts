@@ -6,6 +6,7 @@ import { AudioFrame, AudioStream, Room, RoomEvent, TrackKind, VideoBufferType, V
 import { AccessToken } from 'livekit-server-sdk';
 import { availabilityFrom } from '../clips/behavior/index.ts';
 import type { AvatarPlayback } from '../core/avatars/playback.ts';
+import { synthesize } from '../render/tts/index.ts';
 import { LIVEKIT_DEV_KEY as DEV_KEY, LIVEKIT_DEV_SECRET as DEV_SECRET } from '../test/deps.ts';
 
 export { DEV_KEY, DEV_SECRET };
@@ -66,6 +67,8 @@ export class Viewer {
   readonly room = new Room();
   readonly frames: SeenFrame[] = [];
   readonly audio: HeardChunk[] = [];
+  /** The transcripts agents publish to the room (`lk.transcription`), one per stream, as each closes. */
+  readonly transcripts: { identity: string; text: string; at: number }[] = [];
   private readonly loops: Promise<void>[] = [];
 
   constructor(private readonly watch: string) {}
@@ -80,6 +83,12 @@ export class Viewer {
     this.room.on(RoomEvent.TrackSubscribed, (track, _pub, p) => {
       if (p.identity !== this.watch) return;
       this.loops.push(track.kind === TrackKind.KIND_VIDEO ? this.readVideo(track) : this.readAudio(track));
+    });
+    this.room.registerTextStreamHandler('lk.transcription', (reader, { identity }) => {
+      reader.readAll().then(
+        (text) => this.transcripts.push({ identity, text, at: performance.now() }),
+        () => {},
+      );
     });
     await this.room.connect(url, participantToken, { autoSubscribe: true, dynacast: false });
   }
@@ -123,6 +132,15 @@ export class Viewer {
   async leave(): Promise<void> {
     await this.room.disconnect();
   }
+}
+
+/** When the viewer first heard the avatar speak (audible audio) after `after` (ms, performance.now()), if it has. */
+export const avatarLoudAfter = (viewer: Viewer, after: number): number | undefined => viewer.audio.find((a) => a.at > after && a.level > 400)?.at;
+
+/** A user's utterance: `text` spoken by the embedded TTS. */
+export async function speech(text: string): Promise<{ pcm: Int16Array; sampleRate: number; seconds: number }> {
+  const s = await synthesize({ text, voice: 'rms' });
+  return { pcm: s.samples, sampleRate: s.sampleRate, seconds: s.durationSeconds };
 }
 
 /** Onsets (rising edges) in a timed boolean signal: times where it turns true after `minOff` ms of false. */

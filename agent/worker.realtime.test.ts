@@ -3,19 +3,16 @@ import { writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { initializeLogger, voice } from '@livekit/agents';
-import { AudioSource, LocalAudioTrack, Room, TrackPublishOptions, TrackSource } from '@livekit/rtc-node';
-import { RoomServiceClient } from 'livekit-server-sdk';
+import { Room } from '@livekit/rtc-node';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { AvatarSession } from '../client/livekit.ts';
 import { AvatarClient } from '../client/client.ts';
 import { randomBase62 } from '../core/ids.ts';
 import { resolveFfmpegPath } from '../render/encode/index.ts';
-import { synthesize } from '../render/tts/index.ts';
-import { messageText, startFakeOpenAI, type FakeOpenAI } from '../test/fakes/openai.ts';
-import { json, testApi, waitFor, type TestApi } from '../test/helpers.ts';
-import { liveKitEnv, receiveLiveKitWebhooks } from '../test/livekit.ts';
-import { readyAvatar } from '../test/realtime.ts';
-import { DEV_KEY, DEV_SECRET, Microphone, Viewer, startWorkerProcess, thumbDistance, token, type WorkerProcess } from './test-support.ts';
+import { startAgentHarness, MINT, RELEASE, type AgentHarness } from '../test/agent-harness.ts';
+import { messageText } from '../test/fakes/openai.ts';
+import { json, waitFor } from '../test/helpers.ts';
+import { Viewer, avatarLoudAfter, speech, thumbDistance, token, type WorkerProcess } from './test-support.ts';
 import { EmbeddedTTS } from './voice/tts.ts';
 
 /**
@@ -28,95 +25,28 @@ import { EmbeddedTTS } from './voice/tts.ts';
  */
 initializeLogger({ pretty: false, level: 'warn' });
 const url = inject('livekitUrl');
-const rooms = new RoomServiceClient(url.replace(/^ws/, 'http'), DEV_KEY, DEV_SECRET);
 const PERSONA = 'You love compilers and you answer in one short sentence.';
-const MINT = '/api/v1/realtime/livekit/session';
-const RELEASE = '/api/v1/realtime/livekit/session/release';
 
-let fake: FakeOpenAI;
-let t: TestApi;
-let api: Awaited<ReturnType<typeof receiveLiveKitWebhooks>>;
+let h: AgentHarness;
 let worker: WorkerProcess;
-let env: Record<string, string>;
-let tenantId: string;
-let apiKey: string;
-let avatarId: string;
 
 beforeAll(async () => {
-  fake = await startFakeOpenAI();
-  env = { ...liveKitEnv(), OPENAI_BASE_URL: fake.baseUrl, OPENAI_API_KEY: 'test-key' };
-  t = await testApi({ env });
-  api = await receiveLiveKitWebhooks(t.app.fetch);
-  ({ tenantId, apiKey } = await t.newTenant({ credits: 3600 }));
-  await t.services.sql`update tenants set recordings_enabled = true where id = ${tenantId}`;
-  ({ avatarId } = await readyAvatar(t, tenantId, { displayName: 'Grace', personality: PERSONA, loop: { seconds: 4, size: 512 } }));
-  worker = await startWorkerProcess({
-    ...env,
-    DATABASE_URL: t.services.dbUrl,
-    DATA_DIR: t.services.config.dataDir,
-    LOG_LEVEL: 'info',
-    STT_MODEL: 'fake-stt',
-    LLM_MODEL: 'fake-llm',
-    USER_JOIN_TIMEOUT_SECONDS: '60',
-    AGENT_DRAIN_SECONDS: '5',
-  });
-  // The worker declares its slots in the database: the mint's capacity comes from there.
-  await waitFor('the worker\'s slots', async () => ((await t.services.capacity.snapshot('primary')).slots > 0 ? true : undefined));
+  h = await startAgentHarness({ recordings: true, avatar: { displayName: 'Grace', personality: PERSONA, loop: { seconds: 4, size: 512 } } });
+  worker = await h.startWorker();
 }, 180_000);
 
 // A failed test leaves its call open: end it, so the next test starts clean.
-afterEach(async () => {
-  const open = await t.services.sql<{ id: string; room_name: string }[]>`select id, room_name from live_sessions where state <> 'ended'`;
-  for (const s of open) {
-    await t.services.liveSessions.end(s.id, 'manual');
-    await rooms.deleteRoom(s.room_name).catch(() => {});
-  }
-});
+afterEach(() => h.endOpenCalls());
 
 afterAll(async () => {
   if (process.env.WORKER_LOG) writeFileSync(process.env.WORKER_LOG, worker?.logs() ?? '');
-  await worker?.stop();
-  await api?.stop();
-  await fake?.close();
-  await t?.close();
+  await h?.close();
 });
-
-interface Grant {
-  session_id: string;
-  room_name: string;
-  server_url: string;
-  participant_token: string;
-  participant_identity: string;
-  avatar_identity: string;
-}
-
-/** A call as a customer starts it: POST the mint. */
-async function mintCall(body: Record<string, unknown> = {}): Promise<Grant> {
-  const res = await t.request('POST', MINT, { key: apiKey, body: { avatar_id: avatarId, ...body } });
-  expect(res.status, await res.clone().text()).toBe(200);
-  return json<Grant>(res);
-}
-
-/** The user joins with the mint's token, watching the avatar, with a microphone. */
-async function joinAsUser(grant: Grant): Promise<{ viewer: Viewer; mic: Microphone }> {
-  const viewer = new Viewer(grant.avatar_identity);
-  await viewer.connect(grant.server_url, grant.participant_token);
-  const micSource = new AudioSource(16_000, 1, 100);
-  await viewer.room.localParticipant!.publishTrack(LocalAudioTrack.createAudioTrack('mic', micSource), new TrackPublishOptions({ source: TrackSource.SOURCE_MICROPHONE }));
-  return { viewer, mic: new Microphone(micSource, 16_000) };
-}
-
-async function speech(text: string): Promise<{ pcm: Int16Array; sampleRate: number; seconds: number }> {
-  const s = await synthesize({ text, voice: 'rms' });
-  return { pcm: s.samples, sampleRate: s.sampleRate, seconds: s.durationSeconds };
-}
-
-const avatarLoudAfter = (viewer: Viewer, after: number) => viewer.audio.find((a) => a.at > after && a.level > 400)?.at;
 
 describe('the agent worker on the real LiveKit server', () => {
   it('joins as the avatar, idles, answers the user with its persona, is interrupted, records, and settles on release', { timeout: 240_000 }, async () => {
     const transcripts = ['Hello, what is your name?', 'Tell me a long story about compilers.', 'Stop, please.'];
-    fake.script = {
+    h.fake.script = {
       transcribe: () => ({ text: transcripts.shift() ?? '' }),
       chat: (req) => {
         const last = messageText([...req.messages].reverse().find((m) => m.role === 'user')!);
@@ -127,8 +57,8 @@ describe('the agent worker on the real LiveKit server', () => {
         return { text: 'Of course.' };
       },
     };
-    const call = await mintCall({ record: true });
-    const { viewer, mic } = await joinAsUser(call);
+    const call = await h.mintCall({ record: true });
+    const { viewer, mic } = await h.joinAsUser(call);
 
     // The avatar joins and publishes 25 fps video of its size, and the body moves before anyone speaks.
     await waitFor('the avatar video', () => (viewer.frames.length > 50 ? true : undefined), { timeoutMs: 60_000 });
@@ -140,7 +70,7 @@ describe('the agent worker on the real LiveKit server', () => {
     const idle = viewer.frames.filter((f) => f.at > from);
     const moved = Math.max(...idle.map((f) => thumbDistance(f.thumb, idle[0]!.thumb)));
     expect(moved, 'idle motion (thumbnail change over 3 s)').toBeGreaterThan(0.5);
-    const [session] = await t.services.sql`select state from live_sessions where id = ${call.session_id}`;
+    const [session] = await h.t.services.sql`select state from live_sessions where id = ${call.session_id}`;
     expect(session!.state).toBe('active');
 
     // The user asks; the avatar answers, with the persona and the transcript in the LLM's request.
@@ -148,7 +78,7 @@ describe('the agent worker on the real LiveKit server', () => {
     await mic.speak(q1.pcm);
     const asked = mic.spoken.at(-1)!.end;
     const replyAt = await waitFor('the spoken reply', () => avatarLoudAfter(viewer, asked), { timeoutMs: 30_000 });
-    const sent = fake.chatRequests[0]!;
+    const sent = h.fake.chatRequests[0]!;
     expect(messageText(sent.messages[0]!)).toContain(PERSONA);
     expect(sent.messages.map(messageText).join('\n')).toContain('Hello, what is your name?');
     await new Promise((r) => setTimeout(r, 2500));
@@ -174,10 +104,10 @@ describe('the agent worker on the real LiveKit server', () => {
 
     // Released through the API: the call ends, settles once, the room closes, and the recording finishes.
     await mic.close();
-    const released = await t.request('POST', RELEASE, { key: apiKey, body: { session_id: call.session_id } });
+    const released = await h.t.request('POST', RELEASE, { key: h.apiKey, body: { session_id: call.session_id } });
     expect(released.status).toBe(200);
     const usage = await waitFor('the settled usage', async () => {
-      const u = await t.services.usage.get(tenantId, call.session_id);
+      const u = await h.t.services.usage.get(h.tenantId, call.session_id);
       return u?.status === 'released' ? u : undefined;
     });
     expect(usage.billedCreditMicros).toBeGreaterThan(5_000_000);
@@ -185,7 +115,7 @@ describe('the agent worker on the real LiveKit server', () => {
     const recording = await waitFor(
       () => `the recording; worker log:\n${worker.logs().split('\n').filter((l) => /record|call end|error|"level":[56]0/i.test(l)).slice(-30).join('\n')}`,
       async () => {
-        const [r] = await t.services.sql`select * from recordings where session_id = ${call.session_id}`;
+        const [r] = await h.t.services.sql`select * from recordings where session_id = ${call.session_id}`;
         return r && r.status !== 'processing' ? r : undefined;
       },
       { timeoutMs: 60_000 },
@@ -193,55 +123,55 @@ describe('the agent worker on the real LiveKit server', () => {
     expect(recording, worker.logs().slice(-3000)).toMatchObject({ status: 'ready', content_type: 'video/mp4' });
     expect(Number(recording!.duration_seconds)).toBeGreaterThan(5);
     const file = path.join(os.tmpdir(), `rec-${call.session_id}.mp4`);
-    const body = await t.services.storage.get(recording!.storage_key as string);
+    const body = await h.t.services.storage.get(recording!.storage_key as string);
     const chunks: Buffer[] = [];
     for await (const c of body) chunks.push(c as Buffer);
     writeFileSync(file, Buffer.concat(chunks));
     const probe = spawnSync(resolveFfmpegPath(), ['-v', 'error', '-i', file, '-f', 'null', '-'], { encoding: 'utf8' });
     expect(probe.status).toBe(0);
     await viewer.leave();
-    await waitFor('the room to close', async () => ((await rooms.listRooms([call.room_name])).length === 0 ? true : undefined));
+    await waitFor('the room to close', async () => ((await h.rooms.listRooms([call.room_name])).length === 0 ? true : undefined));
 
     // The connection history the API serves: the user's join and microphone, the avatar's join.
     const history = await json<{ data: { participantIdentity: string; kind: string }[] }>(
-      await t.request('GET', `/api/v1/sessions/${call.session_id}/connection-history`, { key: apiKey }),
+      await h.t.request('GET', `/api/v1/sessions/${call.session_id}/connection-history`, { key: h.apiKey }),
     );
     const seen = history.data.map((e) => `${e.participantIdentity}:${e.kind}`);
     expect(seen).toEqual(expect.arrayContaining([`${call.participant_identity}:joined`, `${call.participant_identity}:track_published`, `${call.avatar_identity}:joined`, `${call.participant_identity}:left`]));
   });
 
   it('degrades cleanly when its LLM fails (the avatar apologises, the call goes on, settles once) and goes on serving other calls', { timeout: 180_000 }, async () => {
-    fake.script = { transcribe: () => ({ text: 'Are you there?' }), chat: () => ({ fail: { status: 500, message: 'model crashed' } }) };
-    const call = await mintCall();
-    const { viewer, mic } = await joinAsUser(call);
+    h.fake.script = { transcribe: () => ({ text: 'Are you there?' }), chat: () => ({ fail: { status: 500, message: 'model crashed' } }) };
+    const call = await h.mintCall();
+    const { viewer, mic } = await h.joinAsUser(call);
     await waitFor('the avatar video', () => (viewer.frames.length > 25 ? true : undefined), { timeoutMs: 60_000 });
     await mic.speak((await speech('Are you there?')).pcm);
     const asked = mic.spoken.at(-1)!.end;
     // The LLM fails (and its one retry): the avatar says it cannot answer, and the call goes on.
     await waitFor(() => `the apology; worker log:\n${worker.logs().slice(-3000)}`, () => avatarLoudAfter(viewer, asked), { timeoutMs: 60_000 });
-    expect(fake.chatRequests.length).toBeGreaterThanOrEqual(2);
-    const [live] = await t.services.sql`select state from live_sessions where id = ${call.session_id}`;
+    expect(h.fake.chatRequests.length).toBeGreaterThanOrEqual(2);
+    const [live] = await h.t.services.sql`select state from live_sessions where id = ${call.session_id}`;
     expect(live!.state).toBe('active');
     // The user leaves: the call ends and is settled, once.
     await mic.close();
     await viewer.leave();
     const usage = await waitFor('the settled call', async () => {
-      const u = await t.services.usage.get(tenantId, call.session_id);
+      const u = await h.t.services.usage.get(h.tenantId, call.session_id);
       return u?.status === 'released' ? u : undefined;
     });
     expect(usage.billedCreditMicros).toBeGreaterThan(0);
-    const [ended] = await t.services.sql`select end_reason from live_sessions where id = ${call.session_id}`;
+    const [ended] = await h.t.services.sql`select end_reason from live_sessions where id = ${call.session_id}`;
     expect(ended!.end_reason).toBe('user_left');
 
     // The worker is still serving: a new call gets its avatar.
-    fake.script = {};
-    const next = await mintCall();
+    h.fake.script = {};
+    const next = await h.mintCall();
     const again = new Viewer(next.avatar_identity);
     await again.connect(next.server_url, next.participant_token);
     await waitFor('the next call\'s avatar', () => (again.frames.length > 25 ? true : undefined), { timeoutMs: 60_000 });
     await again.leave();
     await waitFor('the next call to end', async () => {
-      const [s] = await t.services.sql`select state from live_sessions where id = ${next.session_id}`;
+      const [s] = await h.t.services.sql`select state from live_sessions where id = ${next.session_id}`;
       return s?.state === 'ended' ? true : undefined;
     });
   });
@@ -249,12 +179,12 @@ describe('the agent worker on the real LiveKit server', () => {
   it('serves another agent as its avatar (provider mode): an agents-js AgentSession with our AvatarSession plugin speaks through it, is told of playback, and can interrupt it', { timeout: 180_000 }, async () => {
     // The customer's room and agent: an agents-js AgentSession whose audio goes to our avatar.
     const roomName = `customer-${randomBase62(8)}`;
-    await rooms.createRoom({ name: roomName, emptyTimeout: 120 });
+    await h.rooms.createRoom({ name: roomName, emptyTimeout: 120 });
     const agentRoom = new Room();
     await agentRoom.connect(url, await token(roomName, 'customer-agent', { agent: true }), { autoSubscribe: false, dynacast: false });
     voice.DataStreamAudioOutput._playbackFinishedRpcRegistered = false;
     const session = new voice.AgentSession({ tts: new EmbeddedTTS(), vad: null as never, turnHandling: { turnDetection: 'manual' as never } } as never);
-    const avatar = new AvatarSession({ avatarId, client: new AvatarClient({ apiKey, baseUrl: api.url }) });
+    const avatar = new AvatarSession({ avatarId: h.avatarId, client: new AvatarClient({ apiKey: h.apiKey, baseUrl: h.apiUrl }) });
     const grant = await avatar.start(session, agentRoom);
     expect(grant).toMatchObject({ room_name: roomName, participant_token: null });
     await session.start({ agent: new voice.Agent({ instructions: 'x' }), room: agentRoom, inputOptions: { audioEnabled: false }, record: false });
@@ -268,7 +198,7 @@ describe('the agent worker on the real LiveKit server', () => {
     await said.waitForPlayout();
     expect(said.interrupted).toBe(false);
     expect(viewer.audio.filter((a) => a.at > saidAt && a.level > 400).length, 'avatar audio').toBeGreaterThan(50);
-    const [participant] = (await rooms.listParticipants(roomName)).filter((p) => p.identity === grant.avatar_identity);
+    const [participant] = (await h.rooms.listParticipants(roomName)).filter((p) => p.identity === grant.avatar_identity);
     expect(participant?.attributes['lk.publish_on_behalf']).toBe('customer-agent');
 
     // The agent interrupts its own speech: the avatar stops and reports the interruption.
@@ -281,9 +211,9 @@ describe('the agent worker on the real LiveKit server', () => {
     // The plugin closes (the agent's job ends): the session is released, the avatar leaves the
     // customer's room, which stays.
     await avatar.aclose();
-    await waitFor('the avatar to leave', async () => ((await rooms.listParticipants(roomName)).some((p) => p.identity === grant.avatar_identity) ? undefined : true), { timeoutMs: 30_000 });
-    expect((await rooms.listRooms([roomName])).length).toBe(1);
-    expect((await t.services.usage.get(tenantId, grant.session_id))?.status).toBe('released');
+    await waitFor('the avatar to leave', async () => ((await h.rooms.listParticipants(roomName)).some((p) => p.identity === grant.avatar_identity) ? undefined : true), { timeoutMs: 30_000 });
+    expect((await h.rooms.listRooms([roomName])).length).toBe(1);
+    expect((await h.t.services.usage.get(h.tenantId, grant.session_id))?.status).toBe('released');
     await session.close();
     await viewer.leave();
     await agentRoom.disconnect();
@@ -291,22 +221,22 @@ describe('the agent worker on the real LiveKit server', () => {
 
   // Last: it stops the worker.
   it('drains on SIGTERM: the call in progress is ended and settled, the worker exits 0 without an error, and new mints find no capacity', { timeout: 180_000 }, async () => {
-    const call = await mintCall();
+    const call = await h.mintCall();
     const viewer = new Viewer(call.avatar_identity);
     await viewer.connect(call.server_url, call.participant_token);
     await waitFor('the avatar video', () => (viewer.frames.length > 25 ? true : undefined), { timeoutMs: 60_000 });
 
     const logsBefore = worker.logs().length;
     expect(await worker.stop('SIGTERM')).toBe(0);
-    const s = await t.services.liveSessions.get(call.session_id);
+    const s = await h.t.services.liveSessions.get(call.session_id);
     expect(s).toMatchObject({ state: 'ended', endReason: 'worker_shutdown' });
-    expect((await t.services.usage.get(tenantId, call.session_id))?.status).toBe('released');
+    expect((await h.t.services.usage.get(h.tenantId, call.session_id))?.status).toBe('released');
     const errors = worker.logs().slice(logsBefore).split('\n').filter((l) => /"level":[56]0/.test(l));
     expect(errors.map((l) => { const e = JSON.parse(l) as { msg: string; err?: { message?: string } }; return `${e.msg}: ${e.err?.message ?? ''}`; })).toEqual([]);
     await viewer.leave();
 
     // No worker serves the pool any more: the mint says so (503), and nothing is reserved.
-    const res = await t.request('POST', MINT, { key: apiKey, body: { avatar_id: avatarId } });
+    const res = await h.t.request('POST', MINT, { key: h.apiKey, body: { avatar_id: h.avatarId } });
     expect(res.status).toBe(503);
     expect(await json(res)).toMatchObject({ status: 503, code: 'capacity_unavailable', retryable: true });
   });

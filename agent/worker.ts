@@ -16,7 +16,7 @@ import * as silero from '@livekit/agents-plugin-silero';
 import { loadAvatarPlayback } from '../core/avatars/playback.ts';
 import type { Config } from '../core/config.ts';
 import { newId } from '../core/ids.ts';
-import { LiveSessionStore, type LiveSession } from '../core/live/sessions.ts';
+import { heartbeatIntervalMs, LiveSessionStore, type LiveSession } from '../core/live/sessions.ts';
 import { AgentWorkerRegistry } from '../core/live/workers.ts';
 import type { Logger } from '../core/log.ts';
 import { RecordingStore } from '../core/recordings/store.ts';
@@ -74,6 +74,7 @@ export async function startAgentWorker(services: Services, opts: AgentWorkerOpti
     workDir: path.join(config.dataDir, 'agent'),
     userJoinTimeoutMs: config.USER_JOIN_TIMEOUT_SECONDS * 1000,
     frameMemoryBytes: config.AGENT_FRAME_MEMORY_MB * 2 ** 20,
+    heartbeatMs: heartbeatIntervalMs(config.LIVE_HEARTBEAT_TIMEOUT_SECONDS),
     ...(opts.syncMarker ? { syncMarker: true } : {}),
   });
   const live = new LiveSessionStore(services.sql, services.usage);

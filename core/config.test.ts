@@ -128,6 +128,14 @@ describe('configuration from the environment', () => {
     expect(configError({ MEDIA_SWEEP_SECONDS: '0' }).message).toMatch(/MEDIA_SWEEP_SECONDS/);
   });
 
+  it('reads the live-call fault limits, with defaults and bounds', () => {
+    expect(loadConfig({})).toMatchObject({ STT_TIMEOUT_SECONDS: 15, LIVE_HEARTBEAT_TIMEOUT_SECONDS: 60 });
+    expect(loadConfig({ STT_TIMEOUT_SECONDS: '3', LIVE_HEARTBEAT_TIMEOUT_SECONDS: '6' })).toMatchObject({ STT_TIMEOUT_SECONDS: 3, LIVE_HEARTBEAT_TIMEOUT_SECONDS: 6 });
+    for (const [name, value] of [['STT_TIMEOUT_SECONDS', '0'], ['STT_TIMEOUT_SECONDS', '301'], ['LIVE_HEARTBEAT_TIMEOUT_SECONDS', '2'], ['LIVE_HEARTBEAT_TIMEOUT_SECONDS', 'soon']]) {
+      expect(configError({ [name!]: value! }).message).toContain(name);
+    }
+  });
+
   it('reads the realtime turn settings, with defaults and bounds', () => {
     expect(loadConfig({})).toMatchObject({ TURN_TALK_MAX_SECONDS: 60, LLM_TIMEOUT_SECONDS: 20, REALTIME_MEDIA_CACHE_SIZE: 16 });
     expect(loadConfig({ TURN_TALK_MAX_SECONDS: '120', LLM_TIMEOUT_SECONDS: '5', REALTIME_MEDIA_CACHE_SIZE: '2' })).toMatchObject({

@@ -74,6 +74,11 @@ const schema = z.object({
   LIVE_MIN_RESERVATION_SECONDS: envInt(1, 30, 3600),
   /** A minted call whose avatar has not joined this long after the mint ends `failed` (the room's empty timeout too). */
   LIVE_JOIN_TIMEOUT_SECONDS: envInt(5, 60, 3600),
+  /**
+   * A joined call whose worker has not been heard from this long ends `worker_lost` (the janitor),
+   * billed to its last heartbeat. Workers heartbeat each call six times in that span.
+   */
+  LIVE_HEARTBEAT_TIMEOUT_SECONDS: envInt(3, 60, 3600),
   /** Lifetime of the user's participant token: the time the client has to join. */
   LIVE_TOKEN_TTL_SECONDS: envInt(30, 600, 86_400),
   /** A capacity-queue ticket not sent back on a mint within this long leaves the queue. */
@@ -82,8 +87,13 @@ const schema = z.object({
   REDIS_KEY_PREFIX: z.string().regex(/^[A-Za-z0-9:_.-]{0,64}$/, 'must be at most 64 letters, digits, :, _, . or -').default('avatar:'),
   /** Realtime turns (docs/realtime.md): the longest spoken reply of a talk turn, in seconds; also what a talk turn reserves. */
   TURN_TALK_MAX_SECONDS: envInt(5, 60, 600),
-  /** How long the LLM may take to its first token, or between two tokens, before a turn gives up (504 upstream_timeout). */
+  /**
+   * How long the LLM may take to its first token, or between two tokens, before a turn gives up (504
+   * upstream_timeout), and before a live call's avatar retries once, then says it cannot answer.
+   */
   LLM_TIMEOUT_SECONDS: envInt(1, 20, 300),
+  /** How long speech to text may take over one utterance of a live call before the utterance is dropped (the call goes on). */
+  STT_TIMEOUT_SECONDS: envInt(1, 15, 300),
   /** Avatars' frame caches each API process holds open for turns; the least recently used one goes first. */
   REALTIME_MEDIA_CACHE_SIZE: envInt(1, 16, 1000),
 

@@ -85,6 +85,8 @@ export const LIVEKIT_DEV_SECRET = 'secret';
 export interface LiveKitOptions {
   /** Where the server posts its webhooks, signed with the dev key (the test run's relay, test/webhook-relay.ts). */
   webhookUrls?: string[];
+  /** The port clients connect to; default a free one. A fixed port lets a test restart the server at the same URL. */
+  port?: number;
 }
 
 export async function startLiveKit(opts: LiveKitOptions = {}): Promise<RunningServer> {
@@ -92,7 +94,7 @@ export async function startLiveKit(opts: LiveKitOptions = {}): Promise<RunningSe
   if (!existsSync(bin)) {
     throw new Error(`LiveKit server not found at ${bin}. Build it: bash scripts/install-test-deps.sh`);
   }
-  const [port, tcp, udp] = [await freePort(), await freePort(), await freePort()];
+  const [port, tcp, udp] = [opts.port ?? (await freePort()), await freePort(), await freePort()];
   const lines = [`port: ${port}`, 'rtc:', `  tcp_port: ${tcp}`, `  udp_port: ${udp}`, '  use_external_ip: false'];
   if (opts.webhookUrls?.length) lines.push('webhook:', `  api_key: ${LIVEKIT_DEV_KEY}`, '  urls:', ...opts.webhookUrls.map((u) => `    - ${u}`));
   const config = lines.join('\n');

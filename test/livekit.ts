@@ -34,15 +34,18 @@ export async function relayWebhooksTo(url: string): Promise<{ stop(): Promise<vo
   return { stop: async () => void (await fetch(`${relay}/targets/${id}`, { method: 'DELETE' })) };
 }
 
-/** Serves `fetch` (an app) on a real port and has the relay send it LiveKit's webhooks. */
-export async function receiveLiveKitWebhooks(fetchHandler: Parameters<typeof startApiServer>[0]): Promise<{ url: string; stop(): Promise<void> }> {
+/**
+ * Serves `fetch` (an app) on a real port and has the relay send it LiveKit's webhooks. `relayed:
+ * false`: a LiveKit server of the test's own posts them to `${url}/webhooks/livekit` itself.
+ */
+export async function receiveLiveKitWebhooks(fetchHandler: Parameters<typeof startApiServer>[0], opts: { relayed?: boolean } = {}): Promise<{ url: string; stop(): Promise<void> }> {
   const server = await startApiServer(fetchHandler, { port: 0, hostname: '127.0.0.1' });
   const base = `http://127.0.0.1:${server.port}`;
-  const relayed = await relayWebhooksTo(`${base}/webhooks/livekit`);
+  const relayed = opts.relayed === false ? null : await relayWebhooksTo(`${base}/webhooks/livekit`);
   return {
     url: base,
     stop: async () => {
-      await relayed.stop();
+      await relayed?.stop();
       await server.close({ timeoutMs: 1000 });
     },
   };

@@ -116,11 +116,18 @@ function tone(samples: number, amp = 8000): Int16Array {
   return pcm;
 }
 
-function setup(opts: { queueMs?: number; ppm?: number } = {}) {
+function setup(opts: { queueMs?: number; ppm?: number; maxBufferedSamples?: number } = {}) {
   const clock = { t: 0 };
   const device = new SimDevice(clock, opts.queueMs ?? 100, opts.ppm ?? 0);
   const events: PlayoutEvent[] = [];
-  const playout = new SpeechPlayout({ sink: device, fps: FPS, now: () => clock.t, onEvent: (e) => events.push(e), mouthStream: () => loudnessMouth() });
+  const playout = new SpeechPlayout({
+    sink: device,
+    fps: FPS,
+    now: () => clock.t,
+    onEvent: (e) => events.push(e),
+    mouthStream: () => loudnessMouth(),
+    ...(opts.maxBufferedSamples ? { maxBufferedSamples: opts.maxBufferedSamples } : {}),
+  });
   /** Runs the device until `ms` later, stopping at each of its 10 ms drains (or at `until`). */
   const advance = async (ms: number) => {
     const end = clock.t + ms;
@@ -285,5 +292,86 @@ describe('speech playout (the A/V synchronizer)', () => {
     playout.begin('empty');
     playout.end('empty');
     expect(events.at(-1)).toEqual({ type: 'finished', segmentId: 'empty', positionSeconds: 0, interrupted: false });
+  });
+
+  it('holds at most maxBufferedSamples of unplayed audio, all segments together: the excess is dropped and said so, and room comes back as it plays', async () => {
+    const { events, playout, advance, device } = setup({ maxBufferedSamples: SR * 10 });
+    playout.start();
+    // Many long streams at once, far more than the bound together (each under it).
+    const accepted: boolean[] = [];
+    for (let i = 0; i < 8; i++) {
+      playout.begin(`s${i}`);
+      accepted.push(playout.push(`s${i}`, tone(SR * 4)));
+    }
+    expect(accepted).toEqual([true, true, false, false, false, false, false, false]);
+    for (let i = 0; i < 8; i++) playout.end(`s${i}`);
+    // The third got what was left (2 s), those after nothing: they finish at once, as played at 0.
+    expect(events.filter((e) => e.type === 'finished').map((e) => e.type === 'finished' && [e.segmentId, e.positionSeconds])).toEqual([
+      ['s3', 0],
+      ['s4', 0],
+      ['s5', 0],
+      ['s6', 0],
+      ['s7', 0],
+    ]);
+    // What was kept plays in full: 4 + 4 + 2 s.
+    await advance(10_500);
+    expect(events.filter((e) => e.type === 'finished' && !e.interrupted).map((e) => e.type === 'finished' && [e.segmentId, e.positionSeconds]).slice(-3)).toEqual([
+      ['s0', 4],
+      ['s1', 4],
+      ['s2', 2],
+    ]);
+    expect(device.played).toBeGreaterThanOrEqual(SR * 10);
+    // Played out, the room is back; an interruption frees what it drops too.
+    playout.begin('next');
+    expect(playout.push('next', tone(SR * 8))).toBe(true);
+    playout.interrupt();
+    playout.begin('after');
+    expect(playout.push('after', tone(SR * 9))).toBe(true);
+    expect(playout.push('after', tone(SR * 2))).toBe(false);
+    await playout.stop();
+  });
+
+  it('analyses a segment\'s mouth at the pace of playout: a long segment arriving at once is analysed only a little ahead of what plays', async () => {
+    const clock = { t: 0 };
+    const device = new SimDevice(clock, 100, 0);
+    let analysed = 0;
+    let ended = 0;
+    const inner = loudnessMouth();
+    const counting: MouthStream = {
+      push: (pcm) => {
+        analysed += pcm.length;
+        return inner.push(pcm);
+      },
+      end: () => {
+        ended++;
+        return inner.end();
+      },
+    };
+    const playout = new SpeechPlayout({ sink: device, fps: FPS, now: () => clock.t, onEvent: () => {}, mouthStream: () => counting });
+    const advance = async (ms: number) => {
+      const end = clock.t + ms;
+      while (clock.t < end) {
+        clock.t = Math.min(end, device.nextDrain);
+        device.step();
+        await flush();
+      }
+    };
+    playout.start();
+    playout.begin('long');
+    for (let i = 0; i < 60; i++) playout.push('long', tone(SR)); // a minute, all at once, in 1 s chunks
+    playout.end('long');
+    await advance(100);
+    expect(analysed / SR).toBeGreaterThanOrEqual(2);
+    expect(analysed / SR).toBeLessThanOrEqual(3);
+    await advance(10_000);
+    expect(analysed / SR).toBeGreaterThanOrEqual(11);
+    expect(analysed / SR).toBeLessThanOrEqual(13);
+    // The mouth is there where the audio plays.
+    expect(playout.frameAt().mouth?.open).toBeGreaterThan(0);
+    expect(ended).toBe(0);
+    await advance(51_000);
+    expect(analysed).toBe(SR * 60);
+    expect(ended).toBe(1);
+    await playout.stop();
   });
 });

@@ -15,6 +15,9 @@
  */
 import type { MouthFrame } from '../../render/visemes/index.ts';
 
+/** How far ahead of playout a segment's mouth is analysed: the frames drawn ahead, the model's look-ahead, and slack for a busy machine. */
+const MOUTH_LEAD_SECONDS = 2;
+
 /** Where the audio goes: rtc-node's AudioSource in a call, a simulated device in tests. */
 export interface AudioSink {
   readonly sampleRate: number;
@@ -56,8 +59,12 @@ export interface SpeechPlayoutOptions {
    * to hear a little ahead of the sample it shapes. Default 100 ms.
    */
   startBufferSamples?: number;
-  /** Largest segment accepted, in samples (later samples are dropped); default 10 minutes. */
-  maxSegmentSamples?: number;
+  /**
+   * Most audio held at once, received and not yet handed to the sink, all segments together, in
+   * samples; what arrives beyond it is dropped. Default 5 minutes: more than any spoken answer, and
+   * a bound on what a sender that never stops (or sends many long streams at once) costs in memory.
+   */
+  maxBufferedSamples?: number;
   /**
    * Half the period at which the caller asks for frames, ms (default 5, for a 10 ms tick): frame n
    * is due once playout is within this of its start, so its error is centred on zero.
@@ -80,6 +87,11 @@ interface Segment {
   mouth: MouthFrame[];
   mouthChain: Promise<void>;
   mouthStream: MouthStream | null;
+  /** Audio received and not yet given to the mouth stream (it is analysed a little ahead of playout only). */
+  mouthQueue: Int16Array[];
+  /** Samples given to the mouth stream. */
+  mouthFed: number;
+  mouthEnded: boolean;
 }
 
 /** A stretch of pushed audio: which segment (and where in it) or silence. */
@@ -111,7 +123,9 @@ export class SpeechPlayout {
   private readonly now: () => number;
   private readonly chunkSamples: number;
   private readonly startBuffer: number;
-  private readonly maxSegment: number;
+  private readonly maxBuffered: number;
+  /** Samples received and not yet handed to the sink, all segments together. */
+  private buffered = 0;
   private readonly samplesPerFrame: number;
   private readonly frameLead: number;
   private readonly segments: Segment[] = [];
@@ -131,7 +145,7 @@ export class SpeechPlayout {
     this.now = o.now ?? (() => performance.now());
     this.chunkSamples = o.chunkSamples ?? Math.round(this.sampleRate * 0.02);
     this.startBuffer = o.startBufferSamples ?? Math.round(this.sampleRate * 0.1);
-    this.maxSegment = o.maxSegmentSamples ?? this.sampleRate * 600;
+    this.maxBuffered = o.maxBufferedSamples ?? this.sampleRate * 300;
     this.samplesPerFrame = this.sampleRate / this.fps;
     this.frameLead = ((o.frameLeadMs ?? 5) * this.sampleRate) / 1000;
   }
@@ -170,23 +184,32 @@ export class SpeechPlayout {
       mouth: [],
       mouthChain: Promise.resolve(),
       mouthStream: this.o.mouthStream ? this.o.mouthStream(this.sampleRate, this.fps) : null,
+      mouthQueue: [],
+      mouthFed: 0,
+      mouthEnded: false,
     };
     this.segments.push(seg);
     this.byId.set(id, seg);
     this.o.onSegment?.(id);
   }
 
-  /** Audio of a segment, at the sink's rate. Ignored once the segment is done (interrupted). */
-  push(id: string, pcm: Int16Array): void {
+  /**
+   * Audio of a segment, at the sink's rate. Ignored once the segment is done (interrupted). Answers
+   * false when some of it was dropped: the call holds `maxBufferedSamples` already.
+   */
+  push(id: string, pcm: Int16Array): boolean {
     const seg = this.byId.get(id);
-    if (!seg || seg.done || seg.inputEnded || pcm.length === 0) return;
-    const room = this.maxSegment - seg.received;
-    if (room <= 0) return;
+    if (!seg || seg.done || seg.inputEnded || pcm.length === 0) return true;
+    const room = this.maxBuffered - this.buffered;
+    if (room <= 0) return false;
     const part = pcm.length > room ? pcm.subarray(0, room) : pcm;
     seg.chunks.push(part);
     seg.buffered += part.length;
     seg.received += part.length;
-    this.feedMouth(seg, part);
+    this.buffered += part.length;
+    if (seg.mouthStream) seg.mouthQueue.push(part);
+    this.feedMouth(seg);
+    return part.length === pcm.length;
   }
 
   /** The segment's stream closed: it plays to its end, then reports finished. */
@@ -194,12 +217,7 @@ export class SpeechPlayout {
     const seg = this.byId.get(id);
     if (!seg || seg.inputEnded) return;
     seg.inputEnded = true;
-    const stream = seg.mouthStream;
-    if (stream && !seg.done) {
-      seg.mouthChain = seg.mouthChain.then(async () => {
-        if (!seg.done) seg.mouth.push(...(await stream.end()));
-      }).catch(() => {});
-    }
+    this.feedMouth(seg);
     // An empty segment finishes at once (nothing to play).
     if (seg.received === 0 && seg.startAt === null) this.finish(seg, false);
   }
@@ -216,6 +234,11 @@ export class SpeechPlayout {
     this.spans = this.spans.filter((s) => s.start < this.accepted);
     const last = this.spans[this.spans.length - 1];
     if (last && last.start + last.length > this.accepted) last.length = this.accepted - last.start;
+  }
+
+  /** Audio held, received and not yet handed to the sink, in seconds. */
+  get bufferedSeconds(): number {
+    return this.buffered / this.sampleRate;
   }
 
   /** True while a segment is queued or playing. */
@@ -275,12 +298,34 @@ export class SpeechPlayout {
 
   // ---------------------------------------------------------------------------------------------
 
-  private feedMouth(seg: Segment, pcm: Int16Array): void {
+  /**
+   * Gives the mouth stream the segment's audio up to MOUTH_LEAD_SECONDS ahead of what the pump has
+   * taken of it (and closes the stream after its last sample): the analysis runs at the pace of
+   * playout, so a segment that arrives all at once (minutes of it) never takes the CPU from the
+   * frames of every call at once.
+   */
+  private feedMouth(seg: Segment): void {
     const stream = seg.mouthStream;
-    if (!stream) return;
-    seg.mouthChain = seg.mouthChain.then(async () => {
-      if (!seg.done) seg.mouth.push(...(await stream.push(pcm)));
-    }).catch(() => {});
+    if (!stream || seg.done || seg.mouthEnded) return;
+    const taken = seg.received - seg.buffered;
+    const upTo = taken + this.sampleRate * MOUTH_LEAD_SECONDS;
+    while (seg.mouthQueue.length > 0 && seg.mouthFed < upTo) {
+      const pcm = seg.mouthQueue.shift()!;
+      seg.mouthFed += pcm.length;
+      seg.mouthChain = seg.mouthChain
+        .then(async () => {
+          if (!seg.done) seg.mouth.push(...(await stream.push(pcm)));
+        })
+        .catch(() => {});
+    }
+    if (seg.inputEnded && seg.mouthQueue.length === 0) {
+      seg.mouthEnded = true;
+      seg.mouthChain = seg.mouthChain
+        .then(async () => {
+          if (!seg.done) seg.mouth.push(...(await stream.end()));
+        })
+        .catch(() => {});
+    }
   }
 
   private async runPump(): Promise<void> {
@@ -325,7 +370,9 @@ export class SpeechPlayout {
       if (take === head.length) seg.chunks.shift();
       else seg.chunks[0] = head.subarray(take);
       seg.buffered -= take;
+      this.buffered -= take;
       filled += take;
+      this.feedMouth(seg);
       if (seg.buffered === 0 && seg.inputEnded) seg.endAt = this.accepted + filled;
     }
     this.recordLevels(this.accepted, out);
@@ -383,6 +430,8 @@ export class SpeechPlayout {
     if (seg.done) return;
     seg.done = true;
     seg.chunks = [];
+    seg.mouthQueue = [];
+    this.buffered -= seg.buffered;
     seg.buffered = 0;
     const i = this.segments.indexOf(seg);
     if (i >= 0) this.segments.splice(i, 1);

@@ -11,7 +11,8 @@
  *
  * Only the agent this avatar speaks for may send audio or clear; anything else is refused. A
  * stream it cannot use (bad attributes, too many at once) is still answered, as played at 0, so
- * the agent never waits on it.
+ * the agent never waits on it. Audio beyond what the playout holds at once (its
+ * `maxBufferedSamples`) is dropped: that stream stops being read and plays what it got.
  */
 import { AudioFrame, AudioResampler, type ByteStreamReader, type Room, type RpcInvocationData } from '@livekit/rtc-node';
 import type { Logger } from '../../core/log.ts';
@@ -115,12 +116,11 @@ export class AvatarAudioReceiver {
 
   private async receive(reader: ByteStreamReader, identity: string): Promise<void> {
     const id = reader.info.streamId;
-    const drain = async () => {
-      for await (const _ of reader) void _;
-    };
+    // Stops reading a stream we do not use: what else arrives for it is dropped as it comes.
+    const discard = () => reader.close();
     if (identity !== this.o.senderIdentity) {
       this.log.warn({ identity }, 'audio stream from a participant this avatar does not speak for, ignored');
-      return drain();
+      return discard();
     }
     const { playout } = this.o;
     const format = parseFormat(reader.info.attributes);
@@ -129,15 +129,16 @@ export class AvatarAudioReceiver {
     if (!format || this.pending > MAX_PENDING_SEGMENTS || this.closed) {
       if (!format) this.log.warn({ attributes: reader.info.attributes }, 'audio stream with unusable attributes, answered as played');
       playout.end(id); // empty: finishes at once
-      return drain();
+      return discard();
     }
     const resampler = format.sampleRate !== playout.sampleRate ? new AudioResampler(format.sampleRate, playout.sampleRate, 1) : null;
     let carry: Uint8Array | null = null;
     const frameBytes = 2 * format.channels;
-    const pushPcm = (pcm: Int16Array) => {
-      if (pcm.length === 0) return;
+    /** False once the playout dropped audio of this stream (it holds all it may). */
+    const pushPcm = (pcm: Int16Array): boolean => {
+      if (pcm.length === 0) return true;
       if (!resampler) return playout.push(id, pcm);
-      for (const f of resampler.push(new AudioFrame(pcm, format.sampleRate, 1, pcm.length))) playout.push(id, f.data);
+      return resampler.push(new AudioFrame(pcm, format.sampleRate, 1, pcm.length)).every((f) => playout.push(id, f.data));
     };
     try {
       for await (const chunk of reader) {
@@ -153,7 +154,11 @@ export class AvatarAudioReceiver {
         if (whole === 0) continue;
         // Copied into an aligned buffer (chunks may start at any byte offset).
         const samples = new Int16Array(bytes.slice(0, whole).buffer);
-        pushPcm(format.channels === 1 ? samples : downmix(samples));
+        if (!pushPcm(format.channels === 1 ? samples : downmix(samples))) {
+          this.log.warn({ streamId: id, seconds: playout.bufferedSeconds }, 'audio stream over what the avatar holds at once, the rest dropped');
+          await discard();
+          return;
+        }
       }
       if (resampler) for (const f of resampler.flush()) playout.push(id, f.data);
     } finally {

@@ -11,6 +11,7 @@ import { AutoSubscribe, defineAgent, voice, type JobContext, type JobProcess, ty
 import * as openai from '@livekit/agents-plugin-openai';
 import * as silero from '@livekit/agents-plugin-silero';
 import { TrackKind } from '@livekit/rtc-node';
+import OpenAI from 'openai';
 import { createReactionPicker } from '../../clips/behavior/index.ts';
 import { loadAvatarPlayback } from '../../core/avatars/playback.ts';
 import { loadConfig, type Config } from '../../core/config.ts';
@@ -18,6 +19,7 @@ import { CreditLedger } from '../../core/credits/ledger.ts';
 import { openDatabase, type Database } from '../../core/db/index.ts';
 import { LiveSessionStore } from '../../core/live/sessions.ts';
 import { createLogger, type Logger } from '../../core/log.ts';
+import { stallGuardedFetch } from '../../core/net/stall-guard.ts';
 import { UsageStore } from '../../core/usage.ts';
 import { RPC_USER_SPEECH_STARTED } from '../protocol.ts';
 import { actionTools } from './actions.ts';
@@ -29,7 +31,7 @@ export interface DispatchMetadata {
 }
 
 /** Retries of the STT and LLM: one, quickly (a call cannot wait on a model for long). */
-const UPSTREAM_RETRY = { maxRetry: 1, retryIntervalMs: 500, timeoutMs: 15_000 };
+const UPSTREAM_RETRY = { maxRetry: 1, retryIntervalMs: 500 };
 /** What the avatar says when its LLM could not answer a turn. */
 export const LLM_FAILED_LINE = "Sorry, I can't answer that right now.";
 
@@ -38,6 +40,22 @@ interface ProcessState {
   log: Logger;
   db: Database;
   vad: VAD;
+}
+
+/**
+ * The OpenAI-compatible endpoint as the call's STT or LLM reaches it: no request waits longer than
+ * `timeoutSeconds` for an answer to begin, nor for its next byte once it streams (a model that
+ * stalls mid-answer would otherwise hold the call's turn forever). Retries are the voice
+ * pipeline's, not the SDK's.
+ */
+function upstreamClient(config: Config, timeoutSeconds: number): OpenAI {
+  return new OpenAI({
+    apiKey: config.OPENAI_API_KEY ?? 'unused',
+    ...(config.OPENAI_BASE_URL ? { baseURL: config.OPENAI_BASE_URL } : {}),
+    maxRetries: 0,
+    timeout: timeoutSeconds * 1000,
+    fetch: stallGuardedFetch(timeoutSeconds * 1000),
+  });
 }
 
 export function parseDispatchMetadata(raw: string): DispatchMetadata | undefined {
@@ -91,16 +109,19 @@ export default defineAgent({
     }
 
     await ctx.connect(undefined, AutoSubscribe.AUDIO_ONLY);
-    const endpoint = { ...(config.OPENAI_BASE_URL ? { baseURL: config.OPENAI_BASE_URL } : {}), apiKey: config.OPENAI_API_KEY ?? 'unused' };
+    const apiKey = config.OPENAI_API_KEY ?? 'unused';
     const agentSession = new voice.AgentSession({
       vad,
-      stt: new openai.STT({ useRealtime: false, model: config.STT_MODEL, language: 'en', ...endpoint }),
-      llm: new openai.LLM({ model: config.LLM_MODEL, ...endpoint }),
+      stt: new openai.STT({ useRealtime: false, model: config.STT_MODEL, language: 'en', apiKey, client: upstreamClient(config, config.STT_TIMEOUT_SECONDS) }),
+      llm: new openai.LLM({ model: config.LLM_MODEL, apiKey, client: upstreamClient(config, config.LLM_TIMEOUT_SECONDS) }),
       tts: ttsFor(config, playback.defaultVoiceId),
       // Offline turn-taking: VAD ends the user's turn and interrupts the avatar (no cloud models).
       turnHandling: { turnDetection: 'vad', interruption: { mode: 'vad', minDuration: 0.4 } },
-      // A failing model is known within seconds: one retry, bounded waits.
-      connOptions: { llmConnOptions: UPSTREAM_RETRY, sttConnOptions: UPSTREAM_RETRY },
+      // A failing or silent model is known within seconds: one retry, bounded waits.
+      connOptions: {
+        llmConnOptions: { ...UPSTREAM_RETRY, timeoutMs: config.LLM_TIMEOUT_SECONDS * 1000 },
+        sttConnOptions: { ...UPSTREAM_RETRY, timeoutMs: config.STT_TIMEOUT_SECONDS * 1000 },
+      },
     });
     // The avatar plays our audio: it tells us when each segment starts and ends (transcripts follow it).
     agentSession.output.audio = new voice.DataStreamAudioOutput({

@@ -39,8 +39,6 @@ import {
   type StaleSessionsEnded,
 } from './sessions.ts';
 
-/** A joined call whose worker has not been heard from this long is lost (the worker heartbeats every 10 s). */
-export const HEARTBEAT_TIMEOUT_SECONDS = 60;
 /** The janitor ends an active call this long after its maximum duration, should its worker not have. */
 export const MAX_DURATION_GRACE_SECONDS = 30;
 /** A conversation room closes this long after its last participant left. */
@@ -389,7 +387,7 @@ export class LiveCalls {
   /** The janitor's pass over live calls: abandoned calls ended and settled, leaked slots freed, stale tickets dropped. */
   async sweep(): Promise<StaleSessionsEnded & { slotsFreed: number }> {
     const ended = await endStaleSessions(this.d.sessions, this.d.sql, {
-      heartbeatTimeoutSeconds: HEARTBEAT_TIMEOUT_SECONDS,
+      heartbeatTimeoutSeconds: this.d.config.LIVE_HEARTBEAT_TIMEOUT_SECONDS,
       joinTimeoutSeconds: this.d.config.LIVE_JOIN_TIMEOUT_SECONDS,
       maxDurationGraceSeconds: MAX_DURATION_GRACE_SECONDS,
     });

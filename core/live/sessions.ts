@@ -218,6 +218,11 @@ export async function liveCounts(tx: Sql | Tx, tenantId: string): Promise<LiveCo
   return counts;
 }
 
+/** How often a worker heartbeats each of its calls: six times within the janitor's timeout (LIVE_HEARTBEAT_TIMEOUT_SECONDS). */
+export function heartbeatIntervalMs(timeoutSeconds: number): number {
+  return (timeoutSeconds * 1000) / 6;
+}
+
 /** Ends the calls the janitor finds abandoned; each through `end`, so each is settled once. */
 export interface StaleSessionRules {
   /** A joined call (connecting, active) whose worker was not heard from this long: `worker_lost`, billed up to its last heartbeat. */
