@@ -4,7 +4,7 @@
  * provider-mode avatar reacts to the user just as a conversation-mode one does.
  */
 import { VADEventType, type VAD } from '@livekit/agents';
-import { AudioStream, type RemoteTrack } from '@livekit/rtc-node';
+import { AudioStream, type AudioFrame, type RemoteTrack } from '@livekit/rtc-node';
 import type { Logger } from '../../core/log.ts';
 
 export interface UserAudioOptions {
@@ -20,11 +20,16 @@ export interface UserAudioOptions {
 
 export class UserAudio {
   private closed = false;
-  private readonly stream: AudioStream;
+  /**
+   * Held here, not by a for-await: close() cancels it, which ends a read still waiting. Cancelling
+   * the stream itself fails while it is being read, and a read may never return once the room is
+   * gone (no frame, no end of stream).
+   */
+  private readonly reader: ReadableStreamDefaultReader<AudioFrame>;
   private readonly done: Promise<void>;
 
   constructor(private readonly o: UserAudioOptions) {
-    this.stream = new AudioStream(o.track, { sampleRate: o.sampleRate, numChannels: 1, frameSizeMs: 20 });
+    this.reader = new AudioStream(o.track, { sampleRate: o.sampleRate, numChannels: 1, frameSizeMs: 20 }).getReader();
     this.done = this.run();
   }
 
@@ -36,8 +41,9 @@ export class UserAudio {
         })().catch((err: unknown) => this.o.log.warn({ err }, 'user voice activity detection failed'))
       : Promise.resolve();
     try {
-      for await (const frame of this.stream) {
-        if (this.closed) break;
+      for (;;) {
+        const { done, value: frame } = await this.reader.read();
+        if (done || this.closed) break;
         vad?.pushFrame(frame);
         this.o.onAudio?.(frame.data);
       }
@@ -51,7 +57,7 @@ export class UserAudio {
 
   async close(): Promise<void> {
     this.closed = true;
-    await this.stream.cancel().catch(() => {});
+    await this.reader.cancel().catch(() => {});
     await this.done;
   }
 }
