@@ -210,9 +210,13 @@ describe('recordings', () => {
     await t.services.sql`update recordings set retention_expires_at = now() - interval '1 minute' where id = ${due.recordingId}`;
     const workers = await startJobWorkers(t.services, { concurrency: 1 });
     try {
-      await waitFor('the retention job to delete the media', async () => ((await t.services.storage.stat(due.storageKey)) ? undefined : true));
-      const [row] = await t.services.sql<{ media_deleted_at: Date | null }[]>`select media_deleted_at from recordings where id = ${due.recordingId}`;
-      expect(row!.media_deleted_at).toBeInstanceOf(Date);
+      // The sweep deletes the media, then marks the row: wait for the mark, the last of the two.
+      const deletedAt = await waitFor('the retention job to mark the media deleted', async () => {
+        const [row] = await t.services.sql<{ media_deleted_at: Date | null }[]>`select media_deleted_at from recordings where id = ${due.recordingId}`;
+        return row!.media_deleted_at ?? undefined;
+      });
+      expect(deletedAt).toBeInstanceOf(Date);
+      expect(await t.services.storage.stat(due.storageKey)).toBeFalsy();
       // A second process offering the job in the same interval adds none.
       await t.services.jobs.enqueue(RECORDING_RETENTION_JOB, {}, { singletonKey: RECORDING_RETENTION_JOB, singletonSeconds: 10 });
       const slots = await t.services.sql<{ n: string; slots: string }[]>`
