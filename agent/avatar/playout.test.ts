@@ -116,7 +116,7 @@ function tone(samples: number, amp = 8000): Int16Array {
   return pcm;
 }
 
-function setup(opts: { queueMs?: number; ppm?: number; maxBufferedSamples?: number } = {}) {
+function setup(opts: { queueMs?: number; ppm?: number; maxBufferedSamples?: number; mouthStream?: () => MouthStream } = {}) {
   const clock = { t: 0 };
   const device = new SimDevice(clock, opts.queueMs ?? 100, opts.ppm ?? 0);
   const events: PlayoutEvent[] = [];
@@ -125,7 +125,7 @@ function setup(opts: { queueMs?: number; ppm?: number; maxBufferedSamples?: numb
     fps: FPS,
     now: () => clock.t,
     onEvent: (e) => events.push(e),
-    mouthStream: () => loudnessMouth(),
+    mouthStream: opts.mouthStream ?? (() => loudnessMouth()),
     ...(opts.maxBufferedSamples ? { maxBufferedSamples: opts.maxBufferedSamples } : {}),
   });
   /** Runs the device until `ms` later, stopping at each of its 10 ms drains (or at `until`). */
@@ -332,8 +332,6 @@ describe('speech playout (the A/V synchronizer)', () => {
   });
 
   it('analyses a segment\'s mouth at the pace of playout: a long segment arriving at once is analysed only a little ahead of what plays', async () => {
-    const clock = { t: 0 };
-    const device = new SimDevice(clock, 100, 0);
     let analysed = 0;
     let ended = 0;
     const inner = loudnessMouth();
@@ -347,15 +345,7 @@ describe('speech playout (the A/V synchronizer)', () => {
         return inner.end();
       },
     };
-    const playout = new SpeechPlayout({ sink: device, fps: FPS, now: () => clock.t, onEvent: () => {}, mouthStream: () => counting });
-    const advance = async (ms: number) => {
-      const end = clock.t + ms;
-      while (clock.t < end) {
-        clock.t = Math.min(end, device.nextDrain);
-        device.step();
-        await flush();
-      }
-    };
+    const { playout, advance } = setup({ mouthStream: () => counting });
     playout.start();
     playout.begin('long');
     for (let i = 0; i < 60; i++) playout.push('long', tone(SR)); // a minute, all at once, in 1 s chunks
