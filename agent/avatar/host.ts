@@ -67,6 +67,9 @@ export class AvatarHost {
       userJoinTimeoutMs: o.userJoinTimeoutMs ?? 120_000,
       heartbeatMs: o.heartbeatMs ?? 10_000,
       audioQueueMs: 100,
+      // Audio reaches a viewer about 30 ms after a frame captured with it (measured at an rtc-node
+      // viewer by host.realtime.test.ts: the Opus frame and the receiver's jitter buffer).
+      videoDelayMs: 30,
       ...(o.syncMarker ? { syncMarker: true } : {}),
       ...(o.observer ? { observer: o.observer } : {}),
     };

@@ -116,7 +116,7 @@ function tone(samples: number, amp = 8000): Int16Array {
   return pcm;
 }
 
-function setup(opts: { queueMs?: number; ppm?: number; maxBufferedSamples?: number; mouthStream?: () => MouthStream } = {}) {
+function setup(opts: { queueMs?: number; ppm?: number; maxBufferedSamples?: number; videoDelayMs?: number; mouthStream?: () => MouthStream } = {}) {
   const clock = { t: 0 };
   const device = new SimDevice(clock, opts.queueMs ?? 100, opts.ppm ?? 0);
   const events: PlayoutEvent[] = [];
@@ -127,6 +127,7 @@ function setup(opts: { queueMs?: number; ppm?: number; maxBufferedSamples?: numb
     onEvent: (e) => events.push(e),
     mouthStream: opts.mouthStream ?? (() => loudnessMouth()),
     ...(opts.maxBufferedSamples ? { maxBufferedSamples: opts.maxBufferedSamples } : {}),
+    ...(opts.videoDelayMs ? { videoDelayMs: opts.videoDelayMs } : {}),
   });
   /** Runs the device until `ms` later, stopping at each of its 10 ms drains (or at `until`). */
   const advance = async (ms: number) => {
@@ -178,8 +179,10 @@ describe('speech playout (the A/V synchronizer)', () => {
             if (shown) speechFrames++;
             if (heard !== shown) mismatched++;
           }
-          // Ticks every 10 ms, up to 8 ms late, and a 150 ms stall of the event loop now and then.
-          nextTick = clock.t + 10 + rand() * 8 + (rand() < 0.001 ? 150 : 0);
+          // As the host ticks: every 10 ms or when the next frame falls due if sooner, up to 8 ms late,
+          // and a 150 ms stall of the event loop now and then.
+          const wake = Math.min(10, playout.msUntilFrame(lastFrame + 1, clock.t) || 10);
+          nextTick = clock.t + wake + rand() * 8 + (rand() < 0.001 ? 150 : 0);
         }
         await advance(Math.max(0.5, Math.min(nextTick, nextSpeech) - clock.t));
       }
@@ -220,6 +223,28 @@ describe('speech playout (the A/V synchronizer)', () => {
     }
     expect(playout.msUntilFrame(0)).toBe(0);
     await playout.stop();
+  });
+
+  it('holds each frame videoDelayMs behind its audio (audio takes longer to reach a viewer), over a whole call', async () => {
+    const { clock, device, playout, advance } = setup({ videoDelayMs: 30, ppm: 300 });
+    playout.start();
+    const offsets: number[] = [];
+    let lastFrame = -1;
+    while (clock.t < 20_000) {
+      const { frame } = playout.frameAt(clock.t, lastFrame);
+      if (frame !== lastFrame) {
+        lastFrame = frame;
+        // The frame's time against the audio being played when it is shown: 30 ms behind.
+        offsets.push(((device.truePosition() - frame * SPF) * 1000) / SR);
+      }
+      await advance(Math.max(0.5, playout.msUntilFrame(lastFrame + 1, clock.t)));
+    }
+    await playout.stop();
+    const sorted = offsets.slice(5).sort((a, b) => a - b);
+    expect(sorted[Math.floor(sorted.length / 2)]).toBeGreaterThan(25);
+    expect(sorted[Math.floor(sorted.length / 2)]).toBeLessThan(35);
+    expect(sorted[0]).toBeGreaterThan(15);
+    expect(sorted.at(-1)).toBeLessThan(45);
   });
 
   it('reports each segment finished exactly once: played out with its duration, or interrupted with the position reached', async () => {

@@ -66,10 +66,12 @@ export interface SpeechPlayoutOptions {
    */
   maxBufferedSamples?: number;
   /**
-   * Half the period at which the caller asks for frames, ms (default 5, for a 10 ms tick): frame n
-   * is due once playout is within this of its start, so its error is centred on zero.
+   * How long after its audio leaves the sink a frame falls due, ms (default 0: at the same moment).
+   * The audio's way to a viewer is longer than the video's (20 ms Opus frames, the receiver's jitter
+   * buffer), and viewers of LiveKit rooms do not re-align the two: holding video back as much keeps
+   * them together where they are seen.
    */
-  frameLeadMs?: number;
+  videoDelayMs?: number;
 }
 
 interface Segment {
@@ -112,7 +114,7 @@ export interface PlayoutFrame {
   segmentId: string | null;
   /** The mouth for that instant, null in silence (closed mouth). */
   mouth: MouthFrame | null;
-  /** Mean absolute amplitude of the audio playing there (0..32768), for sync markers and meters. */
+  /** Mean absolute amplitude of the audio in the middle of that frame (0..32768), for sync markers and meters. */
   level: number;
 }
 
@@ -127,7 +129,7 @@ export class SpeechPlayout {
   /** Samples received and not yet handed to the sink, all segments together. */
   private buffered = 0;
   private readonly samplesPerFrame: number;
-  private readonly frameLead: number;
+  private readonly videoDelay: number;
   private readonly segments: Segment[] = [];
   private readonly byId = new Map<string, Segment>();
   private spans: Span[] = [];
@@ -147,7 +149,7 @@ export class SpeechPlayout {
     this.startBuffer = o.startBufferSamples ?? Math.round(this.sampleRate * 0.1);
     this.maxBuffered = o.maxBufferedSamples ?? this.sampleRate * 300;
     this.samplesPerFrame = this.sampleRate / this.fps;
-    this.frameLead = ((o.frameLeadMs ?? 5) * this.sampleRate) / 1000;
+    this.videoDelay = ((o.videoDelayMs ?? 0) * this.sampleRate) / 1000;
   }
 
   /** Starts the pump: from now on the sink always has audio (speech or silence). */
@@ -257,7 +259,7 @@ export class SpeechPlayout {
   }
 
   /**
-   * The video frame due at `now` (the one whose time playout has reached, within `frameLeadMs`), with
+   * The video frame due at `now` (the one whose time playout has reached, `videoDelayMs` ago), with
    * the segment and mouth at that frame's time. `lastShown` is the frame the caller showed last: when
    * a late tick finds an unshown frame more than half over, the next frame (nearer in time) is due
    * instead, so no frame is ever shown more than half a frame off its audio. Also reports segments
@@ -266,8 +268,9 @@ export class SpeechPlayout {
   frameAt(now = this.now(), lastShown = -1): PlayoutFrame {
     const position = this.position(now);
     this.settle(position);
-    let frame = Math.floor((position + this.frameLead) / this.samplesPerFrame);
-    if (frame > lastShown && position - frame * this.samplesPerFrame > this.samplesPerFrame / 2) frame += 1;
+    const shownAt = position - this.videoDelay;
+    let frame = Math.max(0, Math.floor(shownAt / this.samplesPerFrame));
+    if (frame > lastShown && shownAt - frame * this.samplesPerFrame > this.samplesPerFrame / 2) frame += 1;
     // Never back: a frame taken early after a late tick stays until its successor is due.
     frame = Math.max(frame, lastShown);
     return { position, ...this.frameContent(frame) };
@@ -275,7 +278,7 @@ export class SpeechPlayout {
 
   /** About how long until `frame` is due (frameAt would give it), in ms; 0 when it is due already. */
   msUntilFrame(frame: number, now = this.now()): number {
-    const samples = frame * this.samplesPerFrame - this.frameLead - this.position(now);
+    const samples = frame * this.samplesPerFrame + this.videoDelay - this.position(now);
     return Math.max(0, (samples * 1000) / this.sampleRate);
   }
 
@@ -287,12 +290,12 @@ export class SpeechPlayout {
   frameContent(frame: number): Omit<PlayoutFrame, 'position'> {
     const at = frame * this.samplesPerFrame;
     const span = this.spanAt(at);
-    if (!span || !span.segment) return { frame, segmentId: null, mouth: null, level: this.levelAt(at) };
+    if (!span || !span.segment) return { frame, segmentId: null, mouth: null, level: this.levelAt(at + this.samplesPerFrame / 2) };
     const seg = span.segment;
     const j = Math.floor((span.offset + (at - span.start)) / this.samplesPerFrame);
     // Mouth frames come from the model a little behind the audio; hold the last one briefly rather than blink shut.
     const mouth = j < seg.mouth.length + 3 ? (seg.mouth[Math.min(j, seg.mouth.length - 1)] ?? null) : null;
-    return { frame, segmentId: seg.id, mouth, level: this.levelAt(at) };
+    return { frame, segmentId: seg.id, mouth, level: this.levelAt(at + this.samplesPerFrame / 2) };
   }
 
 

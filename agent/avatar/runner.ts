@@ -62,6 +62,8 @@ export interface HostContext {
   heartbeatMs: number;
   /** Audio queued ahead of playout in rtc-node, ms (the synchronizer's clock reference). */
   audioQueueMs: number;
+  /** How long a frame is held after its audio leaves that queue (SpeechPlayoutOptions.videoDelayMs). */
+  videoDelayMs: number;
   /**
    * Test and benchmark aid: a 32 px square in the top-left corner of each frame, white while the
    * audio playing at that frame is speech, black otherwise; a viewer measures A/V sync with it.
@@ -161,6 +163,7 @@ export class AvatarRunner {
     this.playout = new SpeechPlayout({
       sink: sourceSink(this.audioSource, this.ctx.sampleRate, this.ctx.audioQueueMs),
       fps: this.ctx.fps,
+      videoDelayMs: this.ctx.videoDelayMs,
       mouthStream: (sampleRate, fps) => new AudioVisemeStream({ sampleRate, fps }),
       onEvent: (e) => this.receiver.onPlayoutEvent(e),
       onSegment: () => this.ctx.observer?.speechArrived(this.spec.sessionId),
