@@ -30,6 +30,8 @@ interface CallStats {
   speechAt: number[];
   firstMouthAfterSpeech: number[];
   waitingMouth: boolean;
+  /** The call's audio losses at the last measure (reported as differences). */
+  audioBefore: { underrunMs: number; starvedMs: number };
 }
 const stats = new Map<string, CallStats>();
 const runners: AvatarRunner[] = [];
@@ -50,6 +52,8 @@ const host = new AvatarHost({
   log,
   workDir: path.join(os.tmpdir(), `bench-host-${process.pid}`),
   userJoinTimeoutMs: 3_600_000,
+  ...(env.BENCH_AUDIO_QUEUE_MS ? { audioQueueMs: Number(env.BENCH_AUDIO_QUEUE_MS) } : {}),
+  ...(env.BENCH_SPEECH_START_MS ? { speechStartMs: Number(env.BENCH_SPEECH_START_MS) } : {}),
   observer: {
     frameShown(sessionId, _frame, mouth) {
       const s = stats.get(sessionId);
@@ -98,7 +102,7 @@ process.on('message', (m: { type: string; calls?: { sessionId: string; room: str
   void (async () => {
     if (m.type === 'start') {
       for (const c of m.calls!) {
-        stats.set(c.sessionId, { shown: [], mouthFrames: 0, speechAt: [], firstMouthAfterSpeech: [], waitingMouth: false });
+        stats.set(c.sessionId, { shown: [], mouthFrames: 0, speechAt: [], firstMouthAfterSpeech: [], waitingMouth: false, audioBefore: { underrunMs: 0, starvedMs: 0 } });
         const spec: CallSpec = {
           sessionId: c.sessionId,
           tenantId: 'bench',
@@ -126,7 +130,10 @@ process.on('message', (m: { type: string; calls?: { sessionId: string; room: str
       const perCall = [...stats.entries()].map(([sessionId, s]) => {
         const shown = s.shown.filter((t) => t >= lastAt);
         const gaps = shown.slice(1).map((t, i) => t - shown[i]!);
-        return { sessionId, fps: shown.length / seconds, p95IntervalMs: percentile(gaps, 0.95), mouthFrames: s.mouthFrames };
+        const audio = runners.find((r) => r.spec.sessionId === sessionId)?.audioHealth ?? { underrunMs: 0, starvedMs: 0 };
+        const lost = { underrunMs: audio.underrunMs - s.audioBefore.underrunMs, starvedMs: audio.starvedMs - s.audioBefore.starvedMs };
+        s.audioBefore = { underrunMs: audio.underrunMs, starvedMs: audio.starvedMs };
+        return { sessionId, fps: shown.length / seconds, p95IntervalMs: percentile(gaps, 0.95), mouthFrames: s.mouthFrames, ...lost };
       });
       const latencies = [...stats.values()].flatMap((s) => s.firstMouthAfterSpeech);
       const jpeg = await jpegMs();

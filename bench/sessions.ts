@@ -27,6 +27,7 @@ import type { BenchModule, BenchReport } from './types.ts';
  * of a 512x512 frame, timed in the worker process in the same run.
  *
  *   npm run bench -- sessions [--steps=1,2,4,6,8,10,12] [--seconds=12] [--warmup=4]
+ *                             [--audio-queue-ms=100] [--speech-start-ms=100]   (the host's audio settings)
  */
 
 const HOST = fileURLToPath(new URL('./sessions-host.ts', import.meta.url));
@@ -37,7 +38,7 @@ const fixed = (v: number | null | undefined, digits: number) => (typeof v === 'n
 interface Measured {
   seconds: number;
   cpuMsPerSecond: number;
-  perCall: { sessionId: string; fps: number; p95IntervalMs: number; mouthFrames: number }[];
+  perCall: { sessionId: string; fps: number; p95IntervalMs: number; mouthFrames: number; underrunMs: number; starvedMs: number }[];
   speechToMouthMs: { p50: number; p95: number; n: number };
   jpegMs: number;
   batchMsPerFrame: number;
@@ -104,7 +105,16 @@ export const sessions: BenchModule = {
     await closeTts();
     const host = fork(HOST, [], {
       execArgv: ['--import', 'tsx', ...(process.env.BENCH_HOST_PROF ? ['--cpu-prof', '--cpu-prof-dir', process.env.BENCH_HOST_PROF] : [])],
-      env: { ...process.env, NODE_OPTIONS: '', LIVEKIT_URL: livekit.url, BENCH_STORE: store, BENCH_LOOP_KEY: loopKey, NODE_ENV: 'production' },
+      env: {
+        ...process.env,
+        NODE_OPTIONS: '',
+        LIVEKIT_URL: livekit.url,
+        BENCH_STORE: store,
+        BENCH_LOOP_KEY: loopKey,
+        NODE_ENV: 'production',
+        BENCH_AUDIO_QUEUE_MS: flags['audio-queue-ms'] ?? '',
+        BENCH_SPEECH_START_MS: flags['speech-start-ms'] ?? '',
+      },
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
     await new Promise<void>((resolve) => host.once('message', () => resolve()));
@@ -152,6 +162,9 @@ export const sessions: BenchModule = {
           batchMsPerFrame: fixed(m.batchMsPerFrame, 2),
           speechToFirstMouthMsP50: fixed(m.speechToMouthMs.p50, 0),
           mouthFramesPerCall: Math.round(m.perCall.reduce((a, c) => a + c.mouthFrames, 0) / n),
+          // Audio lost, worst call, per minute: its queue running dry (a stalled process), and speech that came late.
+          worstUnderrunMsPerMin: fixed(Math.max(...m.perCall.map((c) => c.underrunMs)) * (60 / m.seconds), 0),
+          worstStarvedMsPerMin: fixed(Math.max(...m.perCall.map((c) => c.starvedMs)) * (60 / m.seconds), 0),
           ok,
         });
         await viewer.leave();

@@ -70,6 +70,8 @@ room.on(RoomEvent.TrackSubscribed, (track, _pub, p) => {
 });
 room.on(RoomEvent.ParticipantConnected, (p) => console.log(`${stamp()}  joined: ${p.identity}`));
 room.on(RoomEvent.ParticipantDisconnected, (p) => console.log(`${stamp()}  left: ${p.identity}`));
+/** When the avatar's last answer was said (its transcript stream closed). */
+let lastAnswerAt = 0;
 // The user's transcripts come as one stream per interim and final result (printed: the finals);
 // the avatar's speech as one stream of deltas per reply, closed when it is said (or interrupted).
 room.registerTextStreamHandler('lk.transcription', (reader, { identity }) => {
@@ -77,6 +79,7 @@ room.registerTextStreamHandler('lk.transcription', (reader, { identity }) => {
     const mine = identity === room.localParticipant?.identity;
     if (mine && reader.info.attributes?.['lk.transcription_final'] !== 'true') return;
     if (text.trim()) console.log(`${stamp()}  ${mine ? 'heard' : 'avatar'}: ${text.trim()}`);
+    if (!mine && text.trim()) lastAnswerAt = performance.now();
   });
 });
 
@@ -86,13 +89,17 @@ const mic = new AudioSource(SR, 1, 100);
 await room.localParticipant!.publishTrack(LocalAudioTrack.createAudioTrack('microphone', mic), new TrackPublishOptions({ source: TrackSource.SOURCE_MICROPHONE }));
 
 // The microphone: silence at real-time pace (voice activity detection needs it), and the sentences in
-// turn: the first 1.5 s after the avatar's video arrives, each next one 6 s after the last ended.
+// turn, as a polite user says them: the first 1.5 s after the avatar's video arrives, each next one
+// 1.5 s after the avatar has answered the last (15 s after it without an answer). Speaking over the
+// start of the avatar's first answer would be lost: agents-js ignores the user then (its AEC warm-up).
 const sentences = [...(values.say ?? [])];
 const deadline = performance.now() + seconds * 1000;
 let speech: Int16Array | null = null;
 let nextAt: number | null = null;
+let saidAt = 0;
 while (performance.now() < deadline) {
   if (videoSeen && nextAt === null) nextAt = performance.now() + 1500;
+  if (!speech && saidAt > 0 && lastAnswerAt > saidAt) nextAt = Math.min(nextAt!, lastAnswerAt + 1500);
   if (!speech && nextAt !== null && performance.now() >= nextAt && sentences.length > 0) {
     const text = sentences.shift()!;
     const s = await synthesize({ text, voice: 'rms' });
@@ -105,7 +112,10 @@ while (performance.now() < deadline) {
   if (speech) {
     chunk.set(speech.subarray(0, chunk.length));
     speech = speech.length > chunk.length ? speech.subarray(chunk.length) : null;
-    if (!speech) nextAt = performance.now() + 6000;
+    if (!speech) {
+      saidAt = performance.now();
+      nextAt = saidAt + 15_000;
+    }
   }
   await mic.captureFrame(new AudioFrame(chunk, SR, 1, chunk.length));
 }

@@ -32,6 +32,10 @@ export interface AvatarHostOptions {
   observer?: CallObserver;
   /** Memory for decoded frames, all calls together (default 2 GiB). */
   frameMemoryBytes?: number;
+  /** rtc-node's audio queue per call, ms, a multiple of 10 (default 100): the longest stall a call's audio rides out. */
+  audioQueueMs?: number;
+  /** Speech a segment holds before it starts playing, ms (default 100): the slack for a sender that streams in real time. */
+  speechStartMs?: number;
 }
 
 export interface TickStats {
@@ -66,7 +70,8 @@ export class AvatarHost {
       sampleRate: 24_000,
       userJoinTimeoutMs: o.userJoinTimeoutMs ?? 120_000,
       heartbeatMs: o.heartbeatMs ?? 10_000,
-      audioQueueMs: 100,
+      audioQueueMs: o.audioQueueMs ?? 100,
+      speechStartMs: o.speechStartMs ?? 100,
       // Audio reaches a viewer about 30 ms after a frame captured with it (measured at an rtc-node
       // viewer by host.realtime.test.ts: the Opus frame and the receiver's jitter buffer).
       videoDelayMs: 30,

@@ -247,6 +247,31 @@ describe('speech playout (the A/V synchronizer)', () => {
     expect(sorted.at(-1)).toBeLessThan(45);
   });
 
+  it('counts the audio a call loses: the queue running dry in a stall, and silence inside a segment whose audio comes late', async () => {
+    const { clock, device, playout, advance } = setup();
+    playout.start();
+    await advance(1000);
+    expect(playout.health).toEqual({ underruns: 0, underrunMs: 0, starvedMs: 0 });
+    // The event loop stalls for 300 ms: the device plays its 100 ms queue, then nothing.
+    clock.t += 300;
+    device.step();
+    await advance(200);
+    expect(playout.health.underruns).toBe(1);
+    expect(playout.health.underrunMs).toBeGreaterThan(170);
+    expect(playout.health.underrunMs).toBeLessThan(230);
+    // A sender slower than real time: 200 ms of speech, then 300 ms of nothing, then the rest.
+    playout.begin('slow');
+    playout.push('slow', tone(SR * 0.2));
+    await advance(500);
+    playout.push('slow', tone(SR * 0.2));
+    playout.end('slow');
+    await advance(1000);
+    expect(playout.health.starvedMs).toBeGreaterThan(250);
+    expect(playout.health.starvedMs).toBeLessThan(350);
+    expect(playout.health.underruns).toBe(1);
+    await playout.stop();
+  });
+
   it('reports each segment finished exactly once: played out with its duration, or interrupted with the position reached', async () => {
     const { events, playout, advance } = setup();
     playout.start();

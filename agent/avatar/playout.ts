@@ -118,8 +118,18 @@ export interface PlayoutFrame {
   level: number;
 }
 
+/** What a call's audio suffered, since the pump started (the cost of a short queue on a busy machine). */
+export interface PlayoutHealth {
+  /** Times the sink's queue ran dry (the process was stalled longer than the queue lasts), and for how long in all, ms. */
+  underruns: number;
+  underrunMs: number;
+  /** Silence played inside a segment whose next audio had not arrived yet (a sender slower than real time), ms. */
+  starvedMs: number;
+}
+
 export class SpeechPlayout {
   readonly sampleRate: number;
+  readonly health: PlayoutHealth = { underruns: 0, underrunMs: 0, starvedMs: 0 };
   readonly fps: number;
   private readonly sink: AudioSink;
   private readonly now: () => number;
@@ -342,8 +352,15 @@ export class SpeechPlayout {
         await new Promise<void>((r) => setTimeout(r, (this.chunkSamples * 1000) / this.sampleRate));
         continue;
       }
+      const now = this.now();
+      // Accepted once the queue is back to its size: a gap longer than the queue lasts means it ran dry.
+      const gapMs = now - this.acceptedAt - (this.sink.queueSamples * 1000) / this.sampleRate;
+      if (this.accepted > 0 && gapMs > 0) {
+        this.health.underruns++;
+        this.health.underrunMs += gapMs;
+      }
       this.accepted += pcm.length;
-      this.acceptedAt = this.now();
+      this.acceptedAt = now;
       this.lastChunk = pcm.length;
       this.settle(this.position());
     }
@@ -361,6 +378,7 @@ export class SpeechPlayout {
           seg.endAt = this.accepted + filled;
           continue;
         }
+        if (seg && seg.startAt !== null && !seg.inputEnded) this.health.starvedMs += ((this.chunkSamples - filled) * 1000) / this.sampleRate;
         this.addSpan(this.accepted + filled, this.chunkSamples - filled, null, 0);
         break;
       }

@@ -40,7 +40,7 @@ import { RPC_PLAY_ACTION, RPC_USER_SPEECH_STARTED } from '../protocol.ts';
 import { BehaviorBody, SceneBody, type Body } from './body.ts';
 import type { CallRecordingSink, CallReporter, CallSpec, EndReason, ParticipantRole } from './call.ts';
 import type { ClipMedia, MediaCache } from './media.ts';
-import { SpeechPlayout, type AudioSink } from './playout.ts';
+import { SpeechPlayout, type AudioSink, type PlayoutHealth } from './playout.ts';
 import { AvatarAudioReceiver } from './receiver.ts';
 import { CallRecorder } from './recorder.ts';
 import type { FrameJob } from './renderer.ts';
@@ -64,6 +64,8 @@ export interface HostContext {
   audioQueueMs: number;
   /** How long a frame is held after its audio leaves that queue (SpeechPlayoutOptions.videoDelayMs). */
   videoDelayMs: number;
+  /** Speech a segment holds before it starts playing, ms (SpeechPlayoutOptions.startBufferSamples). */
+  speechStartMs: number;
   /**
    * Test and benchmark aid: a 32 px square in the top-left corner of each frame, white while the
    * audio playing at that frame is speech, black otherwise; a viewer measures A/V sync with it.
@@ -164,6 +166,7 @@ export class AvatarRunner {
       sink: sourceSink(this.audioSource, this.ctx.sampleRate, this.ctx.audioQueueMs),
       fps: this.ctx.fps,
       videoDelayMs: this.ctx.videoDelayMs,
+      startBufferSamples: Math.round((this.ctx.sampleRate * this.ctx.speechStartMs) / 1000),
       mouthStream: (sampleRate, fps) => new AudioVisemeStream({ sampleRate, fps }),
       onEvent: (e) => this.receiver.onPlayoutEvent(e),
       onSegment: () => this.ctx.observer?.speechArrived(this.spec.sessionId),
@@ -290,7 +293,7 @@ export class AvatarRunner {
     const at = new Date();
     this.ending = (async () => {
       for (const t of this.timers) clearTimeout(t);
-      this.log.info({ reason }, 'call ending');
+      this.log.info({ reason, audio: this.audioHealth }, 'call ending');
       await this.playout?.stop().catch(() => {});
       this.receiver?.stop();
       await Promise.all([...this.userAudio.values()].map((u) => u.close()));
@@ -314,6 +317,11 @@ export class AvatarRunner {
 
   get reason(): EndReason | null {
     return this.endReason;
+  }
+
+  /** What the call's audio lost so far (queue underruns, late speech); null before it joined. */
+  get audioHealth(): PlayoutHealth | null {
+    return this.playout ? { ...this.playout.health } : null;
   }
 
   // ---------------------------------------------------------------------------------------------

@@ -258,16 +258,22 @@ describe('POST /scenes and GET /scenes/{id}', { timeout: 300_000 }, () => {
     const r = await post(off.key, named('/clip.mp4', CLIP));
     expect(r).toMatchObject({ status: 403, body: { code: 'scene_sessions_not_enabled' } });
     const w = await workspace();
-    hits = [];
-    // localhost resolves to loopback (the allowlisted origin is 127.0.0.1 on another port).
-    for (const url of ['http://10.0.0.1/clip.mp4', 'http://169.254.169.254/latest/meta-data', 'http://localhost:1/clip.mp4', 'http://127.0.0.1:1/clip.mp4', 'http://[::1]/a.mp4', 'ftp://example.com/a.mp4', 'http://user:pw@example.com/a.mp4']) {
+    // A listener on loopback that is not the allowlisted origin (127.0.0.1 on another port): no
+    // refused URL may reach it, by address or by a name that resolves to it.
+    let reached = 0;
+    const decoy = http.createServer((_req, res) => res.end()).on('connection', () => reached++);
+    await new Promise<void>((r) => decoy.listen(0, '127.0.0.1', r));
+    const decoyPort = (decoy.address() as AddressInfo).port;
+    const refused = ['http://10.0.0.1/clip.mp4', 'http://169.254.169.254/latest/meta-data', `http://localhost:${decoyPort}/clip.mp4`, `http://127.0.0.1:${decoyPort}/clip.mp4`, 'http://[::1]/a.mp4', 'ftp://example.com/a.mp4', 'http://user:pw@example.com/a.mp4'];
+    for (const url of refused) {
       for (const body of [{ source: { url }, profile: 'scene-v0' }, { source: { url, md5: md5(CLIP), bytes: CLIP.length }, profile: 'scene-v0' }]) {
         const res = await post(w.key, body);
         expect(res.status, `${url}: ${JSON.stringify(res.body)}`).toBe(422);
         expect(res.body).toMatchObject({ code: 'scene_source_rejected', field: 'source.url' });
       }
     }
-    expect(hits).toEqual([]);
+    decoy.close();
+    expect(reached).toBe(0);
     expect(await countScenes(w.tenantId)).toBe(0);
     expect(await countScenes(off.tenantId)).toBe(0);
   });
