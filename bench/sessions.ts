@@ -65,11 +65,13 @@ function speaker(room: Room, avatarIdentity: string, pcm: Int16Array, sampleRate
   const done = (async () => {
     const step = sampleRate / 50;
     while (running) {
+      const from = performance.now();
       for (let i = 0; i < pcm.length && running; i += step) {
         const part = pcm.slice(i, Math.min(pcm.length, i + step));
         await out.captureFrame(new AudioFrame(part, sampleRate, 1, part.length));
-        // Real time: a TTS that streams as it speaks (the harder case for the avatar).
-        await new Promise((r) => setTimeout(r, 20));
+        // Real time, on its own clock: a TTS that streams as it speaks (the harder case for the avatar).
+        const due = from + ((i + step) * 1000) / sampleRate;
+        await new Promise((r) => setTimeout(r, Math.max(0, due - performance.now())));
       }
       out.flush();
       await new Promise((r) => setTimeout(r, silenceMs));

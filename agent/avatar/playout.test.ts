@@ -21,13 +21,18 @@ class SimDevice implements AudioSink {
   /** Loudness of what was pushed, per 10 ms of our stream: 1 where the audio is speech. */
   loud = new Uint8Array(SR * 60 * 11 / (SR / 100));
   private pending: { pcm: Int16Array; resolve: () => void }[] = [];
+  /** Acceptances not yet told to the caller (a busy event loop hears of them late). */
+  private told: { at: number; resolve: () => void }[] = [];
   nextDrain: number;
   private readonly drainEvery: number;
+  /** Seeded: how late each acceptance reaches the caller, up to `lateMs`. */
+  private seed = 11;
 
   constructor(
     private readonly clock: { t: number },
     queueMs: number,
     ppm: number,
+    private readonly lateMs = 0,
   ) {
     this.queueSamples = (SR * queueMs) / 1000;
     this.drainEvery = 10 / (1 + ppm / 1e6);
@@ -46,6 +51,8 @@ class SimDevice implements AudioSink {
     // What was queued is dropped: our stream continues from what played.
     this.pushed = this.played;
     this.admit();
+    // A capture waiting on the queue returns (told at once: nothing else would tell it once the clock stops).
+    for (const l of this.told.splice(0)) l.resolve();
   }
 
   private admit(): void {
@@ -58,8 +65,17 @@ class SimDevice implements AudioSink {
       }
       this.queued += pcm.length;
       this.pushed += pcm.length;
-      resolve();
+      if (this.lateMs === 0) resolve();
+      else {
+        this.seed = (this.seed * 1103515245 + 12345) & 0x7fffffff;
+        this.told.push({ at: this.clock.t + (this.seed / 0x7fffffff) * this.lateMs, resolve });
+      }
     }
+  }
+
+  /** The next moment something happens: a drain, or an acceptance reaching the caller. */
+  get nextEvent(): number {
+    return Math.min(this.nextDrain, ...this.told.map((l) => l.at));
   }
 
   /** Advances the device to the clock's time: 10 ms frames leave the queue. */
@@ -71,6 +87,9 @@ class SimDevice implements AudioSink {
       this.nextDrain += this.drainEvery;
       this.admit();
     }
+    const due = this.told.filter((l) => l.at <= this.clock.t);
+    this.told = this.told.filter((l) => l.at > this.clock.t);
+    for (const l of due) l.resolve();
   }
 
   /** Exact playout position of our stream now (samples), interpolated within the current 10 ms frame. */
@@ -116,9 +135,9 @@ function tone(samples: number, amp = 8000): Int16Array {
   return pcm;
 }
 
-function setup(opts: { queueMs?: number; ppm?: number; maxBufferedSamples?: number; videoDelayMs?: number; mouthStream?: () => MouthStream } = {}) {
+function setup(opts: { queueMs?: number; ppm?: number; lateMs?: number; maxBufferedSamples?: number; videoDelayMs?: number; mouthStream?: () => MouthStream } = {}) {
   const clock = { t: 0 };
-  const device = new SimDevice(clock, opts.queueMs ?? 100, opts.ppm ?? 0);
+  const device = new SimDevice(clock, opts.queueMs ?? 100, opts.ppm ?? 0, opts.lateMs ?? 0);
   const events: PlayoutEvent[] = [];
   const playout = new SpeechPlayout({
     sink: device,
@@ -133,7 +152,7 @@ function setup(opts: { queueMs?: number; ppm?: number; maxBufferedSamples?: numb
   const advance = async (ms: number) => {
     const end = clock.t + ms;
     while (clock.t < end) {
-      clock.t = Math.min(end, device.nextDrain);
+      clock.t = Math.min(end, device.nextEvent);
       device.step();
       await flush();
     }
@@ -223,6 +242,30 @@ describe('speech playout (the A/V synchronizer)', () => {
     }
     expect(playout.msUntilFrame(0)).toBe(0);
     await playout.stop();
+  });
+
+  it('keeps frames on their audio when the sink\'s acceptances reach it late (a busy event loop), without jitter', async () => {
+    const { clock, device, playout, advance } = setup({ lateMs: 15, ppm: 300 });
+    playout.start();
+    const offsets: number[] = [];
+    const shownAt: number[] = [];
+    let lastFrame = -1;
+    await advance(2000);
+    while (clock.t < 62_000) {
+      const { frame } = playout.frameAt(clock.t, lastFrame);
+      if (frame !== lastFrame) {
+        lastFrame = frame;
+        offsets.push(((frame * SPF - device.truePosition()) * 1000) / SR);
+        shownAt.push(clock.t);
+      }
+      await advance(Math.max(0.5, playout.msUntilFrame(lastFrame + 1, clock.t)));
+    }
+    await playout.stop();
+    const abs = offsets.map(Math.abs).sort((a, b) => a - b);
+    expect(abs[Math.floor(abs.length * 0.99)], 'p99 |A/V offset|, ms').toBeLessThan(6);
+    const intervals = shownAt.slice(1).map((t, i) => t - shownAt[i]!).sort((a, b) => a - b);
+    expect(intervals[Math.floor(intervals.length * 0.95)], 'p95 frame interval, ms').toBeLessThan(45);
+    expect(playout.health.underruns).toBe(0);
   });
 
   it('holds each frame videoDelayMs behind its audio (audio takes longer to reach a viewer), over a whole call', async () => {

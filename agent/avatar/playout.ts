@@ -15,6 +15,9 @@
  */
 import type { MouthFrame } from '../../render/visemes/index.ts';
 
+/** How long a clock observation is used: long enough to hold one that came on time, short enough that device drift (±300 ppm) stays under 0.3 ms. */
+const ANCHOR_WINDOW_MS = 1000;
+
 /** How far ahead of playout a segment's mouth is analysed: the frames drawn ahead, the model's look-ahead, and slack for a busy machine. */
 const MOUTH_LEAD_SECONDS = 2;
 
@@ -145,7 +148,13 @@ export class SpeechPlayout {
   private spans: Span[] = [];
   private accepted = 0;
   private acceptedAt = 0;
-  private lastChunk = 0;
+  /**
+   * Recent observations of the clock: at `at` (ms), sample `position` was playing. Each is read when
+   * the sink's acceptance reaches us, which may be late (a busy event loop), never early; so the
+   * latest of their extrapolations to now is the truest, and a late callback neither holds video
+   * back nor makes it jump.
+   */
+  private anchors: { at: number; position: number }[] = [];
   private floor = 0;
   private running = false;
   private pump: Promise<void> | null = null;
@@ -167,6 +176,7 @@ export class SpeechPlayout {
     if (this.running) return;
     this.running = true;
     this.acceptedAt = this.now();
+    this.anchors = [{ at: this.acceptedAt, position: 0 }];
     this.pump = this.runPump();
   }
 
@@ -242,7 +252,7 @@ export class SpeechPlayout {
     // The sink's queue is gone: what is accepted from now on plays right after `position`.
     this.accepted = Math.max(this.floor, Math.round(position));
     this.acceptedAt = this.now();
-    this.lastChunk = 0;
+    this.anchors = [{ at: this.acceptedAt, position: this.accepted }];
     this.spans = this.spans.filter((s) => s.start < this.accepted);
     const last = this.spans[this.spans.length - 1];
     if (last && last.start + last.length > this.accepted) last.length = this.accepted - last.start;
@@ -258,13 +268,12 @@ export class SpeechPlayout {
     return this.segments.some((s) => !s.done);
   }
 
-  /** Playout position (samples since the pump started) at `now`. Never goes back. */
+  /** Playout position (samples since the pump started) at `now`. Never goes back, nor past what the sink was given. */
   position(now = this.now()): number {
     if (!this.running && this.accepted === 0) return 0;
-    const base = this.accepted - this.sink.queueSamples;
-    const since = Math.max(0, ((now - this.acceptedAt) * this.sampleRate) / 1000);
-    const p = base + Math.min(since, this.lastChunk);
-    this.floor = Math.max(this.floor, p, 0);
+    let p = this.anchors.length === 0 ? this.accepted - this.sink.queueSamples : -Infinity;
+    for (const a of this.anchors) p = Math.max(p, a.position + ((now - a.at) * this.sampleRate) / 1000);
+    this.floor = Math.max(this.floor, Math.min(p, this.accepted), 0);
     return this.floor;
   }
 
@@ -358,10 +367,14 @@ export class SpeechPlayout {
       if (this.accepted > 0 && gapMs > 0) {
         this.health.underruns++;
         this.health.underrunMs += gapMs;
+        // The sink played all it had and waited: what it was given last plays from now.
+        this.anchors = [{ at: now, position: this.accepted }];
       }
       this.accepted += pcm.length;
       this.acceptedAt = now;
-      this.lastChunk = pcm.length;
+      // Once accepted, the queue is full: the sample playing is the queue's length behind the end.
+      this.anchors.push({ at: now, position: this.accepted - this.sink.queueSamples });
+      while (this.anchors.length > 1 && now - this.anchors[0]!.at > ANCHOR_WINDOW_MS) this.anchors.shift();
       this.settle(this.position());
     }
   }
