@@ -33,14 +33,14 @@ export interface AvatarHostOptions {
   /** Memory for decoded frames, all calls together (default 2 GiB). */
   frameMemoryBytes?: number;
   /**
-   * rtc-node's audio queue per call, ms, a multiple of 10 (default 60): the longest stall a call's
-   * audio rides out. For speech streamed in real time, this plus `speechStartMs` plus the 30 ms video
-   * hold is how far ahead of a shown frame its audio is known, and frames are drawn two ahead (80 ms)
-   * with the mouth model's 53 ms look-ahead: 133 ms are needed. At 40 + 40 mouths came late and audio
-   * ran dry (bench sessions); at 60 + 60 neither happened at 4 calls.
+   * rtc-node's audio queue per call, ms, a multiple of 10 (default 100): the longest stall a call's
+   * audio rides out. It plus the 30 ms video hold is how far ahead of a shown frame its audio is in
+   * the sink, and frames are drawn up to two ahead (to 120 ms): with less, a frame drawn ahead may not
+   * know its audio yet (at 60 ms the sync marker, read at a frame's middle, went dark). Shorter needs
+   * drawing gated on the audio being in the sink first.
    */
   audioQueueMs?: number;
-  /** Speech a segment holds before it starts playing, ms (default 60): the slack for a sender that streams in real time. */
+  /** Speech a segment holds before it starts playing, ms (default 100): the slack for a sender that streams in real time. */
   speechStartMs?: number;
 }
 
@@ -76,8 +76,8 @@ export class AvatarHost {
       sampleRate: 24_000,
       userJoinTimeoutMs: o.userJoinTimeoutMs ?? 120_000,
       heartbeatMs: o.heartbeatMs ?? 10_000,
-      audioQueueMs: o.audioQueueMs ?? 60,
-      speechStartMs: o.speechStartMs ?? 60,
+      audioQueueMs: o.audioQueueMs ?? 100,
+      speechStartMs: o.speechStartMs ?? 100,
       // Audio reaches a viewer about 30 ms after a frame captured with it (measured at an rtc-node
       // viewer by host.realtime.test.ts: the Opus frame and the receiver's jitter buffer).
       videoDelayMs: 30,

@@ -90,7 +90,7 @@ export interface DueFrame extends FrameJob {
 const VIDEO_MAX_BITRATE = 1_200_000n;
 /**
  * Frames drawn ahead of playout: 80 ms of slack for a batch on a busy machine. Their audio is
- * already queued (the audio queue runs 60 ms ahead, and video 30 ms behind it), so their mouths are known.
+ * already queued (the audio queue runs 100 ms ahead, and video 30 ms behind it), so their mouths are known.
  */
 const DRAW_AHEAD = 2;
 const MARKER = 32;
