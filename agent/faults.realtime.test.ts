@@ -329,9 +329,9 @@ describe('faults of live calls', () => {
     await answered(bystander, asked, 'an answer from the fresh worker');
   });
 
-  // Longer than its bounded waits together (settle 120 s, registration 60 s, the next call's video,
+  // Longer than its bounded waits together (settles 2 x 120 s, registration 60 s, the next call's video,
   // listening and answer): a slow step fails with its own message and the worker's log, not a bare timeout.
-  it('LiveKit restarts mid-call: the call is settled once, the worker registers again and serves the next call', { timeout: 420_000 }, async () => {
+  it('LiveKit restarts mid-call: the call is settled once, the worker registers again and serves the next call', { timeout: 480_000 }, async () => {
     const u = bystander;
     const registered = () => worker.logs().split('\n').filter((l) => l.includes('"registered worker"')).length;
     const registrations = registered();
