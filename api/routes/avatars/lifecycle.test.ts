@@ -167,6 +167,11 @@ describe('avatar lifecycle (background generation)', { timeout: 300_000 }, () =>
     const done = await until(key, avatar.id, (a) => a.idleVideoStatus === 'ready');
     expect(done).toMatchObject({ status: 'ready', cacheVersion: 2, motionPrompt: 'lively, smiling, glances aside', error: null });
     expect(new URL(done.servingUrl!).pathname).not.toBe(oldUrl);
+    // The loop is published before its charge settles (another step): wait for the settlement.
+    await waitFor('the loop render to be settled', async () => {
+      const rows = await t.services.sql`select status from session_usage where tenant_id = ${tenantId} and kind = 'generation'`;
+      return rows.length > 0 && rows.every((u) => u.status === 'released' || u.status === 'failed') ? true : undefined;
+    });
     const after = await t.services.ledger.balance(tenantId);
     expect(before.balanceCreditMicros - after.balanceCreditMicros).toBe(30 * MICROS_PER_SECOND);
     expect(after.reservedCreditMicros).toBe(0);
