@@ -151,8 +151,9 @@ export class SpeechPlayout {
   /**
    * Recent observations of the clock: at `at` (ms), sample `position` was playing. Each is read when
    * the sink's acceptance reaches us, which may be late (a busy event loop), never early; so the
-   * latest of their extrapolations to now is the truest, and a late callback neither holds video
-   * back nor makes it jump.
+   * furthest of their extrapolations to now is the truest, and a late callback neither holds video
+   * back nor makes it jump. All extrapolate at one rate, so only those better than every later one
+   * are kept (a sliding-window maximum): the first is the best, and reading the clock is O(1).
    */
   private anchors: { at: number; position: number }[] = [];
   private floor = 0;
@@ -271,8 +272,8 @@ export class SpeechPlayout {
   /** Playout position (samples since the pump started) at `now`. Never goes back, nor past what the sink was given. */
   position(now = this.now()): number {
     if (!this.running && this.accepted === 0) return 0;
-    let p = this.anchors.length === 0 ? this.accepted - this.sink.queueSamples : -Infinity;
-    for (const a of this.anchors) p = Math.max(p, a.position + ((now - a.at) * this.sampleRate) / 1000);
+    const best = this.anchors[0]!;
+    const p = best.position + ((now - best.at) * this.sampleRate) / 1000;
     this.floor = Math.max(this.floor, Math.min(p, this.accepted), 0);
     return this.floor;
   }
@@ -309,12 +310,13 @@ export class SpeechPlayout {
   frameContent(frame: number): Omit<PlayoutFrame, 'position'> {
     const at = frame * this.samplesPerFrame;
     const span = this.spanAt(at);
-    if (!span || !span.segment) return { frame, segmentId: null, mouth: null, level: this.levelAt(at + this.samplesPerFrame / 2) };
+    const level = this.levelAt(at + this.samplesPerFrame / 2);
+    if (!span || !span.segment) return { frame, segmentId: null, mouth: null, level };
     const seg = span.segment;
     const j = Math.floor((span.offset + (at - span.start)) / this.samplesPerFrame);
     // Mouth frames come from the model a little behind the audio; hold the last one briefly rather than blink shut.
     const mouth = j < seg.mouth.length + 3 ? (seg.mouth[Math.min(j, seg.mouth.length - 1)] ?? null) : null;
-    return { frame, segmentId: seg.id, mouth, level: this.levelAt(at + this.samplesPerFrame / 2) };
+    return { frame, segmentId: seg.id, mouth, level };
   }
 
 
@@ -373,10 +375,18 @@ export class SpeechPlayout {
       this.accepted += pcm.length;
       this.acceptedAt = now;
       // Once accepted, the queue is full: the sample playing is the queue's length behind the end.
-      this.anchors.push({ at: now, position: this.accepted - this.sink.queueSamples });
-      while (this.anchors.length > 1 && now - this.anchors[0]!.at > ANCHOR_WINDOW_MS) this.anchors.shift();
+      this.addAnchor(now, this.accepted - this.sink.queueSamples);
       this.settle(this.position());
     }
+  }
+
+  /** Keeps the anchors a sliding-window maximum of their extrapolation (position − at × rate). */
+  private addAnchor(at: number, position: number): void {
+    const key = (a: { at: number; position: number }) => a.position - (a.at * this.sampleRate) / 1000;
+    const anchor = { at, position };
+    while (this.anchors.length > 0 && key(this.anchors[this.anchors.length - 1]!) <= key(anchor)) this.anchors.pop();
+    this.anchors.push(anchor);
+    while (this.anchors.length > 1 && at - this.anchors[0]!.at > ANCHOR_WINDOW_MS) this.anchors.shift();
   }
 
   /** The next chunk: the head segment's audio once it may start, silence otherwise. */
