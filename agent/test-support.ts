@@ -165,10 +165,13 @@ export interface WorkerProcess {
   pid: number;
 }
 
+/** WORKER_CPU_PROFILE_DIR: a CPU profile of the worker and of each of its job processes (they inherit its flags), written as each exits. */
+const cpuProfileArgs = () => (process.env.WORKER_CPU_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.WORKER_CPU_PROFILE_DIR}`] : []);
+
 export async function startWorkerProcess(env: Record<string, string>, readyTimeoutMs = 90_000): Promise<WorkerProcess> {
   const { spawn } = await import('node:child_process');
   const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
-  const child = spawn(process.execPath, ['--import', 'tsx', 'agent/main.ts'], {
+  const child = spawn(process.execPath, [...cpuProfileArgs(), '--import', 'tsx', 'agent/main.ts'], {
     cwd: root,
     env: { ...process.env, NODE_OPTIONS: '', NODE_ENV: 'test', ...env },
     stdio: ['ignore', 'pipe', 'pipe', 'ipc'],

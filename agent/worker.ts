@@ -10,6 +10,7 @@
  */
 import { hostname } from 'node:os';
 import path from 'node:path';
+import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { AgentServer, ServerOptions, initializeLogger, type JobRequest, type VAD } from '@livekit/agents';
 import * as silero from '@livekit/agents-plugin-silero';
@@ -63,6 +64,7 @@ export async function startAgentWorker(services: Services, opts: AgentWorkerOpti
   const livekit = { url: config.LIVEKIT_URL, apiKey: config.LIVEKIT_API_KEY, apiSecret: config.LIVEKIT_API_SECRET };
   initializeLogger({ pretty: false, level: config.LOG_LEVEL === 'silent' ? 'fatal' : config.LOG_LEVEL });
 
+  await warmProcessStats();
   const lipsync = await liveLipSync(config, log);
   const vad: VAD = await silero.VAD.load();
   const host = new AvatarHost({
@@ -74,6 +76,8 @@ export async function startAgentWorker(services: Services, opts: AgentWorkerOpti
     workDir: path.join(config.dataDir, 'agent'),
     userJoinTimeoutMs: config.USER_JOIN_TIMEOUT_SECONDS * 1000,
     frameMemoryBytes: config.AGENT_FRAME_MEMORY_MB * 2 ** 20,
+    audioQueueMs: config.AGENT_AUDIO_QUEUE_MS,
+    speechStartMs: config.AGENT_SPEECH_START_MS,
     heartbeatMs: heartbeatIntervalMs(config.LIVE_HEARTBEAT_TIMEOUT_SECONDS),
     ...(opts.syncMarker ? { syncMarker: true } : {}),
   });
@@ -211,4 +215,15 @@ async function liveLipSync(config: Config, log: Logger): Promise<LipSyncEngine> 
   log.warn({ model: config.LIPSYNC_MODEL }, 'live calls use the built-in lip-sync; the neural model serves renders only');
   await engine.release();
   return createLipSyncThread('builtin', { executionProvider: config.RENDER_DEVICE });
+}
+
+/**
+ * agents-js reads its job processes' memory with pidusage every 5 s, whose first reading runs
+ * `getconf` twice through child_process: two spawns that block this process's event loop (about
+ * 140 ms here), and skipped frames of the first call. Read once at start-up, the figures it needs
+ * are kept for good.
+ */
+async function warmProcessStats(): Promise<void> {
+  const pidusage = createRequire(import.meta.url)('pidusage') as (pid: number) => Promise<unknown>;
+  await pidusage(process.pid).catch(() => {});
 }

@@ -136,6 +136,15 @@ describe('configuration from the environment', () => {
     }
   });
 
+  it('reads the live-call audio latency settings, with defaults and bounds', () => {
+    expect(loadConfig({})).toMatchObject({ AGENT_AUDIO_QUEUE_MS: 100, AGENT_SPEECH_START_MS: 100 });
+    expect(loadConfig({ AGENT_AUDIO_QUEUE_MS: '60', AGENT_SPEECH_START_MS: '0' })).toMatchObject({ AGENT_AUDIO_QUEUE_MS: 60, AGENT_SPEECH_START_MS: 0 });
+    for (const [name, value] of [['AGENT_AUDIO_QUEUE_MS', '65'], ['AGENT_AUDIO_QUEUE_MS', '10'], ['AGENT_AUDIO_QUEUE_MS', '1010'], ['AGENT_SPEECH_START_MS', '-1'], ['AGENT_SPEECH_START_MS', 'soon']]) {
+      expect(configError({ [name!]: value! }).message).toContain(name);
+    }
+    expect(configError({ AGENT_AUDIO_QUEUE_MS: '65' }).message).toContain('multiple of 10');
+  });
+
   it('reads the realtime turn settings, with defaults and bounds', () => {
     expect(loadConfig({})).toMatchObject({ TURN_TALK_MAX_SECONDS: 60, LLM_TIMEOUT_SECONDS: 20, REALTIME_MEDIA_CACHE_SIZE: 16 });
     expect(loadConfig({ TURN_TALK_MAX_SECONDS: '120', LLM_TIMEOUT_SECONDS: '5', REALTIME_MEDIA_CACHE_SIZE: '2' })).toMatchObject({

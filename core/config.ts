@@ -46,6 +46,14 @@ const schema = z.object({
   AGENT_SLOTS: envInt(1, 4, 1000),
   /** Memory of a worker for decoded frames (I420) of the clips its calls play, all together, MiB. */
   AGENT_FRAME_MEMORY_MB: envInt(64, 2048, 1_000_000),
+  /**
+   * A call's audio latency against what it rides out, ms. rtc-node's audio queue (a multiple of 10):
+   * the longest stall of the worker's event loop a call's audio survives without a gap, and the delay
+   * every word takes through the queue. The speech start: audio a reply holds before it plays, the
+   * slack for a sender that streams in real time (a faster one starts at once anyway).
+   */
+  AGENT_AUDIO_QUEUE_MS: envInt(20, 100, 1000).refine((ms) => ms % 10 === 0, 'must be a multiple of 10'),
+  AGENT_SPEECH_START_MS: envInt(0, 100, 1000),
   /** Where the worker renders: onnxruntime's CPU provider, or CUDA on GPU hosts. */
   RENDER_DEVICE: z.enum(['cpu', 'cuda']).default('cpu'),
   /** A call whose user has not joined this long after the avatar did ends, unbilled. */

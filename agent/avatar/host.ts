@@ -34,10 +34,8 @@ export interface AvatarHostOptions {
   frameMemoryBytes?: number;
   /**
    * rtc-node's audio queue per call, ms, a multiple of 10 (default 100): the longest stall a call's
-   * audio rides out. It plus the 30 ms video hold is how far ahead of a shown frame its audio is in
-   * the sink, and frames are drawn up to two ahead (to 120 ms): with less, a frame drawn ahead may not
-   * know its audio yet (at 60 ms the sync marker, read at a frame's middle, went dark). Shorter needs
-   * drawing gated on the audio being in the sink first.
+   * audio rides out, and the delay it adds. It plus the 30 ms video hold is how far ahead of a shown
+   * frame its audio is in the sink; a frame is drawn ahead only once its audio is there.
    */
   audioQueueMs?: number;
   /** Speech a segment holds before it starts playing, ms (default 100): the slack for a sender that streams in real time. */

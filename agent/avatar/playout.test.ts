@@ -424,6 +424,44 @@ describe('speech playout (the A/V synchronizer)', () => {
     await playout.stop();
   });
 
+  it('knows what a frame shows only once its audio is in the sink and its mouth analysed: a frame drawn sooner would show a closed mouth', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const inner = loudnessMouth();
+    const slowMouth: MouthStream = {
+      push: async (pcm) => {
+        await gate;
+        return inner.push(pcm);
+      },
+      end: async () => {
+        await gate;
+        return inner.end();
+      },
+    };
+    const { playout, advance } = setup({ queueMs: 60, mouthStream: () => slowMouth });
+    playout.start();
+    await advance(200);
+    // Silence in the sink to the due frame's end: settled. Beyond what the sink holds (60 + 20 ms): not yet.
+    const due = playout.frameAt().frame;
+    expect(playout.frameKnown(due)).toBe(true);
+    expect(playout.frameKnown(due + 3)).toBe(false);
+    // Speech reaches the sink, its mouth still being analysed: not settled, and a frame drawn now would be closed.
+    playout.begin('a');
+    playout.push('a', tone(SR));
+    playout.end('a');
+    await advance(300);
+    const speaking = playout.frameAt().frame;
+    expect(playout.frameContent(speaking).segmentId).toBe('a');
+    expect(playout.frameContent(speaking).mouth).toBeNull();
+    expect(playout.frameKnown(speaking)).toBe(false);
+    release();
+    await flush();
+    await flush();
+    expect(playout.frameKnown(speaking)).toBe(true);
+    expect(playout.frameContent(speaking).mouth?.open).toBeGreaterThan(0);
+    await playout.stop();
+  });
+
   it('analyses a segment\'s mouth at the pace of playout: a long segment arriving at once is analysed only a little ahead of what plays', async () => {
     let analysed = 0;
     let ended = 0;

@@ -97,6 +97,8 @@ interface Segment {
   /** Samples given to the mouth stream. */
   mouthFed: number;
   mouthEnded: boolean;
+  /** Every mouth frame of the segment is known (its stream ended and answered). */
+  mouthComplete: boolean;
 }
 
 /** A stretch of pushed audio: which segment (and where in it) or silence. */
@@ -210,6 +212,7 @@ export class SpeechPlayout {
       mouthQueue: [],
       mouthFed: 0,
       mouthEnded: false,
+      mouthComplete: false,
     };
     this.segments.push(seg);
     this.byId.set(id, seg);
@@ -303,6 +306,21 @@ export class SpeechPlayout {
   }
 
   /**
+   * Whether what frame `frame` shows is settled: its audio, to the frame's end, is in the sink (what
+   * plays then can no longer change but by an interruption) and, where a segment plays, the mouth
+   * for it is analysed. Drawn sooner, a frame would show a closed mouth where speech plays.
+   */
+  frameKnown(frame: number): boolean {
+    const spans = this.spans;
+    const last = spans[spans.length - 1];
+    if (!last || last.start + last.length < (frame + 1) * this.samplesPerFrame) return false;
+    const at = frame * this.samplesPerFrame;
+    const seg = this.spanAt(at)?.segment;
+    if (!seg?.mouthStream || seg.done || seg.mouthComplete) return true;
+    return this.mouthIndex(seg, at) < seg.mouth.length;
+  }
+
+  /**
    * What frame `frame` shows: the segment and mouth at its time, and the loudness there. Frames a
    * little ahead of playout can be asked for (their audio is already queued): the renderer draws
    * the next frame while the current one shows.
@@ -313,7 +331,7 @@ export class SpeechPlayout {
     const level = this.levelAt(at + this.samplesPerFrame / 2);
     if (!span || !span.segment) return { frame, segmentId: null, mouth: null, level };
     const seg = span.segment;
-    const j = Math.floor((span.offset + (at - span.start)) / this.samplesPerFrame);
+    const j = this.mouthIndex(seg, at, span);
     // Mouth frames come from the model a little behind the audio; hold the last one briefly rather than blink shut.
     const mouth = j < seg.mouth.length + 3 ? (seg.mouth[Math.min(j, seg.mouth.length - 1)] ?? null) : null;
     return { frame, segmentId: seg.id, mouth, level };
@@ -321,6 +339,11 @@ export class SpeechPlayout {
 
 
   // ---------------------------------------------------------------------------------------------
+
+  /** The index in `seg`'s mouth frames of playout sample `at` (which `span` of the segment covers). */
+  private mouthIndex(seg: Segment, at: number, span = this.spanAt(at)!): number {
+    return Math.floor((span.offset + (at - span.start)) / this.samplesPerFrame);
+  }
 
   /**
    * Gives the mouth stream the segment's audio up to MOUTH_LEAD_SECONDS ahead of what the pump has
@@ -348,7 +371,8 @@ export class SpeechPlayout {
         .then(async () => {
           if (!seg.done) seg.mouth.push(...(await stream.end()));
         })
-        .catch(() => {});
+        .catch(() => {})
+        .finally(() => (seg.mouthComplete = true));
     }
   }
 

@@ -32,7 +32,9 @@ export class CallRecorder {
   private readonly writer: Mp4Writer;
   private readonly spf: number;
   private nextFrame: number;
-  private lastFrame: Uint8Array | null = null;
+  private hasFrame = false;
+  /** Copies of frames waiting in the video chain, reused once written (no allocation per frame). */
+  private readonly spareFrames: Uint8Array[] = [];
   /** Mixed audio not yet written, from sample `mixBase` (absolute playout index). */
   private mix = new Int32Array(0);
   private mixBase: number;
@@ -62,25 +64,28 @@ export class CallRecorder {
     this.add(at, pcm);
   }
 
-  /** Frame `n` of the call as published, I420 (a copy is kept only of the last one, to fill gaps). */
+  /** Frame `n` of the call as published, I420 (copied: the caller may reuse its buffer). */
   video(n: number, i420: Uint8Array): void {
     if (n < this.nextFrame || this.failed) return;
-    const frames: Uint8Array[] = [];
     // Frames the call skipped (a late tick) repeat the last one, so the file keeps its clock.
-    while (this.nextFrame < n && this.lastFrame) {
-      frames.push(this.lastFrame);
-      this.nextFrame++;
+    for (; this.nextFrame < n && this.hasFrame; this.nextFrame++) {
+      if (this.queued >= MAX_QUEUED_FRAMES) this.dropped++;
+      else this.enqueue('video', () => this.writer.repeatVideoFrame());
     }
     this.nextFrame = n + 1;
-    this.lastFrame = i420.slice();
-    frames.push(this.lastFrame);
-    for (const f of frames) {
-      if (this.queued >= MAX_QUEUED_FRAMES) {
-        this.dropped++;
-        continue;
-      }
-      this.enqueue('video', () => this.writer.writeVideoFrame(f));
+    if (this.queued >= MAX_QUEUED_FRAMES) {
+      this.dropped++;
+      return;
     }
+    this.hasFrame = true;
+    const copy = this.spareFrames.pop() ?? new Uint8Array(i420.length);
+    copy.set(i420);
+    this.enqueue('video', () => {
+      // The writer has its own copy once the call returns.
+      const written = this.writer.writeVideoFrame(copy);
+      this.spareFrames.push(copy);
+      return written;
+    });
   }
 
   /** Writes the mixed audio up to playout sample `upTo` (call it a little behind the playout position). */

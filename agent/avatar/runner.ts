@@ -89,8 +89,8 @@ export interface DueFrame extends FrameJob {
 
 const VIDEO_MAX_BITRATE = 1_200_000n;
 /**
- * Frames drawn ahead of playout: 80 ms of slack for a batch on a busy machine. Their audio is
- * already queued (the audio queue runs 100 ms ahead, and video 30 ms behind it), so their mouths are known.
+ * Frames drawn ahead of playout, at most: 80 ms of slack for a batch on a busy machine. A frame is
+ * drawn ahead only once its audio is queued and its mouth known (SpeechPlayout.frameKnown).
  */
 const DRAW_AHEAD = 2;
 const MARKER = 32;
@@ -228,6 +228,9 @@ export class AvatarRunner {
     const due = this.playout.frameAt(now, this.lastShown).frame;
     const k = Math.max(due, this.lastQueued + 1);
     if (k > due + DRAW_AHEAD) return null;
+    // Drawn once what plays then is settled (its audio in the sink, its mouth analysed), unless it
+    // falls due too soon to wait: late audio must not leave a closed mouth where speech plays.
+    if (k > due && !this.playout.frameKnown(k) && this.playout.msUntilFrame(k, now) > 1000 / this.ctx.fps) return null;
     this.lastQueued = k;
     const content = this.playout.frameContent(k);
     const body = this.body.frameAt(k);

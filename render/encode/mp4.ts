@@ -94,6 +94,8 @@ export function resolveFfmpegPath(env: NodeJS.ProcessEnv = process.env): string 
 const STDERR_TAIL = 4000;
 /** High-water mark of each pipe before a write waits for ffmpeg. */
 export const MP4_PIPE_HIGH_WATER = 4 * 1024 * 1024;
+/** Frame buffers kept for reuse: about what the pipe holds at its high-water mark at 512 px, plus a few. */
+const MAX_SPARE_FRAMES = 16;
 /** Seconds audio may lead video while a write still waits for ffmpeg (its audio queue holds 4096 packets). */
 const AUDIO_SLACK_S = 2;
 
@@ -122,6 +124,13 @@ export class Mp4Writer {
   private frames = 0;
   private samples = 0;
   private lastFrame: Buffer | null = null;
+  /**
+   * Frame buffers the pipe is done with, for the next frames: a call records 10 MB/s of frames, and
+   * a new buffer for each made the garbage collector stop the process for tens of ms every second.
+   */
+  private readonly spareFrames: Buffer[] = [];
+  /** Writes in flight per frame buffer (the last frame may be written again to align the tracks). */
+  private readonly writing = new Map<Buffer, number>();
   private stderr = '';
   private failure: FfmpegError | null = null;
   private readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
@@ -216,19 +225,42 @@ export class Mp4Writer {
     return { video: this.video.writableLength, audio: this.audio?.writableLength ?? 0 };
   }
 
-  /** One frame (RGBA or I420 of the declared size). The bytes are copied: the caller may reuse its buffer. */
+  /** One frame (RGBA or I420 of the declared size). The bytes are copied before the first await: the caller may reuse its buffer once the call returns. */
   async writeVideoFrame(frame: Uint8Array): Promise<void> {
     this.mustBeOpen();
     if (frame.length !== this.frameBytes) {
       throw new RangeError(`mp4: frame of ${frame.length} bytes, expected ${this.frameBytes}`);
     }
-    const buf = Buffer.from(frame);
+    // Copied (the caller may reuse its buffer at once) into a buffer the pipe has finished with.
+    const buf = frame === this.lastFrame ? this.lastFrame : (this.spareFrames.pop() ?? Buffer.allocUnsafe(this.frameBytes));
+    if (buf !== frame) buf.set(frame);
+    const previous = this.lastFrame;
     this.lastFrame = buf;
+    if (previous && previous !== buf) this.recycle(previous);
     this.frames += 1;
     if (this.audioMode === 'silent') this.pushAudio(new Uint8Array(2 * this.channels * (this.frameEndSample() - this.samples)));
-    this.video.write(buf);
+    this.writing.set(buf, (this.writing.get(buf) ?? 0) + 1);
+    this.video.write(buf, () => {
+      const left = this.writing.get(buf)! - 1;
+      if (left > 0) this.writing.set(buf, left);
+      else {
+        this.writing.delete(buf);
+        this.recycle(buf);
+      }
+    });
     const waitable = this.audioMode !== 'pcm' || this.videoTime() <= this.audioTime() + (this.running() ? this.videoSlack : 0);
     if (waitable) await this.drained(this.video);
+  }
+
+  /** The last frame again (a frame the source skipped: the file keeps its clock). */
+  async repeatVideoFrame(): Promise<void> {
+    if (!this.lastFrame) throw new Error('mp4: no frame to repeat yet');
+    await this.writeVideoFrame(this.lastFrame);
+  }
+
+  /** A frame buffer back to the spares once nothing holds it: the pipe has written it, and it is not the last frame. */
+  private recycle(buf: Buffer): void {
+    if (buf !== this.lastFrame && !this.writing.has(buf) && this.spareFrames.length < MAX_SPARE_FRAMES) this.spareFrames.push(buf);
   }
 
   /** PCM samples (interleaved when stereo): an Int16Array, or its s16le bytes. Copied. */
@@ -292,7 +324,7 @@ export class Mp4Writer {
     const frameSamples = (this.sampleRate * this.fpsDen) / this.fpsNum;
     // Video short of the audio by half a frame or more: repeat the last frame.
     const wantFrames = Math.round(this.samples / frameSamples);
-    while (this.frames < wantFrames) await this.writeVideoFrame(this.lastFrame!);
+    while (this.frames < wantFrames) await this.repeatVideoFrame();
     // Audio short of the video: pad with silence to the video's end.
     const target = Math.round(this.frames * frameSamples);
     const missing = target - this.samples;
