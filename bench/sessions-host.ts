@@ -11,6 +11,7 @@
 import os from 'node:os';
 import path from 'node:path';
 import sharp from 'sharp';
+import { loadConfig } from '../core/config.ts';
 import { createLogger } from '../core/log.ts';
 import { LocalStorage } from '../core/storage/local.ts';
 import { MediaSigner } from '../core/storage/signing.ts';
@@ -23,6 +24,8 @@ import { loopOnlyPlayback } from '../agent/test-support.ts';
 const env = process.env as Record<string, string>;
 const storage = new LocalStorage(env.BENCH_STORE!, new MediaSigner('s'.repeat(32)), 'http://localhost');
 const log = createLogger('warn');
+// The worker's own settings, validated as the worker validates them.
+const audio = loadConfig({ AGENT_AUDIO_QUEUE_MS: env.AGENT_AUDIO_QUEUE_MS ?? '', AGENT_SPEECH_START_MS: env.AGENT_SPEECH_START_MS ?? '' });
 
 interface CallStats {
   shown: number[];
@@ -52,8 +55,8 @@ const host = new AvatarHost({
   log,
   workDir: path.join(os.tmpdir(), `bench-host-${process.pid}`),
   userJoinTimeoutMs: 3_600_000,
-  ...(env.BENCH_AUDIO_QUEUE_MS ? { audioQueueMs: Number(env.BENCH_AUDIO_QUEUE_MS) } : {}),
-  ...(env.BENCH_SPEECH_START_MS ? { speechStartMs: Number(env.BENCH_SPEECH_START_MS) } : {}),
+  audioQueueMs: audio.AGENT_AUDIO_QUEUE_MS,
+  speechStartMs: audio.AGENT_SPEECH_START_MS,
   observer: {
     frameShown(sessionId, _frame, mouth) {
       const s = stats.get(sessionId);

@@ -27,7 +27,7 @@ import type { BenchModule, BenchReport } from './types.ts';
  * of a 512x512 frame, timed in the worker process in the same run.
  *
  *   npm run bench -- sessions [--steps=1,2,4,6,8,10,12] [--seconds=12] [--warmup=4]
- *                             [--audio-queue-ms=100] [--speech-start-ms=100]   (the host's audio settings)
+ *                             [--audio-queue-ms=100] [--speech-start-ms=100]   (AGENT_AUDIO_QUEUE_MS, AGENT_SPEECH_START_MS)
  */
 
 const HOST = fileURLToPath(new URL('./sessions-host.ts', import.meta.url));
@@ -114,12 +114,15 @@ export const sessions: BenchModule = {
         BENCH_STORE: store,
         BENCH_LOOP_KEY: loopKey,
         NODE_ENV: 'production',
-        BENCH_AUDIO_QUEUE_MS: flags['audio-queue-ms'] ?? '',
-        BENCH_SPEECH_START_MS: flags['speech-start-ms'] ?? '',
+        AGENT_AUDIO_QUEUE_MS: flags['audio-queue-ms'] ?? process.env.AGENT_AUDIO_QUEUE_MS ?? '',
+        AGENT_SPEECH_START_MS: flags['speech-start-ms'] ?? process.env.AGENT_SPEECH_START_MS ?? '',
       },
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
-    await new Promise<void>((resolve) => host.once('message', () => resolve()));
+    await new Promise<void>((resolve, reject) => {
+      host.once('message', () => resolve());
+      host.once('exit', (code) => reject(new Error(`the bench's worker process exited (${code}) before it was ready: see its error above`)));
+    });
 
     const rows: Record<string, unknown>[] = [];
     let best = 0;

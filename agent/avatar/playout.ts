@@ -315,9 +315,10 @@ export class SpeechPlayout {
     const last = spans[spans.length - 1];
     if (!last || last.start + last.length < (frame + 1) * this.samplesPerFrame) return false;
     const at = frame * this.samplesPerFrame;
-    const seg = this.spanAt(at)?.segment;
-    if (!seg?.mouthStream || seg.done || seg.mouthComplete) return true;
-    return this.mouthIndex(seg, at) < seg.mouth.length;
+    const span = this.spanAt(at);
+    const seg = span?.segment;
+    if (!span || !seg?.mouthStream || seg.done || seg.mouthComplete) return true;
+    return this.mouthIndex(span, at) < seg.mouth.length;
   }
 
   /**
@@ -331,7 +332,7 @@ export class SpeechPlayout {
     const level = this.levelAt(at + this.samplesPerFrame / 2);
     if (!span || !span.segment) return { frame, segmentId: null, mouth: null, level };
     const seg = span.segment;
-    const j = this.mouthIndex(seg, at, span);
+    const j = this.mouthIndex(span, at);
     // Mouth frames come from the model a little behind the audio; hold the last one briefly rather than blink shut.
     const mouth = j < seg.mouth.length + 3 ? (seg.mouth[Math.min(j, seg.mouth.length - 1)] ?? null) : null;
     return { frame, segmentId: seg.id, mouth, level };
@@ -340,8 +341,8 @@ export class SpeechPlayout {
 
   // ---------------------------------------------------------------------------------------------
 
-  /** The index in `seg`'s mouth frames of playout sample `at` (which `span` of the segment covers). */
-  private mouthIndex(seg: Segment, at: number, span = this.spanAt(at)!): number {
+  /** The index, in the mouth frames of `span`'s segment, of playout sample `at` (which `span` covers). */
+  private mouthIndex(span: Span, at: number): number {
     return Math.floor((span.offset + (at - span.start)) / this.samplesPerFrame);
   }
 
