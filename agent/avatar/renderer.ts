@@ -3,12 +3,13 @@
  * engine call (one onnxruntime session, one graph run per crop size), so adding calls adds batch
  * items rather than sessions, and a GPU host (`RENDER_DEVICE=cuda`) gets large batches.
  *
- * Frames stay I420 from the clip's decoded frame to the encoder. Only the lip-sync region of a
- * speaking frame (the mouth's crop square, lipSyncRegion) goes to RGBA for the engine and back:
- * a frame with the mouth at rest is published as the clip has it, without a copy.
+ * Frames stay I420 from the clip's decoded frame to the encoder. A speaking frame is copied into
+ * the call's own buffer and its mouth drawn there in place by the lip-sync engine, which converts
+ * only the lip-sync region (the mouth's crop square) to RGBA and back; in a lip-sync thread all of
+ * that happens off this event loop. A frame with the mouth at rest is published as the clip has
+ * it, without a copy.
  */
-import { chromaAligned, i420RectToRgba, rgbaRectToI420, type PixelRect } from '../../render/encode/index.ts';
-import { lipSyncRegion, type LipSyncEngine, type LipSyncItem } from '../../render/lipsync/index.ts';
+import type { LipSyncEngine, LipSyncI420Item } from '../../render/lipsync/index.ts';
 import type { MouthShape } from '../../render/synth/index.ts';
 import type { BodyFrame } from './body.ts';
 
@@ -16,9 +17,9 @@ export interface FrameJob {
   body: BodyFrame;
   /** The mouth to draw; null leaves the frame as the clip has it (mouth closed, at rest). */
   shape: MouthShape | null;
-  /** Where a drawn frame goes, I420 (the call's own buffer, reused). */
+  /** Where a drawn frame goes, I420 (the call's own buffer, reused; on a SharedArrayBuffer, a lip-sync thread draws it in place). */
   target: Uint8Array;
-  /** The call's RGBA frame where its lip-sync region is drawn (reused; only that region is ever valid; on a SharedArrayBuffer, a lip-sync thread draws it in place). */
+  /** The call's RGBA frame where its lip-sync region is drawn (reused; only that region is ever valid; shared likewise). */
   scratch: Uint8Array;
 }
 
@@ -45,27 +46,15 @@ export class BatchRenderer {
     const t0 = performance.now();
     const frames = await Promise.all(jobs.map((j) => j.body.media.i420(j.body.index)));
     const out: Uint8Array[] = frames.slice();
-    const items: LipSyncItem[] = [];
-    const drawn: { job: number; region: PixelRect }[] = [];
+    const items: LipSyncI420Item[] = [];
     jobs.forEach((job, i) => {
       if (!job.shape || this.lipsync.needsAudio) return;
       const { media, index } = job.body;
-      const face = media.face(index);
-      const region = chromaAligned(lipSyncRegion(face), media.width, media.height);
-      i420RectToRgba(frames[i]!, media.width, media.height, region, job.scratch);
-      const frame = { data: job.scratch, width: media.width, height: media.height };
-      items.push({ frame, face, shape: job.shape, target: job.scratch });
-      drawn.push({ job: i, region });
+      job.target.set(frames[i]!);
+      items.push({ i420: job.target, width: media.width, height: media.height, face: media.face(index), shape: job.shape, scratch: job.scratch });
+      out[i] = job.target;
     });
-    if (items.length > 0) {
-      await this.lipsync.renderFrames(items);
-      for (const { job: i, region } of drawn) {
-        const { target, scratch, body } = jobs[i]!;
-        target.set(frames[i]!);
-        rgbaRectToI420(scratch, body.media.width, body.media.height, region, target);
-        out[i] = target;
-      }
-    }
+    if (items.length > 0) await this.lipsync.renderI420(items);
     this.stats.ticks++;
     this.stats.frames += jobs.length;
     this.stats.drawn += items.length;

@@ -157,8 +157,8 @@ export class AvatarRunner {
   async start(): Promise<void> {
     const t0 = performance.now();
     await this.loadBody();
-    this.buffers = Array.from({ length: DRAW_AHEAD + 1 }, () => new Uint8Array(i420Size(this.width, this.height)));
-    // Shared with the lip-sync thread, which draws the region in place.
+    // Shared with the lip-sync thread, which draws the mouth into them in place.
+    this.buffers = Array.from({ length: DRAW_AHEAD + 1 }, () => new Uint8Array(new SharedArrayBuffer(i420Size(this.width, this.height))));
     this.scratch = new Uint8Array(new SharedArrayBuffer(this.width * this.height * 4));
     this.audioSource = new AudioSource(this.ctx.sampleRate, 1, this.ctx.audioQueueMs);
     this.videoSource = new VideoSource(this.width, this.height);

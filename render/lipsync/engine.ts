@@ -11,7 +11,7 @@
  */
 import { existsSync } from 'node:fs';
 import * as ort from 'onnxruntime-node';
-import type { PixelRect } from '../encode/frames.ts';
+import { chromaAligned, i420RectToRgba, rgbaRectToI420, type PixelRect } from '../encode/frames.ts';
 import type { FaceRig } from '../rig/types.ts';
 import type { MouthShape } from '../synth/contract.ts';
 import { sessionOptions, type ExecutionProvider } from '../onnx/session.ts';
@@ -49,13 +49,43 @@ export interface LipSyncItem {
   target?: Uint8Array | Uint8ClampedArray;
 }
 
+/**
+ * A frame drawn in place as I420 (what a live call publishes): only the face's lip-sync region is
+ * converted to RGBA (into `scratch`), drawn there, and converted back into `i420`. For a lip-sync
+ * thread both buffers live on SharedArrayBuffers, so the thread does the conversions as well.
+ */
+export interface LipSyncI420Item {
+  i420: Uint8Array;
+  width: number;
+  height: number;
+  face: LipSyncFace;
+  shape: MouthShape;
+  mel?: Float32Array;
+  /** RGBA, width x height x 4; only the lip-sync region is ever valid. */
+  scratch: Uint8Array;
+}
+
 export interface LipSyncEngine {
   readonly kind: 'builtin' | 'neural';
   /** True when frames need a mel window (a neural model), false when they need a shape. */
   readonly needsAudio: boolean;
   prepare(rig: FaceRig): LipSyncFace;
   renderFrames(items: readonly LipSyncItem[]): Promise<(Uint8Array | Uint8ClampedArray)[]>;
+  /** Draws every item's mouth into its I420 frame, in place (one batch, as renderFrames). */
+  renderI420(items: readonly LipSyncI420Item[]): Promise<void>;
   release(): Promise<void>;
+}
+
+/** renderI420 over an engine's renderFrames: each item's region out of I420, one batch, and back. */
+export async function renderI420InPlace(renderFrames: LipSyncEngine['renderFrames'], items: readonly LipSyncI420Item[]): Promise<void> {
+  const regions = items.map((it) => chromaAligned(lipSyncRegion(it.face), it.width, it.height));
+  const frames = items.map((it, i): LipSyncItem => {
+    i420RectToRgba(it.i420, it.width, it.height, regions[i]!, it.scratch);
+    const frame = { data: it.scratch, width: it.width, height: it.height };
+    return { frame, face: it.face, shape: it.shape, ...(it.mel ? { mel: it.mel } : {}), target: it.scratch };
+  });
+  await renderFrames(frames);
+  items.forEach((it, i) => rgbaRectToI420(it.scratch, it.width, it.height, regions[i]!, it.i420));
 }
 
 /**
@@ -89,18 +119,19 @@ export async function createLipSync(
 }
 
 function builtinEngine(synth: MouthSynth): LipSyncEngine {
+  const renderFrames: LipSyncEngine['renderFrames'] = (items) =>
+    synth.renderFrames(
+      items.map((it) => {
+        if (it.face.kind !== 'builtin') throw new TypeError('this face was prepared for another lip-sync engine');
+        return it.target ? { frame: it.frame, face: it.face, shape: it.shape, target: it.target } : { frame: it.frame, face: it.face, shape: it.shape };
+      }),
+    );
   return {
     kind: 'builtin',
     needsAudio: false,
     prepare: (rig) => prepareLipSyncFace('builtin', rig),
-    renderFrames(items) {
-      return synth.renderFrames(
-        items.map((it) => {
-          if (it.face.kind !== 'builtin') throw new TypeError('this face was prepared for another lip-sync engine');
-          return it.target ? { frame: it.frame, face: it.face, shape: it.shape, target: it.target } : { frame: it.frame, face: it.face, shape: it.shape };
-        }),
-      );
-    },
+    renderFrames,
+    renderI420: (items) => renderI420InPlace(renderFrames, items),
     release: () => synth.release(),
   };
 }
@@ -197,51 +228,53 @@ function neuralEngine(session: ort.InferenceSession, melName: string, faceName: 
   const S = NEURAL_FACE_SIZE;
   const plane = S * S;
   const mask = lowerFaceMask(S);
+  const renderFrames: LipSyncEngine['renderFrames'] = async (items) => {
+    const results: (Uint8Array | Uint8ClampedArray)[] = [];
+    items.forEach((it, i) => {
+      checkFrame(it.frame);
+      if (it.face.kind !== 'neural') throw new TypeError('this face was prepared for another lip-sync engine');
+      const { width, height } = it.face.imageSize;
+      if (width !== it.frame.width || height !== it.frame.height) {
+        throw new RangeError(`item ${i}: the face was prepared on a ${width}x${height} frame but the frame is ${it.frame.width}x${it.frame.height}`);
+      }
+      if (!it.mel || it.mel.length !== MEL_BANDS * MEL_WINDOW_FRAMES) {
+        throw new RangeError(`item ${i}: a neural lip-sync model needs a mel window of ${MEL_BANDS}x${MEL_WINDOW_FRAMES} (melWindow())`);
+      }
+      const target = it.target ?? new Uint8Array(it.frame.data.length);
+      if (target !== it.frame.data) target.set(it.frame.data);
+      results.push(target);
+    });
+    const N = items.length;
+    if (N === 0) return results;
+    const face = new Float32Array(N * 6 * plane);
+    const mel = new Float32Array(N * MEL_BANDS * MEL_WINDOW_FRAMES);
+    const rgb = new Float32Array(3 * plane);
+    items.forEach((it, n) => {
+      cropToTensor(it.frame, (it.face as NeuralFace).box, S, rgb, 0);
+      const base = n * 6 * plane;
+      for (let ch = 0; ch < 3; ch++) {
+        const src = rgb.subarray((2 - ch) * plane, (3 - ch) * plane); // RGB -> BGR
+        face.set(src, base + (3 + ch) * plane); // reference
+        face.set(src.subarray(0, NEURAL_MASK_FROM_ROW * S), base + ch * plane); // target, lower half left at 0
+      }
+      mel.set(it.mel!, n * MEL_BANDS * MEL_WINDOW_FRAMES);
+    });
+    const out = await runNeural(session, melName, faceName, mel, face, N);
+    const bgr = out.data as Float32Array;
+    const back = new Float32Array(3 * plane);
+    items.forEach((it, n) => {
+      const o = n * 3 * plane;
+      for (let ch = 0; ch < 3; ch++) back.set(bgr.subarray(o + (2 - ch) * plane, o + (3 - ch) * plane), ch * plane);
+      compositeFromTensor(it.frame, results[n]!, (it.face as NeuralFace).box, S, back, 0, mask, 0);
+    });
+    return results;
+  };
   return {
     kind: 'neural',
     needsAudio: true,
     prepare: prepareFaceForNeural,
-    async renderFrames(items) {
-      const results: (Uint8Array | Uint8ClampedArray)[] = [];
-      items.forEach((it, i) => {
-        checkFrame(it.frame);
-        if (it.face.kind !== 'neural') throw new TypeError('this face was prepared for another lip-sync engine');
-        const { width, height } = it.face.imageSize;
-        if (width !== it.frame.width || height !== it.frame.height) {
-          throw new RangeError(`item ${i}: the face was prepared on a ${width}x${height} frame but the frame is ${it.frame.width}x${it.frame.height}`);
-        }
-        if (!it.mel || it.mel.length !== MEL_BANDS * MEL_WINDOW_FRAMES) {
-          throw new RangeError(`item ${i}: a neural lip-sync model needs a mel window of ${MEL_BANDS}x${MEL_WINDOW_FRAMES} (melWindow())`);
-        }
-        const target = it.target ?? new Uint8Array(it.frame.data.length);
-        if (target !== it.frame.data) target.set(it.frame.data);
-        results.push(target);
-      });
-      const N = items.length;
-      if (N === 0) return results;
-      const face = new Float32Array(N * 6 * plane);
-      const mel = new Float32Array(N * MEL_BANDS * MEL_WINDOW_FRAMES);
-      const rgb = new Float32Array(3 * plane);
-      items.forEach((it, n) => {
-        cropToTensor(it.frame, (it.face as NeuralFace).box, S, rgb, 0);
-        const base = n * 6 * plane;
-        for (let ch = 0; ch < 3; ch++) {
-          const src = rgb.subarray((2 - ch) * plane, (3 - ch) * plane); // RGB -> BGR
-          face.set(src, base + (3 + ch) * plane); // reference
-          face.set(src.subarray(0, NEURAL_MASK_FROM_ROW * S), base + ch * plane); // target, lower half left at 0
-        }
-        mel.set(it.mel!, n * MEL_BANDS * MEL_WINDOW_FRAMES);
-      });
-      const out = await runNeural(session, melName, faceName, mel, face, N);
-      const bgr = out.data as Float32Array;
-      const back = new Float32Array(3 * plane);
-      items.forEach((it, n) => {
-        const o = n * 3 * plane;
-        for (let ch = 0; ch < 3; ch++) back.set(bgr.subarray(o + (2 - ch) * plane, o + (3 - ch) * plane), ch * plane);
-        compositeFromTensor(it.frame, results[n]!, (it.face as NeuralFace).box, S, back, 0, mask, 0);
-      });
-      return results;
-    },
+    renderFrames,
+    renderI420: (items) => renderI420InPlace(renderFrames, items),
     release: () => session.release(),
   };
 }

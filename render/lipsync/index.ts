@@ -6,7 +6,7 @@
  */
 export { createLipSync, lipSyncRegion, loadNeuralLipSync, prepareFaceForNeural, prepareLipSyncFace } from './engine.ts';
 export { createLipSyncThread } from './thread.ts';
-export type { LipSyncEngine, LipSyncFace, LipSyncItem, LipSyncOptions, NeuralFace } from './engine.ts';
+export type { LipSyncEngine, LipSyncFace, LipSyncI420Item, LipSyncItem, LipSyncOptions, NeuralFace } from './engine.ts';
 export { LIPSYNC_ENV, LipSyncModelError, NEURAL_FACE_SIZE, parseLipSyncChoice } from './contract.ts';
 export type { LipSyncChoice } from './contract.ts';
 export { melSpectrogram, melWindow, melFilterbank, MEL_BANDS, MEL_WINDOW_FRAMES, MEL_SAMPLE_RATE } from './mel.ts';

@@ -37,6 +37,13 @@ port.on('message', (request: ThreadRequest) => {
     void engine.release().finally(() => port.close());
     return;
   }
+  if (request.type === 'renderI420') {
+    engine.renderI420(request.items).then(
+      () => reply({ type: 'rendered', id: request.id, frames: [] }),
+      (err: unknown) => reply({ type: 'rendered', id: request.id, error: failure(err) }),
+    );
+    return;
+  }
   const items = request.items as LipSyncItem[];
   engine.renderFrames(items).then(
     (frames) => {

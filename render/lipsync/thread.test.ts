@@ -1,13 +1,15 @@
 /**
  * The lip-sync engine in a worker thread draws what the engine draws in process: in place on
- * frames in SharedArrayBuffers, copied back otherwise; its errors reach the caller, and a bad
+ * frames in SharedArrayBuffers, copied back otherwise, and in place on I420 frames (what a live
+ * call publishes) with the conversions done in the thread; its errors reach the caller, and a bad
  * batch does not stop the next.
  */
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { detectFaceRig, type FaceRig } from '../rig/index.ts';
 import { portraitFrame } from '../synth/examples/make-stills.ts';
-import { createLipSync, createLipSyncThread, LipSyncModelError, type LipSyncEngine } from './index.ts';
+import { chromaAligned, i420Size, rgbaToI420 } from '../encode/index.ts';
+import { createLipSync, createLipSyncThread, lipSyncRegion, LipSyncModelError, type LipSyncEngine, type LipSyncI420Item } from './index.ts';
 
 let frame: Awaited<ReturnType<typeof portraitFrame>>;
 let rig: FaceRig;
@@ -59,6 +61,44 @@ describe('a lip-sync engine in a thread', () => {
     expect(Buffer.compare(Buffer.from(fresh!), Buffer.from(expected[0]!))).toBe(0);
     // The caller's frame was read, not written.
     expect(Buffer.compare(Buffer.from(frame.data), Buffer.from((await portraitFrame('grace_hopper')).data))).toBe(0);
+  });
+
+  it('draws the mouth into shared I420 frames in place, as the engine does in process, touching nothing outside the lip-sync region', { timeout: 60_000 }, async () => {
+    const face = threaded.prepare(rig);
+    const source = rgbaToI420(frame.data, 512, 512);
+    const shapes = [
+      { open: 0.7, wide: 0.1, round: 0 },
+      { open: 0.2, wide: 0.5, round: 0.3 },
+    ];
+    const items = (engine: 'shared' | 'own'): LipSyncI420Item[] =>
+      shapes.map((shape) => {
+        const buffer = (n: number) => (engine === 'shared' ? new Uint8Array(new SharedArrayBuffer(n)) : new Uint8Array(n));
+        const i420 = buffer(i420Size(512, 512));
+        i420.set(source);
+        return { i420, width: 512, height: 512, face, shape, scratch: buffer(512 * 512 * 4) };
+      });
+    const expected = items('own');
+    await inProcess.renderI420(expected);
+    const drawn = items('shared');
+    await threaded.renderI420(drawn);
+
+    const region = chromaAligned(lipSyncRegion(face), 512, 512);
+    drawn.forEach((item, i) => {
+      expect(Buffer.compare(Buffer.from(item.i420), Buffer.from(expected[i]!.i420))).toBe(0);
+      // The mouth moved, and only inside the region (luma rows checked; chroma follows the same rect).
+      let inside = 0;
+      for (let y = 0; y < 512; y++) {
+        for (let x = 0; x < 512; x++) {
+          const changed = item.i420[y * 512 + x] !== source[y * 512 + x];
+          const within = x >= region.x && x < region.x + region.width && y >= region.y && y < region.y + region.height;
+          if (changed && !within) throw new Error(`pixel (${x}, ${y}) outside the lip-sync region changed`);
+          if (changed) inside++;
+        }
+      }
+      expect(inside).toBeGreaterThan(200);
+    });
+    // Posted, buffers that are not shared would come back unchanged: refused instead.
+    await expect(threaded.renderI420(items('own'))).rejects.toThrow(/SharedArrayBuffer/);
   });
 
   it("fails a bad batch with the engine's own error and draws the next one", { timeout: 60_000 }, async () => {

@@ -8,13 +8,15 @@
  *   await lipsync.renderFrames([{ frame, face, shape, target: sharedRgba }]);
  *
  * Frames and targets on SharedArrayBuffers are drawn in place (nothing copied); any other frame is
- * copied to the thread and its result back. `prepare` runs in the caller (pure arithmetic). A
- * thread that dies fails the batches it had and is started again for the next batch.
+ * copied to the thread and its result back. `renderI420` takes shared buffers only: the thread
+ * converts the region out of I420 and back too, so the caller's event loop does none of the
+ * drawing. `prepare` runs in the caller (pure arithmetic). A thread that dies fails the batches it
+ * had and is started again for the next batch.
  */
 import { Worker } from 'node:worker_threads';
 import type { FaceRig } from '../rig/types.ts';
 import { LipSyncModelError, parseLipSyncChoice, type LipSyncChoice } from './contract.ts';
-import { prepareLipSyncFace, type LipSyncEngine, type LipSyncFace, type LipSyncItem, type LipSyncOptions } from './engine.ts';
+import { prepareLipSyncFace, type LipSyncEngine, type LipSyncFace, type LipSyncI420Item, type LipSyncItem, type LipSyncOptions } from './engine.ts';
 
 /** What the thread is started with. */
 export interface ThreadInit {
@@ -22,7 +24,10 @@ export interface ThreadInit {
   options: LipSyncOptions;
 }
 
-export type ThreadRequest = { type: 'render'; id: number; items: readonly LipSyncItem[] } | { type: 'release' };
+export type ThreadRequest =
+  | { type: 'render'; id: number; items: readonly LipSyncItem[] }
+  | { type: 'renderI420'; id: number; items: readonly LipSyncI420Item[] }
+  | { type: 'release' };
 
 export interface ThreadError {
   name: string;
@@ -41,6 +46,7 @@ const ENTRY = new URL('./thread-entry.mjs', import.meta.url);
 type Frames = (Uint8Array | Uint8ClampedArray)[];
 
 interface Pending {
+  /** The items of a `render` request (where its frames go back); none for `renderI420`. */
   items: readonly LipSyncItem[];
   resolve(frames: Frames): void;
   reject(err: Error): void;
@@ -109,20 +115,32 @@ export async function createLipSyncThread(choice: LipSyncChoice | string | undef
   let thread: Thread | null = start();
   const { kind, needsAudio } = await thread.ready;
 
+  const send = async (request: (id: number) => ThreadRequest, items: readonly LipSyncItem[]): Promise<Frames> => {
+    if (released) throw new Error('this lip-sync engine was released');
+    thread ??= start();
+    await thread.ready;
+    const id = nextId++;
+    return new Promise<Frames>((resolve, reject) => {
+      pending.set(id, { items, resolve, reject });
+      thread!.worker.postMessage(request(id));
+    });
+  };
+
   return {
     kind,
     needsAudio,
     prepare: (rig: FaceRig): LipSyncFace => prepareLipSyncFace(kind, rig),
     async renderFrames(items) {
-      if (released) throw new Error('this lip-sync engine was released');
-      if (items.length === 0) return [];
-      thread ??= start();
-      await thread.ready;
-      const id = nextId++;
-      return new Promise<Frames>((resolve, reject) => {
-        pending.set(id, { items, resolve, reject });
-        thread!.worker.postMessage({ type: 'render', id, items } satisfies ThreadRequest);
-      });
+      if (items.length === 0 && !released) return [];
+      return send((id) => ({ type: 'render', id, items }), items);
+    },
+    async renderI420(items) {
+      if (items.length === 0 && !released) return;
+      // Posted, a buffer that is not shared would be copied, and the drawing lost.
+      if (items.some((it) => !(it.i420.buffer instanceof SharedArrayBuffer) || !(it.scratch.buffer instanceof SharedArrayBuffer))) {
+        throw new TypeError('renderI420 in a lip-sync thread draws in place: i420 and scratch must be on SharedArrayBuffers');
+      }
+      await send((id) => ({ type: 'renderI420', id, items }), []);
     },
     async release() {
       if (released) return;
