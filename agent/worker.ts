@@ -24,6 +24,7 @@ import { RecordingStore } from '../core/recordings/store.ts';
 import { loadSceneMedia } from '../core/scenes/media.ts';
 import type { Services } from '../core/services.ts';
 import { createLipSyncThread, type LipSyncEngine } from '../render/lipsync/index.ts';
+import { createAudioVisemeThread } from '../render/visemes/index.ts';
 import type { CallRecordingSink, CallReporter, CallSpec } from './avatar/call.ts';
 import { AvatarHost } from './avatar/host.ts';
 import { parseDispatchMetadata } from './voice/job.ts';
@@ -66,6 +67,7 @@ export async function startAgentWorker(services: Services, opts: AgentWorkerOpti
 
   await warmProcessStats();
   const lipsync = await liveLipSync(config, log);
+  const mouthAnalysis = await createAudioVisemeThread();
   const vad: VAD = await silero.VAD.load();
   const host = new AvatarHost({
     lipsync,
@@ -78,6 +80,7 @@ export async function startAgentWorker(services: Services, opts: AgentWorkerOpti
     frameMemoryBytes: config.AGENT_FRAME_MEMORY_MB * 2 ** 20,
     audioQueueMs: config.AGENT_AUDIO_QUEUE_MS,
     speechStartMs: config.AGENT_SPEECH_START_MS,
+    mouthAnalysis,
     heartbeatMs: heartbeatIntervalMs(config.LIVE_HEARTBEAT_TIMEOUT_SECONDS),
     ...(opts.syncMarker ? { syncMarker: true } : {}),
   });
@@ -204,6 +207,7 @@ export async function startAgentWorker(services: Services, opts: AgentWorkerOpti
       await running.catch(() => {});
       await registry.remove(id).catch(() => {});
       await lipsync.release().catch(() => {});
+      await mouthAnalysis.release().catch(() => {});
     },
   };
 }

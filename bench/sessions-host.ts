@@ -16,6 +16,7 @@ import { createLogger } from '../core/log.ts';
 import { LocalStorage } from '../core/storage/local.ts';
 import { MediaSigner } from '../core/storage/signing.ts';
 import { createLipSyncThread } from '../render/lipsync/index.ts';
+import { createAudioVisemeThread } from '../render/visemes/index.ts';
 import type { CallReporter, CallSpec } from '../agent/avatar/call.ts';
 import { AvatarHost } from '../agent/avatar/host.ts';
 import type { AvatarRunner } from '../agent/avatar/runner.ts';
@@ -49,6 +50,7 @@ const reporter: CallReporter = {
 
 const host = new AvatarHost({
   lipsync: await createLipSyncThread('builtin'),
+  mouthAnalysis: await createAudioVisemeThread(),
   vad: null,
   storage,
   livekit: { url: env.LIVEKIT_URL!, apiKey: 'devkey', apiSecret: 'secret' },

@@ -10,6 +10,7 @@ import type { VAD } from '@livekit/agents';
 import type { Logger } from '../../core/log.ts';
 import type { ObjectStorage } from '../../core/storage/index.ts';
 import type { LipSyncEngine } from '../../render/lipsync/index.ts';
+import { AudioVisemeStream, type AudioVisemeThread } from '../../render/visemes/index.ts';
 import type { CallRecordingSink, CallReporter, CallSpec } from './call.ts';
 import { DecodedFrames, MediaCache } from './media.ts';
 import { BatchRenderer } from './renderer.ts';
@@ -40,6 +41,11 @@ export interface AvatarHostOptions {
   audioQueueMs?: number;
   /** Speech a segment holds before it starts playing, ms (default 100): the slack for a sender that streams in real time. */
   speechStartMs?: number;
+  /**
+   * Where speech is analysed for the mouth (default: AudioVisemeStream in this thread). The worker
+   * passes an AudioVisemeThread's streams: the viseme model's runs block the thread they run on.
+   */
+  mouthAnalysis?: Pick<AudioVisemeThread, 'open'>;
 }
 
 export interface TickStats {
@@ -76,6 +82,7 @@ export class AvatarHost {
       heartbeatMs: o.heartbeatMs ?? 10_000,
       audioQueueMs: o.audioQueueMs ?? 100,
       speechStartMs: o.speechStartMs ?? 100,
+      mouthStream: o.mouthAnalysis ? (options) => o.mouthAnalysis!.open(options) : (options) => new AudioVisemeStream(options),
       // Audio reaches a viewer about 30 ms after a frame captured with it (measured at an rtc-node
       // viewer by host.realtime.test.ts: the Opus frame and the receiver's jitter buffer).
       videoDelayMs: 30,

@@ -348,6 +348,30 @@ describe('speech playout (the A/V synchronizer)', () => {
     expect(events.filter((e) => e.type === 'started').map((e) => e.segmentId)).toEqual(['a', 'b']);
   });
 
+  it("lets go of an interrupted segment's mouth analysis, and of none that was ended (an analysis in a thread would stay there)", async () => {
+    const closed: string[] = [];
+    const ended: string[] = [];
+    let n = 0;
+    const tracked = (): MouthStream => {
+      const id = `stream ${n++}`;
+      const inner = loudnessMouth();
+      return { push: inner.push, end: () => (ended.push(id), inner.end()), close: () => void closed.push(id) };
+    };
+    const { playout, advance } = setup({ mouthStream: tracked });
+    playout.start();
+    playout.begin('a');
+    playout.push('a', tone(SR / 2));
+    playout.end('a');
+    await advance(1000);
+    playout.begin('b');
+    playout.push('b', tone(SR * 2));
+    await advance(300);
+    playout.interrupt();
+    await advance(100);
+    expect(ended).toEqual(['stream 0']);
+    expect(closed).toEqual(['stream 1']);
+  });
+
   it('stops the audio within one chunk of an interruption and closes the mouth', async () => {
     const { device, playout, advance } = setup();
     playout.start();

@@ -36,6 +36,8 @@ export interface AudioSink {
 export interface MouthStream {
   push(samples: Int16Array): Promise<MouthFrame[]>;
   end(): Promise<MouthFrame[]>;
+  /** Lets go of a stream that will not be ended (an interrupted segment); after end, nothing. */
+  close?(): void;
 }
 
 export type PlayoutEvent =
@@ -500,6 +502,7 @@ export class SpeechPlayout {
     seg.done = true;
     seg.chunks = [];
     seg.mouthQueue = [];
+    if (!seg.mouthEnded) seg.mouthStream?.close?.();
     this.buffered -= seg.buffered;
     seg.buffered = 0;
     const i = this.segments.indexOf(seg);

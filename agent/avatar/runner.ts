@@ -35,12 +35,11 @@ import type { Availability } from '../../clips/behavior/index.ts';
 import { SOURCE_MEMBER_ID } from '../../clips/behavior/index.ts';
 import { i420Planes, i420Size } from '../../render/encode/index.ts';
 import { mouthShape } from '../../render/talking-head/index.ts';
-import { AudioVisemeStream } from '../../render/visemes/index.ts';
 import { RPC_PLAY_ACTION, RPC_USER_SPEECH_STARTED } from '../protocol.ts';
 import { BehaviorBody, SceneBody, type Body } from './body.ts';
 import type { CallRecordingSink, CallReporter, CallSpec, EndReason, ParticipantRole } from './call.ts';
 import type { ClipMedia, MediaCache } from './media.ts';
-import { SpeechPlayout, type AudioSink, type PlayoutHealth } from './playout.ts';
+import { SpeechPlayout, type AudioSink, type MouthStream, type PlayoutHealth } from './playout.ts';
 import { AvatarAudioReceiver } from './receiver.ts';
 import { CallRecorder } from './recorder.ts';
 import type { FrameJob } from './renderer.ts';
@@ -66,6 +65,8 @@ export interface HostContext {
   videoDelayMs: number;
   /** Speech a segment holds before it starts playing, ms (SpeechPlayoutOptions.startBufferSamples). */
   speechStartMs: number;
+  /** A new mouth analysis of a segment's audio (AudioVisemeStream's shape; the worker's runs in a thread). */
+  mouthStream: (options: { sampleRate: number; fps: number }) => MouthStream;
   /**
    * Test and benchmark aid: a 32 px square in the top-left corner of each frame, white while the
    * audio playing at that frame is speech, black otherwise; a viewer measures A/V sync with it.
@@ -167,7 +168,7 @@ export class AvatarRunner {
       fps: this.ctx.fps,
       videoDelayMs: this.ctx.videoDelayMs,
       startBufferSamples: Math.round((this.ctx.sampleRate * this.ctx.speechStartMs) / 1000),
-      mouthStream: (sampleRate, fps) => new AudioVisemeStream({ sampleRate, fps }),
+      mouthStream: (sampleRate, fps) => this.ctx.mouthStream({ sampleRate, fps }),
       onEvent: (e) => this.receiver.onPlayoutEvent(e),
       onSegment: () => this.ctx.observer?.speechArrived(this.spec.sessionId),
       onPushed: (at, pcm) => this.recorder?.avatarAudio(at, pcm),

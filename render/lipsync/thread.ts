@@ -41,7 +41,8 @@ export type ThreadReply =
   | { type: 'failed'; error: ThreadError }
   | { type: 'rendered'; id: number; frames?: (Uint8Array | Uint8ClampedArray | null)[]; error?: ThreadError };
 
-const ENTRY = new URL('./thread-entry.mjs', import.meta.url);
+const ENTRY = new URL('../thread-entry.mjs', import.meta.url);
+const THREAD_CODE = new URL('./thread-worker.ts', import.meta.url).href;
 
 type Frames = (Uint8Array | Uint8ClampedArray)[];
 
@@ -70,7 +71,7 @@ export async function createLipSyncThread(choice: LipSyncChoice | string | undef
   let released = false;
 
   const start = (): Thread => {
-    const worker = new Worker(ENTRY, { workerData: init });
+    const worker = new Worker(ENTRY, { workerData: init, argv: [THREAD_CODE] });
     const ready = new Promise<{ kind: LipSyncEngine['kind']; needsAudio: boolean }>((resolve, reject) => {
       worker.on('message', (reply: ThreadReply) => {
         if (reply.type === 'ready') resolve(reply);

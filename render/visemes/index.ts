@@ -11,11 +11,14 @@
  *     for await (const chunk of audio) send(await s.push(chunk));                 // frames as they become final
  *     send(await s.end());
  *     // or, for a whole buffer: await audioToVisemeTrack(samples, sampleRate, 25)
+ *     // or off the caller's event loop: (await createAudioVisemeThread()).open({ sampleRate, fps })
  *
  * The viseme set (15 classes) and its parameters: visemes.ts. Smoothing and bilabial closures: track.ts.
  * The audio model, its training data and its measured accuracy on unseen voices and sentences: README.md.
  */
 export { VISEMES, VISEME_PARAMS, phoneViseme, phonesToVisemes } from './visemes.ts';
+export { createAudioVisemeThread } from './thread.ts';
+export type { AudioVisemeThread, ThreadVisemeStream } from './thread.ts';
 export type { MouthParams, TimedPhone, Viseme, VisemeSegment } from './visemes.ts';
 export { visemeTrack, DEFAULT_SMOOTHING, CONTROL_RATE } from './track.ts';
 export type { MouthFrame, SmoothingOptions, VisemeTrack } from './track.ts';

@@ -1,0 +1,118 @@
+/**
+ * Audio viseme streams analysed in a worker thread. onnxruntime's `run` blocks the thread that
+ * calls it; a live call's event loop paces audio and publishes frames, so its speech is analysed
+ * here instead, every call's streams in one thread (one session of the viseme model).
+ *
+ *   const visemes = await createAudioVisemeThread();
+ *   const stream = visemes.open({ sampleRate: 24000, fps: 25 });   // as new AudioVisemeStream(...)
+ *   frames.push(...(await stream.push(pcm)));                      // calls in order, each awaited
+ *   frames.push(...(await stream.end()));                          // or stream.close() to drop it
+ *
+ * A thread that dies fails the calls it had (their streams are lost) and is started again for the
+ * next stream opened.
+ */
+import { Worker } from 'node:worker_threads';
+import type { AudioVisemeStreamOptions } from './audio.ts';
+import type { MouthFrame } from './track.ts';
+
+export type VisemeThreadRequest =
+  | { type: 'open'; stream: number; options: Omit<AudioVisemeStreamOptions, 'session'> }
+  | { type: 'push'; stream: number; call: number; samples: Int16Array | Float32Array }
+  | { type: 'end'; stream: number; call: number }
+  | { type: 'close'; stream: number }
+  | { type: 'release' };
+
+export type VisemeThreadReply = { type: 'ready' } | { type: 'frames'; call: number; frames?: MouthFrame[]; error?: string };
+
+/** One stream in the thread: AudioVisemeStream's push and end, and close to let it go unfinished. */
+export interface ThreadVisemeStream {
+  push(samples: Int16Array | Float32Array): Promise<MouthFrame[]>;
+  /** Flushes the last frames; the stream is then gone from the thread. */
+  end(): Promise<MouthFrame[]>;
+  /** Drops the stream (an interrupted segment); calls still queued finish first. */
+  close(): void;
+}
+
+export interface AudioVisemeThread {
+  open(options: Omit<AudioVisemeStreamOptions, 'session'>): ThreadVisemeStream;
+  release(): Promise<void>;
+}
+
+const ENTRY = new URL('../thread-entry.mjs', import.meta.url);
+const THREAD_CODE = new URL('./thread-worker.ts', import.meta.url).href;
+
+export async function createAudioVisemeThread(): Promise<AudioVisemeThread> {
+  const pending = new Map<number, { resolve(frames: MouthFrame[]): void; reject(err: Error): void }>();
+  let nextStream = 0;
+  let nextCall = 0;
+  let released = false;
+
+  const fail = (err: Error) => {
+    for (const p of pending.values()) p.reject(err);
+    pending.clear();
+  };
+
+  const start = (): { worker: Worker; ready: Promise<void> } => {
+    const worker = new Worker(ENTRY, { argv: [THREAD_CODE] });
+    const ready = new Promise<void>((resolve, reject) => {
+      worker.on('message', (reply: VisemeThreadReply) => {
+        if (reply.type === 'ready') return resolve();
+        const p = pending.get(reply.call);
+        if (!p) return;
+        pending.delete(reply.call);
+        if (reply.error !== undefined) p.reject(new Error(reply.error));
+        else p.resolve(reply.frames!);
+      });
+      worker.once('error', (err) => {
+        reject(err);
+        fail(err);
+      });
+      worker.once('exit', (code) => {
+        const err = new Error(`the audio viseme thread exited (code ${code})`);
+        reject(err);
+        fail(err);
+        if (thread?.worker === worker) thread = null;
+      });
+    });
+    // Threads wait for nothing of ours: an idle analysis thread must not keep the process alive.
+    worker.unref();
+    return { worker, ready };
+  };
+
+  let thread: ReturnType<typeof start> | null = start();
+  await thread.ready;
+
+  return {
+    open(options) {
+      if (released) throw new Error('this audio viseme thread was released');
+      const t = (thread ??= start());
+      const stream = nextStream++;
+      t.worker.postMessage({ type: 'open', stream, options } satisfies VisemeThreadRequest);
+      const call = (request: (call: number) => VisemeThreadRequest) =>
+        new Promise<MouthFrame[]>((resolve, reject) => {
+          if (thread !== t) return reject(new Error('the audio viseme thread that held this stream is gone'));
+          const id = nextCall++;
+          pending.set(id, { resolve, reject });
+          t.worker.postMessage(request(id));
+        });
+      return {
+        push: (samples) => call((id) => ({ type: 'push', stream, call: id, samples })),
+        end: () => call((id) => ({ type: 'end', stream, call: id })),
+        close: () => {
+          if (thread === t) t.worker.postMessage({ type: 'close', stream } satisfies VisemeThreadRequest);
+        },
+      };
+    },
+    async release() {
+      if (released) return;
+      released = true;
+      const t = thread;
+      thread = null;
+      if (!t) return;
+      const exited = new Promise((r) => t.worker.once('exit', r));
+      t.worker.postMessage({ type: 'release' } satisfies VisemeThreadRequest);
+      await Promise.race([exited, new Promise((r) => setTimeout(r, 2000).unref())]);
+      await t.worker.terminate();
+    },
+  };
+}
