@@ -1,6 +1,6 @@
-// The entry of our worker threads (the lip-sync thread, the audio viseme thread): worker threads
-// start without the parent's TypeScript loader when the parent runs under a test runner, so
-// register tsx here, then load the thread's own code, named by the last argv entry (Worker `argv`).
+// The entry of the render engine's worker threads (started by startThread, render/threads.ts):
+// worker threads start without the parent's TypeScript loader when the parent runs under a test
+// runner, so register tsx here, then load the thread's own code, the last argv entry.
 import { argv } from 'node:process';
 import { register } from 'tsx/esm/api';
 

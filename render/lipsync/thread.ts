@@ -13,8 +13,9 @@
  * drawing. `prepare` runs in the caller (pure arithmetic). A thread that dies fails the batches it
  * had and is started again for the next batch.
  */
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import type { FaceRig } from '../rig/types.ts';
+import { OnDemandThread, startThread } from '../threads.ts';
 import { LipSyncModelError, parseLipSyncChoice, type LipSyncChoice } from './contract.ts';
 import { prepareLipSyncFace, type LipSyncEngine, type LipSyncFace, type LipSyncI420Item, type LipSyncItem, type LipSyncOptions } from './engine.ts';
 
@@ -41,8 +42,7 @@ export type ThreadReply =
   | { type: 'failed'; error: ThreadError }
   | { type: 'rendered'; id: number; frames?: (Uint8Array | Uint8ClampedArray | null)[]; error?: ThreadError };
 
-const ENTRY = new URL('../thread-entry.mjs', import.meta.url);
-const THREAD_CODE = new URL('./thread-worker.ts', import.meta.url).href;
+const THREAD_CODE = new URL('./thread-worker.ts', import.meta.url);
 
 type Frames = (Uint8Array | Uint8ClampedArray)[];
 
@@ -68,10 +68,9 @@ export async function createLipSyncThread(choice: LipSyncChoice | string | undef
   const init: ThreadInit = { choice: typeof choice === 'object' ? choice : parseLipSyncChoice(choice), options };
   const pending = new Map<number, Pending>();
   let nextId = 0;
-  let released = false;
 
   const start = (): Thread => {
-    const worker = new Worker(ENTRY, { workerData: init, argv: [THREAD_CODE] });
+    const worker = startThread(THREAD_CODE, init);
     const ready = new Promise<{ kind: LipSyncEngine['kind']; needsAudio: boolean }>((resolve, reject) => {
       worker.on('message', (reply: ThreadReply) => {
         if (reply.type === 'ready') resolve(reply);
@@ -86,7 +85,7 @@ export async function createLipSyncThread(choice: LipSyncChoice | string | undef
         const err = new Error(`the lip-sync thread exited (code ${code})`);
         reject(err);
         fail(err);
-        if (thread?.worker === worker) thread = null;
+        threads.exited(worker);
       });
     });
     return { worker, ready };
@@ -113,17 +112,16 @@ export async function createLipSyncThread(choice: LipSyncChoice | string | undef
     pending.clear();
   };
 
-  let thread: Thread | null = start();
-  const { kind, needsAudio } = await thread.ready;
+  const threads = new OnDemandThread(start, 'this lip-sync engine');
+  const { kind, needsAudio } = await threads.get().ready;
 
   const send = async (request: (id: number) => ThreadRequest, items: readonly LipSyncItem[]): Promise<Frames> => {
-    if (released) throw new Error('this lip-sync engine was released');
-    thread ??= start();
+    const thread = threads.get();
     await thread.ready;
     const id = nextId++;
     return new Promise<Frames>((resolve, reject) => {
       pending.set(id, { items, resolve, reject });
-      thread!.worker.postMessage(request(id));
+      thread.worker.postMessage(request(id));
     });
   };
 
@@ -132,27 +130,17 @@ export async function createLipSyncThread(choice: LipSyncChoice | string | undef
     needsAudio,
     prepare: (rig: FaceRig): LipSyncFace => prepareLipSyncFace(kind, rig),
     async renderFrames(items) {
-      if (items.length === 0 && !released) return [];
+      if (items.length === 0 && !threads.isReleased) return [];
       return send((id) => ({ type: 'render', id, items }), items);
     },
     async renderI420(items) {
-      if (items.length === 0 && !released) return;
+      if (items.length === 0 && !threads.isReleased) return;
       // Posted, a buffer that is not shared would be copied, and the drawing lost.
       if (items.some((it) => !(it.i420.buffer instanceof SharedArrayBuffer) || !(it.scratch.buffer instanceof SharedArrayBuffer))) {
         throw new TypeError('renderI420 in a lip-sync thread draws in place: i420 and scratch must be on SharedArrayBuffers');
       }
       await send((id) => ({ type: 'renderI420', id, items }), []);
     },
-    async release() {
-      if (released) return;
-      released = true;
-      const t = thread;
-      thread = null;
-      if (!t) return;
-      const exited = new Promise((r) => t.worker.once('exit', r));
-      t.worker.postMessage({ type: 'release' } satisfies ThreadRequest);
-      await Promise.race([exited, new Promise((r) => setTimeout(r, 2000).unref())]);
-      await t.worker.terminate();
-    },
+    release: () => threads.release(),
   };
 }

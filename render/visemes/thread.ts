@@ -11,7 +11,8 @@
  * A thread that dies fails the calls it had (their streams are lost) and is started again for the
  * next stream opened.
  */
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
+import { OnDemandThread, startThread } from '../threads.ts';
 import type { AudioVisemeStreamOptions } from './audio.ts';
 import type { MouthFrame } from './track.ts';
 
@@ -38,14 +39,12 @@ export interface AudioVisemeThread {
   release(): Promise<void>;
 }
 
-const ENTRY = new URL('../thread-entry.mjs', import.meta.url);
-const THREAD_CODE = new URL('./thread-worker.ts', import.meta.url).href;
+const THREAD_CODE = new URL('./thread-worker.ts', import.meta.url);
 
 export async function createAudioVisemeThread(): Promise<AudioVisemeThread> {
   const pending = new Map<number, { resolve(frames: MouthFrame[]): void; reject(err: Error): void }>();
   let nextStream = 0;
   let nextCall = 0;
-  let released = false;
 
   const fail = (err: Error) => {
     for (const p of pending.values()) p.reject(err);
@@ -53,7 +52,7 @@ export async function createAudioVisemeThread(): Promise<AudioVisemeThread> {
   };
 
   const start = (): { worker: Worker; ready: Promise<void> } => {
-    const worker = new Worker(ENTRY, { argv: [THREAD_CODE] });
+    const worker = startThread(THREAD_CODE);
     const ready = new Promise<void>((resolve, reject) => {
       worker.on('message', (reply: VisemeThreadReply) => {
         if (reply.type === 'ready') return resolve();
@@ -71,7 +70,7 @@ export async function createAudioVisemeThread(): Promise<AudioVisemeThread> {
         const err = new Error(`the audio viseme thread exited (code ${code})`);
         reject(err);
         fail(err);
-        if (thread?.worker === worker) thread = null;
+        threads.exited(worker);
       });
     });
     // Threads wait for nothing of ours: an idle analysis thread must not keep the process alive.
@@ -79,18 +78,17 @@ export async function createAudioVisemeThread(): Promise<AudioVisemeThread> {
     return { worker, ready };
   };
 
-  let thread: ReturnType<typeof start> | null = start();
-  await thread.ready;
+  const threads = new OnDemandThread(start, 'this audio viseme thread');
+  await threads.get().ready;
 
   return {
     open(options) {
-      if (released) throw new Error('this audio viseme thread was released');
-      const t = (thread ??= start());
+      const t = threads.get();
       const stream = nextStream++;
       t.worker.postMessage({ type: 'open', stream, options } satisfies VisemeThreadRequest);
       const call = (request: (call: number) => VisemeThreadRequest) =>
         new Promise<MouthFrame[]>((resolve, reject) => {
-          if (thread !== t) return reject(new Error('the audio viseme thread that held this stream is gone'));
+          if (!threads.holds(t)) return reject(new Error('the audio viseme thread that held this stream is gone'));
           const id = nextCall++;
           pending.set(id, { resolve, reject });
           t.worker.postMessage(request(id));
@@ -99,20 +97,10 @@ export async function createAudioVisemeThread(): Promise<AudioVisemeThread> {
         push: (samples) => call((id) => ({ type: 'push', stream, call: id, samples })),
         end: () => call((id) => ({ type: 'end', stream, call: id })),
         close: () => {
-          if (thread === t) t.worker.postMessage({ type: 'close', stream } satisfies VisemeThreadRequest);
+          if (threads.holds(t)) t.worker.postMessage({ type: 'close', stream } satisfies VisemeThreadRequest);
         },
       };
     },
-    async release() {
-      if (released) return;
-      released = true;
-      const t = thread;
-      thread = null;
-      if (!t) return;
-      const exited = new Promise((r) => t.worker.once('exit', r));
-      t.worker.postMessage({ type: 'release' } satisfies VisemeThreadRequest);
-      await Promise.race([exited, new Promise((r) => setTimeout(r, 2000).unref())]);
-      await t.worker.terminate();
-    },
+    release: () => threads.release(),
   };
 }
