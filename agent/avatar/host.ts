@@ -82,7 +82,7 @@ export class AvatarHost {
       heartbeatMs: o.heartbeatMs ?? 10_000,
       audioQueueMs: o.audioQueueMs ?? 100,
       speechStartMs: o.speechStartMs ?? 100,
-      mouthStream: o.mouthAnalysis ? (options) => o.mouthAnalysis!.open(options) : (options) => new AudioVisemeStream(options),
+      mouthStream: (sampleRate, fps) => (o.mouthAnalysis ? o.mouthAnalysis.open({ sampleRate, fps }) : new AudioVisemeStream({ sampleRate, fps })),
       // Audio reaches a viewer about 30 ms after a frame captured with it (measured at an rtc-node
       // viewer by host.realtime.test.ts: the Opus frame and the receiver's jitter buffer).
       videoDelayMs: 30,

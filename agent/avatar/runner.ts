@@ -66,7 +66,7 @@ export interface HostContext {
   /** Speech a segment holds before it starts playing, ms (SpeechPlayoutOptions.startBufferSamples). */
   speechStartMs: number;
   /** A new mouth analysis of a segment's audio (AudioVisemeStream's shape; the worker's runs in a thread). */
-  mouthStream: (options: { sampleRate: number; fps: number }) => MouthStream;
+  mouthStream: (sampleRate: number, fps: number) => MouthStream;
   /**
    * Test and benchmark aid: a 32 px square in the top-left corner of each frame, white while the
    * audio playing at that frame is speech, black otherwise; a viewer measures A/V sync with it.
@@ -168,7 +168,7 @@ export class AvatarRunner {
       fps: this.ctx.fps,
       videoDelayMs: this.ctx.videoDelayMs,
       startBufferSamples: Math.round((this.ctx.sampleRate * this.ctx.speechStartMs) / 1000),
-      mouthStream: (sampleRate, fps) => this.ctx.mouthStream({ sampleRate, fps }),
+      mouthStream: this.ctx.mouthStream,
       onEvent: (e) => this.receiver.onPlayoutEvent(e),
       onSegment: () => this.ctx.observer?.speechArrived(this.spec.sessionId),
       onPushed: (at, pcm) => this.recorder?.avatarAudio(at, pcm),
