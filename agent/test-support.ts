@@ -159,6 +159,8 @@ export function onsets(points: { at: number; on: boolean }[], minOffMs = 150): n
 /** The agent worker as a user runs it (`node --import tsx agent/main.ts`), with its logs kept for failures. */
 export interface WorkerProcess {
   logs: () => string;
+  /** Its last warnings and errors (pino levels 40 and up), kept apart from the debug lines that push them out of `logs`. */
+  problems: () => string;
   /** Sends SIGTERM and waits for the exit; resolves with the exit code. */
   stop: (signal?: NodeJS.Signals) => Promise<number | null>;
   exited: Promise<number | null>;
@@ -177,7 +179,16 @@ export async function startWorkerProcess(env: Record<string, string>, readyTimeo
     stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
   });
   let logs = '';
-  const keep = (b: Buffer) => (logs = (logs + b.toString()).slice(-200_000));
+  let partial = '';
+  const problems: string[] = [];
+  const keep = (b: Buffer) => {
+    const text = b.toString();
+    logs = (logs + text).slice(-200_000);
+    const lines = (partial + text).split('\n');
+    partial = lines.pop()!;
+    for (const line of lines) if (/"level":(4|5|6)0\b/.test(line)) problems.push(line.slice(0, 2000));
+    problems.splice(0, Math.max(0, problems.length - 30));
+  };
   child.stdout!.on('data', keep);
   child.stderr!.on('data', keep);
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
@@ -197,6 +208,7 @@ export async function startWorkerProcess(env: Record<string, string>, readyTimeo
   return {
     pid: child.pid!,
     logs: () => logs,
+    problems: () => problems.join('\n'),
     exited,
     stop: async (signal = 'SIGTERM') => {
       if (child.exitCode === null) child.kill(signal);

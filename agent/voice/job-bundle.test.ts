@@ -47,8 +47,9 @@ describe('the voice job bundle', () => {
   it('gives the same file for the same code, so workers starting together share it', async () => {
     const entry = path.join(dir, 'same.ts');
     writeFileSync(entry, 'export const n: number = 1;\n');
-    const [a, b] = await Promise.all([bundleForProcesses(entry), bundleForProcesses(entry)]);
-    expect(a).toBe(b);
+    const files = await Promise.all(Array.from({ length: 6 }, () => bundleForProcesses(entry)));
+    const a = files[0]!;
+    expect(new Set(files)).toEqual(new Set([a]));
     writeFileSync(entry, 'export const n: number = 2;\n');
     expect(await bundleForProcesses(entry)).not.toBe(a);
   });

@@ -7,7 +7,7 @@
  * calls in progress each time a call starts. So the worker bundles job.ts (our modules; packages stay
  * imports) with esbuild when it starts, and forks the spares without tsx.
  */
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { mkdir, readFile, rename, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -59,7 +59,8 @@ export async function bundleForProcesses(entry: string): Promise<string> {
   );
   if (!exists) {
     await mkdir(CACHE_DIR, { recursive: true });
-    const tmp = `${file}.${process.pid}.tmp`;
+    // A name of its own per writer (builds in one process as well as in several), then one atomic rename.
+    const tmp = `${file}.${randomUUID()}.tmp`;
     await writeFile(tmp, code);
     await rename(tmp, file);
   }
