@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { bundleForProcesses } from '../agent/voice/job-bundle.ts';
+import { median } from './lib/load.ts';
 import type { BenchModule, BenchReport } from './types.ts';
 
 const run = promisify(execFile);
@@ -31,7 +32,6 @@ export const jobBoot: BenchModule = {
       tsx.push(await load(pathToFileURL(JOB).href, ['--import', 'tsx']));
       bundled.push(await load(pathToFileURL(bundle).href, []));
     }
-    const median = (a: number[]) => [...a].sort((x, y) => x - y)[a.length >> 1]!;
     const results = {
       rounds,
       tsxCpuMs: median(tsx),
