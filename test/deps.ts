@@ -4,6 +4,9 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { freePort } from '../core/net/free-port.ts';
+
+export { freePort };
 
 /**
  * The real servers the tests and benchmarks run against: redis-server (Debian package) and the
@@ -21,17 +24,6 @@ export function livekitBinary(): string {
   if (process.env.LIVEKIT_SERVER_BIN) return process.env.LIVEKIT_SERVER_BIN;
   const cache = process.env.XDG_CACHE_HOME ?? path.join(os.homedir(), '.cache');
   return path.join(cache, 'avatar-platform', 'livekit-server', livekitVersion(), 'server');
-}
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const a = srv.address();
-      srv.close(() => resolve(typeof a === 'object' && a ? a.port : 0));
-    });
-  });
 }
 
 async function waitForPort(port: number, child: ChildProcess, name: string, timeoutMs = 30_000): Promise<void> {

