@@ -1,7 +1,8 @@
 import { fileURLToPath } from 'node:url';
 import sharp from 'sharp';
 import { benchGenerate } from '../render/generate/bench.ts';
-import { createLipSync, melSpectrogram, melWindow } from '../render/lipsync/index.ts';
+import { i420Size, rgbaToI420 } from '../render/encode/index.ts';
+import { createLipSync, melSpectrogram, melWindow, renderI420InPlace, type LipSyncI420Item } from '../render/lipsync/index.ts';
 import { detectFaceRig } from '../render/rig/index.ts';
 import { benchSynth } from '../render/synth/bench.ts';
 import { createMouthSynth, prepareFaceForSynth } from '../render/synth/index.ts';
@@ -50,6 +51,45 @@ async function benchNeuralSlot(seconds: number) {
     }
   }
   return out;
+}
+
+/**
+ * A live call's frames (I420, drawn in place), batch of 8, one thread: drawn on the I420 planes
+ * themselves beside the way before (the lip-sync region converted to RGBA, drawn, converted back).
+ * Rounds alternate between the two; each figure is the best round.
+ */
+async function benchLiveI420(seconds: number) {
+  const { frame, rig } = await frame512();
+  const source = rgbaToI420(frame.data, 512, 512);
+  const engine = await createLipSync('builtin', { intraOpNumThreads: 1 });
+  try {
+    const face = engine.prepare(rig);
+    const items: LipSyncI420Item[] = Array.from({ length: 8 }, (_, i) => ({
+      i420: new Uint8Array(i420Size(512, 512)),
+      width: 512,
+      height: 512,
+      face,
+      shape: { open: 0.3 + 0.1 * (i % 6), wide: 0.1, round: 0 },
+      scratch: new Uint8Array(512 * 512 * 4),
+    }));
+    const ways = {
+      i420: () => engine.renderI420(items),
+      viaRgba: () => renderI420InPlace(engine.renderFrames, items),
+    };
+    const best = { i420: Infinity, viaRgba: Infinity };
+    for (let round = 0; round < 6; round++) {
+      for (const [name, draw] of Object.entries(ways) as [keyof typeof ways, () => Promise<void>][]) {
+        const ms = await msPer(async () => {
+          for (const it of items) it.i420.set(source);
+          await draw();
+        }, seconds / 12, items.length);
+        best[name] = Math.min(best[name], ms);
+      }
+    }
+    return { i420MsPerFrame: best.i420, viaRgbaMsPerFrame: best.viaRgba, ratio: best.i420 / best.viaRgba };
+  } finally {
+    await engine.release();
+  }
 }
 
 /**
@@ -116,6 +156,7 @@ export const render: BenchModule = {
     const seconds = Number(flags.seconds ?? 2);
     const synthFig = await benchSynth({ seconds });
     const neural = await benchNeuralSlot(seconds / 2);
+    const live = await benchLiveI420(seconds * 2);
     const first = await benchFirstFrame();
     const gen = await benchGenerate();
     const jpeg = synthFig.msJpegEncode;
@@ -134,6 +175,9 @@ export const render: BenchModule = {
       'lip-sync engines side by side, ms per frame, one thread:',
       ...Object.entries(neural).map(([name, v]) => `  ${name}: ${Object.entries(v).map(([k, ms]) => `${k} ${f(ms)} ms`).join(', ')}`),
       '',
+      `a live call's I420 frames drawn in place, batch 8, ms per frame: on the I420 planes ${f(live.i420MsPerFrame)}, ` +
+        `via an RGBA region (converted both ways) ${f(live.viaRgbaMsPerFrame)}, ratio ${f(live.ratio)}`,
+      '',
       'audio to first lip-synced frame:',
       `  text (repeat mode: TTS first sentence + visemes + first frame): ${f(first.textToFirstFrameMs)} ms`,
       `  given audio: ${f(first.audioBufferedBeforeFirstFrameMs)} ms of audio must arrive (viseme look-ahead), then ${f(first.audioComputeToFirstFrameMs)} ms compute`,
@@ -142,6 +186,6 @@ export const render: BenchModule = {
       `generation of a 5 s clip at ${gen.size}x${gen.size}, ${gen.fps} fps (${gen.frames} frames): ${f(gen.renderMs / 1000)} s, ` +
         `${f(gen.renderMsPerFrame)} ms/frame (${gen.renderFramesPerSecond.toFixed(0)} fps), x${f(gen.renderMsPerFrame / gen.jpegEncodeMsPerFrame)} a JPEG encode (${f(gen.jpegEncodeMsPerFrame)} ms) measured with it`,
     ];
-    return { results: { synth: synthFig, neural, firstFrame: first, generate: gen }, table: lines.join('\n'), failures: [] };
+    return { results: { synth: synthFig, neural, liveI420: live, firstFrame: first, generate: gen }, table: lines.join('\n'), failures: [] };
   },
 };

@@ -50,9 +50,10 @@ export interface LipSyncItem {
 }
 
 /**
- * A frame drawn in place as I420 (what a live call publishes): only the face's lip-sync region is
- * converted to RGBA (into `scratch`), drawn there, and converted back into `i420`. For a lip-sync
- * thread both buffers live on SharedArrayBuffers, so the thread does the conversions as well.
+ * A frame drawn in place as I420 (what a live call publishes). The built-in engine draws on the
+ * I420 planes themselves; a neural model's face region is converted to RGBA (into `scratch`), drawn
+ * there, and converted back into `i420`. For a lip-sync thread both buffers live on
+ * SharedArrayBuffers, so the thread does all of it.
  */
 export interface LipSyncI420Item {
   i420: Uint8Array;
@@ -131,7 +132,14 @@ function builtinEngine(synth: MouthSynth): LipSyncEngine {
     needsAudio: false,
     prepare: (rig) => prepareLipSyncFace('builtin', rig),
     renderFrames,
-    renderI420: (items) => renderI420InPlace(renderFrames, items),
+    // Drawn on the I420 planes themselves: no region conversion to RGBA and back (scratch unused).
+    renderI420: (items) =>
+      synth.renderI420Frames(
+        items.map((it) => {
+          if (it.face.kind !== 'builtin') throw new TypeError('this face was prepared for another lip-sync engine');
+          return { frame: { data: it.i420, width: it.width, height: it.height }, face: it.face, shape: it.shape };
+        }),
+      ),
     release: () => synth.release(),
   };
 }

@@ -4,7 +4,7 @@
  * configuration (LIPSYNC_MODEL=builtin|<path to .onnx>), plus the model's
  * audio front-end (mel.ts).
  */
-export { createLipSync, lipSyncRegion, loadNeuralLipSync, prepareFaceForNeural, prepareLipSyncFace } from './engine.ts';
+export { createLipSync, lipSyncRegion, renderI420InPlace, loadNeuralLipSync, prepareFaceForNeural, prepareLipSyncFace } from './engine.ts';
 export { createLipSyncThread } from './thread.ts';
 export type { LipSyncEngine, LipSyncFace, LipSyncI420Item, LipSyncItem, LipSyncOptions, NeuralFace } from './engine.ts';
 export { LIPSYNC_ENV, LipSyncModelError, NEURAL_FACE_SIZE, parseLipSyncChoice } from './contract.ts';

@@ -12,8 +12,8 @@ import { fileURLToPath } from 'node:url';
 import * as ort from 'onnxruntime-node';
 import type { MouthShape } from './contract.ts';
 import { SYNTH_INPUTS, SYNTH_KEYPOINT_COUNT, SYNTH_OUTPUTS } from './contract.ts';
-import type { RgbaFrame } from './image.ts';
-import { checkFrame, compositeWarp, cropToRgba } from './image.ts';
+import type { I420Frame, RgbaFrame, WarpLayers } from './image.ts';
+import { checkFrame, checkI420Frame, compositeWarp, compositeWarpI420, cropI420ToRgba, cropToRgba } from './image.ts';
 import type { PreparedFace } from './prepare.ts';
 import { sessionOptions, type ExecutionProvider } from '../onnx/session.ts';
 
@@ -39,6 +39,13 @@ export interface SynthItem {
   target?: Uint8Array | Uint8ClampedArray;
 }
 
+/** One I420 frame whose mouth is drawn in place (a live call's frame): no conversion to RGBA and back. */
+export interface SynthI420Item {
+  frame: I420Frame;
+  face: PreparedFace;
+  shape: MouthShape;
+}
+
 export interface MouthSynth {
   readonly executionProvider: ExecutionProvider;
   /** RGBA of the frame with the mouth in `shape`. Shape (0,0,0) returns the frame's pixels unchanged. */
@@ -50,6 +57,8 @@ export interface MouthSynth {
   ): Promise<Uint8Array | Uint8ClampedArray>;
   /** The same for many frames (e.g. one per live session): one graph run per distinct crop size in the batch. */
   renderFrames(items: readonly SynthItem[]): Promise<(Uint8Array | Uint8ClampedArray)[]>;
+  /** Draws each item's mouth into its I420 frame in place; batched as renderFrames. */
+  renderI420Frames(items: readonly SynthI420Item[]): Promise<void>;
   release(): Promise<void>;
 }
 
@@ -81,51 +90,80 @@ export async function createMouthSynth(options: MouthSynthOptions = {}): Promise
     if (!session.outputNames.includes(name)) throw new Error(`${path} is not a mouth synthesis graph: no output "${name}"`);
   }
 
+  /** How one batch item is read into the crop tensor and how the graph's layers go back into it. */
+  interface Canvas {
+    face: PreparedFace;
+    shape: MouthShape;
+    crop(S: number, dst: Uint8Array, offset: number): void;
+    composite(S: number, layers: WarpLayers): void;
+  }
+
+  /** One graph run per crop size (faces of similar size share one); neutral shapes skip it. */
+  const drawAll = async (canvases: readonly Canvas[]): Promise<void> => {
+    const groups = new Map<number, Canvas[]>();
+    for (const canvas of canvases) {
+      if (isNeutral(canvas.shape)) continue;
+      const group = groups.get(canvas.face.cropSize);
+      if (group) group.push(canvas);
+      else groups.set(canvas.face.cropSize, [canvas]);
+    }
+    for (const [S, group] of groups) await runGroup(S, group);
+  };
+
+  const checkItem = (i: number, face: PreparedFace, shape: MouthShape, width: number, height: number): void => {
+    if (face.imageSize.width !== width || face.imageSize.height !== height) {
+      throw new RangeError(`item ${i}: the face was prepared on a ${face.imageSize.width}x${face.imageSize.height} frame but the frame is ${width}x${height}`);
+    }
+    checkShape(shape, i);
+  };
+
   const renderFrames = async (items: readonly SynthItem[]): Promise<(Uint8Array | Uint8ClampedArray)[]> => {
-    const results: (Uint8Array | Uint8ClampedArray)[] = [];
-    const groups = new Map<number, number[]>();
-    items.forEach((item, i) => {
+    const results = items.map((item, i) => {
       checkFrame(item.frame);
-      const { width, height } = item.face.imageSize;
-      if (width !== item.frame.width || height !== item.frame.height) {
-        throw new RangeError(
-          `item ${i}: the face was prepared on a ${width}x${height} frame but the frame is ${item.frame.width}x${item.frame.height}`,
-        );
-      }
-      checkShape(item.shape, i);
+      checkItem(i, item.face, item.shape, item.frame.width, item.frame.height);
       const target = item.target ?? new Uint8Array(item.frame.data.length);
       if (target.length !== item.frame.data.length) throw new RangeError(`item ${i}: target has the wrong size`);
       if (target !== item.frame.data) target.set(item.frame.data);
-      results.push(target);
-      if (isNeutral(item.shape)) return;
-      const group = groups.get(item.face.cropSize);
-      if (group) group.push(i);
-      else groups.set(item.face.cropSize, [i]);
+      return target;
     });
-    // One graph run per crop size (faces of similar size share one).
-    for (const [S, active] of groups) await runGroup(items, results, S, active);
+    await drawAll(
+      items.map(({ frame, face, shape }, i) => ({
+        face,
+        shape,
+        crop: (S, dst, offset) => cropToRgba(frame, face.box, S, dst, offset),
+        composite: (S, layers) => compositeWarp(frame, results[i]!, face.box, S, layers),
+      })),
+    );
     return results;
   };
 
-  const runGroup = async (
-    items: readonly SynthItem[],
-    results: (Uint8Array | Uint8ClampedArray)[],
-    S: number,
-    active: number[],
-  ): Promise<void> => {
-    const N = active.length;
+  const renderI420Frames = async (items: readonly SynthI420Item[]): Promise<void> => {
+    items.forEach((item, i) => {
+      checkI420Frame(item.frame);
+      checkItem(i, item.face, item.shape, item.frame.width, item.frame.height);
+    });
+    await drawAll(
+      items.map(({ frame, face, shape }) => ({
+        face,
+        shape,
+        crop: (S, dst, offset) => cropI420ToRgba(frame, face.box, S, dst, offset),
+        composite: (S, layers) => compositeWarpI420(frame, face.box, S, layers),
+      })),
+    );
+  };
 
+  const runGroup = async (S: number, group: readonly Canvas[]): Promise<void> => {
+    const N = group.length;
     const plane = S * S;
     const crop = new Uint8Array(N * 4 * plane);
     const lips = new Float32Array(N * SYNTH_KEYPOINT_COUNT * 2);
     const shape = new Float32Array(N * 3);
-    active.forEach((idx, n) => {
-      const { frame, face, shape: sh } = items[idx]!;
-      cropToRgba(frame, face.box, S, crop, n * 4 * plane);
-      lips.set(face.lips, n * SYNTH_KEYPOINT_COUNT * 2);
-      shape[n * 3] = sh.open;
-      shape[n * 3 + 1] = sh.wide;
-      shape[n * 3 + 2] = sh.round;
+    group.forEach((canvas, n) => {
+      canvas.crop(S, crop, n * 4 * plane);
+      lips.set(canvas.face.lips, n * SYNTH_KEYPOINT_COUNT * 2);
+      shape[n * 3] = canvas.shape.open;
+      shape[n * 3 + 1] = canvas.shape.wide;
+      shape[n * 3 + 2] = canvas.shape.round;
     });
     const res = await session.run({
       [SYNTH_INPUTS.crop]: new ort.Tensor('uint8', crop, [N, S, S, 4]),
@@ -137,7 +175,7 @@ export async function createMouthSynth(options: MouthSynthOptions = {}): Promise
     const at = res[SYNTH_OUTPUTS.innerAt]!.data as BigInt64Array;
     const w = warp.dims[3]!;
     const [ih, iw] = [inner.dims[2]!, inner.dims[3]!];
-    const layers = {
+    const layers: WarpLayers = {
       warp: warp.data as Float32Array,
       warpOffset: 0,
       w,
@@ -149,17 +187,17 @@ export async function createMouthSynth(options: MouthSynthOptions = {}): Promise
       innerRow: Number(at[0]),
       innerCol: Number(at[1]),
     };
-    active.forEach((idx, n) => {
-      const { frame, face } = items[idx]!;
+    group.forEach((canvas, n) => {
       layers.warpOffset = n * 2 * w * w;
       layers.innerOffset = n * 4 * ih * iw;
-      compositeWarp(frame, results[idx]!, face.box, S, layers);
+      canvas.composite(S, layers);
     });
   };
 
   return {
     executionProvider: ep,
     renderFrames,
+    renderI420Frames,
     async renderFrame(frame, face, shape, target) {
       const [rgba] = await renderFrames([target ? { frame, face, shape, target } : { frame, face, shape }]);
       return rgba!;

@@ -3,12 +3,14 @@
  * fitted into 512x512 frames as the product renders them: identity at rest,
  * the mouth opening with `open` (measured by running the face rig again on
  * the output), corners moving with `wide`, nothing written outside the crop,
- * and a batch equal to single runs.
+ * and a batch equal to single runs; drawn straight on I420 (a live call's
+ * frames), the same picture as drawn on RGBA and converted.
  */
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { detectFaceRig } from '../rig/index.ts';
 import type { FaceRig } from '../rig/index.ts';
+import { i420Size, i420ToRgba, rgbaToI420 } from '../encode/index.ts';
 import { portraitFrame } from './examples/make-stills.ts';
 import { createMouthSynth, prepareFaceForSynth, toCrop } from './index.ts';
 import type { MouthShape, MouthSynth, PreparedFace, RgbaFrame } from './index.ts';
@@ -178,6 +180,60 @@ describe('mouth synthesis on real portraits (512x512)', () => {
     const small = { width: 256, height: 256, data: new Uint8Array(256 * 256 * 4) };
     await expect(synth.renderFrame(small, h.face, shape(0.5))).rejects.toThrow(/prepared on a 512x512 frame/);
     await expect(synth.renderFrame(h.frame, h.face, shape(Number.NaN))).rejects.toThrow(/finite/);
+  });
+
+  it('draws on I420 frames in place as it draws on RGBA (then converted), and only inside the crop box', SLOW, async () => {
+    for (const [name, { frame, face }] of Object.entries(subjects)) {
+      const source = rgbaToI420(frame.data, frame.width, frame.height);
+      const asRgba = i420ToRgba(source, frame.width, frame.height);
+      const roundTrip = rgbaToI420(asRgba, frame.width, frame.height);
+      const shapes = [shape(0.8), shape(0.4, 0.6), shape(0.5, -0.5, 1), shape(0)];
+      const drawn = shapes.map(() => Uint8Array.from(source));
+      await synth.renderI420Frames(drawn.map((data, i) => ({ frame: { width: frame.width, height: frame.height, data }, face, shape: shapes[i]! })));
+      for (const [i, sh] of shapes.entries()) {
+        // Drawn on RGBA and converted back, where that drawing changed anything (the round trip
+        // I420 -> RGBA -> I420 alone is off by a level here and there, which is not the drawing's).
+        const drawnRgba = rgbaToI420(await synth.renderFrame({ ...frame, data: asRgba }, face, sh), frame.width, frame.height);
+        const viaRgba = source.map((v, k) => (drawnRgba[k] !== roundTrip[k] ? drawnRgba[k]! : v));
+        const ySize = frame.width * frame.height;
+        const changed = diffStats(drawn[i]!.subarray(0, ySize), source.subarray(0, ySize));
+        const changedUv = diffStats(drawn[i]!.subarray(ySize), source.subarray(ySize));
+        const apart = { y: diffStats(drawn[i]!.subarray(0, ySize), viaRgba.subarray(0, ySize)), uv: diffStats(drawn[i]!.subarray(ySize), viaRgba.subarray(ySize)) };
+        const what = `${name} ${JSON.stringify(sh)}: ${JSON.stringify({ changed, changedUv, apart })}`;
+        if (sh.open === 0) {
+          expect(changed.max, what).toBe(0);
+          continue;
+        }
+        // A clear change, the same picture: only resampling rounding apart (means over the whole frame).
+        expect(changed.mean, what).toBeGreaterThan(0.05);
+        // (measured: luma at most 2 levels apart, chroma at most 8 at the lips' sharpest edge)
+        expect(apart.y.max, what).toBeLessThanOrEqual(3);
+        expect(apart.y.mean, what).toBeLessThan(0.01 * changed.mean + 0.005);
+        expect(apart.uv.max, what).toBeLessThanOrEqual(12);
+        expect(apart.uv.mean, what).toBeLessThan(0.05 * changedUv.mean + 0.005);
+        // The rig, run again, measures the same opening either way.
+        const [a, b] = await Promise.all([rigOf({ ...frame, data: i420ToRgba(drawn[i]!, frame.width, frame.height) }), rigOf({ ...frame, data: i420ToRgba(viaRgba, frame.width, frame.height) })]);
+        expect(Math.abs(a.mouthOpenness - b.mouthOpenness), what).toBeLessThan(0.02);
+        // Nothing outside the crop box: luma at each pixel centre, chroma at each 2x2 block's.
+        let outside = 0;
+        for (let y = 0; y < frame.height; y++) {
+          for (let x = 0; x < frame.width; x++) {
+            const c = toCrop(face.box, { x: x + 0.5, y: y + 0.5 });
+            if ((c.x < 0 || c.x > 1 || c.y < 0 || c.y > 1) && drawn[i]![y * frame.width + x] !== source[y * frame.width + x]) outside++;
+          }
+        }
+        const cw = frame.width >> 1;
+        for (let y = 0; y < frame.height >> 1; y++) {
+          for (let x = 0; x < cw; x++) {
+            const c = toCrop(face.box, { x: 2 * x + 1, y: 2 * y + 1 });
+            const at = ySize + y * cw + x;
+            if ((c.x < 0 || c.x > 1 || c.y < 0 || c.y > 1) && (drawn[i]![at] !== source[at] || drawn[i]![at + cw * (frame.height >> 1)] !== source[at + cw * (frame.height >> 1)])) outside++;
+          }
+        }
+        expect(outside, what).toBe(0);
+      }
+    }
+    await expect(synth.renderI420Frames([{ frame: { width: 512, height: 512, data: new Uint8Array(i420Size(512, 512) - 1) }, face: subjects.astronaut!.face, shape: shape(0.5) }])).rejects.toThrow(/I420 needs/);
   });
 });
 
