@@ -87,10 +87,10 @@ afterAll(async () => {
 async function startCall(): Promise<UserCall> {
   const call = await h.mintCall({ max_duration_seconds: 300 });
   const { viewer, mic } = await h.joinAsUser(call);
-  await waitFor(() => `the avatar video of ${call.session_id}; worker warnings:\n${worker.problems()}\nworker log:\n${worker.logs().slice(-2000)}`, () => (viewer.frames.length > 10 ? true : undefined), { timeoutMs: 60_000 });
+  await waitFor(() => `the avatar video of ${call.session_id}; ${worker.diagnosis(2_000)}`, () => (viewer.frames.length > 10 ? true : undefined), { timeoutMs: 60_000 });
   // The voice agent says it listens (agents-js's participant attribute) once it hears the user.
   const listening = () => [...viewer.room.remoteParticipants.values()].some((p) => p.attributes['lk.agent.state'] === 'listening');
-  await waitFor(() => `the voice agent of ${call.session_id} to listen; worker warnings:\n${worker.problems()}\nworker log:\n${worker.logs().slice(-2000)}`, () => (listening() ? true : undefined), { timeoutMs: 60_000 });
+  await waitFor(() => `the voice agent of ${call.session_id} to listen; ${worker.diagnosis(2_000)}`, () => (listening() ? true : undefined), { timeoutMs: 60_000 });
   return { call, viewer, mic };
 }
 
@@ -103,7 +103,7 @@ async function say(u: UserCall, reply: TranscriptionReply, pcm = question.pcm): 
 
 /** Waits for the avatar of `u` to speak after `after` (ms); answers when. */
 function answered(u: UserCall, after: number, what: string, timeoutMs = 30_000): Promise<number> {
-  return waitFor(() => `${what}; worker warnings:\n${worker.problems()}\nworker log:\n${worker.logs().slice(-3000)}`, () => avatarLoudAfter(u.viewer, after), { timeoutMs });
+  return waitFor(() => `${what}; ${worker.diagnosis(3_000)}`, () => avatarLoudAfter(u.viewer, after), { timeoutMs });
 }
 
 /** The longest pause in the video `v` received from `since` until now: how long (ms), and when it began (ms after `since`). */
@@ -244,7 +244,7 @@ describe('faults of live calls', () => {
         return () => finished[n];
       };
       const answerOf = (what: string, get: () => (typeof finished)[number] | undefined, timeoutMs = 30_000) =>
-        waitFor(() => `the avatar's answer to ${what}; answers so far: ${JSON.stringify(finished)}; worker warnings:\n${worker.problems()}\nworker log:\n${worker.logs().slice(-2000)}`, get, { timeoutMs });
+        waitFor(() => `the avatar's answer to ${what}; answers so far: ${JSON.stringify(finished)}; ${worker.diagnosis(2_000)}`, get, { timeoutMs });
 
       const pcmBytes = (pcm: Int16Array) => new Uint8Array(pcm.buffer, pcm.byteOffset, pcm.byteLength);
       const some = pcmBytes(tone(16_000, 0.5));
@@ -341,7 +341,7 @@ describe('faults of live calls', () => {
     const { session } = await h.settledOnce(u.call.session_id);
     expect(['agent_left', 'room_closed', 'room_finished', 'user_left', 'avatar_left']).toContain(session.endReason);
     await u.viewer.leave().catch(() => {});
-    await waitFor(() => `the worker to register again; worker warnings:\n${worker.problems()}\nworker log:\n${worker.logs().slice(-3000)}`, () => (registered() > registrations ? true : undefined), { timeoutMs: 60_000 });
+    await waitFor(() => `the worker to register again; ${worker.diagnosis(3_000)}`, () => (registered() > registrations ? true : undefined), { timeoutMs: 60_000 });
 
     const next = await startCall();
     const asked = await say(next, { text: 'Hello after the restart.' });

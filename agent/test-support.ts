@@ -159,8 +159,11 @@ export function onsets(points: { at: number; on: boolean }[], minOffMs = 150): n
 /** The agent worker as a user runs it (`node --import tsx agent/main.ts`), with its logs kept for failures. */
 export interface WorkerProcess {
   logs: () => string;
-  /** Its last warnings and errors (pino levels 40 and up), kept apart from the debug lines that push them out of `logs`. */
-  problems: () => string;
+  /**
+   * For a failure message: its last warnings and errors (pino levels 40 and up, kept apart from the
+   * debug lines that push them out of `logs`), then the tail of its log.
+   */
+  diagnosis: (tailChars?: number) => string;
   /** Sends SIGTERM and waits for the exit; resolves with the exit code. */
   stop: (signal?: NodeJS.Signals) => Promise<number | null>;
   exited: Promise<number | null>;
@@ -208,7 +211,7 @@ export async function startWorkerProcess(env: Record<string, string>, readyTimeo
   return {
     pid: child.pid!,
     logs: () => logs,
-    problems: () => problems.join('\n'),
+    diagnosis: (tailChars = 3000) => `worker warnings:\n${problems.join('\n')}\nworker log:\n${logs.slice(-tailChars)}`,
     exited,
     stop: async (signal = 'SIGTERM') => {
       if (child.exitCode === null) child.kill(signal);

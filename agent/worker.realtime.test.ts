@@ -65,7 +65,7 @@ describe('the agent worker on the real LiveKit server', () => {
     const from = performance.now();
     await new Promise((r) => setTimeout(r, 3000));
     // Published at 25 fps (the host's own test checks that at the source); received close to it.
-    expect(viewer.fps(from), worker.logs().slice(-3000)).toBeGreaterThanOrEqual(20);
+    expect(viewer.fps(from), worker.diagnosis()).toBeGreaterThanOrEqual(20);
     expect(viewer.frames.at(-1)).toMatchObject({ width: 512, height: 512 });
     const idle = viewer.frames.filter((f) => f.at > from);
     const moved = Math.max(...idle.map((f) => thumbDistance(f.thumb, idle[0]!.thumb)));
@@ -120,7 +120,7 @@ describe('the agent worker on the real LiveKit server', () => {
       },
       { timeoutMs: 60_000 },
     );
-    expect(recording, worker.logs().slice(-3000)).toMatchObject({ status: 'ready', content_type: 'video/mp4' });
+    expect(recording, worker.diagnosis()).toMatchObject({ status: 'ready', content_type: 'video/mp4' });
     expect(Number(recording!.duration_seconds)).toBeGreaterThan(5);
     const file = path.join(os.tmpdir(), `rec-${call.session_id}.mp4`);
     const body = await h.t.services.storage.get(recording!.storage_key as string);
@@ -148,7 +148,7 @@ describe('the agent worker on the real LiveKit server', () => {
     await mic.speak((await speech('Are you there?')).pcm);
     const asked = mic.spoken.at(-1)!.end;
     // The LLM fails (and its one retry): the avatar says it cannot answer, and the call goes on.
-    await waitFor(() => `the apology; worker log:\n${worker.logs().slice(-3000)}`, () => avatarLoudAfter(viewer, asked), { timeoutMs: 60_000 });
+    await waitFor(() => `the apology; ${worker.diagnosis()}`, () => avatarLoudAfter(viewer, asked), { timeoutMs: 60_000 });
     expect(h.fake.chatRequests.length).toBeGreaterThanOrEqual(2);
     const [live] = await h.t.services.sql`select state from live_sessions where id = ${call.session_id}`;
     expect(live!.state).toBe('active');

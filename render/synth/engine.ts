@@ -62,6 +62,14 @@ export interface MouthSynth {
   release(): Promise<void>;
 }
 
+/** How one batch item is read into the crop tensor and how the graph's layers go back into it (RGBA or I420). */
+interface Canvas {
+  face: PreparedFace;
+  shape: MouthShape;
+  crop(S: number, dst: Uint8Array, offset: number): void;
+  composite(S: number, layers: WarpLayers): void;
+}
+
 /** A shape this close to neutral does not move any pixel visibly; it skips the graph. */
 const NEUTRAL_EPS = 1e-4;
 
@@ -88,14 +96,6 @@ export async function createMouthSynth(options: MouthSynthOptions = {}): Promise
   }
   for (const name of Object.values(SYNTH_OUTPUTS)) {
     if (!session.outputNames.includes(name)) throw new Error(`${path} is not a mouth synthesis graph: no output "${name}"`);
-  }
-
-  /** How one batch item is read into the crop tensor and how the graph's layers go back into it. */
-  interface Canvas {
-    face: PreparedFace;
-    shape: MouthShape;
-    crop(S: number, dst: Uint8Array, offset: number): void;
-    composite(S: number, layers: WarpLayers): void;
   }
 
   /** One graph run per crop size (faces of similar size share one); neutral shapes skip it. */
