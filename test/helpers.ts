@@ -199,3 +199,11 @@ export function redisConnections(): () => Redis {
     return r;
   };
 }
+
+/** `url` with the first character of its `sig` parameter changed (always to a different one): a tampered signed URL. */
+export function withTamperedSignature(url: string): string {
+  const u = new URL(url, 'http://relative.invalid');
+  const sig = u.searchParams.get('sig') ?? '';
+  u.searchParams.set('sig', `${sig.startsWith('A') ? 'B' : 'A'}${sig.slice(1)}`);
+  return url.startsWith('/') ? `${u.pathname}${u.search}` : u.toString();
+}
