@@ -21,7 +21,7 @@ export default defineConfig({
       },
       {
         extends: true,
-        test: { name: 'realtime', include: ['**/*.realtime.test.ts'], fileParallelism: false, sequence: { groupOrder: 1 } },
+        test: { name: 'realtime', include: ['**/*.realtime.test.ts'], setupFiles: ['test/quiet-rtc-logs.ts'], fileParallelism: false, sequence: { groupOrder: 1 } },
       },
     ],
   },
