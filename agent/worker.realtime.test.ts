@@ -61,7 +61,7 @@ describe('the agent worker on the real LiveKit server', () => {
     const { viewer, mic } = await h.joinAsUser(call);
 
     // The avatar joins and publishes 25 fps video of its size, and the body moves before anyone speaks.
-    await waitFor('the avatar video', () => (viewer.frames.length > 50 ? true : undefined), { timeoutMs: 60_000 });
+    await waitFor(() => `the avatar video; ${worker.diagnosis()}`, () => (viewer.frames.length > 50 ? true : undefined), { timeoutMs: 60_000 });
     const from = performance.now();
     await new Promise((r) => setTimeout(r, 3000));
     // Published at 25 fps (the host's own test checks that at the source); received close to it.
@@ -144,7 +144,7 @@ describe('the agent worker on the real LiveKit server', () => {
     h.fake.script = { transcribe: () => ({ text: 'Are you there?' }), chat: () => ({ fail: { status: 500, message: 'model crashed' } }) };
     const call = await h.mintCall();
     const { viewer, mic } = await h.joinAsUser(call);
-    await waitFor('the avatar video', () => (viewer.frames.length > 25 ? true : undefined), { timeoutMs: 60_000 });
+    await waitFor(() => `the avatar video; ${worker.diagnosis()}`, () => (viewer.frames.length > 25 ? true : undefined), { timeoutMs: 60_000 });
     await mic.speak((await speech('Are you there?')).pcm);
     const asked = mic.spoken.at(-1)!.end;
     // The LLM fails (and its one retry): the avatar says it cannot answer, and the call goes on.
@@ -168,7 +168,7 @@ describe('the agent worker on the real LiveKit server', () => {
     const next = await h.mintCall();
     const again = new Viewer(next.avatar_identity);
     await again.connect(next.server_url, next.participant_token);
-    await waitFor('the next call\'s avatar', () => (again.frames.length > 25 ? true : undefined), { timeoutMs: 60_000 });
+    await waitFor(() => `the next call's avatar; ${worker.diagnosis()}`, () => (again.frames.length > 25 ? true : undefined), { timeoutMs: 60_000 });
     await again.leave();
     await waitFor('the next call to end', async () => {
       const [s] = await h.t.services.sql`select state from live_sessions where id = ${next.session_id}`;
@@ -192,7 +192,7 @@ describe('the agent worker on the real LiveKit server', () => {
     // A user watches: the avatar speaks for the agent, lips moving.
     const viewer = new Viewer(grant.avatar_identity);
     await viewer.join(url, roomName, 'customer-user');
-    await waitFor('the avatar video', () => (viewer.frames.length > 25 ? true : undefined), { timeoutMs: 60_000 });
+    await waitFor(() => `the avatar video; ${worker.diagnosis()}`, () => (viewer.frames.length > 25 ? true : undefined), { timeoutMs: 60_000 });
     const saidAt = performance.now();
     const said = session.say('Hello. I am the agent, and this avatar speaks for me.');
     await said.waitForPlayout();
@@ -224,7 +224,7 @@ describe('the agent worker on the real LiveKit server', () => {
     const call = await h.mintCall();
     const viewer = new Viewer(call.avatar_identity);
     await viewer.connect(call.server_url, call.participant_token);
-    await waitFor('the avatar video', () => (viewer.frames.length > 25 ? true : undefined), { timeoutMs: 60_000 });
+    await waitFor(() => `the avatar video; ${worker.diagnosis()}`, () => (viewer.frames.length > 25 ? true : undefined), { timeoutMs: 60_000 });
 
     const logsBefore = worker.logs().length;
     expect(await worker.stop('SIGTERM')).toBe(0);

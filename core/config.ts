@@ -47,10 +47,10 @@ const schema = z.object({
   /** Memory of a worker for decoded frames (I420) of the clips its calls play, all together, MiB. */
   AGENT_FRAME_MEMORY_MB: envInt(64, 2048, 1_000_000),
   /**
-   * A call's audio latency against what it rides out, ms. rtc-node's audio queue (a multiple of 10):
-   * the longest stall of the worker's event loop a call's audio survives without a gap, and the delay
-   * every word takes through the queue. The speech start: audio a reply holds before it plays, the
-   * slack for a sender that streams in real time (a faster one starts at once anyway).
+   * What a call's audio rides out, ms. rtc-node's audio queue (a multiple of 10): the longest stall
+   * of the worker's event loop a call's audio survives without a gap. The speech start: audio a reply
+   * holds before it plays, the slack for a sender that streams in real time. Such a reply starts the
+   * sum of both later; one sent faster than real time starts in place of the queued silence, at once.
    */
   AGENT_AUDIO_QUEUE_MS: envInt(20, 100, 1000).refine((ms) => ms % 10 === 0, 'must be a multiple of 10'),
   AGENT_SPEECH_START_MS: envInt(0, 100, 1000),

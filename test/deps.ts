@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { appendFileSync, existsSync, readFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -94,8 +94,11 @@ export async function startLiveKit(opts: LiveKitOptions = {}): Promise<RunningSe
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let stderr = '';
+  // LIVEKIT_LOG=<file>: the server's whole log, appended (to see what it made of a failing test's requests).
+  const logFile = process.env.LIVEKIT_LOG;
   child.stderr?.on('data', (d: Buffer) => {
     stderr = (stderr + d.toString()).slice(-4000);
+    if (logFile) appendFileSync(logFile, d);
   });
   await waitForPort(port, child, 'livekit-server').catch((err: unknown) => {
     throw new Error(`${String(err)}\n${stderr}`);

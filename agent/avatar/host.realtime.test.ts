@@ -193,4 +193,22 @@ describe('avatar host on the real LiveKit server', () => {
     await expect.poll(async () => (await rooms.listRooms([roomName])).length, { timeout: 10_000 }).toBe(0);
     await sender.room.disconnect();
   });
+
+  it('ends a call whose end cannot be reported (the database hangs): it leaves the room and frees its slot all the same', { timeout: 60_000 }, async () => {
+    const roomName = `host-hang-${Date.now()}`;
+    await rooms.createRoom({ name: roomName, emptyTimeout: 60 });
+    class HangingReporter extends MemoryReporter {
+      override ended(): Promise<void> {
+        return new Promise(() => {});
+      }
+    }
+    const runner = await host.startCall(spec(roomName, { avatarIdentity: 'avatar-hang' }), new HangingReporter(), null);
+    expect(host.calls).toContain(runner);
+    const endedAt = performance.now();
+    await runner.end('released');
+    expect(performance.now() - endedAt, 'ms to end, the report given up after its bound').toBeLessThan(15_000);
+    expect(host.calls).not.toContain(runner);
+    // It left the room, which it closed (the call owns it).
+    await expect.poll(async () => (await rooms.listRooms([roomName])).length, { timeout: 10_000 }).toBe(0);
+  });
 });

@@ -35,8 +35,9 @@ export interface AvatarHostOptions {
   frameMemoryBytes?: number;
   /**
    * rtc-node's audio queue per call, ms, a multiple of 10 (default 100): the longest stall a call's
-   * audio rides out, and the delay it adds. It plus the 30 ms video hold is how far ahead of a shown
-   * frame its audio is in the sink; a frame is drawn ahead only once its audio is there.
+   * audio rides out (a reply sent faster than real time starts in place of the queued silence). It plus
+   * the 30 ms video hold is how far ahead of a shown frame its audio is in the sink; a frame is drawn
+   * ahead only once its audio is there.
    */
   audioQueueMs?: number;
   /** Speech a segment holds before it starts playing, ms (default 100): the slack for a sender that streams in real time. */

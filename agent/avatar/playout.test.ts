@@ -7,9 +7,11 @@ const FPS = 25;
 const SPF = SR / FPS;
 
 /**
- * A simulated audio device in virtual time, shaped like rtc-node's native AudioSource: a queue of
- * `queueMs` that a device clock drains 10 ms at a time (its rate off by `ppm`), and a capture that
- * resolves only once the chunk fits. It plays silence of its own when starved, as a real one does.
+ * A simulated audio device in virtual time, shaped like rtc-node's native AudioSource (webrtc-sys
+ * AudioTrackSource): a device clock drains the queue 10 ms at a time (its rate off by `ppm`); a
+ * capture goes into the queue at once (it holds up to twice `queueMs`) and resolves once the queue
+ * is down to `queueMs`; a clear drops everything queued, the chunk of a capture still waiting
+ * included. It plays silence of its own when starved, as a real one does.
  */
 class SimDevice implements AudioSink {
   readonly sampleRate = SR;
@@ -21,6 +23,8 @@ class SimDevice implements AudioSink {
   /** Loudness of what was pushed, per 10 ms of our stream: 1 where the audio is speech. */
   loud = new Uint8Array(SR * 60 * 11 / (SR / 100));
   private pending: { pcm: Int16Array; resolve: () => void }[] = [];
+  /** A capture whose chunk is queued, waiting for the queue to drain to `queueSamples`. */
+  private waiting: (() => void) | null = null;
   /** Acceptances not yet told to the caller (a busy event loop hears of them late). */
   private told: { at: number; resolve: () => void }[] = [];
   nextDrain: number;
@@ -47,16 +51,19 @@ class SimDevice implements AudioSink {
   }
 
   clear(): void {
-    this.queued = 0;
-    // What was queued is dropped: our stream continues from what played.
+    // What was queued is dropped, a waiting capture's chunk too.
     this.pushed = this.played;
-    this.admit();
-    // A capture waiting on the queue returns (told at once: nothing else would tell it once the clock stops).
+    this.queued = 0;
+    // A waiting capture returns (told at once: nothing else would tell it once the clock stops).
+    const waiting = this.waiting;
+    this.waiting = null;
+    waiting?.();
     for (const l of this.told.splice(0)) l.resolve();
+    this.admit();
   }
 
   private admit(): void {
-    while (this.pending.length > 0 && this.queued + this.pending[0]!.pcm.length <= this.queueSamples) {
+    while (!this.waiting && this.pending.length > 0 && this.queued + this.pending[0]!.pcm.length <= 2 * this.queueSamples) {
       const { pcm, resolve } = this.pending.shift()!;
       for (let i = 0; i < pcm.length; i += SR / 100) {
         let sum = 0;
@@ -65,11 +72,16 @@ class SimDevice implements AudioSink {
       }
       this.queued += pcm.length;
       this.pushed += pcm.length;
-      if (this.lateMs === 0) resolve();
-      else {
-        this.seed = (this.seed * 1103515245 + 12345) & 0x7fffffff;
-        this.told.push({ at: this.clock.t + (this.seed / 0x7fffffff) * this.lateMs, resolve });
-      }
+      if (this.queued <= this.queueSamples) this.accept(resolve);
+      else this.waiting = resolve;
+    }
+  }
+
+  private accept(resolve: () => void): void {
+    if (this.lateMs === 0) resolve();
+    else {
+      this.seed = (this.seed * 1103515245 + 12345) & 0x7fffffff;
+      this.told.push({ at: this.clock.t + (this.seed / 0x7fffffff) * this.lateMs, resolve });
     }
   }
 
@@ -85,11 +97,24 @@ class SimDevice implements AudioSink {
       this.queued -= take;
       this.played += take;
       this.nextDrain += this.drainEvery;
+      if (this.waiting && this.queued <= this.queueSamples) {
+        const resolve = this.waiting;
+        this.waiting = null;
+        this.accept(resolve);
+      }
       this.admit();
     }
     const due = this.told.filter((l) => l.at <= this.clock.t);
     this.told = this.told.filter((l) => l.at > this.clock.t);
     for (const l of due) l.resolve();
+  }
+
+  /**
+   * After a clear, the caller numbers what it pushes next from `from` (SpeechPlayout's onDropped):
+   * the device numbers our stream the same way, so positions compare.
+   */
+  renumber(from: number): void {
+    this.played = this.pushed = from;
   }
 
   /** Exact playout position of our stream now (samples), interpolated within the current 10 ms frame. */
@@ -144,6 +169,7 @@ function setup(opts: { queueMs?: number; ppm?: number; lateMs?: number; maxBuffe
     fps: FPS,
     now: () => clock.t,
     onEvent: (e) => events.push(e),
+    onDropped: (from) => device.renumber(from),
     mouthStream: opts.mouthStream ?? (() => loudnessMouth()),
     ...(opts.maxBufferedSamples ? { maxBufferedSamples: opts.maxBufferedSamples } : {}),
     ...(opts.videoDelayMs ? { videoDelayMs: opts.videoDelayMs } : {}),
@@ -309,8 +335,10 @@ describe('speech playout (the A/V synchronizer)', () => {
     playout.push('slow', tone(SR * 0.2));
     playout.end('slow');
     await advance(1000);
-    expect(playout.health.starvedMs).toBeGreaterThan(250);
-    expect(playout.health.starvedMs).toBeLessThan(350);
+    // The segment starts at once (in place of the queued silence): its 200 ms are in the sink within
+    // 100 ms, and silence fills in for 400 ms until the rest arrives.
+    expect(playout.health.starvedMs).toBeGreaterThan(350);
+    expect(playout.health.starvedMs).toBeLessThan(450);
     expect(playout.health.underruns).toBe(1);
     await playout.stop();
   });
@@ -383,9 +411,117 @@ describe('speech playout (the A/V synchronizer)', () => {
     playout.interrupt();
     const stoppedAt = device.played;
     await advance(200);
-    // After the clear, only silence reaches the device, once the chunk already handed to it (20 ms) has played.
-    for (let p = stoppedAt + (SR * 30) / 1000; p < device.played; p += SR / 100) expect(device.heardAt(p), `speech heard ${((p - stoppedAt) / SR) * 1000} ms after the interruption`).toBe(false);
+    // After the clear, only silence reaches the device: what it held is dropped, the chunk it was taking too
+    // (the 10 ms it was playing may finish).
+    for (let p = stoppedAt + (SR * 10) / 1000; p < device.played; p += SR / 100) expect(device.heardAt(p), `speech heard ${((p - stoppedAt) / SR) * 1000} ms after the interruption`).toBe(false);
     expect(playout.frameAt().mouth).toBeNull();
+  });
+
+  it('keeps a real-time sender\'s slack: its reply is not hurried into the sink, so a late chunk leaves no silence inside it', async () => {
+    const { clock, device, playout, advance } = setup({ queueMs: 100 });
+    playout.start();
+    await advance(1000);
+    const epoch = playout.epoch;
+    const sentAt = clock.t;
+    playout.begin('live');
+    // 2 s of speech streamed in real time, 20 ms at a time; one chunk comes 60 ms late (then the sender catches up).
+    const chunk = SR / 50;
+    let heardAt = -1;
+    for (let i = 0; i < 100; i++) {
+      const late = i === 40 ? 3 : i > 40 && i < 44 ? 0 : 1;
+      if (i === 44) for (let k = 0; k < 3; k++) playout.push('live', tone(chunk));
+      playout.push('live', tone(chunk));
+      for (let step = 0; step < (i === 40 ? 80 : late === 0 ? 0 : 20); step++) {
+        await advance(1);
+        if (heardAt < 0 && device.heardAt(device.truePosition())) heardAt = clock.t;
+      }
+    }
+    playout.end('live');
+    await advance(500);
+    // Heard after its start buffer and the queue (100 + 100 ms), as before: only a faster sender starts sooner.
+    expect(heardAt - sentAt).toBeGreaterThan(150);
+    expect(heardAt - sentAt).toBeLessThanOrEqual(230);
+    expect(playout.epoch).toBe(epoch);
+    expect(playout.health.starvedMs).toBe(0);
+    await playout.stop();
+  });
+
+  it('starts a reply at once: the silence queued in the sink ahead of it is dropped, not played first; a reply still playing is heard to its end', async () => {
+    const { clock, device, events, playout, advance } = setup({ queueMs: 100 });
+    playout.start();
+    await advance(1000);
+    const epoch = playout.epoch;
+    const due = playout.frameAt().frame;
+    const drawnAhead = due + 2;
+    const pushedAt = clock.t;
+    playout.begin('a');
+    playout.push('a', tone(SR));
+    playout.end('a');
+    // The device hears the reply within one of its 10 ms steps, not after the 100 ms of queued silence.
+    let heardAt = -1;
+    while (clock.t < pushedAt + 200 && heardAt < 0) {
+      await advance(1);
+      if (device.heardAt(device.truePosition())) heardAt = clock.t;
+    }
+    expect(heardAt - pushedAt, 'ms from the reply arriving to its first sample playing').toBeLessThanOrEqual(20);
+    expect(events).toEqual([{ type: 'started', segmentId: 'a' }]);
+    // Frames drawn ahead before it showed silence where the reply now plays: no longer current. The frame shown then still is.
+    expect(playout.epoch).not.toBe(epoch);
+    expect(playout.frameCurrent(drawnAhead, epoch)).toBe(false);
+    expect(playout.frameCurrent(due - 1, epoch)).toBe(true);
+    expect(playout.frameCurrent(drawnAhead, playout.epoch)).toBe(true);
+    // The mouth opens with the sound.
+    await advance(100);
+    expect(playout.frameAt().mouth?.open).toBeGreaterThan(0);
+    // A second reply arriving while the first plays waits for it: nothing of the first is dropped.
+    await advance(400);
+    const before = playout.epoch;
+    playout.begin('b');
+    playout.push('b', tone(SR * 0.5));
+    playout.end('b');
+    await advance(1200);
+    expect(playout.epoch).toBe(before);
+    expect(events.filter((e) => e.type === 'finished')).toEqual([
+      { type: 'finished', segmentId: 'a', positionSeconds: 1, interrupted: false },
+      { type: 'finished', segmentId: 'b', positionSeconds: 0.5, interrupted: false },
+    ]);
+    await playout.stop();
+  });
+
+  it('keeps its clock through interruptions: the chunk the sink held when cleared never plays, and is not counted', async () => {
+    const { clock, device, playout, advance } = setup({ ppm: 300 });
+    playout.start();
+    const offsets: number[] = [];
+    const levels: number[] = [];
+    let lastFrame = -1;
+    await advance(1000);
+    for (let i = 0; i < 40; i++) {
+      playout.begin(`s${i}`);
+      playout.push(`s${i}`, tone(SR * 2));
+      playout.end(`s${i}`);
+      const until = clock.t + 400 + (i % 7) * 37;
+      while (clock.t < until) {
+        const { frame, level } = playout.frameAt(clock.t, lastFrame);
+        if (frame !== lastFrame) {
+          lastFrame = frame;
+          offsets.push(((frame * SPF - device.truePosition()) * 1000) / SR);
+          levels.push(level);
+        }
+        await advance(Math.max(0.5, Math.min(10, playout.msUntilFrame(lastFrame + 1, clock.t))));
+      }
+      playout.interrupt();
+      await advance(300);
+    }
+    await playout.stop();
+    // Counting a dropped chunk would put the clock 20 ms further ahead at each interruption. A frame
+    // or two just after one may be up to two of the sink's 10 ms steps behind (the clock restarts
+    // from when the sink took the first new chunk), and are back on their audio from the next.
+    const late = offsets.slice(-100).map(Math.abs).sort((a, b) => a - b);
+    expect(late[50], 'median |A/V offset| near the end, ms').toBeLessThanOrEqual(3);
+    expect(late.at(-1), 'worst |A/V offset| near the end, ms').toBeLessThanOrEqual(20);
+    // The clock restarts on a whole sample (a drifting device makes positions fractional): the audio laid out after it is read back.
+    expect(levels.every(Number.isFinite)).toBe(true);
+    expect(levels.filter((l) => l > 3000).length).toBeGreaterThan(levels.length / 2);
   });
 
   it('waits for a little audio before starting a segment, rides out a slow producer, and finishes an empty segment at once', async () => {

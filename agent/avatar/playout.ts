@@ -55,6 +55,8 @@ export interface SpeechPlayoutOptions {
   onSegment?: (segmentId: string) => void;
   /** Every chunk handed to the sink, with the playout sample it plays at (for recording). */
   onPushed?: (at: number, pcm: Int16Array) => void;
+  /** What was handed to the sink from playout sample `from` on was dropped unplayed (an interruption, or speech starting). */
+  onDropped?: (from: number) => void;
   /** Milliseconds, monotonic. */
   now?: () => number;
   /** Samples per pushed chunk; default 20 ms. */
@@ -161,6 +163,14 @@ export class SpeechPlayout {
    */
   private anchors: { at: number; position: number }[] = [];
   private floor = 0;
+  /**
+   * Set when the sink's queue was dropped: the clock holds at the position it had until the next
+   * chunk is accepted (the sink plays nothing in between), and then runs from there.
+   */
+  private restarting = false;
+  private epochValue = 0;
+  /** The playout sample from which audio was last dropped (what plays before it did not change). */
+  private lastDrop = 0;
   private running = false;
   private pump: Promise<void> | null = null;
 
@@ -237,6 +247,7 @@ export class SpeechPlayout {
     this.buffered += part.length;
     if (seg.mouthStream) seg.mouthQueue.push(part);
     this.feedMouth(seg);
+    this.startSpeechNow();
     return part.length === pcm.length;
   }
 
@@ -248,20 +259,28 @@ export class SpeechPlayout {
     this.feedMouth(seg);
     // An empty segment finishes at once (nothing to play).
     if (seg.received === 0 && seg.startAt === null) this.finish(seg, false);
+    else this.startSpeechNow();
   }
 
   /** `lk.clear_buffer`: stop speaking now. Every unfinished segment is reported interrupted. */
   interrupt(): void {
     const position = this.position();
     this.interruptAll(position);
-    this.sink.clear();
-    // The sink's queue is gone: what is accepted from now on plays right after `position`.
-    this.accepted = Math.max(this.floor, Math.round(position));
-    this.acceptedAt = this.now();
-    this.anchors = [{ at: this.acceptedAt, position: this.accepted }];
-    this.spans = this.spans.filter((s) => s.start < this.accepted);
-    const last = this.spans[this.spans.length - 1];
-    if (last && last.start + last.length > this.accepted) last.length = this.accepted - last.start;
+    this.dropQueued(position);
+  }
+
+  /**
+   * Changes whenever audio handed to the sink is dropped unplayed (an interruption, or speech
+   * starting in place of queued silence): a frame drawn ahead before then may show what no longer plays.
+   */
+  get epoch(): number {
+    return this.epochValue;
+  }
+
+  /** Whether frame `frame`, drawn at playout epoch `epoch`, still shows what plays: no audio it covers was dropped since. */
+  frameCurrent(frame: number, epoch: number): boolean {
+    if (epoch === this.epochValue) return true;
+    return epoch === this.epochValue - 1 && (frame + 1) * this.samplesPerFrame <= this.lastDrop;
   }
 
   /** Audio held, received and not yet handed to the sink, in seconds. */
@@ -277,6 +296,7 @@ export class SpeechPlayout {
   /** Playout position (samples since the pump started) at `now`. Never goes back, nor past what the sink was given. */
   position(now = this.now()): number {
     if (!this.running && this.accepted === 0) return 0;
+    if (this.restarting) return this.floor;
     const best = this.anchors[0]!;
     const p = best.position + ((now - best.at) * this.sampleRate) / 1000;
     this.floor = Math.max(this.floor, Math.min(p, this.accepted), 0);
@@ -379,8 +399,48 @@ export class SpeechPlayout {
     }
   }
 
+  /**
+   * A segment that has arrived ahead of time starts now, in place of the silence queued in the sink
+   * ahead of it: that silence (the sink's whole queue, 100 ms by default) would otherwise delay the
+   * reply. Ahead of time: all of it is here, or enough to fill the sink and still hold its start
+   * buffer (a sender faster than real time, as most TTS is). A sender streaming in real time keeps
+   * the slack it had: its reply starts behind the queued silence, since filling the sink at once
+   * would use up its start buffer and a chunk coming late would leave silence inside the reply.
+   * Only silence is dropped: a segment still playing out is heard to its end first.
+   */
+  private startSpeechNow(): void {
+    if (!this.running || this.restarting) return;
+    const head = this.segments.find((s) => !s.done);
+    if (!head || head.startAt !== null || head.buffered === 0) return;
+    if (!head.inputEnded && head.buffered < this.startBuffer + this.sink.queueSamples) return;
+    const position = this.position();
+    if (this.spans.some((s) => s.segment !== null && s.start + s.length > position)) return;
+    this.dropQueued(position);
+  }
+
+  /**
+   * Drops what the sink holds beyond `position` (the chunk it is accepting included: the native
+   * queue already holds it). What is accepted from then on plays from `position`.
+   */
+  private dropQueued(position: number): void {
+    this.sink.clear();
+    this.epochValue++;
+    // A whole sample (the position is fractional): chunks are laid out from here, sample by sample.
+    this.accepted = Math.ceil(Math.max(this.floor, position));
+    this.lastDrop = this.accepted;
+    this.floor = this.accepted;
+    this.acceptedAt = this.now();
+    this.anchors = [{ at: this.acceptedAt, position: this.accepted }];
+    this.restarting = true;
+    this.spans = this.spans.filter((s) => s.start < this.accepted);
+    const last = this.spans[this.spans.length - 1];
+    if (last && last.start + last.length > this.accepted) last.length = this.accepted - last.start;
+    this.o.onDropped?.(this.accepted);
+  }
+
   private async runPump(): Promise<void> {
     while (this.running) {
+      const epoch = this.epochValue;
       const pcm = this.nextChunk();
       try {
         await this.sink.capture(pcm);
@@ -390,7 +450,18 @@ export class SpeechPlayout {
         await new Promise<void>((r) => setTimeout(r, (this.chunkSamples * 1000) / this.sampleRate));
         continue;
       }
+      // Dropped with the rest of the sink's queue while it waited: none of it plays.
+      if (epoch !== this.epochValue) continue;
       const now = this.now();
+      if (this.restarting) {
+        // The first chunk after a drop: the sink was empty, so it plays from now.
+        this.restarting = false;
+        this.anchors = [{ at: now, position: this.accepted }];
+        this.accepted += pcm.length;
+        this.acceptedAt = now;
+        this.settle(this.position());
+        continue;
+      }
       // Accepted once the queue is back to its size: a gap longer than the queue lasts means it ran dry.
       const gapMs = now - this.acceptedAt - (this.sink.queueSamples * 1000) / this.sampleRate;
       if (this.accepted > 0 && gapMs > 0) {

@@ -71,7 +71,7 @@ describe('call recorder', () => {
       rec.video(n, frame);
       // Video then runs more than the MP4 writer lets a track run ahead: writes of one track must not wait behind the other's.
       if (n % FPS === 0) rec.flushAudio(n * SPF - 0.3 * SR);
-      maxPending = Math.max(maxPending, (rec as unknown as { mix: Int32Array }).mix.length);
+      maxPending = Math.max(maxPending, rec.heldSamples);
       // Five times real time: frames come at 8 ms intervals, as a call's come at 40 ms.
       await new Promise((r) => setTimeout(r, 8));
     }
@@ -83,5 +83,33 @@ describe('call recorder', () => {
     expect(Math.abs(d.video - seconds)).toBeLessThan(0.2);
     // Memory stays flat: only the not-yet-written part of the mix is held (a few seconds at most).
     expect(maxPending).toBeLessThan(SR * 4);
+  });
+
+  it("leaves out the avatar's audio that was dropped unplayed (an interruption), and keeps the user's", { timeout: 60_000 }, async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'recorder-'));
+    const file = path.join(dir, 'call.mp4');
+    const w = 64;
+    const rec = new CallRecorder({ path: file, width: w, height: w, fps: FPS, sampleRate: SR, startFrame: 0, startSample: 0 });
+    const frame = new Uint8Array(i420Size(w, w)).fill(128);
+    for (let n = 0; n < 2 * FPS; n++) {
+      // The avatar's audio is handed over 100 ms ahead of playout; at 1 s it is interrupted.
+      if (n < FPS) rec.avatarAudio((n + 2.5) * SPF, new Int16Array(SPF).fill(4000));
+      if (n === FPS) rec.avatarAudioDropped(n * SPF);
+      rec.userAudio(n * SPF, new Int16Array(SPF).fill(300));
+      rec.video(n, frame);
+      if (n % 5 === 0) rec.flushAudio(n * SPF - 0.15 * SR);
+    }
+    await rec.finish(2 * FPS * SPF);
+    const r = spawnSync(resolveFfmpegPath(), ['-v', 'error', '-i', file, '-f', 's16le', '-ac', '1', '-ar', String(SR), '-'], { maxBuffer: 1 << 26 });
+    const pcm = new Int16Array(r.stdout.buffer, r.stdout.byteOffset, r.stdout.length >> 1);
+    const level = (from: number, to: number) => {
+      let sum = 0;
+      for (let i = Math.round(from * SR); i < Math.round(to * SR); i++) sum += pcm[i]!;
+      return sum / ((to - from) * SR);
+    };
+    // AAC keeps a DC level only roughly: compare the bands, not exact values.
+    expect(level(0.5, 0.95)).toBeGreaterThan(3000);
+    expect(level(1.02, 1.09)).toBeLessThan(800);
+    expect(level(1.02, 1.09)).toBeGreaterThan(100);
   });
 });

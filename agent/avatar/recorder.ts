@@ -35,8 +35,11 @@ export class CallRecorder {
   private hasFrame = false;
   /** Copies of frames waiting in the video chain, reused once written (no allocation per frame). */
   private readonly spareFrames: Uint8Array[] = [];
-  /** Mixed audio not yet written, from sample `mixBase` (absolute playout index). */
-  private mix = new Int32Array(0);
+  /**
+   * Audio not yet written, from sample `mixBase` (absolute playout index): the avatar's and the
+   * user's apart, mixed as they are written, so that avatar audio dropped unplayed can be taken out.
+   */
+  private readonly pending = { avatar: new Int32Array(0), user: new Int32Array(0) };
   private mixBase: number;
   private written: number;
   // One chain per track: the MP4 writer makes a write wait while its track is ahead of the other,
@@ -56,12 +59,23 @@ export class CallRecorder {
 
   /** The avatar's audio pushed at playout sample `at`. */
   avatarAudio(at: number, pcm: Int16Array): void {
-    this.add(at, pcm);
+    this.add('avatar', at, pcm);
+  }
+
+  /** The avatar's audio pushed from playout sample `from` on was dropped unplayed (an interruption): it is not heard. */
+  avatarAudioDropped(from: number): void {
+    const buf = this.pending.avatar;
+    buf.fill(0, Math.max(0, Math.min(buf.length, Math.round(from) - this.mixBase)));
+  }
+
+  /** Audio samples held, not yet written (what the recorder's memory grows with). */
+  get heldSamples(): number {
+    return Math.max(this.pending.avatar.length, this.pending.user.length);
   }
 
   /** The user's audio, heard at playout sample `at`. */
   userAudio(at: number, pcm: Int16Array): void {
-    this.add(at, pcm);
+    this.add('user', at, pcm);
   }
 
   /** Frame `n` of the call as published, I420 (copied: the caller may reuse its buffer). */
@@ -95,14 +109,17 @@ export class CallRecorder {
     const n = end - this.written;
     const out = new Int16Array(n);
     const from = this.written - this.mixBase;
+    const { avatar, user } = this.pending;
     for (let i = 0; i < n; i++) {
-      const v = this.mix[from + i] ?? 0;
+      const v = (avatar[from + i] ?? 0) + (user[from + i] ?? 0);
       out[i] = v > 32767 ? 32767 : v < -32768 ? -32768 : v;
     }
     this.written = end;
-    // Drop what is written from the mix buffer.
-    const keep = this.mix.subarray(Math.min(this.mix.length, end - this.mixBase));
-    this.mix = keep.slice();
+    // Drop what is written from the buffers.
+    for (const track of ['avatar', 'user'] as const) {
+      const buf = this.pending[track];
+      this.pending[track] = buf.slice(Math.min(buf.length, end - this.mixBase));
+    }
     this.mixBase = end;
     this.enqueue('audio', () => this.writer.writeAudio(out));
   }
@@ -125,16 +142,17 @@ export class CallRecorder {
     await this.writer.abort();
   }
 
-  private add(at: number, pcm: Int16Array): void {
+  private add(track: 'avatar' | 'user', at: number, pcm: Int16Array): void {
     const from = Math.round(at) - this.mixBase;
     if (from + pcm.length <= 0) return; // already written (late audio is dropped)
     const need = from + pcm.length;
-    if (need > this.mix.length) {
-      const grown = new Int32Array(Math.max(need, this.mix.length * 2));
-      grown.set(this.mix);
-      this.mix = grown;
+    let buf = this.pending[track];
+    if (need > buf.length) {
+      const grown = new Int32Array(Math.max(need, buf.length * 2));
+      grown.set(buf);
+      buf = this.pending[track] = grown;
     }
-    for (let i = Math.max(0, -from); i < pcm.length; i++) this.mix[from + i]! += pcm[i]!;
+    for (let i = Math.max(0, -from); i < pcm.length; i++) buf[from + i]! += pcm[i]!;
   }
 
   private enqueue(track: 'video' | 'audio', write: () => Promise<void>): void {

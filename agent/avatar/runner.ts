@@ -86,9 +86,15 @@ export interface DueFrame extends FrameJob {
   frame: number;
   /** Loudness of the audio playing at that frame (for the sync marker). */
   level: number;
+  /** The playout's epoch it was drawn for (SpeechPlayout.epoch): drawn before audio was dropped, it may show what no longer plays. */
+  epoch: number;
 }
 
 const VIDEO_MAX_BITRATE = 1_200_000n;
+/** How long one step of ending a call may take before the end goes on without it. */
+const END_STEP_MS = 5000;
+/** Tries at joining a call's room (connect and publish) before the call fails. */
+const JOIN_ATTEMPTS = 2;
 /**
  * Frames drawn ahead of playout, at most: 80 ms of slack for a batch on a busy machine. A frame is
  * drawn ahead only once its audio is queued and its mouth known (SpeechPlayout.frameKnown).
@@ -113,7 +119,8 @@ function seedOf(id: string): number {
 export class AvatarRunner {
   readonly spec: CallSpec;
   private readonly log: Logger;
-  private readonly room = new Room();
+  /** The call's room connection (a new one when joining had to be tried again). */
+  private room = new Room();
   private body!: Body;
   private playout!: SpeechPlayout;
   private receiver!: AvatarAudioReceiver;
@@ -127,6 +134,7 @@ export class AvatarRunner {
   private scratch: Uint8Array = new Uint8Array(0);
   private lastShown = -1;
   private lastQueued = -1;
+  private epoch = 0;
   private readonly ready = new Map<number, { job: DueFrame; i420: Uint8Array }>();
   private readonly held: string[] = [];
   private readonly loaded = new Map<string, ClipMedia>();
@@ -172,19 +180,47 @@ export class AvatarRunner {
       onEvent: (e) => this.receiver.onPlayoutEvent(e),
       onSegment: () => this.ctx.observer?.speechArrived(this.spec.sessionId),
       onPushed: (at, pcm) => this.recorder?.avatarAudio(at, pcm),
+      onDropped: (from) => this.recorder?.avatarAudioDropped(from),
     });
-    this.receiver = new AvatarAudioReceiver({ room: this.room, playout: this.playout, senderIdentity: this.spec.agentIdentity, log: this.log });
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.join();
+        break;
+      } catch (err) {
+        if (attempt >= JOIN_ATTEMPTS || this.ending) throw err;
+        // Seen now and then on the local test server: the room is joined but a track's
+        // publication is never answered (rtc-node gives up after 10 s). A new connection publishes.
+        this.log.warn({ err, attempt }, 'could not join the call; joining again');
+        const failed = this.room;
+        this.room = new Room();
+        await failed.disconnect().catch(() => {});
+      }
+    }
+    this.playout.start();
+    await this.reporter.joined();
+    this.observe(this.spec.avatarIdentity, 'avatar', 'joined');
+    this.log.info({ ms: Math.round(performance.now() - t0), width: this.width, height: this.height }, 'avatar joined the call');
 
-    this.room.on(RoomEvent.ParticipantConnected, (p) => this.onParticipant(p, 'joined'));
-    this.room.on(RoomEvent.ParticipantDisconnected, (p) => this.onParticipant(p, 'left'));
-    this.room.on(RoomEvent.TrackSubscribed, (track, pub, p) => this.onTrack(track, pub, p));
-    this.room.on(RoomEvent.TrackUnsubscribed, (_track, pub, p) => this.closeUserAudio(p.identity, pub.sid));
-    this.room.on(RoomEvent.Reconnected, () => this.observe(this.spec.avatarIdentity, 'avatar', 'reconnected'));
-    this.room.on(RoomEvent.Disconnected, () => void this.end('room_closed'));
+    for (const p of this.room.remoteParticipants.values()) this.onParticipant(p, 'joined');
+    this.timers.push(setTimeout(() => void (this.startedAt ? undefined : this.end('user_never_joined')), this.ctx.userJoinTimeoutMs));
+    this.timers.push(setInterval(() => void this.heartbeat(), this.ctx.heartbeatMs));
+  }
 
-    await this.room.connect(this.ctx.livekit.url, await this.token(), { autoSubscribe: true, dynacast: false });
+  /** Connects to the call's room as the avatar, answers its RPCs and publishes its audio and video. */
+  private async join(): Promise<void> {
+    const room = this.room;
+    this.receiver = new AvatarAudioReceiver({ room, playout: this.playout, senderIdentity: this.spec.agentIdentity, log: this.log });
+
+    room.on(RoomEvent.ParticipantConnected, (p) => this.onParticipant(p, 'joined'));
+    room.on(RoomEvent.ParticipantDisconnected, (p) => this.onParticipant(p, 'left'));
+    room.on(RoomEvent.TrackSubscribed, (track, pub, p) => this.onTrack(track, pub, p));
+    room.on(RoomEvent.TrackUnsubscribed, (_track, pub, p) => this.closeUserAudio(p.identity, pub.sid));
+    room.on(RoomEvent.Reconnected, () => this.observe(this.spec.avatarIdentity, 'avatar', 'reconnected'));
+    room.on(RoomEvent.Disconnected, () => void (room === this.room ? this.end('room_closed') : undefined));
+
+    await room.connect(this.ctx.livekit.url, await this.token(), { autoSubscribe: true, dynacast: false });
     this.receiver.start();
-    const lp = this.room.localParticipant!;
+    const lp = room.localParticipant!;
     lp.registerRpcMethod(RPC_PLAY_ACTION, async (data) => {
       if (data.callerIdentity !== this.spec.agentIdentity) return 'reject';
       let actionId: unknown;
@@ -210,14 +246,6 @@ export class AvatarRunner {
       LocalVideoTrack.createVideoTrack('avatar_video', this.videoSource),
       new TrackPublishOptions({ source: TrackSource.SOURCE_CAMERA, stream, simulcast: false, videoEncoding: { maxFramerate: this.ctx.fps, maxBitrate: VIDEO_MAX_BITRATE } }),
     );
-    this.playout.start();
-    await this.reporter.joined();
-    this.observe(this.spec.avatarIdentity, 'avatar', 'joined');
-    this.log.info({ ms: Math.round(performance.now() - t0), width: this.width, height: this.height }, 'avatar joined the call');
-
-    for (const p of this.room.remoteParticipants.values()) this.onParticipant(p, 'joined');
-    this.timers.push(setTimeout(() => void (this.startedAt ? undefined : this.end('user_never_joined')), this.ctx.userJoinTimeoutMs));
-    this.timers.push(setInterval(() => void this.heartbeat(), this.ctx.heartbeatMs));
   }
 
   /**
@@ -226,6 +254,7 @@ export class AvatarRunner {
    */
   nextToRender(now: number): DueFrame | null {
     if (this.ending || !this.playout) return null;
+    this.forgetStaleFrames();
     const due = this.playout.frameAt(now, this.lastShown).frame;
     const k = Math.max(due, this.lastQueued + 1);
     if (k > due + DRAW_AHEAD) return null;
@@ -243,12 +272,24 @@ export class AvatarRunner {
       target: this.buffers[k % this.buffers.length]!,
       scratch: this.scratch,
       level: content.level,
+      epoch: this.epoch,
     };
   }
 
   /** A drawn frame, kept until its time comes. */
   rendered(job: DueFrame, i420: Uint8Array): void {
-    if (!this.ending && job.frame > this.lastShown) this.ready.set(job.frame, { job, i420 });
+    if (!this.ending && job.frame > this.lastShown && this.playout.frameCurrent(job.frame, job.epoch)) this.ready.set(job.frame, { job, i420 });
+  }
+
+  /** Audio was dropped since frames were drawn ahead (speech started, or an interruption): those it covered are drawn again. */
+  private forgetStaleFrames(): void {
+    if (this.playout.epoch === this.epoch) return;
+    const drawnAt = this.epoch;
+    this.epoch = this.playout.epoch;
+    for (const k of [...this.ready.keys()]) if (!this.playout.frameCurrent(k, drawnAt)) this.ready.delete(k);
+    let kept = this.lastShown;
+    while (kept < this.lastQueued && this.playout.frameCurrent(kept + 1, drawnAt)) kept++;
+    this.lastQueued = kept;
   }
 
   /**
@@ -265,6 +306,7 @@ export class AvatarRunner {
   /** Publishes the frame due now, if it is drawn (and records it); true when one was. A frame not drawn in time is skipped. */
   showDue(now: number): boolean {
     if (this.ending || !this.playout) return false;
+    this.forgetStaleFrames();
     const due = this.playout.frameAt(now, this.lastShown).frame;
     if (due <= this.lastShown) return false;
     const drawn = this.ready.get(due);
@@ -298,25 +340,36 @@ export class AvatarRunner {
     this.ending = (async () => {
       for (const t of this.timers) clearTimeout(t);
       this.log.info({ reason, audio: this.audioHealth }, 'call ending');
-      await this.playout?.stop().catch(() => {});
+      // Each step is bounded: one that hangs (a native call, the database) must not keep the call's
+      // slot, nor a draining worker, forever. What a bounded step left undone, the API's janitor settles.
+      await this.endStep('stop the audio', () => this.playout?.stop());
       this.receiver?.stop();
-      await Promise.all([...this.userAudio.values()].map((u) => u.close()));
+      await this.endStep('close the user audio', () => Promise.all([...this.userAudio.values()].map((u) => u.close())));
       const endSample = this.playout?.position() ?? 0;
       // Reported before leaving: the avatar's leave reaches the API as a webhook, which would
       // otherwise end the call first, as avatar_left.
-      await this.reporter.ended(reason, at).catch((err: unknown) => this.log.error({ err }, 'could not report the end of the call'));
-      await this.room.disconnect().catch(() => {});
+      await this.endStep('report the end', () => this.reporter.ended(reason, at).catch((err: unknown) => this.log.error({ err }, 'could not report the end of the call')));
+      await this.endStep('leave the room', () => this.room.disconnect());
       if (this.spec.ownsRoom) {
         const http = this.ctx.livekit.url.replace(/^ws/, 'http');
-        await new RoomServiceClient(http, this.ctx.livekit.apiKey, this.ctx.livekit.apiSecret).deleteRoom(this.spec.roomName).catch(() => {});
+        await this.endStep('close the room', () => new RoomServiceClient(http, this.ctx.livekit.apiKey, this.ctx.livekit.apiSecret).deleteRoom(this.spec.roomName));
       }
-      await this.audioSource?.close().catch(() => {});
+      await this.endStep('close the audio source', () => this.audioSource?.close());
       for (const key of this.held) this.ctx.media.release(key);
       this.onEnd(this);
       this.resolveEnded(reason);
       await this.finishRecording(endSample);
     })();
     return this.ending;
+  }
+
+  /** One step of ending a call (its failure ignored: the end goes on): after END_STEP_MS the end goes on without it. */
+  private async endStep(step: string, run: () => Promise<unknown> | undefined): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), END_STEP_MS)));
+    const outcome = await Promise.race([Promise.resolve(run()).catch(() => {}), late]);
+    clearTimeout(timer);
+    if (outcome === 'late') this.log.warn({ step, ms: END_STEP_MS }, 'a step of ending the call did not finish in time; going on');
   }
 
   get reason(): EndReason | null {
