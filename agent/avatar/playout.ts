@@ -453,18 +453,13 @@ export class SpeechPlayout {
       // Dropped with the rest of the sink's queue while it waited: none of it plays.
       if (epoch !== this.epochValue) continue;
       const now = this.now();
+      // Accepted once the queue is back to its size: a gap longer than the queue lasts means it ran dry.
+      const gapMs = now - this.acceptedAt - (this.sink.queueSamples * 1000) / this.sampleRate;
       if (this.restarting) {
         // The first chunk after a drop: the sink was empty, so it plays from now.
         this.restarting = false;
         this.anchors = [{ at: now, position: this.accepted }];
-        this.accepted += pcm.length;
-        this.acceptedAt = now;
-        this.settle(this.position());
-        continue;
-      }
-      // Accepted once the queue is back to its size: a gap longer than the queue lasts means it ran dry.
-      const gapMs = now - this.acceptedAt - (this.sink.queueSamples * 1000) / this.sampleRate;
-      if (this.accepted > 0 && gapMs > 0) {
+      } else if (this.accepted > 0 && gapMs > 0) {
         this.health.underruns++;
         this.health.underrunMs += gapMs;
         // The sink played all it had and waited: what it was given last plays from now.
