@@ -15,8 +15,8 @@ import type { CallRecordingSink, CallReporter, CallSpec } from './call.ts';
 import { DecodedFrames, MediaCache } from './media.ts';
 import { BatchRenderer } from './renderer.ts';
 import { AvatarRunner, type CallObserver, type DueFrame, type HostContext } from './runner.ts';
+import { TICK_MS, nextTick } from './tick.ts';
 
-export const TICK_MS = 10;
 const STATS_EVERY_MS = 10_000;
 
 export interface AvatarHostOptions {
@@ -166,9 +166,7 @@ export class AvatarHost {
       const took = performance.now() - now;
       this.tickStats.ticks++;
       this.tickStats.maxTickMs = Math.max(this.tickStats.maxTickMs, took);
-      next += TICK_MS;
-      // Behind by more than a few ticks (a stall): start again from now rather than race to catch up.
-      if (performance.now() - next > 5 * TICK_MS) next = performance.now();
+      next = nextTick(next, performance.now());
       // Wake when the next frame of any call is due, if that comes before the next tick: a frame
       // shown as soon as it is due keeps the intervals viewers see even (not rounded to ticks).
       const after = performance.now();
