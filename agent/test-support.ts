@@ -69,6 +69,8 @@ export class Viewer {
   readonly audio: HeardChunk[] = [];
   /** The transcripts agents publish to the room (`lk.transcription`), one per stream, as each closes. */
   readonly transcripts: { identity: string; text: string; at: number }[] = [];
+  /** The codec of the watched participant's video, as the room announced it (e.g. `video/H264`). */
+  videoMimeType: string | undefined;
   private readonly loops: Promise<void>[] = [];
 
   constructor(private readonly watch: string) {}
@@ -80,8 +82,9 @@ export class Viewer {
 
   /** Joins with a token (a mint's participant_token). */
   async connect(url: string, participantToken: string): Promise<void> {
-    this.room.on(RoomEvent.TrackSubscribed, (track, _pub, p) => {
+    this.room.on(RoomEvent.TrackSubscribed, (track, pub, p) => {
       if (p.identity !== this.watch) return;
+      if (track.kind === TrackKind.KIND_VIDEO) this.videoMimeType = pub.mimeType;
       this.loops.push(track.kind === TrackKind.KIND_VIDEO ? this.readVideo(track) : this.readAudio(track));
     });
     this.room.registerTextStreamHandler('lk.transcription', (reader, { identity }) => {

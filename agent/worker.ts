@@ -98,6 +98,7 @@ export async function startAgentWorker(services: Services, opts: AgentWorkerOpti
     frameMemoryBytes: config.AGENT_FRAME_MEMORY_MB * 2 ** 20,
     audioQueueMs: config.AGENT_AUDIO_QUEUE_MS,
     speechStartMs: config.AGENT_SPEECH_START_MS,
+    videoCodec: config.AGENT_VIDEO_CODEC,
     mouthAnalysis,
     heartbeatMs: heartbeatIntervalMs(config.LIVE_HEARTBEAT_TIMEOUT_SECONDS),
     ...(opts.syncMarker ? { syncMarker: true } : {}),

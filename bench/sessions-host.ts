@@ -26,7 +26,11 @@ const env = process.env as Record<string, string>;
 const storage = new LocalStorage(env.BENCH_STORE!, new MediaSigner('s'.repeat(32)), 'http://localhost');
 const log = createLogger('warn');
 // The worker's own settings, validated as the worker validates them.
-const audio = loadConfig({ AGENT_AUDIO_QUEUE_MS: env.AGENT_AUDIO_QUEUE_MS ?? '', AGENT_SPEECH_START_MS: env.AGENT_SPEECH_START_MS ?? '' });
+const settings = loadConfig({
+  AGENT_AUDIO_QUEUE_MS: env.AGENT_AUDIO_QUEUE_MS ?? '',
+  AGENT_SPEECH_START_MS: env.AGENT_SPEECH_START_MS ?? '',
+  AGENT_VIDEO_CODEC: env.AGENT_VIDEO_CODEC ?? '',
+});
 
 interface CallStats {
   shown: number[];
@@ -57,8 +61,9 @@ const host = new AvatarHost({
   log,
   workDir: path.join(os.tmpdir(), `bench-host-${process.pid}`),
   userJoinTimeoutMs: 3_600_000,
-  audioQueueMs: audio.AGENT_AUDIO_QUEUE_MS,
-  speechStartMs: audio.AGENT_SPEECH_START_MS,
+  audioQueueMs: settings.AGENT_AUDIO_QUEUE_MS,
+  speechStartMs: settings.AGENT_SPEECH_START_MS,
+  videoCodec: settings.AGENT_VIDEO_CODEC,
   observer: {
     frameShown(sessionId, _frame, mouth) {
       const s = stats.get(sessionId);

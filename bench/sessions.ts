@@ -28,6 +28,7 @@ import type { BenchModule, BenchReport } from './types.ts';
  *
  *   npm run bench -- sessions [--steps=1,2,4,6,8,10,12] [--seconds=12] [--warmup=4] [--sender=realtime|burst]
  *                             [--audio-queue-ms=100] [--speech-start-ms=100]   (AGENT_AUDIO_QUEUE_MS, AGENT_SPEECH_START_MS)
+ *                             [--video-codec=h264|vp8]                        (AGENT_VIDEO_CODEC)
  */
 
 const HOST = fileURLToPath(new URL('./sessions-host.ts', import.meta.url));
@@ -100,6 +101,7 @@ export const sessions: BenchModule = {
     const seconds = Number(flags.seconds ?? 12);
     const warmup = Number(flags.warmup ?? 4);
     const pace = flags.sender ?? 'realtime';
+    const codec = flags['video-codec'] ?? process.env.AGENT_VIDEO_CODEC ?? 'h264';
     if (pace !== 'realtime' && pace !== 'burst') throw new Error(`--sender must be realtime or burst, not ${pace}`);
     initializeLogger({ pretty: false, level: 'fatal' });
     // agents-js's sender leaves a stream pending when its room disconnects (rtc-node aborts it): not a benchmark failure.
@@ -125,6 +127,7 @@ export const sessions: BenchModule = {
         NODE_ENV: 'production',
         AGENT_AUDIO_QUEUE_MS: flags['audio-queue-ms'] ?? process.env.AGENT_AUDIO_QUEUE_MS ?? '',
         AGENT_SPEECH_START_MS: flags['speech-start-ms'] ?? process.env.AGENT_SPEECH_START_MS ?? '',
+        AGENT_VIDEO_CODEC: flags['video-codec'] ?? process.env.AGENT_VIDEO_CODEC ?? '',
       },
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
@@ -202,8 +205,8 @@ export const sessions: BenchModule = {
     const header = Object.keys(rows[0] ?? { calls: 0 });
     const table = [header.join('\t'), ...rows.map((r) => header.map((h) => String(r[h])).join('\t'))].join('\n');
     return {
-      results: { largestN: best, rows, loadAverageAtEnd: os.loadavg()[0] },
-      table: `${table}\n\nlargest N at >= 24 fps and p95 <= 50 ms: ${best} (${pace} sender; machine: ${os.cpus().length} cores, load ${os.loadavg()[0]!.toFixed(1)})`,
+      results: { largestN: best, rows, sender: pace, videoCodec: codec, loadAverageAtEnd: os.loadavg()[0] },
+      table: `${table}\n\nlargest N at >= 24 fps and p95 <= 50 ms: ${best} (${pace} sender, ${codec}; machine: ${os.cpus().length} cores, load ${os.loadavg()[0]!.toFixed(1)})`,
       failures,
     };
   },

@@ -145,6 +145,12 @@ describe('configuration from the environment', () => {
     expect(configError({ AGENT_AUDIO_QUEUE_MS: '65' }).message).toContain('multiple of 10');
   });
 
+  it('publishes live video as H.264 unless told VP8, and refuses any other codec', () => {
+    expect(loadConfig({})).toMatchObject({ AGENT_VIDEO_CODEC: 'h264' });
+    expect(loadConfig({ AGENT_VIDEO_CODEC: 'vp8' })).toMatchObject({ AGENT_VIDEO_CODEC: 'vp8' });
+    expect(configError({ AGENT_VIDEO_CODEC: 'av1' }).message).toContain('AGENT_VIDEO_CODEC');
+  });
+
   it('reads the realtime turn settings, with defaults and bounds', () => {
     expect(loadConfig({})).toMatchObject({ TURN_TALK_MAX_SECONDS: 60, LLM_TIMEOUT_SECONDS: 20, REALTIME_MEDIA_CACHE_SIZE: 16 });
     expect(loadConfig({ TURN_TALK_MAX_SECONDS: '120', LLM_TIMEOUT_SECONDS: '5', REALTIME_MEDIA_CACHE_SIZE: '2' })).toMatchObject({

@@ -54,6 +54,12 @@ const schema = z.object({
    */
   AGENT_AUDIO_QUEUE_MS: envInt(20, 100, 1000).refine((ms) => ms % 10 === 0, 'must be a multiple of 10'),
   AGENT_SPEECH_START_MS: envInt(0, 100, 1000),
+  /**
+   * The codec of a live call's video. H.264 (Constrained Baseline, which every WebRTC browser must
+   * decode, RFC 7742) takes about half the CPU of VP8 to encode here (docs/benchmarks.md), and the
+   * encode is most of what a call costs a worker.
+   */
+  AGENT_VIDEO_CODEC: z.preprocess(emptyAsUndefined, z.enum(['h264', 'vp8']).default('h264')),
   /** Where the worker renders: onnxruntime's CPU provider, or CUDA on GPU hosts. */
   RENDER_DEVICE: z.enum(['cpu', 'cuda']).default('cpu'),
   /** A call whose user has not joined this long after the avatar did ends, unbilled. */

@@ -139,6 +139,8 @@ describe('avatar host on the real LiveKit server', () => {
     expect(publishedFps, 'frames published per second').toBeGreaterThanOrEqual(24);
     expect(idleFps, 'frames received per second at the viewer').toBeGreaterThanOrEqual(20);
     expect(viewer.frames.at(-1)).toMatchObject({ width: 512, height: 512, marker: false });
+    // H.264 by default (half VP8's encode CPU), which every WebRTC browser decodes.
+    expect(viewer.videoMimeType?.toLowerCase()).toBe('video/h264');
 
     const sender = await agentSender(roomName);
     // Bursts at 16 kHz: the avatar resamples to its own rate.

@@ -14,7 +14,7 @@ import { AudioVisemeStream, type AudioVisemeThread } from '../../render/visemes/
 import type { CallRecordingSink, CallReporter, CallSpec } from './call.ts';
 import { DecodedFrames, MediaCache } from './media.ts';
 import { BatchRenderer } from './renderer.ts';
-import { AvatarRunner, type CallObserver, type DueFrame, type HostContext } from './runner.ts';
+import { AvatarRunner, type CallObserver, type DueFrame, type HostContext, type VideoCodecName } from './runner.ts';
 import { TICK_MS, nextTick } from './tick.ts';
 
 const STATS_EVERY_MS = 10_000;
@@ -42,6 +42,8 @@ export interface AvatarHostOptions {
   audioQueueMs?: number;
   /** Speech a segment holds before it starts playing, ms (default 100): the slack for a sender that streams in real time. */
   speechStartMs?: number;
+  /** The published video's codec (default H.264: about half the encode CPU of VP8). */
+  videoCodec?: VideoCodecName;
   /**
    * Where speech is analysed for the mouth (default: AudioVisemeStream in this thread). The worker
    * passes an AudioVisemeThread's streams: the viseme model's runs block the thread they run on.
@@ -83,6 +85,7 @@ export class AvatarHost {
       heartbeatMs: o.heartbeatMs ?? 10_000,
       audioQueueMs: o.audioQueueMs ?? 100,
       speechStartMs: o.speechStartMs ?? 100,
+      videoCodec: o.videoCodec ?? 'h264',
       mouthStream: (sampleRate, fps) => (o.mouthAnalysis ? o.mouthAnalysis.open({ sampleRate, fps }) : new AudioVisemeStream({ sampleRate, fps })),
       // Audio reaches a viewer about 30 ms after a frame captured with it (measured at an rtc-node
       // viewer by host.realtime.test.ts: the Opus frame and the receiver's jitter buffer).

@@ -22,6 +22,7 @@ import {
   TrackPublishOptions,
   TrackSource,
   VideoBufferType,
+  VideoCodec,
   VideoFrame,
   VideoSource,
   type RemoteParticipant,
@@ -65,6 +66,7 @@ export interface HostContext {
   videoDelayMs: number;
   /** Speech a segment holds before it starts playing, ms (SpeechPlayoutOptions.startBufferSamples). */
   speechStartMs: number;
+  videoCodec: VideoCodecName;
   /** A new mouth analysis of a segment's audio (AudioVisemeStream's shape; the worker's runs in a thread). */
   mouthStream: (sampleRate: number, fps: number) => MouthStream;
   /**
@@ -91,6 +93,9 @@ export interface DueFrame extends FrameJob {
 }
 
 const VIDEO_MAX_BITRATE = 1_200_000n;
+
+export type VideoCodecName = 'h264' | 'vp8';
+const VIDEO_CODECS: Record<VideoCodecName, VideoCodec> = { h264: VideoCodec.H264, vp8: VideoCodec.VP8 };
 /** How long one step of ending a call may take before the end goes on without it. */
 const END_STEP_MS = 5000;
 /** Tries at joining a call's room (connect and publish) before the call fails. */
@@ -244,7 +249,7 @@ export class AvatarRunner {
     await lp.publishTrack(LocalAudioTrack.createAudioTrack('avatar_audio', this.audioSource), new TrackPublishOptions({ source: TrackSource.SOURCE_MICROPHONE, stream }));
     await lp.publishTrack(
       LocalVideoTrack.createVideoTrack('avatar_video', this.videoSource),
-      new TrackPublishOptions({ source: TrackSource.SOURCE_CAMERA, stream, simulcast: false, videoEncoding: { maxFramerate: this.ctx.fps, maxBitrate: VIDEO_MAX_BITRATE } }),
+      new TrackPublishOptions({ source: TrackSource.SOURCE_CAMERA, stream, simulcast: false, videoCodec: VIDEO_CODECS[this.ctx.videoCodec], videoEncoding: { maxFramerate: this.ctx.fps, maxBitrate: VIDEO_MAX_BITRATE } }),
     );
   }
 
