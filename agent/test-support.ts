@@ -132,8 +132,26 @@ export class Viewer {
     return (n * 1000) / (untilMs - sinceMs);
   }
 
+  /** Leaves the room; fails (rather than hanging the test) if rtc-node's disconnect does not complete in 10 s. */
   async leave(): Promise<void> {
-    await this.room.disconnect();
+    await within(this.room.disconnect(), 10_000, `viewer of ${this.watch} leaving its room`);
+  }
+}
+
+/**
+ * `p`, or an error naming `what` once `ms` have passed: for the test's own rtc-node clients, whose
+ * calls have no time limit of their own, so a step that hangs fails with its name instead of at the
+ * test's timeout with none.
+ */
+export async function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what}: not done after ${ms / 1000} s`)), ms);
+  });
+  try {
+    return await Promise.race([p, late]);
+  } finally {
+    clearTimeout(timer);
   }
 }
 
@@ -238,9 +256,11 @@ export class Microphone {
     this.done = this.pump();
   }
 
-  /** Queues `pcm` (at the microphone's rate); resolves once it has all been sent. */
+  /** Queues `pcm` (at the microphone's rate); resolves once it has all been sent (fails if that takes 10 s longer than real time). */
   speak(pcm: Int16Array): Promise<void> {
-    return new Promise((resolve) => this.pending.push({ pcm, offset: 0, resolve }));
+    const sent = new Promise<void>((resolve) => this.pending.push({ pcm, offset: 0, resolve }));
+    const queued = this.pending.reduce((n, p) => n + p.pcm.length - p.offset, 0);
+    return within(sent, (queued / this.sampleRate) * 1000 + 10_000, 'the microphone sending an utterance');
   }
 
   private async pump(): Promise<void> {
@@ -264,6 +284,6 @@ export class Microphone {
 
   async close(): Promise<void> {
     this.running = false;
-    await this.done;
+    await within(this.done, 5_000, 'the microphone closing (a capture rtc-node never completed)');
   }
 }
