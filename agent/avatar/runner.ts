@@ -96,8 +96,8 @@ const VIDEO_MAX_BITRATE = 1_200_000n;
 
 export type VideoCodecName = 'h264' | 'vp8';
 const VIDEO_CODECS: Record<VideoCodecName, VideoCodec> = { h264: VideoCodec.H264, vp8: VideoCodec.VP8 };
-/** How long one step of ending a call may take before the end goes on without it. */
-const END_STEP_MS = 5000;
+/** How long a step of ending a call (or of leaving a room a failed join left) may take before the call goes on without it. */
+const STEP_MS = 5000;
 /** Tries at joining a call's room (connect and publish) before the call fails. */
 const JOIN_ATTEMPTS = 2;
 /**
@@ -198,7 +198,8 @@ export class AvatarRunner {
         this.log.warn({ err, attempt }, 'could not join the call; joining again');
         const failed = this.room;
         this.room = new Room();
-        await failed.disconnect().catch(() => {});
+        // Bounded: the failed connection's disconnect can hang (seen in CI), and the retry must not wait on it.
+        await this.boundedStep('leave the room of the failed join', () => failed.disconnect());
       }
     }
     this.playout.start();
@@ -347,19 +348,19 @@ export class AvatarRunner {
       this.log.info({ reason, audio: this.audioHealth }, 'call ending');
       // Each step is bounded: one that hangs (a native call, the database) must not keep the call's
       // slot, nor a draining worker, forever. What a bounded step left undone, the API's janitor settles.
-      await this.endStep('stop the audio', () => this.playout?.stop());
+      await this.boundedStep('stop the audio', () => this.playout?.stop());
       this.receiver?.stop();
-      await this.endStep('close the user audio', () => Promise.all([...this.userAudio.values()].map((u) => u.close())));
+      await this.boundedStep('close the user audio', () => Promise.all([...this.userAudio.values()].map((u) => u.close())));
       const endSample = this.playout?.position() ?? 0;
       // Reported before leaving: the avatar's leave reaches the API as a webhook, which would
       // otherwise end the call first, as avatar_left.
-      await this.endStep('report the end', () => this.reporter.ended(reason, at).catch((err: unknown) => this.log.error({ err }, 'could not report the end of the call')));
-      await this.endStep('leave the room', () => this.room.disconnect());
+      await this.boundedStep('report the end', () => this.reporter.ended(reason, at).catch((err: unknown) => this.log.error({ err }, 'could not report the end of the call')));
+      await this.boundedStep('leave the room', () => this.room.disconnect());
       if (this.spec.ownsRoom) {
         const http = this.ctx.livekit.url.replace(/^ws/, 'http');
-        await this.endStep('close the room', () => new RoomServiceClient(http, this.ctx.livekit.apiKey, this.ctx.livekit.apiSecret).deleteRoom(this.spec.roomName));
+        await this.boundedStep('close the room', () => new RoomServiceClient(http, this.ctx.livekit.apiKey, this.ctx.livekit.apiSecret).deleteRoom(this.spec.roomName));
       }
-      await this.endStep('close the audio source', () => this.audioSource?.close());
+      await this.boundedStep('close the audio source', () => this.audioSource?.close());
       for (const key of this.held) this.ctx.media.release(key);
       this.onEnd(this);
       this.resolveEnded(reason);
@@ -368,13 +369,13 @@ export class AvatarRunner {
     return this.ending;
   }
 
-  /** One step of ending a call (its failure ignored: the end goes on): after END_STEP_MS the end goes on without it. */
-  private async endStep(step: string, run: () => Promise<unknown> | undefined): Promise<void> {
+  /** A step of ending a call, or of cleaning up after a failed join (its failure ignored): after STEP_MS the call goes on without it. */
+  private async boundedStep(step: string, run: () => Promise<unknown> | undefined): Promise<void> {
     let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), END_STEP_MS)));
+    const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), STEP_MS)));
     const outcome = await Promise.race([Promise.resolve(run()).catch(() => {}), late]);
     clearTimeout(timer);
-    if (outcome === 'late') this.log.warn({ step, ms: END_STEP_MS }, 'a step of ending the call did not finish in time; going on');
+    if (outcome === 'late') this.log.warn({ step, ms: STEP_MS }, 'a step did not finish in time; going on');
   }
 
   get reason(): EndReason | null {
