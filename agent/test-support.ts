@@ -6,6 +6,7 @@ import { AudioFrame, AudioStream, Room, RoomEvent, TrackKind, VideoBufferType, V
 import { AccessToken } from 'livekit-server-sdk';
 import { availabilityFrom } from '../clips/behavior/index.ts';
 import type { AvatarPlayback } from '../core/avatars/playback.ts';
+import { orAfter } from '../core/time.ts';
 import { synthesize } from '../render/tts/index.ts';
 import { LIVEKIT_DEV_KEY as DEV_KEY, LIVEKIT_DEV_SECRET as DEV_SECRET } from '../test/deps.ts';
 
@@ -144,15 +145,10 @@ export class Viewer {
  * test's timeout with none.
  */
 export async function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what}: not done after ${ms / 1000} s`)), ms);
-  });
-  try {
-    return await Promise.race([p, late]);
-  } finally {
-    clearTimeout(timer);
-  }
+  const late = Symbol('late');
+  const value = await orAfter(p, ms, late);
+  if (value === late) throw new Error(`${what}: not done after ${ms / 1000} s`);
+  return value;
 }
 
 /** When the viewer first heard the avatar speak (audible audio) after `after` (ms, performance.now()), if it has. */

@@ -4,6 +4,7 @@
  * viewer. One avatar host, as the agent worker runs it; calls are started and measured on the
  * driver's request (IPC):
  *
+ *   (once loaded)                                    → { type: 'ready', videoCodec }
  *   { type: 'start', calls: [{ sessionId, room }] } → { type: 'started' }
  *   { type: 'measure' }                              → { type: 'measured', ... } (since the last measure)
  *   { type: 'stop' }                                 → { type: 'stopped' }
@@ -175,4 +176,4 @@ process.on('message', (m: { type: string; calls?: { sessionId: string; room: str
     process.exit(1);
   });
 });
-process.send!({ type: 'ready' });
+process.send!({ type: 'ready', videoCodec: settings.AGENT_VIDEO_CODEC });

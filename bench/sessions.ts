@@ -101,7 +101,6 @@ export const sessions: BenchModule = {
     const seconds = Number(flags.seconds ?? 12);
     const warmup = Number(flags.warmup ?? 4);
     const pace = flags.sender ?? 'realtime';
-    const codec = flags['video-codec'] ?? process.env.AGENT_VIDEO_CODEC ?? 'h264';
     if (pace !== 'realtime' && pace !== 'burst') throw new Error(`--sender must be realtime or burst, not ${pace}`);
     initializeLogger({ pretty: false, level: 'fatal' });
     // agents-js's sender leaves a stream pending when its room disconnects (rtc-node aborts it): not a benchmark failure.
@@ -131,8 +130,9 @@ export const sessions: BenchModule = {
       },
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
-    await new Promise<void>((resolve, reject) => {
-      host.once('message', () => resolve());
+    // The codec the host runs with, as its configuration resolved it.
+    const codec = await new Promise<string>((resolve, reject) => {
+      host.once('message', (m: { videoCodec: string }) => resolve(m.videoCodec));
       host.once('exit', (code) => reject(new Error(`the bench's worker process exited (${code}) before it was ready: see its error above`)));
     });
 

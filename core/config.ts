@@ -56,8 +56,8 @@ const schema = z.object({
   AGENT_SPEECH_START_MS: envInt(0, 100, 1000),
   /**
    * The codec of a live call's video. H.264 (Constrained Baseline, which every WebRTC browser must
-   * decode, RFC 7742) takes about half the CPU of VP8 to encode here (docs/benchmarks.md), and the
-   * encode is most of what a call costs a worker.
+   * decode, RFC 7742) takes about half the CPU of VP8 to encode here (docs/benchmarks.md), so a
+   * worker carries more calls.
    */
   AGENT_VIDEO_CODEC: z.preprocess(emptyAsUndefined, z.enum(['h264', 'vp8']).default('h264')),
   /** Where the worker renders: onnxruntime's CPU provider, or CUDA on GPU hosts. */

@@ -30,8 +30,10 @@ import {
   type RemoteTrackPublication,
 } from '@livekit/rtc-node';
 import { AccessToken, RoomServiceClient } from 'livekit-server-sdk';
+import type { Config } from '../../core/config.ts';
 import type { Logger } from '../../core/log.ts';
 import type { ObjectStorage } from '../../core/storage/index.ts';
+import { orAfter } from '../../core/time.ts';
 import type { Availability } from '../../clips/behavior/index.ts';
 import { SOURCE_MEMBER_ID } from '../../clips/behavior/index.ts';
 import { i420Planes, i420Size } from '../../render/encode/index.ts';
@@ -94,7 +96,7 @@ export interface DueFrame extends FrameJob {
 
 const VIDEO_MAX_BITRATE = 1_200_000n;
 
-export type VideoCodecName = 'h264' | 'vp8';
+export type VideoCodecName = Config['AGENT_VIDEO_CODEC'];
 const VIDEO_CODECS: Record<VideoCodecName, VideoCodec> = { h264: VideoCodec.H264, vp8: VideoCodec.VP8 };
 /** How long a step of ending a call (or of leaving a room a failed join left) may take before the call goes on without it. */
 const STEP_MS = 5000;
@@ -371,10 +373,7 @@ export class AvatarRunner {
 
   /** A step of ending a call, or of cleaning up after a failed join (its failure ignored): after STEP_MS the call goes on without it. */
   private async boundedStep(step: string, run: () => Promise<unknown> | undefined): Promise<void> {
-    let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), STEP_MS)));
-    const outcome = await Promise.race([Promise.resolve(run()).catch(() => {}), late]);
-    clearTimeout(timer);
+    const outcome = await orAfter(Promise.resolve(run()).catch(() => {}), STEP_MS, 'late' as const);
     if (outcome === 'late') this.log.warn({ step, ms: STEP_MS }, 'a step did not finish in time; going on');
   }
 

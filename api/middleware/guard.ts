@@ -2,6 +2,7 @@ import type { RouteConfig } from '@hono/zod-openapi';
 import type { MiddlewareHandler } from 'hono';
 import { hasScope } from '../../core/auth/keys.ts';
 import { ApiError } from '../../core/errors.ts';
+import { orAfter } from '../../core/time.ts';
 import type { AppEnv } from '../context.ts';
 import { ROUTE_SCOPES, type OperationId } from '../scopes.ts';
 
@@ -55,8 +56,6 @@ export const DRAIN_MAX_MS = 5_000;
  * false when a bound was hit first (what is left unread is then the connection's to discard).
  */
 export async function drainBody(reader: ReadableStreamDefaultReader<Uint8Array>, maxBytes = DRAIN_MAX_BYTES, maxMs = DRAIN_MAX_MS): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  const expired = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), maxMs)));
   const drained = (async () => {
     for (let read = 0; read <= maxBytes; ) {
       const { done, value } = await reader.read();
@@ -65,11 +64,7 @@ export async function drainBody(reader: ReadableStreamDefaultReader<Uint8Array>,
     }
     return false;
   })().catch(() => false);
-  try {
-    return await Promise.race([drained, expired]);
-  } finally {
-    clearTimeout(timer);
-  }
+  return orAfter(drained, maxMs, false);
 }
 
 /** The 413 of a body over `maxBytes`, after draining what is left of it (up to `drainBytes` more). */
