@@ -23,7 +23,7 @@ import type { Logger } from '../core/log.ts';
 import { RecordingStore } from '../core/recordings/store.ts';
 import { loadSceneMedia } from '../core/scenes/media.ts';
 import type { Services } from '../core/services.ts';
-import { createLipSyncThread, type LipSyncEngine } from '../render/lipsync/index.ts';
+import { createLipSyncThreads, type LipSyncEngine } from '../render/lipsync/index.ts';
 import { createAudioVisemeThread } from '../render/visemes/index.ts';
 import type { CallRecordingSink, CallReporter, CallSpec } from './avatar/call.ts';
 import { AvatarHost } from './avatar/host.ts';
@@ -231,13 +231,18 @@ export async function startAgentWorker(services: Services, opts: AgentWorkerOpti
   };
 }
 
-/** The lip-sync engine of live calls: LIPSYNC_MODEL's, on RENDER_DEVICE, in a thread of its own (the event loop stays free for audio and publishing). A neural model needs audio windows the live path does not feed yet: live calls then use the built-in engine. */
+/**
+ * The lip-sync engine of live calls: LIPSYNC_MODEL's, on RENDER_DEVICE, in AGENT_LIPSYNC_THREADS
+ * threads of its own (the event loop stays free for audio and publishing). A neural model needs
+ * audio windows the live path does not feed yet: live calls then use the built-in engine.
+ */
 async function liveLipSync(config: Config, log: Logger): Promise<LipSyncEngine> {
-  const engine = await createLipSyncThread(config.LIPSYNC_MODEL, { executionProvider: config.RENDER_DEVICE });
+  const threads = (choice: string) => createLipSyncThreads(choice, { executionProvider: config.RENDER_DEVICE }, config.AGENT_LIPSYNC_THREADS);
+  const engine = await threads(config.LIPSYNC_MODEL);
   if (!engine.needsAudio) return engine;
   log.warn({ model: config.LIPSYNC_MODEL }, 'live calls use the built-in lip-sync; the neural model serves renders only');
   await engine.release();
-  return createLipSyncThread('builtin', { executionProvider: config.RENDER_DEVICE });
+  return threads('builtin');
 }
 
 /**

@@ -4,7 +4,7 @@
  * viewer. One avatar host, as the agent worker runs it; calls are started and measured on the
  * driver's request (IPC):
  *
- *   (once loaded)                                    → { type: 'ready', videoCodec }
+ *   (once loaded)                                    → { type: 'ready', videoCodec, lipsyncThreads }
  *   { type: 'start', calls: [{ sessionId, room }] } → { type: 'started' }
  *   { type: 'measure' }                              → { type: 'measured', ... } (since the last measure)
  *   { type: 'stop' }                                 → { type: 'stopped' }
@@ -16,7 +16,7 @@ import { loadConfig } from '../core/config.ts';
 import { createLogger } from '../core/log.ts';
 import { LocalStorage } from '../core/storage/local.ts';
 import { MediaSigner } from '../core/storage/signing.ts';
-import { createLipSyncThread } from '../render/lipsync/index.ts';
+import { createLipSyncThreads } from '../render/lipsync/index.ts';
 import { createAudioVisemeThread } from '../render/visemes/index.ts';
 import type { CallReporter, CallSpec } from '../agent/avatar/call.ts';
 import { AvatarHost } from '../agent/avatar/host.ts';
@@ -25,12 +25,14 @@ import { loopOnlyPlayback } from '../agent/test-support.ts';
 
 const env = process.env as Record<string, string>;
 const storage = new LocalStorage(env.BENCH_STORE!, new MediaSigner('s'.repeat(32)), 'http://localhost');
-const log = createLogger('warn');
+// BENCH_HOST_LOG=info: the host's render stats every 10 s.
+const log = createLogger(env.BENCH_HOST_LOG || 'warn');
 // The worker's own settings, validated as the worker validates them.
 const settings = loadConfig({
   AGENT_AUDIO_QUEUE_MS: env.AGENT_AUDIO_QUEUE_MS ?? '',
   AGENT_SPEECH_START_MS: env.AGENT_SPEECH_START_MS ?? '',
   AGENT_VIDEO_CODEC: env.AGENT_VIDEO_CODEC ?? '',
+  AGENT_LIPSYNC_THREADS: env.AGENT_LIPSYNC_THREADS ?? '',
 });
 
 interface CallStats {
@@ -54,7 +56,7 @@ const reporter: CallReporter = {
 };
 
 const host = new AvatarHost({
-  lipsync: await createLipSyncThread('builtin'),
+  lipsync: await createLipSyncThreads('builtin', {}, settings.AGENT_LIPSYNC_THREADS),
   mouthAnalysis: await createAudioVisemeThread(),
   vad: null,
   storage,
@@ -176,4 +178,4 @@ process.on('message', (m: { type: string; calls?: { sessionId: string; room: str
     process.exit(1);
   });
 });
-process.send!({ type: 'ready', videoCodec: settings.AGENT_VIDEO_CODEC });
+process.send!({ type: 'ready', videoCodec: settings.AGENT_VIDEO_CODEC, lipsyncThreads: settings.AGENT_LIPSYNC_THREADS });

@@ -1,4 +1,5 @@
 import { fork, type ChildProcess } from 'node:child_process';
+import { createRequire } from 'node:module';
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -29,9 +30,27 @@ import type { BenchModule, BenchReport } from './types.ts';
  *   npm run bench -- sessions [--steps=1,2,4,6,8,10,12] [--seconds=12] [--warmup=4] [--sender=realtime|burst]
  *                             [--audio-queue-ms=100] [--speech-start-ms=100]   (AGENT_AUDIO_QUEUE_MS, AGENT_SPEECH_START_MS)
  *                             [--video-codec=h264|vp8]                        (AGENT_VIDEO_CODEC)
+ *                             [--lipsync-threads=2]                           (AGENT_LIPSYNC_THREADS)
  */
 
 const HOST = fileURLToPath(new URL('./sessions-host.ts', import.meta.url));
+const pidusage = createRequire(import.meta.url)('pidusage') as (pid: number) => Promise<{ ctime: number }>;
+
+/**
+ * CPU time so far of what shares the machine with the worker: this process (the calls' agents and
+ * the viewer), the LiveKit server, and every core together (busy and idle), in ms.
+ */
+async function machineCpu(livekitPid: number | undefined) {
+  const self = process.cpuUsage();
+  const livekit = livekitPid ? (await pidusage(livekitPid).catch(() => null))?.ctime ?? Number.NaN : Number.NaN;
+  let busy = 0;
+  let idle = 0;
+  for (const { times } of os.cpus()) {
+    busy += times.user + times.nice + times.sys + times.irq;
+    idle += times.idle;
+  }
+  return { driver: (self.user + self.system) / 1000, livekit, busy, idle };
+}
 
 /** A figure for the table (NaN, and what IPC turns NaN into, as n/a). */
 const fixed = (v: number | null | undefined, digits: number) => (typeof v === 'number' && Number.isFinite(v) ? +v.toFixed(digits) : 'n/a');
@@ -127,12 +146,13 @@ export const sessions: BenchModule = {
         AGENT_AUDIO_QUEUE_MS: flags['audio-queue-ms'] ?? process.env.AGENT_AUDIO_QUEUE_MS ?? '',
         AGENT_SPEECH_START_MS: flags['speech-start-ms'] ?? process.env.AGENT_SPEECH_START_MS ?? '',
         AGENT_VIDEO_CODEC: flags['video-codec'] ?? process.env.AGENT_VIDEO_CODEC ?? '',
+        AGENT_LIPSYNC_THREADS: flags['lipsync-threads'] ?? process.env.AGENT_LIPSYNC_THREADS ?? '',
       },
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
-    // The codec the host runs with, as its configuration resolved it.
-    const codec = await new Promise<string>((resolve, reject) => {
-      host.once('message', (m: { videoCodec: string }) => resolve(m.videoCodec));
+    // The codec and lip-sync threads the host runs with, as its configuration resolved them.
+    const { videoCodec: codec, lipsyncThreads } = await new Promise<{ videoCodec: string; lipsyncThreads: number }>((resolve, reject) => {
+      host.once('message', resolve);
       host.once('exit', (code) => reject(new Error(`the bench's worker process exited (${code}) before it was ready: see its error above`)));
     });
 
@@ -157,8 +177,11 @@ export const sessions: BenchModule = {
         await new Promise((r) => setTimeout(r, warmup * 1000));
         await request<Measured>(host, { type: 'measure' }, 'measured');
         const from = performance.now();
+        const cpuFrom = await machineCpu(livekit.pid);
         await new Promise((r) => setTimeout(r, seconds * 1000));
         const m = await request<Measured>(host, { type: 'measure' }, 'measured');
+        const cpuTo = await machineCpu(livekit.pid);
+        const windowS = (performance.now() - from) / 1000;
         const seen = viewer.frames.filter((f) => f.at >= from).map((f) => f.at);
         const gaps = seen.slice(1).map((t, i) => t - seen[i]!).sort((a, b) => a - b);
         const viewerFps = (seen.length * 1000) / (performance.now() - from);
@@ -174,6 +197,11 @@ export const sessions: BenchModule = {
           viewerFps: fixed(viewerFps, 1),
           viewerP95Ms: fixed(viewerP95, 1),
           cpuMsPerSecondPerCall: fixed(cpuPerCall, 1),
+          // The rest of the machine over the same window: the calls' agents and the viewer (this
+          // process), the LiveKit server, and how busy both cores were.
+          driverMsPerSecond: fixed((cpuTo.driver - cpuFrom.driver) / windowS, 0),
+          livekitMsPerSecond: fixed((cpuTo.livekit - cpuFrom.livekit) / windowS, 0),
+          machineBusyPercent: fixed((100 * (cpuTo.busy - cpuFrom.busy)) / (cpuTo.busy - cpuFrom.busy + cpuTo.idle - cpuFrom.idle), 0),
           jpegEncodeMs: fixed(m.jpegMs, 2),
           cpuPerCallInJpegEncodesPerFrame: fixed(cpuPerCall / 25 / m.jpegMs, 2),
           batchMsPerFrame: fixed(m.batchMsPerFrame, 2),
@@ -202,11 +230,19 @@ export const sessions: BenchModule = {
       await dispose();
       process.off('unhandledRejection', ignoreAbort);
     }
+    // What the worker alone would carry: every core given to it (LiveKit and the callers elsewhere, as
+    // in production), at the CPU per call it used at the largest N at the bar. Derived, not measured.
+    const atBar = rows.find((r) => r.calls === best);
+    const cores = os.cpus().length;
+    const workerOnly = atBar && typeof atBar.cpuMsPerSecondPerCall === 'number' ? Math.floor((cores * 1000) / atBar.cpuMsPerSecondPerCall) : null;
     const header = Object.keys(rows[0] ?? { calls: 0 });
     const table = [header.join('\t'), ...rows.map((r) => header.map((h) => String(r[h])).join('\t'))].join('\n');
     return {
-      results: { largestN: best, rows, sender: pace, videoCodec: codec, loadAverageAtEnd: os.loadavg()[0] },
-      table: `${table}\n\nlargest N at >= 24 fps and p95 <= 50 ms: ${best} (${pace} sender, ${codec}; machine: ${os.cpus().length} cores, load ${os.loadavg()[0]!.toFixed(1)})`,
+      results: { largestN: best, workerOnlyCallsDerived: workerOnly, rows, sender: pace, videoCodec: codec, lipsyncThreads, loadAverageAtEnd: os.loadavg()[0] },
+      table:
+        `${table}\n\nlargest N at >= 24 fps and p95 <= 50 ms: ${best} (${pace} sender, ${codec}, ${lipsyncThreads} lip-sync threads; machine: ${cores} cores, load ${os.loadavg()[0]!.toFixed(1)}; ` +
+        `the LiveKit server and the calls' agents and viewer share its cores)` +
+        (workerOnly === null ? '' : `\nderived: ${cores} cores given to the worker alone carry ${workerOnly} calls at the ${atBar!.cpuMsPerSecondPerCall} ms/s per call it used at ${best}`),
       failures,
     };
   },

@@ -151,6 +151,12 @@ describe('configuration from the environment', () => {
     expect(configError({ AGENT_VIDEO_CODEC: 'av1' }).message).toContain('AGENT_VIDEO_CODEC');
   });
 
+  it('draws live mouths in two threads unless told otherwise, at least one', () => {
+    expect(loadConfig({})).toMatchObject({ AGENT_LIPSYNC_THREADS: 2 });
+    expect(loadConfig({ AGENT_LIPSYNC_THREADS: '1' })).toMatchObject({ AGENT_LIPSYNC_THREADS: 1 });
+    for (const bad of ['0', '65', 'many']) expect(configError({ AGENT_LIPSYNC_THREADS: bad }).message).toContain('AGENT_LIPSYNC_THREADS');
+  });
+
   it('reads the realtime turn settings, with defaults and bounds', () => {
     expect(loadConfig({})).toMatchObject({ TURN_TALK_MAX_SECONDS: 60, LLM_TIMEOUT_SECONDS: 20, REALTIME_MEDIA_CACHE_SIZE: 16 });
     expect(loadConfig({ TURN_TALK_MAX_SECONDS: '120', LLM_TIMEOUT_SECONDS: '5', REALTIME_MEDIA_CACHE_SIZE: '2' })).toMatchObject({

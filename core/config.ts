@@ -62,6 +62,11 @@ const schema = z.object({
   AGENT_VIDEO_CODEC: z.preprocess(emptyAsUndefined, z.enum(['h264', 'vp8']).default('h264')),
   /** Where the worker renders: onnxruntime's CPU provider, or CUDA on GPU hosts. */
   RENDER_DEVICE: z.enum(['cpu', 'cuda']).default('cpu'),
+  /**
+   * Threads a worker draws its calls' mouths in, each batch dealt out among them. Two on the 2-core
+   * reference machine keep speaking frames drawn in time where one thread falls behind (docs/benchmarks.md).
+   */
+  AGENT_LIPSYNC_THREADS: envInt(1, 2, 64),
   /** A call whose user has not joined this long after the avatar did ends, unbilled. */
   USER_JOIN_TIMEOUT_SECONDS: envInt(5, 120, 3600),
   /** On SIGTERM, how long the worker lets its calls finish before it ends them. */

@@ -46,6 +46,8 @@ async function waitForPort(port: number, child: ChildProcess, name: string, time
 export interface RunningServer {
   url: string;
   stop(): Promise<void>;
+  /** The server's process (benchmarks read its CPU). */
+  pid?: number;
 }
 
 function stopper(child: ChildProcess): () => Promise<void> {
@@ -103,7 +105,7 @@ export async function startLiveKit(opts: LiveKitOptions = {}): Promise<RunningSe
   await waitForPort(port, child, 'livekit-server').catch((err: unknown) => {
     throw new Error(`${String(err)}\n${stderr}`);
   });
-  return { url: `ws://127.0.0.1:${port}`, stop: stopper(child) };
+  return { url: `ws://127.0.0.1:${port}`, stop: stopper(child), ...(child.pid ? { pid: child.pid } : {}) };
 }
 
 /** moto's S3-compatible server (PyPI `moto[server]`), installed by scripts/install-test-deps.sh into a venv in the cache. */

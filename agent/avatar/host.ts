@@ -130,7 +130,7 @@ export class AvatarHost {
     this.statsTimer.unref();
   }
 
-  private lastStats = { ticks: 0, shown: 0, lateTicks: 0, frames: 0, drawn: 0, batchMs: 0, at: performance.now() };
+  private lastStats = { ticks: 0, shown: 0, lateTicks: 0, frames: 0, drawn: 0, batches: 0, batchMs: 0, at: performance.now() };
 
   /** What the renderer did since the last report: the figures an operator sizes a worker by. */
   private logStats(): void {
@@ -147,12 +147,14 @@ export class AvatarHost {
         renderedPerSecond: Math.round((frames / seconds) * 10) / 10,
         drawnPerSecond: Math.round(((r.drawn - last.drawn) / seconds) * 10) / 10,
         batchMsPerFrame: frames > 0 ? Math.round(((r.batchMs - last.batchMs) / frames) * 100) / 100 : 0,
+        /** Frames per batch: the calls whose frames were drawn together. */
+        framesPerBatch: r.ticks > last.batches ? Math.round((frames / (r.ticks - last.batches)) * 10) / 10 : 0,
         lateTicks: this.tickStats.lateTicks - last.lateTicks,
         maxTickMs: Math.round(this.tickStats.maxTickMs),
       },
       'render stats',
     );
-    this.lastStats = { ticks: this.tickStats.ticks, shown: this.tickStats.shown, lateTicks: this.tickStats.lateTicks, frames: r.frames, drawn: r.drawn, batchMs: r.batchMs, at: now };
+    this.lastStats = { ticks: this.tickStats.ticks, shown: this.tickStats.shown, lateTicks: this.tickStats.lateTicks, frames: r.frames, drawn: r.drawn, batches: r.ticks, batchMs: r.batchMs, at: now };
     this.tickStats.maxTickMs = 0;
     if (this.runners.size === 0 && !this.running && this.statsTimer) {
       clearInterval(this.statsTimer);

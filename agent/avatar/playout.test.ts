@@ -622,6 +622,31 @@ describe('speech playout (the A/V synchronizer)', () => {
     await playout.stop();
   });
 
+  it("knows a playing segment's frames beyond the sink, as far as its received audio goes: a real-time sender's frames are drawn a start buffer sooner", async () => {
+    const { playout, device, advance } = setup({ queueMs: 60 });
+    playout.start();
+    await advance(200);
+    // A sender streaming in real time: 20 ms at a time, at the pace it plays.
+    playout.begin('a');
+    for (let t = 0; t < 800; t += 20) {
+      playout.push('a', tone(SPF / 2));
+      await advance(20);
+    }
+    // A frame wholly past what the sink holds, inside what the segment has received (its start buffer).
+    const beyondSink = Math.ceil(device.pushed / SPF);
+    expect(playout.frameKnown(beyondSink)).toBe(true);
+    expect(playout.frameContent(beyondSink).segmentId).toBe('a');
+    expect(playout.frameContent(beyondSink).mouth?.open).toBeGreaterThan(0);
+    // Past what has been received: not yet (a gap may come there).
+    expect(playout.frameKnown(beyondSink + 4)).toBe(false);
+    // An interruption drops it: a frame drawn for it before is drawn again.
+    const drawnAt = playout.epoch;
+    playout.interrupt();
+    expect(playout.frameCurrent(beyondSink, drawnAt)).toBe(false);
+    expect(playout.frameContent(beyondSink).mouth).toBeNull();
+    await playout.stop();
+  });
+
   it('analyses a segment\'s mouth at the pace of playout: a long segment arriving at once is analysed only a little ahead of what plays', async () => {
     let analysed = 0;
     let ended = 0;

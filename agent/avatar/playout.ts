@@ -123,7 +123,7 @@ export interface PlayoutFrame {
   segmentId: string | null;
   /** The mouth for that instant, null in silence (closed mouth). */
   mouth: MouthFrame | null;
-  /** Mean absolute amplitude of the audio in the middle of that frame (0..32768), for sync markers and meters. */
+  /** Mean absolute amplitude of the audio in the middle of that frame (0..32768), for sync markers and meters; 0 until that audio is in the sink. */
   level: number;
 }
 
@@ -328,16 +328,15 @@ export class SpeechPlayout {
   }
 
   /**
-   * Whether what frame `frame` shows is settled: its audio, to the frame's end, is in the sink (what
-   * plays then can no longer change but by an interruption) and, where a segment plays, the mouth
-   * for it is analysed. Drawn sooner, a frame would show a closed mouth where speech plays.
+   * Whether what frame `frame` shows is settled: its audio, to the frame's end, is in the sink or is
+   * audio the playing segment has received and not yet handed over (either way, what plays then can
+   * no longer change but by an interruption) and, where a segment plays, the mouth for it is
+   * analysed. Drawn sooner, a frame would show a closed mouth where speech plays.
    */
   frameKnown(frame: number): boolean {
-    const spans = this.spans;
-    const last = spans[spans.length - 1];
-    if (!last || last.start + last.length < (frame + 1) * this.samplesPerFrame) return false;
+    if (!this.spanAhead((frame + 1) * this.samplesPerFrame - 1)) return false;
     const at = frame * this.samplesPerFrame;
-    const span = this.spanAt(at);
+    const span = this.spanAhead(at);
     const seg = span?.segment;
     if (!span || !seg?.mouthStream || seg.done || seg.mouthComplete) return true;
     return this.mouthIndex(span, at) < seg.mouth.length;
@@ -350,7 +349,7 @@ export class SpeechPlayout {
    */
   frameContent(frame: number): Omit<PlayoutFrame, 'position'> {
     const at = frame * this.samplesPerFrame;
-    const span = this.spanAt(at);
+    const span = this.spanAhead(at);
     const level = this.levelAt(at + this.samplesPerFrame / 2);
     if (!span || !span.segment) return { frame, segmentId: null, mouth: null, level };
     const seg = span.segment;
@@ -527,6 +526,22 @@ export class SpeechPlayout {
     // Keep about 10 s of history (frames are asked for around the playout position only).
     const horizon = start - this.sampleRate * 10;
     while (this.spans.length > 2 && this.spans[0]!.start + this.spans[0]!.length < horizon) this.spans.shift();
+  }
+
+  /**
+   * spanAt, and past the audio in the sink, the playing segment's last span carried on over the
+   * audio the segment has received and not yet handed over: the pump hands that audio over next,
+   * sample after sample, so where it plays is settled already. A sender streaming in real time is
+   * thus drawn for a start buffer's time (100 ms) sooner than the sink alone allows, which is the
+   * slack that keeps speaking frames drawn in time on a busy worker.
+   */
+  private spanAhead(position: number): Span | undefined {
+    const span = this.spanAt(position);
+    if (span) return span;
+    const last = this.spans[this.spans.length - 1];
+    const seg = last?.segment;
+    if (!last || !seg || seg.done || seg.endAt !== null) return undefined;
+    return position >= last.start && position < last.start + last.length + seg.buffered ? last : undefined;
   }
 
   private spanAt(position: number): Span | undefined {

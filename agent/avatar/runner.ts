@@ -88,8 +88,6 @@ export interface CallObserver {
 /** A frame the host should render now for this call. */
 export interface DueFrame extends FrameJob {
   frame: number;
-  /** Loudness of the audio playing at that frame (for the sync marker). */
-  level: number;
   /** The playout's epoch it was drawn for (SpeechPlayout.epoch): drawn before audio was dropped, it may show what no longer plays. */
   epoch: number;
 }
@@ -279,7 +277,6 @@ export class AvatarRunner {
       shape: shape && shape.open + Math.abs(shape.wide) + shape.round > 0 ? shape : null,
       target: this.buffers[k % this.buffers.length]!,
       scratch: this.scratch,
-      level: content.level,
       epoch: this.epoch,
     };
   }
@@ -326,7 +323,8 @@ export class AvatarRunner {
       const own = this.buffers[due % this.buffers.length]!;
       if (out !== own) own.set(out);
       out = own;
-      paintMarker(out, this.width, this.height, drawn.job.level > 1000);
+      // The loudness as the sink has it (known once its audio is handed over, which it is once due).
+      paintMarker(out, this.width, this.height, this.playout.frameContent(due).level > 1000);
     }
     // Captured now, the moment its audio plays (the synchronizer's choice of frame), with the native
     // capture time. Stamping frames with an earlier "ideal" time instead made receivers drop them.

@@ -6,6 +6,7 @@
  */
 export { createLipSync, lipSyncRegion, renderI420InPlace, loadNeuralLipSync, prepareFaceForNeural, prepareLipSyncFace } from './engine.ts';
 export { createLipSyncThread } from './thread.ts';
+export { createLipSyncThreads, lipSyncPool } from './pool.ts';
 export type { LipSyncEngine, LipSyncFace, LipSyncI420Item, LipSyncItem, LipSyncOptions, NeuralFace } from './engine.ts';
 export { LIPSYNC_ENV, LipSyncModelError, NEURAL_FACE_SIZE, parseLipSyncChoice } from './contract.ts';
 export type { LipSyncChoice } from './contract.ts';
