@@ -488,6 +488,34 @@ describe('speech playout (the A/V synchronizer)', () => {
     await playout.stop();
   });
 
+  it('starts a reply at once though the pump takes a chunk in the middle of its burst: it waits for the rest rather than start behind the queued silence', async () => {
+    const { clock, device, playout, advance } = setup({ queueMs: 100 });
+    playout.start();
+    await advance(1000);
+    const epoch = playout.epoch;
+    const pushedAt = clock.t;
+    playout.begin('a');
+    // A sender faster than real time: 120 ms at once (more than the start buffer, less than it and the
+    // queue), the pump takes chunks, and the rest comes 20 ms later.
+    playout.push('a', tone(SR * 0.12));
+    let heardAt = -1;
+    for (let ms = 0; ms < 20; ms++) {
+      await advance(1);
+      if (heardAt < 0 && device.heardAt(device.truePosition())) heardAt = clock.t;
+    }
+    playout.push('a', tone(SR));
+    playout.end('a');
+    while (clock.t < pushedAt + 300 && heardAt < 0) {
+      await advance(1);
+      if (device.heardAt(device.truePosition())) heardAt = clock.t;
+    }
+    expect(heardAt - pushedAt, 'ms from the reply arriving to its first sample playing').toBeLessThanOrEqual(45);
+    expect(playout.epoch).not.toBe(epoch);
+    await advance(1500);
+    expect(playout.health.starvedMs).toBe(0);
+    await playout.stop();
+  });
+
   it('keeps its clock through interruptions: the chunk the sink held when cleared never plays, and is not counted', async () => {
     const { clock, device, playout, advance } = setup({ ppm: 300 });
     playout.start();

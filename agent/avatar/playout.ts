@@ -88,6 +88,8 @@ interface Segment {
   buffered: number;
   received: number;
   inputEnded: boolean;
+  /** When its first audio arrived (ms, the playout's clock). */
+  firstAt: number | null;
   /** Absolute sample index (pump clock) of its first and one-past-last pushed samples. */
   startAt: number | null;
   endAt: number | null;
@@ -214,6 +216,7 @@ export class SpeechPlayout {
       buffered: 0,
       received: 0,
       inputEnded: false,
+      firstAt: null,
       startAt: null,
       endAt: null,
       startedSent: false,
@@ -241,6 +244,7 @@ export class SpeechPlayout {
     const room = this.maxBuffered - this.buffered;
     if (room <= 0) return false;
     const part = pcm.length > room ? pcm.subarray(0, room) : pcm;
+    seg.firstAt ??= this.now();
     seg.chunks.push(part);
     seg.buffered += part.length;
     seg.received += part.length;
@@ -399,6 +403,19 @@ export class SpeechPlayout {
   }
 
   /**
+   * Whether a segment not yet started is arriving faster than twice real time: a sender faster than
+   * real time whose audio is still coming in. Started behind the queued silence the moment its start
+   * buffer is in, such a reply would lose the chance to start in its place once the rest is here
+   * (startSpeechNow): whether a burst beat the pump's next chunk decided its latency (80 or 180 ms).
+   */
+  private arrivingInABurst(seg: Segment): boolean {
+    // Once it holds its start buffer and the queue, startSpeechNow has started it in place of the silence.
+    if (seg.buffered >= this.startBuffer + this.sink.queueSamples) return false;
+    const elapsedMs = this.now() - (seg.firstAt ?? this.now());
+    return (seg.received * 1000) / this.sampleRate > 2 * elapsedMs;
+  }
+
+  /**
    * A segment that has arrived ahead of time starts now, in place of the silence queued in the sink
    * ahead of it: that silence (the sink's whole queue, 100 ms by default) would otherwise delay the
    * reply. Ahead of time: all of it is here, or enough to fill the sink and still hold its start
@@ -487,7 +504,7 @@ export class SpeechPlayout {
     let filled = 0;
     while (filled < this.chunkSamples) {
       const seg = this.segments.find((s) => !s.done && (s.startAt === null || s.endAt === null));
-      const playable = seg && (seg.startAt !== null || seg.buffered >= this.startBuffer || seg.inputEnded);
+      const playable = seg && (seg.startAt !== null || seg.inputEnded || (seg.buffered >= this.startBuffer && !this.arrivingInABurst(seg)));
       if (!seg || !playable || seg.buffered === 0) {
         if (seg && seg.startAt !== null && seg.inputEnded && seg.buffered === 0 && seg.endAt === null) {
           seg.endAt = this.accepted + filled;
