@@ -184,7 +184,7 @@ export const sessions: BenchModule = {
         const windowS = (performance.now() - from) / 1000;
         const seen = viewer.frames.filter((f) => f.at >= from).map((f) => f.at);
         const gaps = seen.slice(1).map((t, i) => t - seen[i]!).sort((a, b) => a - b);
-        const viewerFps = (seen.length * 1000) / (performance.now() - from);
+        const viewerFps = seen.length / windowS;
         const viewerP95 = gaps[Math.floor(gaps.length * 0.95)] ?? Number.NaN;
         const minFps = Math.min(...m.perCall.map((c) => c.fps));
         const worstP95 = Math.max(...m.perCall.map((c) => c.p95IntervalMs));

@@ -183,7 +183,16 @@ function setup(opts: { queueMs?: number; ppm?: number; lateMs?: number; maxBuffe
       await flush();
     }
   };
-  return { clock, device, events, playout, advance };
+  /** When the device first played speech (clock ms; -1 until then), as `listen` saw it. */
+  const heard = { at: -1 };
+  /** Advances up to `ms`, a millisecond at a time, noting when speech is first heard; with `untilHeard`, stops there. */
+  const listen = async (ms: number, untilHeard = false) => {
+    for (let i = 0; i < ms && !(untilHeard && heard.at >= 0); i++) {
+      await advance(1);
+      if (heard.at < 0 && device.heardAt(device.truePosition())) heard.at = clock.t;
+    }
+  };
+  return { clock, device, events, playout, advance, heard, listen };
 }
 
 const CALL_MS = Number(process.env.PLAYOUT_CALL_MS ?? 600_000);
@@ -418,7 +427,7 @@ describe('speech playout (the A/V synchronizer)', () => {
   });
 
   it('keeps a real-time sender\'s slack: its reply is not hurried into the sink, so a late chunk leaves no silence inside it', async () => {
-    const { clock, device, playout, advance } = setup({ queueMs: 100 });
+    const { clock, playout, advance, heard, listen } = setup({ queueMs: 100 });
     playout.start();
     await advance(1000);
     const epoch = playout.epoch;
@@ -426,28 +435,24 @@ describe('speech playout (the A/V synchronizer)', () => {
     playout.begin('live');
     // 2 s of speech streamed in real time, 20 ms at a time; one chunk comes 60 ms late (then the sender catches up).
     const chunk = SR / 50;
-    let heardAt = -1;
     for (let i = 0; i < 100; i++) {
       const late = i === 40 ? 3 : i > 40 && i < 44 ? 0 : 1;
       if (i === 44) for (let k = 0; k < 3; k++) playout.push('live', tone(chunk));
       playout.push('live', tone(chunk));
-      for (let step = 0; step < (i === 40 ? 80 : late === 0 ? 0 : 20); step++) {
-        await advance(1);
-        if (heardAt < 0 && device.heardAt(device.truePosition())) heardAt = clock.t;
-      }
+      await listen(i === 40 ? 80 : late === 0 ? 0 : 20);
     }
     playout.end('live');
     await advance(500);
     // Heard after its start buffer and the queue (100 + 100 ms), as before: only a faster sender starts sooner.
-    expect(heardAt - sentAt).toBeGreaterThan(150);
-    expect(heardAt - sentAt).toBeLessThanOrEqual(230);
+    expect(heard.at - sentAt).toBeGreaterThan(150);
+    expect(heard.at - sentAt).toBeLessThanOrEqual(230);
     expect(playout.epoch).toBe(epoch);
     expect(playout.health.starvedMs).toBe(0);
     await playout.stop();
   });
 
   it('starts a reply at once: the silence queued in the sink ahead of it is dropped, not played first; a reply still playing is heard to its end', async () => {
-    const { clock, device, events, playout, advance } = setup({ queueMs: 100 });
+    const { clock, events, playout, advance, heard, listen } = setup({ queueMs: 100 });
     playout.start();
     await advance(1000);
     const epoch = playout.epoch;
@@ -458,12 +463,8 @@ describe('speech playout (the A/V synchronizer)', () => {
     playout.push('a', tone(SR));
     playout.end('a');
     // The device hears the reply within one of its 10 ms steps, not after the 100 ms of queued silence.
-    let heardAt = -1;
-    while (clock.t < pushedAt + 200 && heardAt < 0) {
-      await advance(1);
-      if (device.heardAt(device.truePosition())) heardAt = clock.t;
-    }
-    expect(heardAt - pushedAt, 'ms from the reply arriving to its first sample playing').toBeLessThanOrEqual(20);
+    await listen(200, true);
+    expect(heard.at - pushedAt, 'ms from the reply arriving to its first sample playing').toBeLessThanOrEqual(20);
     expect(events).toEqual([{ type: 'started', segmentId: 'a' }]);
     // Frames drawn ahead before it showed silence where the reply now plays: no longer current. The frame shown then still is.
     expect(playout.epoch).not.toBe(epoch);
@@ -489,7 +490,7 @@ describe('speech playout (the A/V synchronizer)', () => {
   });
 
   it('starts a reply at once though the pump takes a chunk in the middle of its burst: it waits for the rest rather than start behind the queued silence', async () => {
-    const { clock, device, playout, advance } = setup({ queueMs: 100 });
+    const { clock, playout, advance, heard, listen } = setup({ queueMs: 100 });
     playout.start();
     await advance(1000);
     const epoch = playout.epoch;
@@ -498,18 +499,11 @@ describe('speech playout (the A/V synchronizer)', () => {
     // A sender faster than real time: 120 ms at once (more than the start buffer, less than it and the
     // queue), the pump takes chunks, and the rest comes 20 ms later.
     playout.push('a', tone(SR * 0.12));
-    let heardAt = -1;
-    for (let ms = 0; ms < 20; ms++) {
-      await advance(1);
-      if (heardAt < 0 && device.heardAt(device.truePosition())) heardAt = clock.t;
-    }
+    await listen(20);
     playout.push('a', tone(SR));
     playout.end('a');
-    while (clock.t < pushedAt + 300 && heardAt < 0) {
-      await advance(1);
-      if (device.heardAt(device.truePosition())) heardAt = clock.t;
-    }
-    expect(heardAt - pushedAt, 'ms from the reply arriving to its first sample playing').toBeLessThanOrEqual(45);
+    await listen(280, true);
+    expect(heard.at - pushedAt, 'ms from the reply arriving to its first sample playing').toBeLessThanOrEqual(45);
     expect(playout.epoch).not.toBe(epoch);
     await advance(1500);
     expect(playout.health.starvedMs).toBe(0);
