@@ -178,7 +178,7 @@ export interface WorkerProcess {
   logs: () => string;
   /**
    * For a failure message: its last warnings and errors (pino levels 40 and up, kept apart from the
-   * debug lines that push them out of `logs`), then the tail of its log.
+   * debug lines that push them out of `logs`), then the tail of its log without the render stats.
    */
   diagnosis: (tailChars?: number) => string;
   /** Sends SIGTERM and waits for the exit; resolves with the exit code. */
@@ -228,7 +228,8 @@ export async function startWorkerProcess(env: Record<string, string>, readyTimeo
   return {
     pid: child.pid!,
     logs: () => logs,
-    diagnosis: (tailChars = 3000) => `worker warnings:\n${problems.join('\n')}\nworker log:\n${logs.slice(-tailChars)}`,
+    // The periodic render stats would fill the tail and push out what the call did.
+    diagnosis: (tailChars = 3000) => `worker warnings:\n${problems.join('\n')}\nworker log (render stats left out):\n${logs.split('\n').filter((l) => !l.includes('"msg":"render stats"')).join('\n').slice(-tailChars)}`,
     exited,
     stop: async (signal = 'SIGTERM') => {
       if (child.exitCode === null) child.kill(signal);

@@ -22,6 +22,7 @@ import { createLogger, type Logger } from '../../core/log.ts';
 import { stallGuardedFetch } from '../../core/net/stall-guard.ts';
 import { UsageStore } from '../../core/usage.ts';
 import { RPC_USER_SPEECH_STARTED } from '../protocol.ts';
+import { forwardRtcLogs } from '../rtc-logs.ts';
 import { actionTools } from './actions.ts';
 import { ttsFor } from './tts.ts';
 
@@ -109,6 +110,8 @@ export default defineAgent({
     }
 
     await ctx.connect(undefined, AutoSubscribe.AUDIO_ONLY);
+    // This process's WebRTC engine log (rtc-node drops it), with no session: a process may serve several jobs.
+    forwardRtcLogs(plog);
     const apiKey = config.OPENAI_API_KEY ?? 'unused';
     const agentSession = new voice.AgentSession({
       vad,
