@@ -8,7 +8,7 @@ import { availabilityFrom } from '../clips/behavior/index.ts';
 import type { AvatarPlayback } from '../core/avatars/playback.ts';
 import { orAfter } from '../core/time.ts';
 import { synthesize } from '../render/tts/index.ts';
-import { LIVEKIT_DEV_KEY as DEV_KEY, LIVEKIT_DEV_SECRET as DEV_SECRET } from '../test/deps.ts';
+import { LIVEKIT_DEV_KEY as DEV_KEY, LIVEKIT_DEV_SECRET as DEV_SECRET, livekitLogFor } from '../test/deps.ts';
 
 export { DEV_KEY, DEV_SECRET };
 
@@ -178,7 +178,8 @@ export interface WorkerProcess {
   logs: () => string;
   /**
    * For a failure message: its last warnings and errors (pino levels 40 and up, kept apart from the
-   * debug lines that push them out of `logs`), then the tail of its log without the render stats.
+   * debug lines that push them out of `logs`), the tail of its log without the render stats, and
+   * (LIVEKIT_LOG set) what the LiveKit server logged about the rooms of the last warnings.
    */
   diagnosis: (tailChars?: number) => string;
   /** Sends SIGTERM and waits for the exit; resolves with the exit code. */
@@ -228,8 +229,14 @@ export async function startWorkerProcess(env: Record<string, string>, readyTimeo
   return {
     pid: child.pid!,
     logs: () => logs,
-    // The periodic render stats would fill the tail and push out what the call did.
-    diagnosis: (tailChars = 3000) => `worker warnings:\n${problems.join('\n')}\nworker log (render stats left out):\n${logs.split('\n').filter((l) => !l.includes('"msg":"render stats"')).join('\n').slice(-tailChars)}`,
+    diagnosis: (tailChars = 3000) => {
+      // The periodic render stats would fill the tail and push out what the call did.
+      const tail = logs.split('\n').filter((l) => !l.includes('"msg":"render stats"')).join('\n').slice(-tailChars);
+      // The rooms of the last warnings, as the LiveKit server saw them (LIVEKIT_LOG: CI sets it).
+      const rooms = [...new Set(problems.map((l) => /"room":"([^"]+)"/.exec(l)?.[1]).filter((r): r is string => !!r))].slice(-2);
+      const server = rooms.map((r) => `livekit log of ${r}:\n${livekitLogFor(r)}`).filter((t) => !t.endsWith(':\n'));
+      return [`worker warnings:\n${problems.join('\n')}`, `worker log (render stats left out):\n${tail}`, ...server].join('\n');
+    },
     exited,
     stop: async (signal = 'SIGTERM') => {
       if (child.exitCode === null) child.kill(signal);

@@ -108,6 +108,28 @@ export async function startLiveKit(opts: LiveKitOptions = {}): Promise<RunningSe
   return { url: `ws://127.0.0.1:${port}`, stop: stopper(child), ...(child.pid ? { pid: child.pid } : {}) };
 }
 
+/** The LiveKit server's debug lines a failure message quotes: how a room's tracks and connections went. */
+const LIVEKIT_STEPS = /^(add track request|pending track (added|queued)|track (published|unpublished|subscribed)|subscribing to track|received offer|sending answer|(peer|ice) connection state change|starting signal connection|signal stream closed)$/;
+
+/**
+ * For a failure message: what the LiveKit servers logged about `room` (LIVEKIT_LOG, when set): its
+ * warnings, notes (webhooks left out) and the steps of its tracks and connections, each line cut
+ * short, the last `maxLines`.
+ */
+export function livekitLogFor(room: string, maxLines = 80): string {
+  const file = process.env.LIVEKIT_LOG;
+  if (!file || !existsSync(file)) return '';
+  const lines = readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((l) => {
+      if (!l.includes(`"room": "${room}"`)) return false;
+      const [, level, , , msg = ''] = l.split('\t');
+      return level === 'DEBUG' ? LIVEKIT_STEPS.test(msg) : msg !== 'sent webhook';
+    })
+    .map((l) => l.slice(0, 300));
+  return lines.slice(-maxLines).join('\n');
+}
+
 /** moto's S3-compatible server (PyPI `moto[server]`), installed by scripts/install-test-deps.sh into a venv in the cache. */
 export function motoServerBinary(): string {
   if (process.env.MOTO_SERVER_BIN) return process.env.MOTO_SERVER_BIN;
