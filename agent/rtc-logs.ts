@@ -1,47 +1,41 @@
 /**
- * rtc-node runs LiveKit's Rust SDK and has it send every log record over to Node, then drops them:
- * the engine's own account of an unanswered publication, a resumed signal connection or a failed
- * ICE check never reached our logs. This forwards them into the worker's log: warnings and errors
- * as warnings (the engine logs recoverable steps, such as "resuming connection", as errors; what
- * they cost a call is logged by the call itself), notes at debug, the rest (per-packet traces) not.
- * The engine is process-wide: a record does not say which call it is about.
+ * rtc-node starts LiveKit's Rust SDK (its WebRTC engine) with log capture on, which makes the engine
+ * send every record it logs, trace level included, over to Node one callback at a time (about 70 a
+ * second per connection, each decoded on the event loop), and then drops them. That costed a live
+ * call about 7% of its CPU (`npm run bench -- sessions`, side by side). This turns the capture off,
+ * once per process: the engine then logs through its own logger, to stderr, filtered by `RUST_LOG`
+ * (default `warn`: a lost signal connection, a resume, an unanswered publication).
  */
-import type { Logger } from '../core/log.ts';
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { AudioSource } from '@livekit/rtc-node';
 
-/** livekit.proto.LogLevel (rtc-node's FFI protocol). */
-const LOG_ERROR = 0;
-const LOG_WARN = 1;
-const LOG_INFO = 2;
-
-interface LogRecord {
-  level?: number;
-  target?: string;
-  message?: string;
+interface FfiBindings {
+  livekitInitialize(callback: (data: Uint8Array) => void, captureLogs: boolean, sdkVersion: string): void;
+  FfiEvent: { fromBinary(data: Uint8Array): unknown };
 }
 
-interface FfiEvents {
-  on(event: 'ffi_event', listener: (ev: { message: { case?: string; value?: unknown } }) => void): unknown;
+interface FfiClient {
+  emit(event: 'ffi_event', ev: unknown): boolean;
 }
 
-let forwardedFrom: FfiEvents | null = null;
+let quieted = false;
 
-/**
- * Starts forwarding, once per process. rtc-node creates its FFI client on first use (a Room's
- * connect, an AudioSource), so call it after that; it returns false while there is none yet.
- */
-export function forwardRtcLogs(log: Logger): boolean {
-  // Not exported by rtc-node: its FFI client keeps its one instance here.
-  const ffi = (globalThis as { _ffiClientInstance?: FfiEvents })._ffiClientInstance;
-  if (!ffi) return false;
-  if (ffi === forwardedFrom) return true;
-  forwardedFrom = ffi;
-  ffi.on('ffi_event', (ev) => {
-    if (ev.message.case !== 'logs') return;
-    for (const r of (ev.message.value as { records?: LogRecord[] }).records ?? []) {
-      const fields = { target: r.target, detail: r.message };
-      if (r.level === LOG_ERROR || r.level === LOG_WARN) log.warn(fields, 'webrtc engine reported a problem');
-      else if (r.level === LOG_INFO) log.debug(fields, 'webrtc engine note');
-    }
-  });
-  return true;
+/** Turns the engine's log capture off for this process (idempotent). Call it before the first connection. */
+export function quietRtcLogs(): void {
+  if (quieted) return;
+  quieted = true;
+  // Read once, when the engine starts (rtc-node's first call into it, just below).
+  process.env.RUST_LOG ??= 'warn';
+  // rtc-node's FFI client starts the engine (capture on) on first use, and keeps itself here.
+  void new AudioSource(24_000, 1).close();
+  const client = (globalThis as { _ffiClientInstance?: FfiClient })._ffiClientInstance;
+  if (!client) throw new Error("rtc-node's FFI client is not where it keeps it: check quietRtcLogs against this rtc-node version");
+  // The engine's configuration is its event callback and the capture flag, replaced as a whole:
+  // the same callback as rtc-node's (decode, hand to its client), capture off.
+  const rtcNode = createRequire(import.meta.url).resolve('@livekit/rtc-node');
+  const bindings = createRequire(rtcNode)('@livekit/rtc-ffi-bindings') as FfiBindings;
+  const { version } = JSON.parse(readFileSync(path.join(path.dirname(rtcNode), '..', 'package.json'), 'utf8')) as { version: string };
+  bindings.livekitInitialize((data) => client.emit('ffi_event', bindings.FfiEvent.fromBinary(data)), false, version);
 }

@@ -74,7 +74,15 @@ export class Viewer {
   videoMimeType: string | undefined;
   private readonly loops: Promise<void>[] = [];
 
-  constructor(private readonly watch: string) {}
+  /**
+   * `timingOnly`: frames are counted and timed but not looked at (no marker, mouth or thumbnail):
+   * what a benchmark needs, without the conversion to RGBA and the pixel sums that cost the viewer's
+   * machine several milliseconds a frame.
+   */
+  constructor(
+    private readonly watch: string,
+    private readonly opts: { timingOnly?: boolean } = {},
+  ) {}
 
   /** Joins `roomName` as `identity` with a dev-key token of its own. */
   async join(url: string, roomName: string, identity: string): Promise<void> {
@@ -99,6 +107,10 @@ export class Viewer {
 
   private async readVideo(track: RemoteTrack): Promise<void> {
     for await (const ev of new VideoStream(track)) {
+      if (this.opts.timingOnly) {
+        this.frames.push({ at: performance.now(), width: ev.frame.width, height: ev.frame.height, marker: false, mouthLuma: Number.NaN, thumb: new Uint8Array(0) });
+        continue;
+      }
       const rgba = ev.frame.convert(VideoBufferType.RGBA);
       const { width, height, data } = rgba;
       const px = (x: number, y: number) => {
@@ -177,9 +189,10 @@ export function onsets(points: { at: number; on: boolean }[], minOffMs = 150): n
 export interface WorkerProcess {
   logs: () => string;
   /**
-   * For a failure message: its last warnings and errors (pino levels 40 and up, kept apart from the
-   * debug lines that push them out of `logs`), the tail of its log without the render stats, and
-   * (LIVEKIT_LOG set) what the LiveKit server logged about the rooms of the last warnings.
+   * For a failure message: its last warnings and errors (pino levels 40 and up, and the WebRTC
+   * engine's), kept apart from the debug lines that push them out of `logs`; the tail of its log
+   * without the render stats; and (LIVEKIT_LOG set) what the LiveKit server logged about the rooms
+   * of the last warnings.
    */
   diagnosis: (tailChars?: number) => string;
   /** Sends SIGTERM and waits for the exit; resolves with the exit code. */
@@ -207,7 +220,8 @@ export async function startWorkerProcess(env: Record<string, string>, readyTimeo
     logs = (logs + text).slice(-200_000);
     const lines = (partial + text).split('\n');
     partial = lines.pop()!;
-    for (const line of lines) if (/"level":(4|5|6)0\b/.test(line)) problems.push(line.slice(0, 2000));
+    // pino's warnings and errors, and the WebRTC engine's (its own logger, on stderr: agent/rtc-logs.ts).
+    for (const line of lines) if (/"level":(4|5|6)0\b|^\[\S+ (WARN|ERROR) /.test(line)) problems.push(line.slice(0, 2000));
     problems.splice(0, Math.max(0, problems.length - 30));
   };
   child.stdout!.on('data', keep);

@@ -27,6 +27,7 @@ import { createLipSyncThreads, type LipSyncEngine } from '../render/lipsync/inde
 import { createAudioVisemeThread } from '../render/visemes/index.ts';
 import type { CallRecordingSink, CallReporter, CallSpec } from './avatar/call.ts';
 import { AvatarHost } from './avatar/host.ts';
+import { quietRtcLogs } from './rtc-logs.ts';
 import { parseDispatchMetadata } from './voice/job.ts';
 import { bundleForProcesses, withoutTsx } from './voice/job-bundle.ts';
 
@@ -81,6 +82,8 @@ export async function startAgentWorker(services: Services, opts: AgentWorkerOpti
   }
   const livekit = { url: config.LIVEKIT_URL, apiKey: config.LIVEKIT_API_KEY, apiSecret: config.LIVEKIT_API_SECRET };
   initializeLogger({ pretty: false, level: config.LOG_LEVEL === 'silent' ? 'fatal' : config.LOG_LEVEL });
+  // Before any connection, and before the voice job processes are forked (they inherit RUST_LOG).
+  quietRtcLogs();
 
   await warmProcessStats();
   const voiceJob = await voiceJobEntry(log);

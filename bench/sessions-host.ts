@@ -22,6 +22,10 @@ import type { CallReporter, CallSpec } from '../agent/avatar/call.ts';
 import { AvatarHost } from '../agent/avatar/host.ts';
 import type { AvatarRunner } from '../agent/avatar/runner.ts';
 import { loopOnlyPlayback } from '../agent/test-support.ts';
+import { quietRtcLogs } from '../agent/rtc-logs.ts';
+
+// As the worker runs (agent/worker.ts).
+quietRtcLogs();
 
 const env = process.env as Record<string, string>;
 const storage = new LocalStorage(env.BENCH_STORE!, new MediaSigner('s'.repeat(32)), 'http://localhost');

@@ -39,7 +39,6 @@ import { SOURCE_MEMBER_ID } from '../../clips/behavior/index.ts';
 import { i420Planes, i420Size } from '../../render/encode/index.ts';
 import { mouthShape } from '../../render/talking-head/index.ts';
 import { RPC_PLAY_ACTION, RPC_USER_SPEECH_STARTED } from '../protocol.ts';
-import { forwardRtcLogs } from '../rtc-logs.ts';
 import { BehaviorBody, SceneBody, type Body } from './body.ts';
 import type { CallRecordingSink, CallReporter, CallSpec, EndReason, ParticipantRole } from './call.ts';
 import type { ClipMedia, MediaCache } from './media.ts';
@@ -176,9 +175,6 @@ export class AvatarRunner {
     this.buffers = Array.from({ length: DRAW_AHEAD + 1 }, () => new Uint8Array(new SharedArrayBuffer(i420Size(this.width, this.height))));
     this.scratch = new Uint8Array(new SharedArrayBuffer(this.width * this.height * 4));
     this.audioSource = new AudioSource(this.ctx.sampleRate, 1, this.ctx.audioQueueMs);
-    // The engine's own warnings (an unanswered publication, a resumed connection) in our log: from
-    // the first call on, once rtc-node's FFI client exists.
-    forwardRtcLogs(this.ctx.log);
     this.videoSource = new VideoSource(this.width, this.height);
     this.playout = new SpeechPlayout({
       sink: sourceSink(this.audioSource, this.ctx.sampleRate, this.ctx.audioQueueMs),

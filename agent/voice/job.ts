@@ -22,7 +22,7 @@ import { createLogger, type Logger } from '../../core/log.ts';
 import { stallGuardedFetch } from '../../core/net/stall-guard.ts';
 import { UsageStore } from '../../core/usage.ts';
 import { RPC_USER_SPEECH_STARTED } from '../protocol.ts';
-import { forwardRtcLogs } from '../rtc-logs.ts';
+import { quietRtcLogs } from '../rtc-logs.ts';
 import { actionTools } from './actions.ts';
 import { ttsFor } from './tts.ts';
 
@@ -80,8 +80,9 @@ const leaveOnEarlyShutdown = (m: unknown) => {
 if (process.send) process.on('message', leaveOnEarlyShutdown);
 
 export default defineAgent({
-  // Once per job process, before it takes a call: the VAD model and a small database pool.
+  // Once per job process, before it takes a call: the WebRTC engine's log capture off, the VAD model and a small database pool.
   prewarm: async (proc: JobProcess) => {
+    quietRtcLogs();
     const config = loadConfig();
     const log = createLogger(config.LOG_LEVEL).child({ component: 'voice' });
     const db = await openDatabase({ ...config, DATABASE_POOL_SIZE: 2 }, log);
@@ -110,8 +111,6 @@ export default defineAgent({
     }
 
     await ctx.connect(undefined, AutoSubscribe.AUDIO_ONLY);
-    // This process's WebRTC engine log (rtc-node drops it), with no session: a process may serve several jobs.
-    forwardRtcLogs(plog);
     const apiKey = config.OPENAI_API_KEY ?? 'unused';
     const agentSession = new voice.AgentSession({
       vad,
