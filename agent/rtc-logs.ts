@@ -1,8 +1,8 @@
 /**
  * rtc-node starts LiveKit's Rust SDK (its WebRTC engine) with log capture on, which makes the engine
- * send every record it logs, trace level included, over to Node one callback at a time (about 70 a
- * second per connection, each decoded on the event loop), and then drops them. That costed a live
- * call about 7% of its CPU (`npm run bench -- sessions`, side by side). This turns the capture off,
+ * send every record it logs, trace level included, over to Node one callback at a time (70-140 a
+ * second per connection, each decoded on the event loop), and then drops them. That cost a live
+ * call 5-7% of its CPU (`npm run bench -- sessions`, side by side). This turns the capture off,
  * once per process: the engine then logs through its own logger, to stderr, filtered by `RUST_LOG`
  * (default `warn`: a lost signal connection, a resume, an unanswered publication).
  */

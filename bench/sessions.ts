@@ -9,6 +9,7 @@ import { AudioFrame, Room, TrackKind, dispose } from '@livekit/rtc-node';
 import { RoomServiceClient } from 'livekit-server-sdk';
 import { LocalStorage } from '../core/storage/local.ts';
 import { MediaSigner } from '../core/storage/signing.ts';
+import { orAfter } from '../core/time.ts';
 import { closeTts, synthesize } from '../render/tts/index.ts';
 import { quietRtcLogs } from '../agent/rtc-logs.ts';
 import { Viewer, token } from '../agent/test-support.ts';
@@ -52,6 +53,9 @@ async function machineCpu(livekitPid: number | undefined) {
   }
   return { driver: (self.user + self.system) / 1000, livekit, busy, idle };
 }
+
+/** Waits for a cleanup step at most 10 s, whatever its outcome. */
+const leaving = (step: Promise<unknown>) => orAfter(step.catch(() => {}), 10_000, undefined);
 
 /** A figure for the table (NaN, and what IPC turns NaN into, as n/a). */
 const fixed = (v: number | null | undefined, digits: number) => (typeof v === 'number' && Number.isFinite(v) ? +v.toFixed(digits) : 'n/a');
@@ -216,9 +220,10 @@ export const sessions: BenchModule = {
           worstStarvedMsPerMin: fixed(Math.max(...m.perCall.map((c) => c.starvedMs)) * (60 / m.seconds), 0),
           ok,
         });
-        await viewer.leave();
-        for (const s of senders) await s.stop();
-        for (const s of senders) await s.room.disconnect();
+        // Cleanup, bounded: an rtc-node disconnect can hang (seen once here), which must not lose the figures.
+        await leaving(viewer.leave());
+        await Promise.all(senders.map((s) => leaving(s.stop())));
+        await Promise.all(senders.map((s) => leaving(s.room.disconnect())));
         await request(host, { type: 'stop' }, 'stopped');
         for (const c of calls) await rooms.deleteRoom(c.room).catch(() => {});
         if (ok) best = n;
@@ -231,7 +236,7 @@ export const sessions: BenchModule = {
       host.send({ type: 'exit' });
       await new Promise((r) => host.once('exit', r));
       await livekit.stop();
-      await dispose();
+      await leaving(dispose());
       process.off('unhandledRejection', ignoreAbort);
     }
     // What the worker alone would carry: every core given to it (LiveKit and the callers elsewhere, as
