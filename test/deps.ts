@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { appendFileSync, existsSync, readFileSync } from 'node:fs';
+import { appendFileSync, closeSync, existsSync, fstatSync, openSync, readFileSync, readSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -108,6 +108,25 @@ export async function startLiveKit(opts: LiveKitOptions = {}): Promise<RunningSe
   return { url: `ws://127.0.0.1:${port}`, stop: stopper(child), ...(child.pid ? { pid: child.pid } : {}) };
 }
 
+/**
+ * How much of the end of LIVEKIT_LOG a failure message reads: a whole CI run's log is tens of MB (a
+ * minute of calls about 6), and some tests build their message during live calls, before they know
+ * whether it is needed.
+ */
+const LIVEKIT_LOG_TAIL_BYTES = 32 * 2 ** 20;
+
+function readTail(file: string, bytes: number): string {
+  const fd = openSync(file, 'r');
+  try {
+    const size = fstatSync(fd).size;
+    const buf = Buffer.alloc(Math.min(size, bytes));
+    readSync(fd, buf, 0, buf.length, size - buf.length);
+    return buf.toString('utf8');
+  } finally {
+    closeSync(fd);
+  }
+}
+
 /** The LiveKit server's debug lines a failure message quotes: how a room's tracks and connections went. */
 const LIVEKIT_STEPS = /^(add track request|pending track (added|queued)|track (published|unpublished|subscribed)|subscribing to track|received offer|sending answer|(peer|ice) connection state change|starting signal connection|signal stream closed)$/;
 
@@ -119,7 +138,7 @@ const LIVEKIT_STEPS = /^(add track request|pending track (added|queued)|track (p
 export function livekitLogFor(room: string, maxLines = 80): string {
   const file = process.env.LIVEKIT_LOG;
   if (!file || !existsSync(file)) return '';
-  const lines = readFileSync(file, 'utf8')
+  const lines = readTail(file, LIVEKIT_LOG_TAIL_BYTES)
     .split('\n')
     .filter((l) => {
       if (!l.includes(`"room": "${room}"`)) return false;
