@@ -115,6 +115,9 @@ const percentile = (a: number[], p: number) => {
   return s[Math.min(s.length - 1, Math.floor(s.length * p))]!;
 };
 
+// Orphaned (the bench died), it must not keep publishing calls.
+process.on('disconnect', () => process.exit(1));
+
 process.on('message', (m: { type: string; calls?: { sessionId: string; room: string }[] }) => {
   void (async () => {
     if (m.type === 'start') {
