@@ -515,6 +515,18 @@ export function cropI420ToRgba(frame: I420Frame, box: CropBox, S: number, dst: U
 let innerYuvScratch = new Float32Array(0);
 
 /**
+ * The samples k in [0, n) of a row whose coordinate p0 + k * sp may lie in [0, last) (one sample of
+ * slack each side; the loop still checks each): the rest of the row is skipped without a test.
+ */
+function rowRange(p0: number, sp: number, last: number, n: number): [number, number] {
+  if (sp === 0) return p0 >= 0 && p0 < last ? [0, n - 1] : [0, -1];
+  let a = -p0 / sp;
+  let b = (last - p0) / sp;
+  if (a > b) [a, b] = [b, a];
+  return [Math.max(0, Math.ceil(a) - 1), Math.min(n - 1, Math.floor(b) + 1)];
+}
+
+/**
  * compositeWarp on an I420 frame, in place, with no conversion of the frame to RGB and back: the
  * warp resamples the Y plane at each live pixel and the U and V planes at each live chroma sample
  * (its centre mapped through the same warp), and the inner mouth, turned into Y, U and V once
@@ -568,28 +580,30 @@ export function compositeWarpI420(frame: I420Frame, box: CropBox, S: number, lay
   const chh = (height + 1) >> 1;
   const uBase = width * height;
   const vBase = uBase + cw * chh;
+  const alphaBase = 3 * ip;
 
-  // One pass per plane: luma at each pixel centre, chroma at each 2x2 block's centre (pitch 2).
-  for (let plane = 0; plane < 2; plane++) {
-    const pitch = plane === 0 ? 1 : 2;
-    const pw = plane === 0 ? width : cw;
-    const ph = plane === 0 ? height : chh;
-    const x0 = plane === 0 ? xStart : xStart >> 1;
-    const x1 = plane === 0 ? xEnd : xEnd >> 1;
-    const y0 = plane === 0 ? yStart : yStart >> 1;
-    const y1 = plane === 0 ? yEnd : yEnd >> 1;
-    const maxX = pw - 1;
-    const maxY = ph - 1;
-    const su = c * scale * pitch; // window index step per sample along x
-    const sv = -s * scale * pitch;
-    for (let qy = y0; qy <= y1; qy++) {
-      // frame position of sample (x0, qy): a pixel's centre, or a 2x2 block's
-      const dy = (qy + 0.5) * pitch - box.cy;
-      const dx0 = (x0 + 0.5) * pitch - box.cx;
-      let wu = (c * dx0 + s * dy) * scale + S / 2 - 0.5 - warpAt;
-      let wv = (-s * dx0 + c * dy) * scale + S / 2 - 0.5 - warpAt;
-      let qi = qy * pw + x0;
-      for (let qx = x0; qx <= x1; qx++, wu += su, wv += sv, qi++) {
+  // Luma at each pixel centre; then chroma at each 2x2 block's centre, the same steps at pitch 2.
+  // Two loops rather than one with a branch per sample on the plane: 0.9x the time.
+  {
+    const pw = width;
+    const maxX = width - 1;
+    const maxY = height - 1;
+    const su = c * scale;
+    const sv = -s * scale;
+    for (let qy = yStart; qy <= yEnd; qy++) {
+      const dy = qy + 0.5 - box.cy;
+      const dx0 = xStart + 0.5 - box.cx;
+      const wu0 = (c * dx0 + s * dy) * scale + S / 2 - 0.5 - warpAt;
+      const wv0 = (-s * dx0 + c * dy) * scale + S / 2 - 0.5 - warpAt;
+      const n = xEnd - xStart + 1;
+      const [ua, ub] = rowRange(wu0, su, last, n);
+      const [va, vb] = rowRange(wv0, sv, last, n);
+      const k0 = Math.max(ua, va);
+      const k1 = Math.min(ub, vb);
+      let wu = wu0 + su * k0;
+      let wv = wv0 + sv * k0;
+      let qi = qy * pw + xStart + k0;
+      for (let k = k0; k <= k1; k++, wu += su, wv += sv, qi++) {
         if (!(wu >= 0 && wv >= 0 && wu < last && wv < last)) continue;
         const u0 = wu | 0;
         const v0 = wv | 0;
@@ -600,13 +614,13 @@ export function compositeWarpI420(frame: I420Frame, box: CropBox, S: number, lay
         const t0 = warp[j]! + (warp[j + 1]! - warp[j]!) * fx;
         const t1 = warp[j + w]! + (warp[j + w + 1]! - warp[j + w]!) * fx;
         const du = t0 + (t1 - t0) * fy;
-        const k = j + wp;
-        const q0 = warp[k]! + (warp[k + 1]! - warp[k]!) * fx;
-        const q1 = warp[k + w]! + (warp[k + w + 1]! - warp[k + w]!) * fx;
+        const kk = j + wp;
+        const q0 = warp[kk]! + (warp[kk + 1]! - warp[kk]!) * fx;
+        const q1 = warp[kk + w]! + (warp[kk + w + 1]! - warp[kk + w]!) * fx;
         const dv = q0 + (q1 - q0) * fy;
-        // the source position, in this plane's sample index space
-        let sx = qx + (ax * du + bx * dv) / pitch;
-        let sy = qy + (ay * du + by * dv) / pitch;
+        const qx = xStart + k;
+        let sx = qx + (ax * du + bx * dv);
+        let sy = qy + (ay * du + by * dv);
         sx = sx < 0 ? 0 : sx > maxX ? maxX : sx;
         sy = sy < 0 ? 0 : sy > maxY ? maxY : sy;
         const xa = sx | 0;
@@ -621,13 +635,7 @@ export function compositeWarpI420(frame: I420Frame, box: CropBox, S: number, lay
         const w01 = gx - w11;
         const w10 = gy - w11;
         const w00 = 1 - gx - w10;
-        // the inner mouth's bilinear taps at this sample, if it covers it
-        let keep = 1;
-        let e = -1;
-        let e00 = 0;
-        let e01 = 0;
-        let e10 = 0;
-        let e11 = 0;
+        let l = src[i00]! * w00 + src[i01]! * w01 + src[i10]! * w10 + src[i11]! * w11;
         const iu = wu - iu0;
         const iv = wv - iv0;
         if (iu >= 0 && iv >= 0 && iu < iLastU && iv < iLastV) {
@@ -635,32 +643,98 @@ export function compositeWarpI420(frame: I420Frame, box: CropBox, S: number, lay
           const n0 = iv | 0;
           const hx = iu - m0;
           const hy = iv - n0;
-          e = n0 * iw + m0;
-          e11 = hx * hy;
-          e01 = hx - e11;
-          e10 = hy - e11;
-          e00 = 1 - hx - e10;
-          const ea = e + 3 * ip;
+          const e = n0 * iw + m0;
+          const e11 = hx * hy;
+          const e01 = hx - e11;
+          const e10 = hy - e11;
+          const e00 = 1 - hx - e10;
+          const ea = e + alphaBase;
           const alpha = yuv[ea]! * e00 + yuv[ea + 1]! * e01 + yuv[ea + iw]! * e10 + yuv[ea + iw + 1]! * e11;
-          if (alpha > 0) keep = 1 - alpha;
-          else e = -1;
+          if (alpha > 0) l = l * (1 - alpha) + yuv[e]! * e00 + yuv[e + 1]! * e01 + yuv[e + iw]! * e10 + yuv[e + iw + 1]! * e11;
         }
-        if (plane === 0) {
-          let l = src[i00]! * w00 + src[i01]! * w01 + src[i10]! * w10 + src[i11]! * w11;
-          if (e >= 0) l = l * keep + yuv[e]! * e00 + yuv[e + 1]! * e01 + yuv[e + iw]! * e10 + yuv[e + iw + 1]! * e11;
-          dst[qi] = l <= 0 ? 0 : l >= 255 ? 255 : (l + 0.5) | 0;
-        } else {
-          let cu = src[uBase + i00]! * w00 + src[uBase + i01]! * w01 + src[uBase + i10]! * w10 + src[uBase + i11]! * w11;
-          let cv = src[vBase + i00]! * w00 + src[vBase + i01]! * w01 + src[vBase + i10]! * w10 + src[vBase + i11]! * w11;
-          if (e >= 0) {
+        dst[qi] = l <= 0 ? 0 : l >= 255 ? 255 : (l + 0.5) | 0;
+      }
+    }
+  }
+  {
+    const pw = cw;
+    const x0 = xStart >> 1;
+    const x1 = xEnd >> 1;
+    const maxX = pw - 1;
+    const maxY = chh - 1;
+    const su = c * scale * 2;
+    const sv = -s * scale * 2;
+    for (let qy = yStart >> 1; qy <= yEnd >> 1; qy++) {
+      const dy = (qy + 0.5) * 2 - box.cy;
+      const dx0 = (x0 + 0.5) * 2 - box.cx;
+      const wu0 = (c * dx0 + s * dy) * scale + S / 2 - 0.5 - warpAt;
+      const wv0 = (-s * dx0 + c * dy) * scale + S / 2 - 0.5 - warpAt;
+      const n = x1 - x0 + 1;
+      const [ua, ub] = rowRange(wu0, su, last, n);
+      const [va, vb] = rowRange(wv0, sv, last, n);
+      const k0 = Math.max(ua, va);
+      const k1 = Math.min(ub, vb);
+      let wu = wu0 + su * k0;
+      let wv = wv0 + sv * k0;
+      let qi = qy * pw + x0 + k0;
+      for (let k = k0; k <= k1; k++, wu += su, wv += sv, qi++) {
+        if (!(wu >= 0 && wv >= 0 && wu < last && wv < last)) continue;
+        const u0 = wu | 0;
+        const v0 = wv | 0;
+        if (u0 < lo[2 * v0]! || u0 > lo[2 * v0 + 1]!) continue;
+        const fx = wu - u0;
+        const fy = wv - v0;
+        const j = wo + v0 * w + u0;
+        const t0 = warp[j]! + (warp[j + 1]! - warp[j]!) * fx;
+        const t1 = warp[j + w]! + (warp[j + w + 1]! - warp[j + w]!) * fx;
+        const du = t0 + (t1 - t0) * fy;
+        const kk = j + wp;
+        const q0 = warp[kk]! + (warp[kk + 1]! - warp[kk]!) * fx;
+        const q1 = warp[kk + w]! + (warp[kk + w + 1]! - warp[kk + w]!) * fx;
+        const dv = q0 + (q1 - q0) * fy;
+        const qx = x0 + k;
+        let sx = qx + (ax * du + bx * dv) / 2;
+        let sy = qy + (ay * du + by * dv) / 2;
+        sx = sx < 0 ? 0 : sx > maxX ? maxX : sx;
+        sy = sy < 0 ? 0 : sy > maxY ? maxY : sy;
+        const xa = sx | 0;
+        const ya = sy | 0;
+        const gx = sx - xa;
+        const gy = sy - ya;
+        const i00 = ya * pw + xa;
+        const i01 = xa < maxX ? i00 + 1 : i00;
+        const i10 = ya < maxY ? i00 + pw : i00;
+        const i11 = xa < maxX ? i10 + 1 : i10;
+        const w11 = gx * gy;
+        const w01 = gx - w11;
+        const w10 = gy - w11;
+        const w00 = 1 - gx - w10;
+        let cu = src[uBase + i00]! * w00 + src[uBase + i01]! * w01 + src[uBase + i10]! * w10 + src[uBase + i11]! * w11;
+        let cv = src[vBase + i00]! * w00 + src[vBase + i01]! * w01 + src[vBase + i10]! * w10 + src[vBase + i11]! * w11;
+        const iu = wu - iu0;
+        const iv = wv - iv0;
+        if (iu >= 0 && iv >= 0 && iu < iLastU && iv < iLastV) {
+          const m0 = iu | 0;
+          const n0 = iv | 0;
+          const hx = iu - m0;
+          const hy = iv - n0;
+          const e = n0 * iw + m0;
+          const e11 = hx * hy;
+          const e01 = hx - e11;
+          const e10 = hy - e11;
+          const e00 = 1 - hx - e10;
+          const ea = e + alphaBase;
+          const alpha = yuv[ea]! * e00 + yuv[ea + 1]! * e01 + yuv[ea + iw]! * e10 + yuv[ea + iw + 1]! * e11;
+          if (alpha > 0) {
+            const keep = 1 - alpha;
             const eu = e + ip;
             const ev = e + 2 * ip;
             cu = cu * keep + yuv[eu]! * e00 + yuv[eu + 1]! * e01 + yuv[eu + iw]! * e10 + yuv[eu + iw + 1]! * e11;
             cv = cv * keep + yuv[ev]! * e00 + yuv[ev + 1]! * e01 + yuv[ev + iw]! * e10 + yuv[ev + iw + 1]! * e11;
           }
-          dst[uBase + qi] = cu <= 0 ? 0 : cu >= 255 ? 255 : (cu + 0.5) | 0;
-          dst[vBase + qi] = cv <= 0 ? 0 : cv >= 255 ? 255 : (cv + 0.5) | 0;
         }
+        dst[uBase + qi] = cu <= 0 ? 0 : cu >= 255 ? 255 : (cu + 0.5) | 0;
+        dst[vBase + qi] = cv <= 0 ? 0 : cv >= 255 ? 255 : (cv + 0.5) | 0;
       }
     }
   }
