@@ -702,4 +702,35 @@ describe('speech playout (the A/V synchronizer)', () => {
     expect(ended).toBe(1);
     await playout.stop();
   });
+
+  it("analyses a real-time sender's 20 ms chunks in pairs (a model run costs about as much for 20 ms as for 40) and a segment's last audio however short", async () => {
+    const pushed: number[] = [];
+    let ended = false;
+    const inner = loudnessMouth();
+    const { playout, advance } = setup({
+      mouthStream: () => ({
+        push: (pcm) => {
+          pushed.push(pcm.length);
+          return inner.push(pcm);
+        },
+        end: () => {
+          ended = true;
+          return inner.end();
+        },
+      }),
+    });
+    playout.start();
+    playout.begin('reply');
+    const chunk = SR / 50;
+    for (let i = 0; i < 5; i++) {
+      playout.push('reply', tone(chunk));
+      await advance(20);
+    }
+    expect(pushed).toEqual([2 * chunk, 2 * chunk]);
+    playout.end('reply');
+    await advance(400);
+    expect(pushed).toEqual([2 * chunk, 2 * chunk, chunk]);
+    expect(ended).toBe(true);
+    await playout.stop();
+  });
 });
