@@ -4,7 +4,8 @@
  * render/models/build/synth/build_synth.py; keep the two in step).
  *
  *   crop  uint8   [N,S,S,4]  RGBA (nearest pixel): a square crop of the frame, rotated so the
- *                            mouth corners are level (S free, DEFAULT_CROP_SIZE by default)
+ *                            mouth corners are level (S free, DEFAULT_CROP_SIZE by default); only
+ *                            its size and a few colours inside synthReadRegion are read
  *   lips  float32 [N,42,2]   SYNTH_KEYPOINTS in crop-normalised coords ([0,1] across the crop)
  *   shape float32 [N,3]      (open 0..1, wide -1..1, round 0..1)
  *   warp     float32 [N,2,w,w]  where each pixel of the crop's middle window takes its colour from:
@@ -29,6 +30,40 @@ export const SYNTH_KEYPOINTS: readonly number[] = Object.freeze([
 ]);
 
 export const SYNTH_KEYPOINT_COUNT = 42;
+
+/** Indices in SYNTH_KEYPOINTS of the outer lip loop's two corners. */
+const OUTER_CORNERS = [20, 30] as const;
+
+/** Crop pixels [u0, u1) x [v0, v1): columns, then rows. */
+export interface CropRegion {
+  u0: number;
+  u1: number;
+  v0: number;
+  v1: number;
+}
+
+/**
+ * The crop pixels the graph reads, for a face's `lips` input (crop-normalised) and crop size S: its
+ * colour samples (the lips, the skin below the lower lip and beside the corners, the teeth) and their
+ * bilinear taps all lie in the box of the key points widened by a fifth of the mouth's width each
+ * side, and 2 pixels. A crop need only be filled there (a test holds the graph to it).
+ */
+export function synthReadRegion(lips: Float32Array, S: number): CropRegion {
+  let [xMin, xMax, yMin, yMax] = [Infinity, -Infinity, Infinity, -Infinity];
+  for (let k = 0; k < SYNTH_KEYPOINT_COUNT; k++) {
+    const x = lips[2 * k]!;
+    const y = lips[2 * k + 1]!;
+    [xMin, xMax, yMin, yMax] = [Math.min(xMin, x), Math.max(xMax, x), Math.min(yMin, y), Math.max(yMax, y)];
+  }
+  const widen = 0.2 * Math.abs(lips[2 * OUTER_CORNERS[0]]! - lips[2 * OUTER_CORNERS[1]]!);
+  const clamp = (v: number) => Math.max(0, Math.min(S, v));
+  return {
+    u0: clamp(Math.floor((xMin - widen) * S) - 2),
+    u1: clamp(Math.ceil((xMax + widen) * S) + 2),
+    v0: clamp(Math.floor(yMin * S) - 2),
+    v1: clamp(Math.ceil(yMax * S) + 2),
+  };
+}
 export const DEFAULT_CROP_SIZE = 128;
 
 export const SYNTH_INPUTS = { crop: 'crop', lips: 'lips', shape: 'shape' } as const;

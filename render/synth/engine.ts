@@ -11,7 +11,7 @@
 import { fileURLToPath } from 'node:url';
 import * as ort from 'onnxruntime-node';
 import type { MouthShape } from './contract.ts';
-import { SYNTH_INPUTS, SYNTH_KEYPOINT_COUNT, SYNTH_OUTPUTS } from './contract.ts';
+import { SYNTH_INPUTS, SYNTH_KEYPOINT_COUNT, SYNTH_OUTPUTS, synthReadRegion, type CropRegion } from './contract.ts';
 import type { I420Frame, RgbaFrame, WarpLayers } from './image.ts';
 import { checkFrame, checkI420Frame, compositeWarp, compositeWarpI420, cropI420ToRgba, cropToRgba } from './image.ts';
 import type { PreparedFace } from './prepare.ts';
@@ -66,7 +66,8 @@ export interface MouthSynth {
 interface Canvas {
   face: PreparedFace;
   shape: MouthShape;
-  crop(S: number, dst: Uint8Array, offset: number): void;
+  /** Fills `region` of the item's crop (the graph reads no other pixel of it). */
+  crop(S: number, dst: Uint8Array, offset: number, region: CropRegion): void;
   composite(S: number, layers: WarpLayers): void;
 }
 
@@ -130,7 +131,7 @@ export async function createMouthSynth(options: MouthSynthOptions = {}): Promise
       items.map(({ frame, face, shape }, i) => ({
         face,
         shape,
-        crop: (S, dst, offset) => cropToRgba(frame, face.box, S, dst, offset),
+        crop: (S, dst, offset, region) => cropToRgba(frame, face.box, S, dst, offset, region),
         composite: (S, layers) => compositeWarp(frame, results[i]!, face.box, S, layers),
       })),
     );
@@ -146,7 +147,7 @@ export async function createMouthSynth(options: MouthSynthOptions = {}): Promise
       items.map(({ frame, face, shape }) => ({
         face,
         shape,
-        crop: (S, dst, offset) => cropI420ToRgba(frame, face.box, S, dst, offset),
+        crop: (S, dst, offset, region) => cropI420ToRgba(frame, face.box, S, dst, offset, region),
         composite: (S, layers) => compositeWarpI420(frame, face.box, S, layers),
       })),
     );
@@ -159,7 +160,7 @@ export async function createMouthSynth(options: MouthSynthOptions = {}): Promise
     const lips = new Float32Array(N * SYNTH_KEYPOINT_COUNT * 2);
     const shape = new Float32Array(N * 3);
     group.forEach((canvas, n) => {
-      canvas.crop(S, crop, n * 4 * plane);
+      canvas.crop(S, crop, n * 4 * plane, synthReadRegion(canvas.face.lips, S));
       lips.set(canvas.face.lips, n * SYNTH_KEYPOINT_COUNT * 2);
       shape[n * 3] = canvas.shape.open;
       shape[n * 3 + 1] = canvas.shape.wide;

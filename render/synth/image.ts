@@ -5,6 +5,7 @@
  * feathered edge. Bilinear both ways; pixel centres at integer + 0.5.
  */
 import { i420Size } from '../encode/frames.ts';
+import type { CropRegion } from './contract.ts';
 import type { CropBox } from './prepare.ts';
 
 /** An 8-bit RGBA frame, row-major, no padding. */
@@ -86,9 +87,10 @@ export function cropToTensor(frame: RgbaFrame, box: CropBox, S: number, dst: Flo
 /**
  * Sample `box` of the frame into dst[offset .. offset + 4*S*S) as RGBA bytes (HWC), nearest
  * pixel: what the mouth synthesis graph reads its colours from (a few averaged samples), so
- * a plain copy of the nearest pixels is enough, and cheap.
+ * a plain copy of the nearest pixels is enough, and cheap. With `region`, only those crop pixels
+ * are written (the graph reads no other: synthReadRegion); the rest of dst is left as it is.
  */
-export function cropToRgba(frame: RgbaFrame, box: CropBox, S: number, dst: Uint8Array, offset: number): void {
+export function cropToRgba(frame: RgbaFrame, box: CropBox, S: number, dst: Uint8Array, offset: number, region: CropRegion = wholeCrop(S)): void {
   if (offset % 4 !== 0 || (dst.byteOffset & 3) !== 0) throw new RangeError('cropToRgba needs 4-byte aligned offsets');
   const { width, height, data } = frame;
   const src32 = new Uint32Array(data.buffer, data.byteOffset, width * height);
@@ -100,18 +102,24 @@ export function cropToRgba(frame: RgbaFrame, box: CropBox, S: number, dst: Uint8
   const maxY = height - 1;
   const sx = c * step;
   const sy = s * step;
-  let o = 0;
-  for (let v = 0; v < S; v++) {
+  const { u0, u1, v0, v1 } = region;
+  for (let v = v0; v < v1; v++) {
     const dv = (v + 0.5) * step - box.size / 2;
-    // frame position of crop pixel (0, v), in index space + 0.5 (so truncation rounds)
-    let x = box.cx - s * dv + c * (0.5 * step - box.size / 2);
-    let y = box.cy + c * dv + s * (0.5 * step - box.size / 2);
-    for (let u = 0; u < S; u++, o++, x += sx, y += sy) {
+    const du = (u0 + 0.5) * step - box.size / 2;
+    // frame position of crop pixel (u0, v), in index space + 0.5 (so truncation rounds)
+    let x = box.cx - s * dv + c * du;
+    let y = box.cy + c * dv + s * du;
+    let o = v * S + u0;
+    for (let u = u0; u < u1; u++, o++, x += sx, y += sy) {
       const xi = x < 0 ? 0 : x > maxX ? maxX : x | 0;
       const yi = y < 0 ? 0 : y > maxY ? maxY : y | 0;
       dst32[o] = src32[yi * width + xi]!;
     }
   }
+}
+
+export function wholeCrop(S: number): CropRegion {
+  return { u0: 0, u1: S, v0: 0, v1: S };
 }
 
 /**
@@ -478,7 +486,7 @@ export function compositeWarp(
 }
 
 /** cropToRgba from an I420 frame: the nearest pixel's Y and its chroma sample, to RGB (BT.601, studio range). */
-export function cropI420ToRgba(frame: I420Frame, box: CropBox, S: number, dst: Uint8Array, offset: number): void {
+export function cropI420ToRgba(frame: I420Frame, box: CropBox, S: number, dst: Uint8Array, offset: number, region: CropRegion = wholeCrop(S)): void {
   if (offset % 4 !== 0 || (dst.byteOffset & 3) !== 0) throw new RangeError('cropI420ToRgba needs 4-byte aligned offsets');
   const { width, height, data } = frame;
   const cw = (width + 1) >> 1;
@@ -492,12 +500,14 @@ export function cropI420ToRgba(frame: I420Frame, box: CropBox, S: number, dst: U
   const maxY = height - 1;
   const sx = c * step;
   const sy = s * step;
-  let o = 0;
-  for (let v = 0; v < S; v++) {
+  const { u0, u1, v0, v1 } = region;
+  for (let v = v0; v < v1; v++) {
     const dv = (v + 0.5) * step - box.size / 2;
-    let x = box.cx - s * dv + c * (0.5 * step - box.size / 2);
-    let y = box.cy + c * dv + s * (0.5 * step - box.size / 2);
-    for (let u = 0; u < S; u++, o += 4, x += sx, y += sy) {
+    const du = (u0 + 0.5) * step - box.size / 2;
+    let x = box.cx - s * dv + c * du;
+    let y = box.cy + c * dv + s * du;
+    let o = 4 * (v * S + u0);
+    for (let u = u0; u < u1; u++, o += 4, x += sx, y += sy) {
       const xi = x < 0 ? 0 : x > maxX ? maxX : x | 0;
       const yi = y < 0 ? 0 : y > maxY ? maxY : y | 0;
       const ci = (yi >> 1) * cw + (xi >> 1);

@@ -11,7 +11,8 @@ Contract (mirrored in render/synth/contract.ts; keep them in step):
 
   crop   uint8   [N,S,S,4]  RGBA (nearest pixel), a square crop rotated so the mouth corners lie on
                             a horizontal line; only its size (S) and the colours of the lips, skin
-                            and teeth are read from it
+                            and teeth are read from it, all inside the key points' box widened by a
+                            fifth of the mouth's width each side (synthReadRegion in contract.ts)
   lips   float32 [N,42,2]   key points in crop-normalised coords ([0,1] across the crop, x right, y down):
                               0..19  inner lip loop (MediaPipe 78,191,80,81,82,13,312,311,310,415,
                                      308,324,318,402,317,14,87,178,88,95): corner, 9 upper, corner, 9 lower
