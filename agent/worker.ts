@@ -33,6 +33,8 @@ import { bundleForProcesses, withoutTsx } from './voice/job-bundle.ts';
 
 const VOICE_JOB = fileURLToPath(new URL('./voice/job.ts', import.meta.url));
 const DECLARE_EVERY_MS = 10_000;
+/** A call that reaches the worker this long after its mint is logged (a user has been waiting). */
+const LATE_DISPATCH_MS = 5_000;
 /**
  * LiveKit offers a worker jobs while its reported load is under the server's target (0.7 by
  * default): the load reported is scaled so that it reaches that target exactly when every slot is taken.
@@ -180,6 +182,9 @@ export async function startAgentWorker(services: Services, opts: AgentWorkerOpti
     });
     // Ended before it got here (released), unknown, or another worker's: not ours to run.
     if (!session) return req.reject();
+    // The caller waits from the mint: a dispatch that took seconds is worth a line (its room's log tells why).
+    const dispatchMs = Date.now() - session.createdAt.getTime();
+    if (dispatchMs > LATE_DISPATCH_MS) log.warn({ sessionId: session.id, room: session.roomName, dispatchMs }, 'call dispatched late');
     // Accept at once (LiveKit waits on the answer); the avatar starts meanwhile. The job process
     // becomes the call's voice agent, or (provider mode) ends at once: the avatar needs no job.
     void runCall(session);

@@ -133,9 +133,10 @@ const LIVEKIT_STEPS = /^(add track request|pending track (added|queued)|track (p
 /**
  * For a failure message: what the LiveKit servers logged about `room` (LIVEKIT_LOG, when set): its
  * warnings, notes (webhooks left out) and the steps of its tracks and connections, each line cut
- * short, the last `maxLines`.
+ * short: the first `headLines` (when the room was created, its agents dispatched, who joined when)
+ * and the last `maxLines`.
  */
-export function livekitLogFor(room: string, maxLines = 80): string {
+export function livekitLogFor(room: string, maxLines = 80, headLines = 20): string {
   const file = process.env.LIVEKIT_LOG;
   if (!file || !existsSync(file)) return '';
   const lines = readTail(file, LIVEKIT_LOG_TAIL_BYTES)
@@ -146,7 +147,8 @@ export function livekitLogFor(room: string, maxLines = 80): string {
       return level === 'DEBUG' ? LIVEKIT_STEPS.test(msg) : msg !== 'sent webhook';
     })
     .map((l) => l.slice(0, 300));
-  return lines.slice(-maxLines).join('\n');
+  if (lines.length <= headLines + maxLines) return lines.join('\n');
+  return [...lines.slice(0, headLines), `... ${lines.length - headLines - maxLines} lines ...`, ...lines.slice(-maxLines)].join('\n');
 }
 
 /** moto's S3-compatible server (PyPI `moto[server]`), installed by scripts/install-test-deps.sh into a venv in the cache. */
