@@ -1,7 +1,6 @@
 /**
  * A pool of lip-sync threads draws exactly what one engine draws, each frame in its place, with
- * every thread drawing its share of the batch at once, shares dealt round robin across batches; a
- * failure of one fails the batch.
+ * every thread drawing its share of the batch at once; a failure of one fails the batch.
  */
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -85,28 +84,5 @@ describe('a lip-sync pool', () => {
     expect((await batch).map((f) => f[0])).toEqual([0, 1, 2, 3, 4]);
     await expect(lipSyncPool([fake(0), fake(1, true)]).renderFrames([0, 1].map(item))).rejects.toThrow('engine 1 failed');
     expect(() => lipSyncPool([])).toThrow(RangeError);
-  });
-
-  it('deals round robin from where the last batch stopped: frames drawn one at a time go to each thread in turn', async () => {
-    const sizes: number[][] = [[], []];
-    const counting = (k: number): LipSyncEngine => ({
-      kind: 'builtin',
-      needsAudio: false,
-      prepare: () => {
-        throw new Error('unused');
-      },
-      renderFrames: async () => [],
-      renderI420: async (items) => void sizes[k]!.push(items.length),
-      release: async () => {},
-    });
-    const p = lipSyncPool([counting(0), counting(1)]);
-    const item = {} as LipSyncI420Item;
-    for (let i = 0; i < 4; i++) await p.renderI420([item]);
-    await p.renderI420([item, item, item]);
-    await p.renderI420([item, item, item]);
-    expect(sizes).toEqual([
-      [1, 0, 1, 0, 2, 1],
-      [0, 1, 0, 1, 1, 2],
-    ]);
   });
 });
