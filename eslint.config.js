@@ -26,6 +26,9 @@ const renderOutside = climbsInto(
 const renderClient = { regex: '^(\\./)?(\\.\\./)+client(/(?!format\\.ts$)|$)', message: RENDER_IMPORTS };
 const coreUp = climbsInto(['api', 'agent'], 'core/ never imports api/ or agent/ (they build on core)');
 
+// ONNX Runtime's telemetry is turned off before it loads (render/onnx/runtime.ts); types are free.
+const ortDirect = { name: 'onnxruntime-node', allowTypeImports: true, message: "import ort from render/onnx/runtime.ts: it loads ONNX Runtime with its telemetry off" };
+
 const layers = (files, patterns, paths = []) => ({ files, rules: { 'no-restricted-imports': ['error', { patterns, paths }] } });
 
 export default tseslint.config(
@@ -45,9 +48,10 @@ export default tseslint.config(
   },
   // Layering. A later block for the same files replaces the earlier one's patterns, so each
   // exemption restates what still holds.
-  layers(['render/**'], [renderOutside, renderClient]),
+  layers(['render/**'], [renderOutside, renderClient], [ortDirect]),
   // Render's tests read what render writes with the real client reader (the round trip a user relies on).
-  layers(['render/**/*.test.ts'], [renderOutside]),
+  layers(['render/**/*.test.ts'], [renderOutside], [ortDirect]),
+  layers(['render/onnx/runtime.ts'], [renderOutside, renderClient]),
   layers(
     ['clips/**'],
     [climbsInto(OUR_FOLDERS.filter((f) => f !== 'clips'), 'clips/ imports nothing of ours: it is pure logic shared by api/ and agent/')],

@@ -10,7 +10,7 @@
  * ONNX session for the whole batch and composite with the same feathered path.
  */
 import { existsSync } from 'node:fs';
-import * as ort from 'onnxruntime-node';
+import * as ort from '../onnx/runtime.ts';
 import { chromaAligned, i420RectToRgba, rgbaRectToI420, type PixelRect } from '../encode/frames.ts';
 import type { FaceRig } from '../rig/types.ts';
 import type { MouthShape } from '../synth/contract.ts';

@@ -4,6 +4,14 @@
  */
 import type * as ort from 'onnxruntime-node';
 
+// ONNX Runtime (1.29 and later) reports usage to Microsoft from Linux too unless this is set: loading
+// it opens /tmp/mat-debug-<pid>.log, and its first session writes a device id under
+// ~/.cache/Microsoft and a `.ses` file in the working directory, then posts to
+// mobile.events.data.microsoft.com. A self-hosted service phones no one. `runtime.ts` loads the
+// runtime after this module; child processes (the voice agent's VAD) inherit the setting. An
+// operator's own value is kept.
+process.env.ORT_DISABLE_TELEMETRY ??= '1';
+
 export type ExecutionProvider = 'cpu' | 'cuda';
 
 /** `threads` threads for one graph run; CUDA falls back to the CPU for the operators it lacks. */

@@ -3,7 +3,7 @@
  * loaded once per process on first use and shared by every caller.
  */
 import { fileURLToPath } from 'node:url';
-import * as ort from 'onnxruntime-node';
+import * as ort from '../onnx/runtime.ts';
 import { loadedOnce, sessionOptions } from '../onnx/session.ts';
 
 export const MODEL_DIR = fileURLToPath(new URL('../models/face/', import.meta.url));

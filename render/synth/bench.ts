@@ -9,7 +9,7 @@
  * `benchSynth` is what the project's `npm run bench` calls. Not a timed test.
  */
 import { fileURLToPath } from 'node:url';
-import * as ort from 'onnxruntime-node';
+import * as ort from '../onnx/runtime.ts';
 import sharp from 'sharp';
 import { detectFaceRig } from '../rig/index.ts';
 import { SYNTH_KEYPOINT_COUNT } from './contract.ts';

@@ -9,7 +9,7 @@
  * `renderFrames` runs many sessions' frames in one graph call (the GPU path).
  */
 import { fileURLToPath } from 'node:url';
-import * as ort from 'onnxruntime-node';
+import * as ort from '../onnx/runtime.ts';
 import type { MouthShape } from './contract.ts';
 import { SYNTH_INPUTS, SYNTH_KEYPOINT_COUNT, SYNTH_OUTPUTS, synthReadRegion, type CropRegion } from './contract.ts';
 import type { I420Frame, RgbaFrame, WarpLayers } from './image.ts';

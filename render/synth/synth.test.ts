@@ -6,7 +6,7 @@
  * and a batch equal to single runs; drawn straight on I420 (a live call's
  * frames), the same picture as drawn on RGBA and converted.
  */
-import * as ort from 'onnxruntime-node';
+import * as ort from '../onnx/runtime.ts';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { detectFaceRig } from '../rig/index.ts';

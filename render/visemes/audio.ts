@@ -13,7 +13,7 @@
  * audio is analysed once.
  */
 import { fileURLToPath } from 'node:url';
-import * as ort from 'onnxruntime-node';
+import * as ort from '../onnx/runtime.ts';
 import { loadedOnce, sessionOptions } from '../onnx/session.ts';
 import type { MouthFrame, ParamCurves, SmoothingOptions } from './track.ts';
 import { CONTROL_RATE, sampleCurves, smoothCausal } from './track.ts';
