@@ -226,6 +226,12 @@ export async function startWorkerProcess(env: Record<string, string>, readyTimeo
   };
   child.stdout!.on('data', keep);
   child.stderr!.on('data', keep);
+  if (process.env.WORKER_LOG_DIR) {
+    const { createWriteStream } = await import('node:fs');
+    const file = createWriteStream(path.join(process.env.WORKER_LOG_DIR, `worker-${child.pid}.log`), { flags: 'a' });
+    child.stdout!.on('data', (b: Buffer) => file.write(b));
+    child.stderr!.on('data', (b: Buffer) => file.write(b));
+  }
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`agent worker not ready in ${readyTimeoutMs} ms:\n${logs.slice(-4000)}`)), readyTimeoutMs);

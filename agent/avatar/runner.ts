@@ -193,8 +193,9 @@ export class AvatarRunner {
         break;
       } catch (err) {
         if (attempt >= JOIN_ATTEMPTS || this.ending) throw err;
-        // Seen now and then on the local test server: the room is joined but a track's
-        // publication is never answered (rtc-node gives up after 10 s). A new connection publishes.
+        // The room is joined but a track's publication goes unanswered (rtc-node gives up after
+        // 10 s): a server that lost it, or an engine stuck on its own negotiation (LiveKit's Rust
+        // SDK before 0.12.74 could deadlock there: package.json overrides it). A new connection publishes.
         this.log.warn({ err, attempt }, 'could not join the call; joining again');
         const failed = this.room;
         this.room = new Room();
