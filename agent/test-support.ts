@@ -172,6 +172,40 @@ export async function speech(text: string): Promise<{ pcm: Int16Array; sampleRat
   return { pcm: s.samples, sampleRate: s.sampleRate, seconds: s.durationSeconds };
 }
 
+/** Loudness (RMS) of `pcm` in consecutive steps of `ms`. */
+export function loudnessContour(pcm: Int16Array, sampleRate: number, ms = 20): number[] {
+  const step = Math.round((sampleRate * ms) / 1000);
+  const out: number[] = [];
+  for (let i = 0; i + step <= pcm.length; i += step) {
+    let sum = 0;
+    for (let k = i; k < i + step; k++) sum += pcm[k]! * pcm[k]!;
+    out.push(Math.sqrt(sum / step));
+  }
+  return out;
+}
+
+/** How closely `needle`'s contour appears anywhere in `haystack`: the best correlation (-1..1) over every offset. */
+export function contourMatch(needle: number[], haystack: number[]): number {
+  const n = needle.length;
+  const mean = (a: number[]) => a.reduce((x, y) => x + y, 0) / a.length;
+  const mn = mean(needle);
+  const dn = needle.map((v) => v - mn);
+  const sn = Math.sqrt(dn.reduce((x, v) => x + v * v, 0));
+  let best = -1;
+  for (let o = 0; o + n <= haystack.length; o++) {
+    const w = haystack.slice(o, o + n);
+    const mw = mean(w);
+    let dot = 0;
+    let sw = 0;
+    for (let k = 0; k < n; k++) {
+      dot += dn[k]! * (w[k]! - mw);
+      sw += (w[k]! - mw) ** 2;
+    }
+    if (sw > 0 && sn > 0) best = Math.max(best, dot / (sn * Math.sqrt(sw)));
+  }
+  return best;
+}
+
 /** Onsets (rising edges) in a timed boolean signal: times where it turns true after `minOff` ms of false. */
 export function onsets(points: { at: number; on: boolean }[], minOffMs = 150): number[] {
   const out: number[] = [];

@@ -220,12 +220,16 @@ export class AvatarRunner {
 
     room.on(RoomEvent.ParticipantConnected, (p) => this.onParticipant(p, 'joined'));
     room.on(RoomEvent.ParticipantDisconnected, (p) => this.onParticipant(p, 'left'));
+    room.on(RoomEvent.TrackPublished, (pub, p) => this.subscribeIfHeard(pub, p));
     room.on(RoomEvent.TrackSubscribed, (track, pub, p) => this.onTrack(track, pub, p));
     room.on(RoomEvent.TrackUnsubscribed, (_track, pub, p) => this.closeUserAudio(p.identity, pub.sid));
     room.on(RoomEvent.Reconnected, () => this.observe(this.spec.avatarIdentity, 'avatar', 'reconnected'));
     room.on(RoomEvent.Disconnected, () => void (room === this.room ? this.end('room_closed') : undefined));
 
-    await room.connect(this.ctx.livekit.url, await this.token(), { autoSubscribe: true, dynacast: false });
+    // Subscribed to nothing by default: a subscribed audio track costs the worker its receipt and
+    // decoding (about 8 ms of CPU a second) though nothing reads it.
+    await room.connect(this.ctx.livekit.url, await this.token(), { autoSubscribe: false, dynacast: false });
+    for (const p of room.remoteParticipants.values()) for (const pub of p.trackPublications.values()) this.subscribeIfHeard(pub, p);
     this.receiver.start();
     const lp = room.localParticipant!;
     lp.registerRpcMethod(RPC_PLAY_ACTION, async (data) => {
@@ -470,10 +474,17 @@ export class AvatarRunner {
     if (this.spec.record && this.recordingSink) await this.startRecording();
   }
 
+  /** The avatar listens to the user for its own VAD (provider mode) and for the recording; else to no one. */
+  private hearsUser(): boolean {
+    return this.spec.mode === 'provider' || this.spec.record;
+  }
+
+  private subscribeIfHeard(pub: RemoteTrackPublication, p: RemoteParticipant): void {
+    if (!this.ending && pub.kind === TrackKind.KIND_AUDIO && this.roleOf(p) === 'user' && this.hearsUser()) pub.setSubscribed(true);
+  }
+
   private onTrack(track: RemoteTrack, pub: RemoteTrackPublication, p: RemoteParticipant): void {
-    if (this.ending || track.kind !== TrackKind.KIND_AUDIO || this.roleOf(p) !== 'user') return;
-    // The avatar listens to the user for its own VAD (provider mode) and for the recording; else not at all.
-    if (this.spec.mode !== 'provider' && !this.spec.record) return;
+    if (this.ending || track.kind !== TrackKind.KIND_AUDIO || this.roleOf(p) !== 'user' || !this.hearsUser()) return;
     const key = `${p.identity}/${pub.sid}`;
     this.userAudio.get(key)?.close().catch(() => {});
     this.userAudio.set(
