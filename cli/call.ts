@@ -8,6 +8,8 @@
  * publishes are printed as they come; what the avatar publishes (video and audio) is written to
  * `--out` (an MP4). Leaves after `--seconds` (default 30), which ends the call.
  */
+// First, before rtc-node loads: it would log at debug level in the middle of the CLI's output.
+import './rtc-node-quiet.ts';
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { AudioFrame, AudioSource, AudioStream, LocalAudioTrack, Room, RoomEvent, TrackKind, TrackPublishOptions, TrackSource, VideoBufferType, VideoStream, dispose, type RemoteTrack } from '@livekit/rtc-node';

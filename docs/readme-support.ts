@@ -83,7 +83,9 @@ export async function startReadmeServer(extraEnv: Record<string, string> = {}): 
 
 /** Runs a script as the README reader would paste it: bash -euo pipefail at the repository root, API set. */
 export async function runBlocks(script: string, server: ReadmeServer): Promise<{ code: number | null; stdout: string; stderr: string; where: string }> {
-  const run = spawn('bash', ['-euo', 'pipefail', '-c', script], { cwd: ROOT, env: { ...server.env, API: server.api }, stdio: ['ignore', 'pipe', 'pipe'] });
+  // A user's shell: no NODE_ENV (the test runner's is `test`).
+  const { NODE_ENV: _testEnv, ...shell } = server.env;
+  const run = spawn('bash', ['-euo', 'pipefail', '-c', script], { cwd: ROOT, env: { ...shell, API: server.api }, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   run.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));

@@ -43,6 +43,8 @@ describe('README past "First calls"', () => {
 
     // The live call: the avatar's video, the user's words heard, the avatar's answers, then the bill.
     expect(stdout, where).toMatch(/avatar video 512x512/);
+    // Only the CLI's own lines: no log records of the libraries under it (rtc-node's, at debug level).
+    expect(stdout.split('\n').filter((l) => l.includes('"name":"lk-rtc"')), where).toEqual([]);
     // What the user said reached the avatar's LLM as the user's words.
     const said = fake.chatRequests.map((r) => JSON.stringify(r.messages.filter((m) => m.role === 'user')));
     for (const q of HEARD) expect(said.join('\n'), `${where}\nworker:\n${worker.logs().slice(-3000)}`).toContain(q);
