@@ -1,6 +1,7 @@
 /**
  * What the agent's tests share: a LiveKit participant that watches the avatar like a user (frames, audio, the sync marker), and tokens.
  */
+import { createWriteStream } from 'node:fs';
 import path from 'node:path';
 import { AudioFrame, AudioStream, Room, RoomEvent, TrackKind, VideoBufferType, VideoStream, type AudioSource, type RemoteTrack } from '@livekit/rtc-node';
 import { AccessToken } from 'livekit-server-sdk';
@@ -187,21 +188,23 @@ export function loudnessContour(pcm: Int16Array, sampleRate: number, ms = 20): n
 /** How closely `needle`'s contour appears anywhere in `haystack`: the best correlation (-1..1) over every offset. */
 export function contourMatch(needle: number[], haystack: number[]): number {
   const n = needle.length;
-  const mean = (a: number[]) => a.reduce((x, y) => x + y, 0) / a.length;
-  const mn = mean(needle);
+  const mn = needle.reduce((x, y) => x + y, 0) / n;
   const dn = needle.map((v) => v - mn);
   const sn = Math.sqrt(dn.reduce((x, v) => x + v * v, 0));
   let best = -1;
   for (let o = 0; o + n <= haystack.length; o++) {
-    const w = haystack.slice(o, o + n);
-    const mw = mean(w);
+    // Pearson correlation of the needle with this window (the needle's mean already removed).
+    let sum = 0;
+    let sumSq = 0;
     let dot = 0;
-    let sw = 0;
     for (let k = 0; k < n; k++) {
-      dot += dn[k]! * (w[k]! - mw);
-      sw += (w[k]! - mw) ** 2;
+      const w = haystack[o + k]!;
+      sum += w;
+      sumSq += w * w;
+      dot += dn[k]! * w;
     }
-    if (sw > 0 && sn > 0) best = Math.max(best, dot / (sn * Math.sqrt(sw)));
+    const sw = Math.sqrt(sumSq - (sum * sum) / n);
+    if (sw > 0 && sn > 0) best = Math.max(best, dot / (sn * sw));
   }
   return best;
 }
@@ -261,10 +264,10 @@ export async function startWorkerProcess(env: Record<string, string>, readyTimeo
   child.stdout!.on('data', keep);
   child.stderr!.on('data', keep);
   if (process.env.WORKER_LOG_DIR) {
-    const { createWriteStream } = await import('node:fs');
     const file = createWriteStream(path.join(process.env.WORKER_LOG_DIR, `worker-${child.pid}.log`), { flags: 'a' });
     child.stdout!.on('data', (b: Buffer) => file.write(b));
     child.stderr!.on('data', (b: Buffer) => file.write(b));
+    child.on('exit', () => file.end());
   }
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   await new Promise<void>((resolve, reject) => {

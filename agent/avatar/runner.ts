@@ -474,17 +474,17 @@ export class AvatarRunner {
     if (this.spec.record && this.recordingSink) await this.startRecording();
   }
 
-  /** The avatar listens to the user for its own VAD (provider mode) and for the recording; else to no one. */
-  private hearsUser(): boolean {
-    return this.spec.mode === 'provider' || this.spec.record;
+  /** The avatar hears the user's audio for its own VAD (provider mode) and for the recording; nothing else. */
+  private hears(kind: TrackKind | undefined, p: RemoteParticipant): boolean {
+    return !this.ending && kind === TrackKind.KIND_AUDIO && this.roleOf(p) === 'user' && (this.spec.mode === 'provider' || this.spec.record);
   }
 
   private subscribeIfHeard(pub: RemoteTrackPublication, p: RemoteParticipant): void {
-    if (!this.ending && pub.kind === TrackKind.KIND_AUDIO && this.roleOf(p) === 'user' && this.hearsUser()) pub.setSubscribed(true);
+    if (this.hears(pub.kind, p)) pub.setSubscribed(true);
   }
 
   private onTrack(track: RemoteTrack, pub: RemoteTrackPublication, p: RemoteParticipant): void {
-    if (this.ending || track.kind !== TrackKind.KIND_AUDIO || this.roleOf(p) !== 'user' || !this.hearsUser()) return;
+    if (!this.hears(track.kind, p)) return;
     const key = `${p.identity}/${pub.sid}`;
     this.userAudio.get(key)?.close().catch(() => {});
     this.userAudio.set(
