@@ -37,6 +37,7 @@ import { orAfter } from '../../core/time.ts';
 import type { Availability } from '../../clips/behavior/index.ts';
 import { SOURCE_MEMBER_ID } from '../../clips/behavior/index.ts';
 import { i420Planes, i420Size } from '../../render/encode/index.ts';
+import { isNeutral } from '../../render/synth/index.ts';
 import { mouthShape } from '../../render/talking-head/index.ts';
 import { RPC_PLAY_ACTION, RPC_USER_SPEECH_STARTED } from '../protocol.ts';
 import { BehaviorBody, SceneBody, type Body } from './body.ts';
@@ -279,7 +280,7 @@ export class AvatarRunner {
     return {
       frame: k,
       body,
-      shape: shape && shape.open + Math.abs(shape.wide) + shape.round > 0 ? shape : null,
+      shape: shape && !isNeutral(shape) ? shape : null,
       target: this.buffers[k % this.buffers.length]!,
       scratch: this.scratch,
       epoch: this.epoch,

@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import * as ort from '../onnx/runtime.ts';
 import sharp from 'sharp';
 import { detectFaceRig } from '../rig/index.ts';
-import { SYNTH_KEYPOINT_COUNT } from './contract.ts';
+import { MOUTH_SHAPE_KEYS, SYNTH_KEYPOINT_COUNT } from './contract.ts';
 import { sessionOptions } from '../onnx/session.ts';
 import { createMouthSynth, MOUTH_SYNTH_MODEL } from './engine.ts';
 import type { SynthItem } from './engine.ts';
@@ -77,7 +77,7 @@ async function stageTimes(
     const feeds = {
       crop: new ort.Tensor('uint8', crop, [1, S, S, 4]),
       lips: new ort.Tensor('float32', face.lips, [1, SYNTH_KEYPOINT_COUNT, 2]),
-      shape: new ort.Tensor('float32', new Float32Array([0.6, 0, 0]), [1, 3]),
+      shape: new ort.Tensor('float32', Float32Array.of(0.6, 0, 0, 0, 0, 1), [1, MOUTH_SHAPE_KEYS.length]),
     };
     const cropMs = await timeIt(seconds / 3, () => cropToRgba(frame, face.box, S, crop, 0));
     let res = await session.run(feeds);

@@ -7,7 +7,7 @@
  *                            mouth corners are level (S free, DEFAULT_CROP_SIZE by default); only
  *                            its size and a few colours inside synthReadRegion are read
  *   lips  float32 [N,42,2]   SYNTH_KEYPOINTS in crop-normalised coords ([0,1] across the crop)
- *   shape float32 [N,3]      (open 0..1, wide -1..1, round 0..1)
+ *   shape float32 [N,6]      (open 0..1, wide -1..1, round 0..1, press 0..1, tuck 0..1, relax 0..1)
  *   warp     float32 [N,2,w,w]  where each pixel of the crop's middle window takes its colour from:
  *                               (du, dv) source offset in crop pixels; exactly 0 where nothing moved.
  *                               The window is the crop less a border of (S - w) / 2 = floor(S / 10)
@@ -44,9 +44,10 @@ export interface CropRegion {
 
 /**
  * The crop pixels the graph reads, for a face's `lips` input (crop-normalised) and crop size S: its
- * colour samples (the lips, the skin below the lower lip and beside the corners, the teeth) and their
- * bilinear taps all lie in the box of the key points widened by a fifth of the mouth's width each
- * side, and 2 pixels. A crop need only be filled there (a test holds the graph to it).
+ * colour samples (the lips, the skin below the lower lip and beside the corners, the teeth, the
+ * crease, the upper lip's edge above the key points on a broad smile) and their bilinear taps all lie
+ * in the box of the key points widened by a fifth of the mouth's width each side and a tenth above and
+ * below, and 2 pixels. A crop need only be filled there (a test holds the graph to it).
  */
 export function synthReadRegion(lips: Float32Array, S: number): CropRegion {
   let [xMin, xMax, yMin, yMax] = [Infinity, -Infinity, Infinity, -Infinity];
@@ -55,13 +56,14 @@ export function synthReadRegion(lips: Float32Array, S: number): CropRegion {
     const y = lips[2 * k + 1]!;
     [xMin, xMax, yMin, yMax] = [Math.min(xMin, x), Math.max(xMax, x), Math.min(yMin, y), Math.max(yMax, y)];
   }
-  const widen = 0.2 * Math.abs(lips[2 * OUTER_CORNERS[0]]! - lips[2 * OUTER_CORNERS[1]]!);
+  const width = Math.abs(lips[2 * OUTER_CORNERS[0]]! - lips[2 * OUTER_CORNERS[1]]!);
+  const [side, above] = [0.2 * width, 0.1 * width];
   const clamp = (v: number) => Math.max(0, Math.min(S, v));
   return {
-    u0: clamp(Math.floor((xMin - widen) * S) - 2),
-    u1: clamp(Math.ceil((xMax + widen) * S) + 2),
-    v0: clamp(Math.floor(yMin * S) - 2),
-    v1: clamp(Math.ceil(yMax * S) + 2),
+    u0: clamp(Math.floor((xMin - side) * S) - 2),
+    u1: clamp(Math.ceil((xMax + side) * S) + 2),
+    v0: clamp(Math.floor((yMin - above) * S) - 2),
+    v1: clamp(Math.ceil((yMax + above) * S) + 2),
   };
 }
 export const DEFAULT_CROP_SIZE = 128;
@@ -70,14 +72,27 @@ export const SYNTH_INPUTS = { crop: 'crop', lips: 'lips', shape: 'shape' } as co
 export const SYNTH_OUTPUTS = { warp: 'warp', inner: 'inner', innerAt: 'inner_at' } as const;
 
 /**
- * A mouth shape for one frame. `open`: jaw and lips apart, 0 (closed) to 1
- * (wide open "ah"); `wide`: corners pulled out (1, "ee") or in (-1);
- * `round`: lips rounded and pushed forward ("oo", "w"), 0 to 1.
+ * A mouth shape for one frame, articulatory (each 0 at rest):
+ * - `open`: the lips part (quickly, over the first 0.3) and the jaw drops (from 0.15 on), so small
+ *   openings show the teeth together (s, t, "ee") and 1 is a wide "ah";
+ * - `wide`: corners pulled out (1, "ee") or in (-1);
+ * - `round`: lips rounded and pushed forward, a small round opening ("oo", "w");
+ * - `press`: lips pressed together and thinned (m, b, p);
+ * - `tuck`: the lower lip under the upper teeth (f, v);
+ * - `relax`: how far a smiling portrait's corners come down towards neutral (raised while talking,
+ *   let fall in silence, so the smile returns).
+ * The last three are optional (0 when absent), so a shape of the first contract still reads.
  */
 export interface MouthShape {
   open: number;
   wide: number;
   round: number;
+  press?: number;
+  tuck?: number;
+  relax?: number;
 }
 
-export const NEUTRAL_SHAPE: Readonly<MouthShape> = Object.freeze({ open: 0, wide: 0, round: 0 });
+/** The graph's `shape` input, in order. */
+export const MOUTH_SHAPE_KEYS = ['open', 'wide', 'round', 'press', 'tuck', 'relax'] as const satisfies readonly (keyof MouthShape)[];
+
+export const NEUTRAL_SHAPE: Readonly<MouthShape> = Object.freeze({ open: 0, wide: 0, round: 0, press: 0, tuck: 0, relax: 0 });

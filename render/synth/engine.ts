@@ -11,7 +11,7 @@
 import { fileURLToPath } from 'node:url';
 import * as ort from '../onnx/runtime.ts';
 import type { MouthShape } from './contract.ts';
-import { SYNTH_INPUTS, SYNTH_KEYPOINT_COUNT, SYNTH_OUTPUTS, synthReadRegion, type CropRegion } from './contract.ts';
+import { MOUTH_SHAPE_KEYS, SYNTH_INPUTS, SYNTH_KEYPOINT_COUNT, SYNTH_OUTPUTS, synthReadRegion, type CropRegion } from './contract.ts';
 import type { I420Frame, RgbaFrame, WarpLayers } from './image.ts';
 import { checkFrame, checkI420Frame, compositeWarp, compositeWarpI420, cropI420ToRgba, cropToRgba } from './image.ts';
 import type { PreparedFace } from './prepare.ts';
@@ -74,8 +74,9 @@ interface Canvas {
 /** A shape this close to neutral does not move any pixel visibly; it skips the graph. */
 const NEUTRAL_EPS = 1e-4;
 
-export function isNeutral(shape: MouthShape): boolean {
-  return Math.abs(shape.open) < NEUTRAL_EPS && Math.abs(shape.wide) < NEUTRAL_EPS && Math.abs(shape.round) < NEUTRAL_EPS;
+/** True when every parameter of the shape is within `tolerance` of rest. */
+export function isNeutral(shape: MouthShape, tolerance = NEUTRAL_EPS): boolean {
+  return MOUTH_SHAPE_KEYS.every((k) => Math.abs(shape[k] ?? 0) < tolerance);
 }
 
 export async function createMouthSynth(options: MouthSynthOptions = {}): Promise<MouthSynth> {
@@ -98,6 +99,14 @@ export async function createMouthSynth(options: MouthSynthOptions = {}): Promise
   for (const name of Object.values(SYNTH_OUTPUTS)) {
     if (!session.outputNames.includes(name)) throw new Error(`${path} is not a mouth synthesis graph: no output "${name}"`);
   }
+  // A graph of the first contract took (open, wide, round) only: benchmarks and the gallery run it
+  // beside this one, fed the first three parameters.
+  const shapeDims = session.inputMetadata.find((m) => m.name === SYNTH_INPUTS.shape);
+  const shapeWidth = shapeDims?.isTensor && typeof shapeDims.shape[1] === 'number' ? shapeDims.shape[1] : MOUTH_SHAPE_KEYS.length;
+  if (shapeWidth !== 3 && shapeWidth !== MOUTH_SHAPE_KEYS.length) {
+    throw new Error(`${path} is not a mouth synthesis graph: its shape input has ${shapeWidth} parameters, not ${MOUTH_SHAPE_KEYS.length}`);
+  }
+  const shapeKeys = MOUTH_SHAPE_KEYS.slice(0, shapeWidth);
 
   /** One graph run per crop size (faces of similar size share one); neutral shapes skip it. */
   const drawAll = async (canvases: readonly Canvas[]): Promise<void> => {
@@ -158,18 +167,16 @@ export async function createMouthSynth(options: MouthSynthOptions = {}): Promise
     const plane = S * S;
     const crop = new Uint8Array(N * 4 * plane);
     const lips = new Float32Array(N * SYNTH_KEYPOINT_COUNT * 2);
-    const shape = new Float32Array(N * 3);
+    const shape = new Float32Array(N * shapeKeys.length);
     group.forEach((canvas, n) => {
       canvas.crop(S, crop, n * 4 * plane, synthReadRegion(canvas.face.lips, S));
       lips.set(canvas.face.lips, n * SYNTH_KEYPOINT_COUNT * 2);
-      shape[n * 3] = canvas.shape.open;
-      shape[n * 3 + 1] = canvas.shape.wide;
-      shape[n * 3 + 2] = canvas.shape.round;
+      shapeKeys.forEach((k, j) => (shape[n * shapeKeys.length + j] = canvas.shape[k] ?? 0));
     });
     const res = await session.run({
       [SYNTH_INPUTS.crop]: new ort.Tensor('uint8', crop, [N, S, S, 4]),
       [SYNTH_INPUTS.lips]: new ort.Tensor('float32', lips, [N, SYNTH_KEYPOINT_COUNT, 2]),
-      [SYNTH_INPUTS.shape]: new ort.Tensor('float32', shape, [N, 3]),
+      [SYNTH_INPUTS.shape]: new ort.Tensor('float32', shape, [N, shapeKeys.length]),
     });
     const warp = res[SYNTH_OUTPUTS.warp]!;
     const inner = res[SYNTH_OUTPUTS.inner]!;
@@ -208,7 +215,7 @@ export async function createMouthSynth(options: MouthSynthOptions = {}): Promise
 }
 
 function checkShape(shape: MouthShape, i: number): void {
-  for (const k of ['open', 'wide', 'round'] as const) {
-    if (!Number.isFinite(shape[k])) throw new RangeError(`item ${i}: shape.${k} must be a finite number`);
+  for (const k of MOUTH_SHAPE_KEYS) {
+    if (!Number.isFinite(shape[k] ?? 0)) throw new RangeError(`item ${i}: shape.${k} must be a finite number`);
   }
 }

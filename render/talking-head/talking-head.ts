@@ -8,8 +8,7 @@ import type { Speech } from './speech.ts';
 
 /** The synth's mouth shape for a viseme frame: lips shut means shut, whatever the smoothing left. */
 export function mouthShape(m: MouthFrame): MouthShape {
-  if (m.closed) return { open: 0, wide: m.wide, round: m.round };
-  return { open: m.open, wide: m.wide, round: m.round };
+  return { open: m.closed ? 0 : m.open, wide: m.wide, round: m.round, press: m.press, tuck: m.tuck, relax: m.relax };
 }
 
 export interface TalkingHeadOptions {

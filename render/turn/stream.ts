@@ -15,7 +15,7 @@
 import { AvatarMuxWriter, encodeJpeg, framePts } from '../encode/index.ts';
 import type { LipSyncEngine, LipSyncFace, LipSyncItem } from '../lipsync/index.ts';
 import { MEL_SAMPLE_RATE, melSpectrogram, melWindow, type MelSpectrogram } from '../lipsync/index.ts';
-import type { MouthShape } from '../synth/index.ts';
+import { isNeutral, type MouthShape } from '../synth/index.ts';
 import { mouthShape } from '../talking-head/index.ts';
 import { Resampler, phonesToVisemes, visemeTrack, type MouthFrame, type TimedPhone } from '../visemes/index.ts';
 
@@ -108,7 +108,7 @@ interface Spoken {
  * thousandths around speech): the stored frame is sent as is.
  */
 const REST = 0.02;
-const atRest = (m: MouthShape): boolean => m.open < REST && m.wide < REST && m.round < REST;
+const atRest = (m: MouthShape): boolean => isNeutral(m, REST);
 
 /** Frames rendered per engine call: 1 first (the first frame as early as possible), then up to this many. */
 const MAX_BATCH = 4;

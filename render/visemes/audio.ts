@@ -16,9 +16,9 @@ import { fileURLToPath } from 'node:url';
 import * as ort from '../onnx/runtime.ts';
 import { loadedOnce, sessionOptions } from '../onnx/session.ts';
 import type { MouthFrame, ParamCurves, SmoothingOptions } from './track.ts';
-import { CONTROL_RATE, sampleCurves, smoothCausal } from './track.ts';
+import { CONTROL_RATE, emptyCurves, sampleCurves, smoothCausal, speakingEnvelope } from './track.ts';
 import type { Viseme } from './visemes.ts';
-import { VISEMES, VISEME_PARAMS } from './visemes.ts';
+import { MOUTH_PARAM_KEYS, VISEMES, VISEME_PARAMS } from './visemes.ts';
 
 export const AUDIO_MODEL_PATH = fileURLToPath(new URL('../models/visemes/audio_visemes.onnx', import.meta.url));
 
@@ -201,8 +201,11 @@ export class AudioVisemeStream {
   private context = new Float32Array(0); // last <= K-1 feature frames, [40, C] row-major
   private contextFrames = 0;
   private inputSamples = 0; // 16 kHz samples received (unpadded)
-  private readonly curves: ParamCurves = { open: new Float32Array(0), wide: new Float32Array(0), round: new Float32Array(0), viseme: new Uint8Array(0), closed: new Uint8Array(0) };
-  private readonly state = { open: { y: 0 }, wide: { y: 0 }, round: { y: 0 } };
+  private readonly curves: ParamCurves = emptyCurves(0);
+  private readonly state = {
+    ...(Object.fromEntries(MOUTH_PARAM_KEYS.map((k) => [k, { y: 0 }])) as Record<(typeof MOUTH_PARAM_KEYS)[number], { y: number }>),
+    relax: { y: 0 },
+  };
   private controlFrames = 0; // control samples produced (sample i at time i / 100)
   private nextVideoFrame = 0;
   private ended = false;
@@ -282,48 +285,35 @@ export class AudioVisemeStream {
   }
 
   private consume(p: Float32Array, t: number): void {
-    const open = new Float32Array(t);
-    const wide = new Float32Array(t);
-    const round = new Float32Array(t);
-    const vis = new Uint8Array(t);
+    const params = emptyCurves(t);
+    const silence = VISEMES.indexOf('sil');
     for (let i = 0; i < t; i++) {
       let best = 0;
       let bestP = -1;
-      let o = 0;
-      let w = 0;
-      let r = 0;
       for (let c = 0; c < VISEMES.length; c++) {
         const pc = p[i * VISEMES.length + c] as number;
         const v = VISEME_PARAMS[VISEMES[c] as Viseme];
-        o += pc * v.open;
-        w += pc * v.wide;
-        r += pc * v.round;
+        for (const k of MOUTH_PARAM_KEYS) params[k][i] = (params[k][i] as number) + pc * v[k];
         if (pc > bestP) {
           bestP = pc;
           best = c;
         }
       }
-      open[i] = o;
-      wide[i] = w;
-      round[i] = r;
-      vis[i] = best;
+      params.viseme[i] = best;
+      params.relax[i] = 1 - (p[i * VISEMES.length + silence] as number);
     }
-    smoothCausal(open, this.smoothing, this.state.open);
-    smoothCausal(wide, this.smoothing, this.state.wide);
-    smoothCausal(round, this.smoothing, this.state.round);
-    const closed = new Uint8Array(t);
-    for (let i = 0; i < t; i++) closed[i] = vis[i] === 1 || (open[i] as number) < 0.02 ? 1 : 0;
+    for (const k of MOUTH_PARAM_KEYS) smoothCausal(params[k], this.smoothing, this.state[k]);
+    speakingEnvelope(params.relax, this.state.relax);
+    for (let i = 0; i < t; i++) params.closed[i] = params.viseme[i] === 1 || (params.open[i] as number) < 0.02 ? 1 : 0;
     const cat = <T extends Float32Array | Uint8Array>(a: T, b: T): T => {
       const r = new (a.constructor as { new (n: number): T })(a.length + b.length);
       r.set(a);
       r.set(b, a.length);
       return r;
     };
-    this.curves.open = cat(this.curves.open, open);
-    this.curves.wide = cat(this.curves.wide, wide);
-    this.curves.round = cat(this.curves.round, round);
-    this.curves.viseme = cat(this.curves.viseme, vis);
-    this.curves.closed = cat(this.curves.closed, closed);
+    for (const key of Object.keys(params) as (keyof ParamCurves)[]) {
+      (this.curves as unknown as Record<string, Float32Array | Uint8Array>)[key] = cat(this.curves[key], params[key]);
+    }
     this.controlFrames += t;
   }
 
@@ -347,7 +337,7 @@ export class AudioVisemeStream {
     // Drop control samples no later frame needs.
     const keepFrom = Math.max(0, Math.floor((this.nextVideoFrame / this.fps) * CONTROL_RATE) - base - 1);
     if (keepFrom > 0) {
-      for (const key of ['open', 'wide', 'round', 'viseme', 'closed'] as const) {
+      for (const key of Object.keys(this.curves) as (keyof ParamCurves)[]) {
         (this.curves as unknown as Record<string, Float32Array | Uint8Array>)[key] = this.curves[key].slice(keepFrom);
       }
     }

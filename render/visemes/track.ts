@@ -9,7 +9,7 @@
  * shorter than a video frame still closes the frame nearest to its middle.
  */
 import type { MouthParams, TimedPhone, Viseme, VisemeSegment } from './visemes.ts';
-import { VISEMES, VISEME_PARAMS, phonesToVisemes, visemeAt } from './visemes.ts';
+import { MOUTH_PARAM_KEYS, VISEMES, VISEME_PARAMS, phonesToVisemes, visemeAt } from './visemes.ts';
 
 /** Control rate of the curves, in Hz (one sample per 10 ms, the audio model's hop). */
 export const CONTROL_RATE = 100;
@@ -17,6 +17,11 @@ export const CONTROL_RATE = 100;
 export interface MouthFrame extends MouthParams {
   /** Seconds from the start of the audio (frame k of a track is at k / fps). */
   time: number;
+  /**
+   * How far into speaking the face is, 0..1: rises over an utterance and falls back to exactly 0
+   * in silence (SPEAKING_ENVELOPE), so a smiling portrait relaxes while it talks and smiles again after.
+   */
+  relax: number;
   /** The dominant viseme at this time. */
   viseme: Viseme;
   /** True when the lips must be shut (p, b, m, or silence with the mouth closed). */
@@ -34,13 +39,15 @@ export interface SmoothingOptions {
 
 export const DEFAULT_SMOOTHING: Readonly<SmoothingOptions> = { attack: 0.03, release: 0.045, anticipation: 0.03 };
 
-const PARAM_KEYS = ['open', 'wide', 'round'] as const;
+/** The speaking envelope behind `relax`: up in about a third of a second, back down over about two. */
+export const SPEAKING_ENVELOPE: Readonly<Pick<SmoothingOptions, 'attack' | 'release'>> = { attack: 0.12, release: 0.6 };
+/** Under this the envelope is 0, so a face in silence is exactly the portrait again. */
+const ENVELOPE_FLOOR = 0.03;
 
 /** Mouth parameter curves sampled at CONTROL_RATE. */
-export interface ParamCurves {
-  open: Float32Array;
-  wide: Float32Array;
-  round: Float32Array;
+export interface ParamCurves extends Record<(typeof MOUTH_PARAM_KEYS)[number], Float32Array> {
+  /** The speaking envelope (MouthFrame.relax). */
+  relax: Float32Array;
   /** Dominant viseme index (into VISEMES) per sample. */
   viseme: Uint8Array;
   /** 1 where the lips must be shut. */
@@ -65,6 +72,20 @@ export function smoothCausal(x: Float32Array, opts: Pick<SmoothingOptions, 'atta
   return x;
 }
 
+/** The speaking envelope of a 0..1 speech curve, in place (SPEAKING_ENVELOPE); `state` carries over between chunks. */
+export function speakingEnvelope(speech: Float32Array, state = { y: 0 }): Float32Array {
+  smoothCausal(speech, SPEAKING_ENVELOPE, state);
+  for (let i = 0; i < speech.length; i++) if ((speech[i] as number) < ENVELOPE_FLOOR) speech[i] = 0;
+  return speech;
+}
+
+/** Empty curves of n control samples. */
+export function emptyCurves(n: number): ParamCurves {
+  const curves = { viseme: new Uint8Array(n), closed: new Uint8Array(n), relax: new Float32Array(n) } as Partial<ParamCurves>;
+  for (const k of MOUTH_PARAM_KEYS) curves[k] = new Float32Array(n);
+  return curves as ParamCurves;
+}
+
 function smoothTwoPass(x: Float32Array, opts: SmoothingOptions): Float32Array {
   const fwd = smoothCausal(Float32Array.from(x), opts, { y: x[0] ?? 0 });
   if (!(opts.anticipation > 0)) return fwd;
@@ -80,22 +101,16 @@ function smoothTwoPass(x: Float32Array, opts: SmoothingOptions): Float32Array {
 /** Target (unsmoothed) and smoothed curves of the phone path, from timed visemes. */
 export function segmentCurves(segments: readonly VisemeSegment[], durationSeconds: number, smoothing: SmoothingOptions = DEFAULT_SMOOTHING): ParamCurves {
   const n = Math.max(1, Math.ceil(durationSeconds * CONTROL_RATE) + 1);
-  const curves: ParamCurves = {
-    open: new Float32Array(n),
-    wide: new Float32Array(n),
-    round: new Float32Array(n),
-    viseme: new Uint8Array(n),
-    closed: new Uint8Array(n),
-  };
+  const curves = emptyCurves(n);
   for (let i = 0; i < n; i++) {
     const v = visemeAt(segments, i / CONTROL_RATE);
     const p = VISEME_PARAMS[v];
-    curves.open[i] = p.open;
-    curves.wide[i] = p.wide;
-    curves.round[i] = p.round;
+    for (const k of MOUTH_PARAM_KEYS) curves[k][i] = p[k];
     curves.viseme[i] = VISEMES.indexOf(v);
+    curves.relax[i] = v === 'sil' ? 0 : 1;
   }
-  for (const k of PARAM_KEYS) smoothTwoPass(curves[k], smoothing);
+  for (const k of MOUTH_PARAM_KEYS) smoothTwoPass(curves[k], smoothing);
+  speakingEnvelope(curves.relax);
   // Bilabial closures are exact: lips shut over the whole p/b/m segment.
   for (const s of segments) {
     if (s.viseme !== 'PP') continue;
@@ -128,6 +143,9 @@ export function sampleCurves(curves: ParamCurves, fps: number, frames: number, f
       open: lerp(curves.open),
       wide: lerp(curves.wide),
       round: lerp(curves.round),
+      press: lerp(curves.press),
+      tuck: lerp(curves.tuck),
+      relax: lerp(curves.relax),
       viseme: VISEMES[curves.viseme[nearest] as number] as Viseme,
       closed: curves.closed[nearest] === 1,
     });
@@ -164,7 +182,7 @@ export function visemeTrack(
   for (const s of segments) {
     if (s.viseme !== 'PP') continue;
     const f = frames[Math.round(((s.start + s.end) / 2) * fps)];
-    if (f) Object.assign(f, { open: 0, closed: true, viseme: 'PP' as Viseme });
+    if (f) Object.assign(f, { open: 0, press: Math.max(f.press, 0.6), closed: true, viseme: 'PP' as Viseme });
   }
   return { fps, durationSeconds, frames };
 }

@@ -3,10 +3,12 @@
  * parameters each one stands for. The renderer consumes the parameters; the classes are the vocabulary
  * shared by the phone path (TTS timings) and the audio path (the classifier in audio.ts).
  *
- * Parameters, each in [0, 1], 0 being the mouth at rest:
- *   open   jaw and lip opening (0 = lips together)
+ * Parameters, each in [0, 1], 0 being the mouth at rest (render/synth/contract.ts says what each moves):
+ *   open   the lips part and the jaw drops (small values: lips apart, teeth together)
  *   wide   lip spread, corners pulled back (as in "ee")
  *   round  lip rounding and protrusion (as in "oo")
+ *   press  lips pressed together (p, b, m)
+ *   tuck   lower lip under the upper teeth (f, v)
  */
 export const VISEMES = ['sil', 'PP', 'FF', 'TH', 'DD', 'kk', 'CH', 'SS', 'nn', 'RR', 'aa', 'E', 'ih', 'oh', 'ou'] as const;
 export type Viseme = (typeof VISEMES)[number];
@@ -15,25 +17,32 @@ export interface MouthParams {
   open: number;
   wide: number;
   round: number;
+  press: number;
+  tuck: number;
 }
+
+/** The parameters of MouthParams, in the order the renderer takes them. */
+export const MOUTH_PARAM_KEYS = ['open', 'wide', 'round', 'press', 'tuck'] as const satisfies readonly (keyof MouthParams)[];
+
+const shape = (open: number, wide: number, round: number, press = 0, tuck = 0): MouthParams => ({ open, wide, round, press, tuck });
 
 /** Mouth parameters of each viseme (targets; the track smooths between them). */
 export const VISEME_PARAMS: Readonly<Record<Viseme, Readonly<MouthParams>>> = {
-  sil: { open: 0, wide: 0, round: 0 }, // silence: closed, relaxed
-  PP: { open: 0, wide: 0, round: 0.1 }, // p b m: lips pressed together
-  FF: { open: 0.08, wide: 0.2, round: 0 }, // f v: lower lip under the upper teeth
-  TH: { open: 0.2, wide: 0.2, round: 0 }, // th dh: tongue between the teeth
-  DD: { open: 0.22, wide: 0.25, round: 0 }, // t d
-  kk: { open: 0.3, wide: 0.2, round: 0 }, // k g ng
-  CH: { open: 0.2, wide: 0, round: 0.6 }, // ch jh sh zh: lips forward
-  SS: { open: 0.1, wide: 0.45, round: 0 }, // s z: teeth nearly together
-  nn: { open: 0.2, wide: 0.2, round: 0 }, // n l
-  RR: { open: 0.22, wide: 0, round: 0.45 }, // r er
-  aa: { open: 0.75, wide: 0.2, round: 0 }, // aa ae ah ax: open
-  E: { open: 0.5, wide: 0.5, round: 0 }, // eh ey
-  ih: { open: 0.25, wide: 0.7, round: 0 }, // ih iy y: spread
-  oh: { open: 0.55, wide: 0, round: 0.6 }, // ao ow
-  ou: { open: 0.2, wide: 0, round: 0.9 }, // uw uh w: small and round
+  sil: shape(0, 0, 0), // silence: closed, relaxed
+  PP: shape(0, 0, 0.1, 1), // p b m: lips pressed together
+  FF: shape(0.1, 0.15, 0, 0, 1), // f v: lower lip under the upper teeth
+  TH: shape(0.2, 0.2, 0), // th dh: tongue between the teeth
+  DD: shape(0.2, 0.25, 0), // t d: lips apart, teeth nearly together
+  kk: shape(0.3, 0.2, 0), // k g ng
+  CH: shape(0.2, 0, 0.6), // ch jh sh zh: lips forward
+  SS: shape(0.12, 0.45, 0), // s z: teeth together
+  nn: shape(0.2, 0.2, 0), // n l
+  RR: shape(0.22, 0, 0.45), // r er
+  aa: shape(0.75, 0.2, 0), // aa ae ah ax: open
+  E: shape(0.5, 0.5, 0), // eh ey
+  ih: shape(0.25, 0.7, 0), // ih iy y: spread
+  oh: shape(0.55, 0, 0.6), // ao ow
+  ou: shape(0.2, 0, 0.9), // uw uh w: small and round
 };
 
 /** Flite (CMU US English) phones to visemes. Diphthongs are two visemes, see DIPHTHONGS. */

@@ -5,7 +5,7 @@
 
 No learned weights: the graph is hand-written geometry and shading, so it is
 small (tens of KB), deterministic and runs the same on onnxruntime's CPU and
-CUDA providers (opset 17, only standard ops; GridSample does the warp).
+CUDA providers (opset 17, only standard ops).
 
 Contract (mirrored in render/synth/contract.ts; keep them in step):
 
@@ -20,42 +20,62 @@ Contract (mirrored in render/synth/contract.ts; keep them in step):
                                      291,375,321,405,314,17,84,181,91,146), same order
                               40     chin (152)
                               41     base of the nose (2)
-  shape  float32 [N,3]      (open 0..1, wide -1..1, round 0..1); (0,0,0) leaves the crop as it is
+  shape  float32 [N,6]      (open 0..1, wide -1..1, round 0..1, press 0..1, tuck 0..1, relax 0..1);
+                            all 0 leaves the crop as it is
   warp     float32 [N,2,w,w]  backward warp over the crop's middle window (w = S - 2*floor(S/10)): where
                               each pixel takes its colour from, (du, dv) in crop pixels; exactly 0 where
                               it moved under 0.05 px. The composite samples the full-resolution frame there.
-  inner    float32 [N,4,h,k]  the drawn inner mouth, rgb in frame levels premultiplied by its coverage,
-                              and the coverage, over the rows/columns holding every opening of the batch
+  inner    float32 [N,4,h,k]  the drawn inner mouth and the shading of the inner lip margins, rgb in
+                              frame levels premultiplied by its coverage, and the coverage, over the
+                              rows/columns holding every opening of the batch
   inner_at int64   [2]        crop pixel (row, column) of inner's first pixel
 
-Design, all in the mouth's own frame (x along the corners, y down), lengths
-in units of the mouth width W (outer corner to outer corner):
+Design, in the mouth's own frame (x along the corners, y down); lengths in
+mouth widths W (outer corner to outer corner). The shape is articulatory:
 
-  1. Lip curves per column. The upper and lower inner lip lines and the outer
-     lines are interpolated across the columns (Gaussian-weighted, Nadaraya-
-     Watson) from the 11 points of each.
+  open   the lips part (quickly, over the first 0.3) and the jaw drops (from
+         0.15 on): small openings show the teeth together, as in s, t, ee;
+  wide   the corners move out (spread, ee) or in (negative);
+  round  the corners move in, the lips get fuller (pushed forward) and the
+         opening narrows to a small round one (oo, w);
+  press  the lips press together and thin (m, b, p);
+  tuck   the upper lip lifts and the lower lip rises under the upper teeth (f, v);
+  relax  a smiling portrait's corners come down towards neutral while it
+         talks (the caller raises it over an utterance and lets it fall in silence).
+
+  1. Lip curves per column: the inner and outer upper and lower lip lines,
+     interpolated across the columns (Gaussian-weighted, Nadaraya-Watson) from
+     the 11 points of each.
   2. A backward warp (output pixel -> source pixel), so every output pixel is
      defined; the composite (render/synth/image.ts) resamples the frame itself
-     along it (one bilinear step from the full-resolution frame):
-       - the corners move out with `wide` and in with `round` (a horizontal
-         field that peaks at the corners and fades into the cheeks);
-       - the lower lip and the whole jaw drop with `open`: the lower lip by a
-         lens-shaped profile that is 0 at the corners, blending with depth into
-         a broad, nearly flat profile at the chin (the jaw is rigid), then
-         fading over the neck below the chin so the chin covers the neck;
-       - the upper lip lifts a little, fading to zero at the base of the nose;
-       - the band between the displaced inner lips is filled by stretching the
-         original inner-lip band (so at shape 0 the map is the identity).
-  3. An inner-mouth layer inside the displaced opening: a dark cavity tinted
-     from the lips' own colour (sampled inside the graph, so it suits any skin
-     tone), lighter near the wet inner lip edges; the tongue low in the mouth;
-     upper teeth fixed to the skull (they do not move with the jaw), with
-     shadow under the upper lip, darkening towards the corners (buccal
-     corridor), faint separations between teeth and a slightly scalloped
-     edge; faint lower teeth on the jaw when the mouth is well open. Teeth
-     brightness follows the skin's brightness (the lighting), not pure white.
-  4. Soft (about 1 px) edges everywhere and a window that keeps the crop's
-     border untouched.
+     along it, so lips, skin, wrinkles and beard keep their own texture:
+       - a corner field (out with wide, in with round and press, down with
+         relax in proportion to the smile), fading into the cheeks;
+       - per column, a piecewise map with knots at the lip lines: each lip
+         keeps its thickness and colour (fuller with round, thinner with
+         press) and moves as one piece; the upper lip lifts a little, fading
+         at the nose; the lower lip drops with a profile that opens from the
+         centre out (the corners stay sealed at small openings) and blends into
+         the jaw's broad drop at the chin, fading over the neck;
+       - the closed mouth's dark crease stays inside the opening (the lips'
+         inner edges sample just inside the lips), so it never rims them;
+       - a portrait that shows its teeth keeps them: its opening splits at the
+         darkest row between the teeth (the occlusal line); the upper part
+         stays with the skull, the lower part goes down with the lower lip.
+  3. An inner-mouth layer in the new space, opaque with a 1 px anti-aliased
+     edge: a cavity from the portrait's own darks (the crease or the corners
+     of the mouth), warm, darkest at the back and towards the corners; the
+     tongue behind the lower teeth, lit at its front; upper teeth fixed to the
+     skull, their widths on a dental arch (central : lateral : canine about
+     1.5 : 1 : 0.8), the incisal edge on a smile arc, rounded tooth corners,
+     a shadow under the upper lip and darker towards the corners; lower teeth
+     on the jaw, shown only at wide openings. Teeth take the portrait's own
+     teeth colour when it shows them, otherwise the skin's hue at a fraction
+     of its chroma, lit like the skin (warm ivory, never grey, blue or green),
+     shaded from the side the light comes from. A fixed grain, attached to the
+     face, matches the drawn pixels to the photo's.
+  4. The inner lip margins: a soft shadow inside the upper lip's edge and a
+     moist highlight along the lower lip's, only where the lips are apart.
 """
 from __future__ import annotations
 
@@ -70,62 +90,67 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from onnx_dsl import Graph, concat, lerp, smoothstep, where  # noqa: E402
 
 K = 42
+SHAPE_PARAMS = 6
 INNER_UPPER = list(range(0, 11))  # corner, 9 upper, corner
 INNER_LOWER = [10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 0]
 OUTER_UPPER = [20 + i for i in INNER_UPPER]
 OUTER_LOWER = [20 + i for i in INNER_LOWER]
 CHIN, NOSE = 40, 41
 
-# Shape -> geometry, in mouth widths (W). See the docstring.
-LOWER_DROP = 0.40      # lower lip drop at the centre at open = 1
-LOWER_DROP_ROUND = 0.05
-UPPER_LIFT = 0.07
-UPPER_LIFT_ROUND = 0.05
-CORNER_WIDE = 0.10     # each corner outwards at wide = 1
-CORNER_ROUND = 0.15    # each corner inwards at round = 1
-NECK_FALLOFF = 0.40    # below the chin the drop fades over this distance
-TOOTH_LEN = 0.09       # visible upper incisor below the resting upper inner lip line
-UPPER_SHARE = 0.65     # of the portrait's own mouth opening, the part that stays up (upper teeth)
-
-
-def _f(x):
-    return x
+# Shape -> geometry, in mouth widths (W). Conversational amplitudes: "aa" at open 0.75 parts the
+# lips by about a quarter of the mouth's width (a shout is 0.4).
+JAW_DROP = 0.27          # jaw (and chin) drop at open = 1
+JAW_FROM = 0.1           # the jaw starts to drop at this open; below it the teeth stay together
+LOWER_LIP_DROP = 0.045   # the lower lip's own drop on top of the jaw's, reached at open = LIPS_PART_AT
+UPPER_LIP_LIFT = 0.03    # the upper lip's lift, reached at open = LIPS_PART_AT
+LIPS_PART_AT = 0.3
+SPREAD_LIFT = 0.02       # extra lift of the upper lip and drop of the lower at wide = 1
+ROUND_LIFT = 0.02        # rounded lips flare: upper lip up
+ROUND_CLOSE = 0.0        # ... and the lower lip comes up a little
+TUCK_LIFT = 0.03         # f, v: upper lip up
+TUCK_RISE = 0.035        # f, v: lower lip up (under the upper teeth)
+CORNER_WIDE = 0.12       # each corner outwards at wide = 1
+CORNER_ROUND = 0.14      # each corner inwards at round = 1
+CORNER_PRESS = 0.02
+RELAX_DOWN = 0.6         # of the smile's corner elevation, taken back at relax = 1
+RELAX_IN = 0.1           # corners inwards per unit of smile elevation at relax = 1
+ROUND_FULL = 0.14        # lips thicker (outer edges out) at round = 1, of their thickness
+PRESS_THIN = 0.35        # lips thinner at press = 1, of their thickness
+NECK_FALLOFF = 0.40      # below the chin the drop fades over this distance
+CREASE = 0.03            # half the closed mouth's dark crease, kept out of the lips' inner edges
+TOOTH_LEN = 0.05         # visible upper incisor below the resting lip line (at the centre)
+OVERBITE = 0.028         # the lower incisors' edge above the upper ones' with the teeth together
+MM = 50.0                # a mouth width in mm, for tooth sizes
+ARCH_R = 20.0            # dental arch radius, mm (frontal projection of the teeth widths)
 
 
 def build() -> onnx.ModelProto:
     g = Graph('mouth_synth', opset=17)
     rgba = g.input('crop', [None, None, None, 4], dtype=TensorProto.UINT8)
     lips = g.input('lips', [None, K, 2])
-    shape = g.input('shape', [None, 3])
-
-    # --- pixel grid (crop-normalised pixel centres), S taken from the input ---
-    s_int = g.op('Shape', rgba).gather(2, axis=0)
-    # the crop only gives the colours of the lips, skin and teeth: RGB in [0,1], NCHW for GridSample
-    crop = g.op('Slice', g.op('Transpose', rgba, perm=[0, 3, 1, 2]), g.const(np.asarray([0], np.int64)),
-                g.const(np.asarray([3], np.int64)), g.const(np.asarray([1], np.int64)))
-    crop = crop.cast(TensorProto.FLOAT) * (1.0 / 255.0)
-    s_f = s_int.cast(TensorProto.FLOAT)
-    px = 1.0 / s_f  # one pixel, normalised
-    # Only the middle of the crop can change (a 10% border is kept as it is): every per-pixel
-    # tensor below covers the window [b0, b1) of rows and columns, and is padded back at the end.
-    b0 = g.op('Div', s_int, g.const(np.asarray(10, np.int64)))
-    b1 = s_int - b0
-    win = b1 - b0
-    ramp = (g.op('Range', b0, b1, g.const(np.asarray(1, np.int64))).cast(TensorProto.FLOAT) + 0.5) / s_f
-    X = ramp.reshape([1, 1, 1, -1])  # [1,1,1,w] columns
-    Y = ramp.reshape([1, 1, -1, 1])  # [1,1,w,1] rows
+    shape = g.input('shape', [None, SHAPE_PARAMS])
 
     def i64(v):
         return g.const(np.asarray(v, np.int64))
 
+    # --- pixel grid (crop-normalised pixel centres), S taken from the input ---
+    s_int = g.op('Shape', rgba).gather(2, axis=0)
+    crop = g.op('Slice', g.op('Transpose', rgba, perm=[0, 3, 1, 2]), i64([0]), i64([3]), i64([1]))
+    crop = crop.cast(TensorProto.FLOAT) * (1.0 / 255.0)  # NCHW RGB in [0,1], for GridSample
+    s_f = s_int.cast(TensorProto.FLOAT)
+    px = 1.0 / s_f  # one pixel, normalised
+    # Only the middle of the crop can change (a 10% border is kept as it is): every per-pixel
+    # tensor below covers the window [b0, b1) of rows and columns, and is padded back at the end.
+    b0 = g.op('Div', s_int, i64(10))
+    b1 = s_int - b0
+    win = b1 - b0
+    ramp = (g.op('Range', b0, b1, i64(1)).cast(TensorProto.FLOAT) + 0.5) / s_f
+    X = ramp.reshape([1, 1, 1, -1])  # [1,1,1,w] columns
+    Y = ramp.reshape([1, 1, -1, 1])  # [1,1,w,1] rows
+
     def sl(x, starts, ends, axes):
         return g.op('Slice', x, concat([v.reshape([1]) for v in starts], 0), concat([v.reshape([1]) for v in ends], 0),
                     i64(axes))
-
-    def pad_hw(x, top, left, bottom, right):
-        z = i64([0])
-        pads = concat([z, z, top.reshape([1]), left.reshape([1]), z, z, bottom.reshape([1]), right.reshape([1])], 0)
-        return g.op('Pad', x, pads, mode='constant')
 
     lx = lips.gather(0, axis=2)  # [N,K]
     ly = lips.gather(1, axis=2)
@@ -139,6 +164,10 @@ def build() -> onnx.ModelProto:
     o = par(0).clip(0.0, 1.25)
     wd = par(1).clip(-1.0, 1.0)
     rd = par(2).clip(0.0, 1.0)
+    pr = par(3).clip(0.0, 1.0)
+    tk = par(4).clip(0.0, 1.0)
+    rx = par(5).clip(0.0, 1.0)
+    wdp = wd.relu()
 
     xr, yr = pt(20)
     xl, yl = pt(30)
@@ -149,26 +178,172 @@ def build() -> onnx.ModelProto:
     W = hw * 2.0
     _, y_chin = pt(CHIN)
     _, y_nose = pt(NOSE)
-    _, y_mu = pt(5)
-    _, y_ml = pt(15)
-    y_mouth = (y_mu + y_ml) * 0.5
+    _, y_iu = pt(5)
+    _, y_il = pt(15)
+    _, y_ou = pt(25)
+    _, y_ol = pt(35)
+    y_mouth = (y_iu + y_il) * 0.5
+    # a smile lifts the corners above the middle of the lip line
+    smile = ((y_mouth - (yr + yl) * 0.5) / W - 0.01).clip(0.0, 0.2)
 
-    # --- shape -> amounts (normalised crop units) ---
-    drop = W * (o * LOWER_DROP * (1.0 - 0.3 * rd) + rd * LOWER_DROP_ROUND)
-    lift = W * (o * UPPER_LIFT + rd * UPPER_LIFT_ROUND)
-    corner = W * (wd * CORNER_WIDE - rd * CORNER_ROUND)
-    p_exp = 0.85 - 0.4 * rd  # opening profile: lens (1) .. ellipse (0.5)
+    # --- colours sampled from the crop itself: one GridSample for all of them ---
+    lum_w = g.const(np.asarray([0.299, 0.587, 0.114], np.float32).reshape(1, 3, 1, 1))
+    own_gap = (y_il - y_iu).relu()  # the portrait's own opening at the centre
+    samples = []  # (x, y) pairs of [N,1,1,1] or [N,M,1,1]
+
+    def add(xs, ys):
+        samples.append((xs, ys))
+        return len(samples) - 1
+
+    lip_idx = [3, 4, 5, 6, 7, 13, 14, 15, 16, 17]
+    mx = (lx.take(lip_idx, axis=1) + lx.take([20 + i for i in lip_idx], axis=1)) * 0.5  # [N,10]
+    my = (ly.take(lip_idx, axis=1) + ly.take([20 + i for i in lip_idx], axis=1)) * 0.5
+    s_lip = add(mx, my)
+    # each lip's own colour near its inner edge (a third of the way out), where its wet inner face begins
+    def towards_outer(idx, f):
+        return (lx.take(idx, axis=1) * (1.0 - f) + lx.take([20 + i for i in idx], axis=1) * f,
+                ly.take(idx, axis=1) * (1.0 - f) + ly.take([20 + i for i in idx], axis=1) * f)
+    s_lip_up = add(*towards_outer([4, 5, 6], 0.35))
+    s_lip_lo = add(*towards_outer([14, 15, 16], 0.35))
+    # skin: below the lower lip, and beside each corner (the light's side)
+    y_sk = y_ol + (y_chin - y_ol) * 0.45
+    s_skin = add(concat([xc, xc - W * 0.15, xc + W * 0.15], axis=1), concat([y_sk, y_sk, y_sk], axis=1))
+    s_side = add(concat([xa - W * 0.17, xb + W * 0.17], axis=1), concat([y_mouth + W * 0.1, y_mouth + W * 0.1], axis=1))
+    # the mouth's own darks: along the line between the lips (the crease of a closed mouth, the
+    # corners of an open one)
+    gap_pairs = [(1, 19), (2, 18), (3, 17), (4, 16), (5, 15), (6, 14), (7, 13), (8, 12), (9, 11)]
+    gx = (lx.take([a for a, _ in gap_pairs], axis=1) + lx.take([b for _, b in gap_pairs], axis=1)) * 0.5
+    gy = (ly.take([a for a, _ in gap_pairs], axis=1) + ly.take([b for _, b in gap_pairs], axis=1)) * 0.5
+    s_dark = add(gx, gy)
+    # the portrait's own opening down the middle (3 columns x 12 rows): its teeth and occlusal line
+    rows = 12
+    fr = np.linspace(0.05, 1.15, rows, dtype=np.float32)  # a little into the lower lip: the teeth's end shows
+    col_x = concat([xc - W * 0.06, xc, xc + W * 0.06], axis=1)  # [N,3,1,1]
+    ox = concat([col_x.reshape([0, 3, 1, 1])] * rows, axis=2).reshape([0, 3 * rows, 1, 1])
+    oy = (y_iu + own_gap * g.const(fr.reshape(1, 1, rows, 1))).reshape([0, 1, rows, 1])
+    oy = concat([oy] * 3, axis=1).reshape([0, 3 * rows, 1, 1])
+    s_own = add(ox, oy)
+    # the closed mouth's crease, which the landmarks place only to a pixel or two: the darkest row of
+    # the middle columns within 0.07 W of the landmarks' lip line
+    fc = np.linspace(-0.07, 0.07, rows, dtype=np.float32)
+    cy_ = (y_mouth + W * g.const(fc.reshape(1, 1, rows, 1))).reshape([0, 1, rows, 1])
+    cy_ = concat([cy_] * 3, axis=1).reshape([0, 3 * rows, 1, 1])
+    s_crease = add(ox, cy_)
+    # a portrait showing its teeth: where the upper lip really ends (the landmarks sit low on a broad
+    # smile), the largest rise of luminance going down (lip to teeth) above the landmarks' inner upper lip
+    fe = np.linspace(-0.2, -0.01, rows, dtype=np.float32)
+    ey_ = (y_iu + W * g.const(fe.reshape(1, 1, rows, 1))).reshape([0, 1, rows, 1])
+    ey_ = concat([ey_] * 3, axis=1).reshape([0, 3 * rows, 1, 1])
+    s_edge = add(ox, ey_)
+
+    def flat(v):
+        return v.reshape([0, -1])
+
+    grid = concat([concat([flat(sx), flat(sy)], axis=1).reshape([0, 2, -1]) for sx, sy in samples], axis=2)
+    grid = g.op('Transpose', grid, perm=[0, 2, 1]).reshape([0, 1, -1, 2]) * 2.0 - 1.0  # [N,1,P,2]
+    sampled = g.op('GridSample', crop, grid, mode='bilinear', padding_mode='border', align_corners=0)  # [N,3,1,P]
+    counts = [10, 3, 3, 3, 2, len(gap_pairs), 3 * rows, 3 * rows, 3 * rows]
+    offs = np.cumsum([0] + counts)
+
+    def part(k):
+        return sl(sampled, [i64(int(offs[k]))], [i64(int(offs[k + 1]))], [3])  # [N,3,1,m]
+
+    lip_rgb = part(s_lip).mean([2, 3])  # [N,3,1,1]
+    lip_up_rgb = part(s_lip_up).mean([2, 3])
+    lip_lo_rgb = part(s_lip_lo).mean([2, 3])
+    skin_rgb = part(s_skin).mean([2, 3])
+    side = part(s_side)
+    dark = part(s_dark)
+    own_px = part(s_own)  # [N,3,1,36]: 12 rows for each of 3 columns
+
+    def lum(v):
+        return (v * lum_w).sum([1])  # [N,1,...]
+
+    skin_l = lum(skin_rgb).max(0.04)
+    lip_l = lum(lip_rgb).max(0.03)
+    side_l = lum(side)  # [N,1,1,2]
+    light_lr = ((side_l.gather(1, axis=3) - side_l.gather(0, axis=3)) /
+                (side_l.gather(1, axis=3) + side_l.gather(0, axis=3) + 1e-3)).reshape([-1, 1, 1, 1]).clip(-0.5, 0.5)
+    edge_l = lum(part(s_edge)).reshape([0, 3, rows]).mean([1]).reshape([0, 1, 1, rows])
+    rise = sl(edge_l, [i64(1)], [i64(rows)], [3]) - sl(edge_l, [i64(0)], [i64(rows - 1)], [3])
+    rw = ((rise - rise.g.op("ReduceMax", rise, axes=[3], keepdims=1)) * 120.0).exp()
+    fe_mid = (fe[:-1] + fe[1:]) * 0.5
+    lip_edge_at = (rw * g.const(fe_mid.reshape(1, 1, 1, rows - 1))).sum([3], keepdims=1) / rw.sum([3], keepdims=1)  # W units
+    # only a clear step (lip to teeth) counts
+    lip_edge_at = lip_edge_at * ((rise.g.op('ReduceMax', rise, axes=[3], keepdims=1) - 0.06) / 0.04).clip(0.0, 1.0)
+    crease_l = lum(part(s_crease)).reshape([0, 3, rows]).mean([1]).reshape([0, 1, 1, rows])
+    cw_ = ((crease_l - crease_l.g.op('ReduceMin', crease_l, axes=[3], keepdims=1)) * -60.0).exp()
+    crease_at = (cw_ * g.const(fc.reshape(1, 1, 1, rows))).sum([3], keepdims=1) / cw_.sum([3], keepdims=1)  # W units
+    # how wide the crease is at half its depth: a soft or enlarged photograph has a wide one, and the
+    # lips' inner edges must sample beyond it, and the drawn edges be as soft
+    c_lo = crease_l.g.op('ReduceMin', crease_l, axes=[3], keepdims=1)
+    c_hi = crease_l.g.op('ReduceMax', crease_l, axes=[3], keepdims=1)
+    crease_w = (((c_lo + c_hi) * 0.5 - crease_l) * 60.0).sigmoid().sum([3], keepdims=1) * float(0.14 / (rows - 1))  # W units
+    # the photograph's own blur, from the steepest step of the crease profile against its depth (a
+    # step blurred by a Gaussian of sigma s rises at most depth / (2.5 s))
+    dstep = sl(crease_l, [i64(1)], [i64(rows)], [3]) - sl(crease_l, [i64(0)], [i64(rows - 1)], [3])
+    steep = dstep.abs().g.op('ReduceMax', dstep.abs(), axes=[3], keepdims=1) / (W * float(0.14 / (rows - 1)) / px)  # per crop pixel
+    sigma_px = (c_hi - c_lo) / (steep * 2.5 + 1e-4)
+    # darkest of the between-lips samples (soft minimum)
+    dark_l = lum(dark)  # [N,1,1,9]
+    wts = ((dark_l - dark_l.g.op('ReduceMin', dark_l, axes=[3], keepdims=1)) * -40.0).exp()
+    dark_rgb = (dark * wts).sum([3], keepdims=1) / wts.sum([3], keepdims=1)  # [N,3,1,1]
+    dark_ref = lum(dark_rgb)
+
+    # The portrait's own teeth: the opening at the centre, if over 3 px and bright.
+    own_l = lum(own_px).reshape([0, 3, rows]).mean([1])  # [N,rows] luma profile down the middle
+    own_l = own_l.reshape([0, 1, 1, rows])
+    own_bright = own_l.g.op('ReduceMax', own_l, axes=[3], keepdims=1)
+    own_teeth = ((own_gap / px - 3.0) / 3.0).clip(0.0, 1.0) * ((own_bright - 0.45) / 0.15).clip(0.0, 1.0)
+    # The occlusal line, where the upper teeth end: the largest fall of luminance going down the
+    # portrait's own opening (teeth to the dark between the jaws, or to the lower lip), between 25% and
+    # 100% of it from the upper lip's real edge: a second look, 16 rows of 5 columns (a single column
+    # can run down the gap between two incisors).
+    y_top = y_iu + W * lip_edge_at.min(0.0)
+    occ_rows, occ_cols = 16, 5
+    fo = np.linspace(0.2, 1.05, occ_rows, dtype=np.float32)
+    cols5 = concat([xc + W * d for d in (-0.12, -0.06, 0.0, 0.06, 0.12)], axis=1)  # [N,5,1,1]
+    oy2 = (y_top + (y_il - y_top).relu() * g.const(fo.reshape(1, 1, occ_rows, 1))).reshape([0, 1, occ_rows, 1])
+    oy2 = concat([oy2] * occ_cols, axis=1).reshape([0, occ_cols * occ_rows, 1, 1])
+    ox2 = concat([cols5.reshape([0, occ_cols, 1, 1])] * occ_rows, axis=2).reshape([0, occ_cols * occ_rows, 1, 1])
+    grid2 = concat([flat(ox2), flat(oy2)], axis=1).reshape([0, 2, -1])
+    grid2 = g.op('Transpose', grid2, perm=[0, 2, 1]).reshape([0, 1, -1, 2]) * 2.0 - 1.0
+    occ_l = lum(g.op('GridSample', crop, grid2, mode='bilinear', padding_mode='border', align_corners=0))
+    occ_l = occ_l.reshape([0, occ_cols, occ_rows]).mean([1]).reshape([0, 1, 1, occ_rows])
+    fall = sl(occ_l, [i64(0)], [i64(occ_rows - 1)], [3]) - sl(occ_l, [i64(1)], [i64(occ_rows)], [3])
+    ow = ((fall - fall.g.op('ReduceMax', fall, axes=[3], keepdims=1)) * 120.0).exp()
+    fo_mid = (fo[:-1] + fo[1:]) * 0.5
+    occ_at = (ow * g.const(fo_mid.reshape(1, 1, 1, occ_rows - 1))).sum([3], keepdims=1) / ow.sum([3], keepdims=1)
+    y_occ_c = y_top + (y_il - y_top).relu() * occ_at  # at the centre, in crop coordinates
+    bright_w = ((lum(own_px) - own_bright * 0.85) * 20.0).sigmoid()  # the brightest samples: teeth
+    own_rgb = (own_px * bright_w).sum([3], keepdims=1) / (bright_w.sum([3], keepdims=1) + 1e-4)
+
+    # --- amounts (W units unless noted) ---
+    part_o = (o / LIPS_PART_AT).clip(0.0, 1.0)
+    jaw = (o - JAW_FROM).relu() * (JAW_DROP / (1.0 - JAW_FROM))
+    ld = jaw + part_o * (LOWER_LIP_DROP * (1.0 - 0.5 * rd)) + part_o * wdp * SPREAD_LIFT - rd * ROUND_CLOSE * part_o \
+        - tk * TUCK_RISE
+    lu = part_o * UPPER_LIP_LIFT + part_o * wdp * SPREAD_LIFT + rd * ROUND_LIFT * part_o + tk * TUCK_LIFT
+    aperture = (ld + lu).relu()
+    # how far the opening reaches towards the corners (in half widths): the centre first
+    ext = ((aperture * 1.6 + 0.45).clip(0.0, 0.84) * (1.0 - 0.3 * rd)).max(0.05)
+    p_exp = 0.8 - 0.3 * rd
+
+    corner = W * (wd * CORNER_WIDE - rd * CORNER_ROUND - pr * CORNER_PRESS - rx * smile * RELAX_IN)
+    corner_dy = W * (rx * smile * RELAX_DOWN + 0.012 * rd - 0.01 * wdp)
 
     # horizontal field: f(t) = t * g(t)/g(1), g = exp(-(t/1.4)^4); peaks at the corners, fades into the cheeks
     def fx(t):
         return t * ((t / 1.4).sq().sq() * -1.0 + (1.0 / 1.4) ** 4).exp()
 
-    def dx_at(xq, vfall):
-        return corner * fx((xq - xc) / hw) * vfall
+    # vertical field of the corners: a bump around each corner
+    def fy(t):
+        return ((t.abs() - 1.0) * (1.0 / 0.5)).sq().__neg__().exp()
 
-    # per column, along the mouth line: source x of each output column
-    xs1 = X - dx_at(X, 1.0)
-    xs_line = X - dx_at(xs1, 1.0)  # [N,1,1,S]
+    xs1 = X - corner * fx((X - xc) / hw)
+    xs_line = X - corner * fx((xs1 - xc) / hw)  # [N,1,1,w] source column of each output column on the mouth line
+    t_c = (xs_line - xc) / hw
+    dyc_line = corner_dy * fy(t_c)  # [N,1,1,w] how far the corners moved down here
 
     # lip curves per column, evaluated at the source columns
     sigma = W / 14.0
@@ -177,53 +352,69 @@ def build() -> onnx.ModelProto:
     def curve(indices):
         cx = lx.take(indices, axis=1).reshape([0, -1, 1, 1])  # [N,M,1,1]
         cy = ly.take(indices, axis=1).reshape([0, -1, 1, 1])
-        w = ((xs_line - cx).sq() * -inv2s2).exp() + 1e-12  # [N,M,1,S]
-        return (w * cy).sum([1]) / w.sum([1])  # [N,1,1,S]
+        w = ((xs_line - cx).sq() * -inv2s2).exp() + 1e-12  # [N,M,1,w]
+        return (w * cy).sum([1]) / w.sum([1])  # [N,1,1,w]
 
-    yU = curve(INNER_UPPER)
-    yL = curve(INNER_LOWER).max(yU)
-    yOL = curve(OUTER_LOWER).max(yL)
+    # a closed mouth's lip line moves onto its crease (an open one keeps its landmarks)
+    crease_shift = W * crease_at * (1.0 - own_teeth)
+    upper_shift = W * lip_edge_at.min(0.0) * own_teeth  # only ever up
+    yU0 = curve(INNER_UPPER) + crease_shift
+    yU = yU0 + upper_shift
+    yL = (curve(INNER_LOWER) + crease_shift).max(yU0)
+    yOU = (curve(OUTER_UPPER) + upper_shift).min(yU - px)
+    yOL = curve(OUTER_LOWER).max(yL + px)
 
-    t_c = (xs_line - xc) / hw
-    prof = (1.0 - t_c.sq()).relu() ** p_exp  # lips: 0 at the corners
-    jaw = ((t_c / 1.75).sq().sq() * -1.0).exp()  # jaw: broad and flat
-    drop_c = drop * prof
-    lift_c = lift * prof
-    yUo = yU - lift_c  # displaced upper inner lip (output space)
-    yLo = yL + drop_c  # displaced lower inner lip
+    prof = (1.0 - (t_c / ext).sq()).relu() ** p_exp  # 1 at the centre, 0 beyond ext (sealed corners)
+    jaw_prof = ((t_c / 1.75).sq().sq() * -1.0).exp()  # the jaw: broad and flat
+    ldc = W * ld * prof
+    luc = W * lu * prof * (1.0 - own_teeth)  # a smile showing its teeth keeps its upper lip (landmarks sit loosely there)
+    jc = W * jaw * jaw_prof
+    open_px = (ldc + luc) / px
+    s_open = (open_px * 0.5 - 0.25).clip(0.0, 1.0)  # the lips are apart here (0 under half a pixel)
+    own = own_teeth  # [N,1,1,1]
+    cm = (sigma_px * px * 1.2).max(W * 0.015).min(W * 0.035) * (1.0 - own) * s_open  # half the crease, and its blur
+    y_occ = (yU0 + (y_occ_c - y_iu - crease_shift)).min(yL).max(yU)  # the occlusal line follows the lip line's curve
+    gap_i = yL - yU
+    thick_u = yU - yOU
+    thick_l = yOL - yL
+    lip_full = ROUND_FULL * rd - PRESS_THIN * pr
+    # output knots (in the corner field's source space)
+    yOUo = yOU - luc - thick_u * lip_full * (1.0 - own)  # a broad smile's upper lip stays as it is
+    yUo = yU - luc
+    yLo = yL + ldc
+    yOLo = yOL + ldc + thick_l * lip_full
+    y_new_bot = y_occ + ldc  # the new space between the teeth ends here (= yLo when the mouth was closed)
 
     # --- per pixel warp ---
-    # vertical falloff of the horizontal field around the mouth line
-    vfall = ((Y - y_mouth) / (W * 0.55)).sq() * -1.0
-    vfall = vfall.exp()
-    # the column's displacement on the mouth line (already inverted), attenuated away from it
+    vfall = (((Y - y_mouth) / (W * 0.55)).sq() * -1.0).exp()
     x_src = X - (X - xs_line) * vfall
+    y1 = Y - dyc_line * vfall  # the corners' vertical motion undone
 
-    # lower region: lips -> jaw profile with depth, fading below the chin. The falloffs are
-    # logistic steps (3 ops a pixel): centre and steepness are per column or per image.
-    def step(x, e0, e1):  # ~smoothstep(e0, e1, x)
-        mid = (_f(e0) + e1) * 0.5
-        k = 5.5 / (_f(e1) - e0)
+    def step(x, e0, e1):  # ~smoothstep(e0, e1, x), 3 ops a pixel
+        mid = (e0 + e1) * 0.5
+        k = 5.5 / (e1 - e0)
         return ((x - mid) * k).sigmoid()
 
-    depth = step(Y - drop_c, yOL, y_chin)
-    prof_jaw = drop * prof
-    jaw_d = drop * (jaw - prof)
-    d_low = prof_jaw + jaw_d * depth
-    neck = step(Y - d_low, y_chin + W * NECK_FALLOFF, y_chin)  # 1 above the chin, 0 below the neck band
-    y_low = Y - d_low * neck
-    # upper region: the lift fades towards the nose
-    y_up = Y + lift_c * step(Y + lift_c, y_nose, yU)
-    # the opening: the original inner band stretched
-    gap_o = yLo - yUo
-    gap_i = yL - yU
-    # The portrait's own opening (teeth, if it shows them) splits: its upper part (UPPER_SHARE)
-    # stays with the upper lip and the teeth, the rest goes down with the lower lip; the new
-    # space between them is filled by the inner-mouth layer below.
-    top_new = yUo + gap_i * UPPER_SHARE
-    bot_new = yLo - gap_i * (1.0 - UPPER_SHARE)
-    y_in = where(Y < top_new, Y + lift_c, where(Y > bot_new, Y - drop_c, yU + gap_i * UPPER_SHARE))
-    y_src = where(Y < yUo, y_up, where(Y > yLo, y_low, y_in))
+    # above the upper lip: its lift fades to nothing at the base of the nose
+    # each lip moves as one piece, its inner edge sampled beyond the crease (cm): the skin above and
+    # below takes up the difference
+    d_top = yOU - cm - yOUo
+    up_src = y1 + d_top * step(y1, y_nose, yOUo)
+    ulip_src = yOU - cm + (y1 - yOUo) * ((yU - yOU) / (yUo - yOUo).max(1e-4))
+    llip_src = yL + cm + (y1 - yLo) * ((yOL - yL) / (yOLo - yLo).max(1e-4))
+    # below the lower lip: its drop blends into the jaw's towards the chin, then fades over the neck
+    d_bot = yOLo - yOL - cm
+    depth = step(y1 - d_bot, yOL, y_chin)
+    d_low = d_bot + (jc - d_bot) * depth
+    neck = step(y1 - d_low, y_chin + W * NECK_FALLOFF, y_chin)
+    low_src = y1 - d_low * neck
+    # inside the opening: the portrait's own upper teeth stay, its lower part moves with the lower lip;
+    # the new space in between samples the lips' inner edges (the drawn layer covers it)
+    in_src = where(y1 < yU, yU - cm, where(y1 < y_occ, y1, where(y1 < y_new_bot, y_occ, y1 - ldc)))
+    y_src = where(y1 < yOUo, up_src, where(y1 < yUo, ulip_src, where(y1 < yLo, in_src, where(y1 < yOLo, llip_src, low_src))))
+    # the portrait's own upper teeth do not follow the corners either
+    teeth_band = g.op('And', g.op('And', y1 > yU - W * 0.08, y1 < y_occ), own_teeth > 0.5)  # from a little above: the landmarks sit low there
+    x_src = where(teeth_band, X, x_src)
 
     # keep the crop's border untouched
     bx = smoothstep(0.1, 0.17, X.min(1.0 - X))  # 0 outside the window, so padding back is seamless
@@ -237,28 +428,13 @@ def build() -> onnx.ModelProto:
     gate = ((moved - 0.05) / 0.45).clip(0.0, 1.0) * s_f  # normalised -> crop pixels
     warp = concat([dxs * gate, dys * gate], axis=1)  # [N,2,w,w], source offset in crop pixels
 
-    # --- colours sampled from the crop itself ---
-    lip_idx = [3, 4, 5, 6, 7, 13, 14, 15, 16, 17]
-    mx = (lx.take(lip_idx, axis=1) + lx.take([20 + i for i in lip_idx], axis=1)) * 0.5  # [N,10]
-    my = (ly.take(lip_idx, axis=1) + ly.take([20 + i for i in lip_idx], axis=1)) * 0.5
-    lgrid = concat([mx.reshape([0, 1, -1, 1]), my.reshape([0, 1, -1, 1])], axis=3) * 2.0 - 1.0  # [N,1,10,2]
-    lip_rgb = g.op('GridSample', crop, lgrid, mode='bilinear', padding_mode='border', align_corners=0).mean([2, 3])
-    # skin: below the lower lip and beside the corners
-    _, y_olm = pt(35)
-    sx = concat([xc, xc - W * 0.15, xc + W * 0.15, xa - W * 0.18, xb + W * 0.18], axis=1)  # [N,5,1,1]
-    y_sk = y_olm + (y_chin - y_olm) * 0.45
-    sy = concat([y_sk, y_sk, y_sk, y_mouth + W * 0.08, y_mouth + W * 0.08], axis=1)
-    sgrid = concat([sx.reshape([0, 1, -1, 1]), sy.reshape([0, 1, -1, 1])], axis=3) * 2.0 - 1.0
-    skin_rgb = g.op('GridSample', crop, sgrid, mode='bilinear', padding_mode='border', align_corners=0).mean([2, 3])
-    lum_w = g.const(np.asarray([0.299, 0.587, 0.114], np.float32).reshape(1, 3, 1, 1))
-    skin_l = (skin_rgb * lum_w).sum([1])  # [N,1,1,1]
-
-    # --- inner mouth layer (output space), on the sub-window that holds every opening of the batch ---
+    # --- inner mouth layer, on the sub-window that holds every opening of the batch and its lip margins ---
     def reduce_all(op, x):
         return g.op(op, x, keepdims=0)
 
-    row_lo = reduce_all('ReduceMin', yUo) * s_f - 2.0
-    row_hi = reduce_all('ReduceMax', yLo) * s_f + 2.0
+    margin = W * 0.12  # the lip margins' shading fades out within it
+    row_lo = reduce_all('ReduceMin', yUo + dyc_line - margin) * s_f - 2.0
+    row_hi = reduce_all('ReduceMax', yLo.max(yU + W * (TOOTH_LEN + 0.03)) + dyc_line + margin) * s_f + 2.0
     col_lo = reduce_all('ReduceMin', xa - corner.abs()) * s_f - 2.0
     col_hi = reduce_all('ReduceMax', xb + corner.abs()) * s_f + 2.0
 
@@ -268,81 +444,111 @@ def build() -> onnx.ModelProto:
 
     zero = i64(0)
     ra = to_win(row_lo, zero)
-    rb = g.op('Max', to_win(row_hi, zero), ra + i64(1))
-    rb = g.op('Min', rb, win)
+    rb = g.op('Min', g.op('Max', to_win(row_hi, zero), ra + i64(1)), win)
     ra = g.op('Min', ra, rb - i64(1))
     ca = to_win(col_lo, zero)
     cb = g.op('Min', g.op('Max', to_win(col_hi, zero), ca + i64(1)), win)
     ca = g.op('Min', ca, cb - i64(1))
-    Y = sl(Y, [ra], [rb], [2])
-    X = sl(X, [ca], [cb], [3])
-    yU, yUo, yLo, t_c, drop_c, lift_c, gap_o, top_new, bot_new = [
-        sl(v, [ca], [cb], [3]) for v in (yU, yUo, yLo, t_c, drop_c, lift_c, gap_o, top_new, bot_new)]
-    d_edge = (Y - top_new).min(bot_new - Y)  # distance inside the new space
-    inside = (d_edge / px + 0.5).clip(0.0, 1.0)
-    d_lip = (Y - yUo).min(yLo - Y)  # distance from the lips
-    added_px = (drop_c + lift_c) / px
-    # The synthetic interior fades in with the gap the shape adds, quadratically over the first
-    # 3 px (no jump at the first frames of speech).
-    grow = (added_px / 3.0).clip(0.0, 1.0)
-    fade = grow * grow
-    alpha = inside * fade
-    at = t_c.abs()
+    Ys = sl(Y, [ra], [rb], [2])
+    Xs = sl(X, [ca], [cb], [3])
+    (yU, yUo, yLo, y_occ, y_new_bot, t_c, ldc, jc, s_open, dyc_line, prof_s) = [
+        sl(v, [ca], [cb], [3]) for v in (yU, yUo, yLo, y_occ, y_new_bot, t_c, ldc, jc, s_open, dyc_line, prof)]
+    Yl = Ys - dyc_line  # in the lip curves' space
+    Xpx = Xs * s_f
+    Ypx = Ys * s_f
 
-    # cavity: the lips' own tint, darkened; lighter and redder at the wet inner lip edges
-    glow = ((d_lip.relu() / (W * 0.045)) * -1.0).exp()
-    deep = lip_rgb * lip_rgb  # darker and more saturated than the lips
-    cavity = deep * (0.10 + 0.55 * glow) + lip_rgb * 0.03
+    # the drawn edges are as soft as the photograph's own lip line (its crease), at least a pixel
+    soft = (sigma_px * 2.0 * (1.0 - own) + own).clip(1.0, 4.0) * px
 
-    # tongue: low in the opening, behind the lower teeth; darker towards the back (its top edge)
-    y_tongue = yLo - gap_o * (0.48 - 0.28 * t_c.sq())
-    a_tongue = ((Y - y_tongue) / (px * 3.0)).clip(0.0, 1.0) * (1.0 - smoothstep(0.55, 0.95, at))
-    a_tongue = a_tongue * smoothstep(0.05, 0.16, gap_o / W)
-    tongue_shade = 0.45 + 0.55 * smoothstep(y_tongue, yLo, Y)
-    tongue = lip_rgb * g.const(np.asarray([0.95, 0.72, 0.72], np.float32).reshape(1, 3, 1, 1)) * tongue_shade
+    def inside(d):  # coverage of a pixel at signed distance d (normalised) inside an edge, anti-aliased
+        return (d / soft + 0.5).clip(0.0, 1.0)
 
-    # teeth colour: ivory, brightness from the lighting on the skin, a little of the lips' tint
-    bright = (skin_l * 0.45 + 0.5).clip(0.6, 0.9)
-    ivory = g.const(np.asarray([1.0, 0.95, 0.86], np.float32).reshape(1, 3, 1, 1))
-    teeth = ivory * bright * 0.94 + lip_rgb * 0.06 * bright
-    # A portrait that shows its teeth gives their colour: sample the upper part of its opening.
-    _, y_iu = pt(5)
-    _, y_il = pt(15)
-    g_mid = (y_il - y_iu).relu()
-    ty = y_iu + g_mid * 0.35
-    tx = concat([xc - W * 0.1, xc, xc + W * 0.1], axis=1)
-    tgrid = concat([tx.reshape([0, 1, -1, 1]), concat([ty, ty, ty], axis=1).reshape([0, 1, -1, 1])], axis=3) * 2.0 - 1.0
-    own = g.op('GridSample', crop, tgrid, mode='bilinear', padding_mode='border', align_corners=0).mean([2, 3])
-    own_l = (own * lum_w).sum([1])
-    use_own = ((g_mid / px - 3.0) / 3.0).clip(0.0, 1.0) * ((own_l - 0.4) / 0.15).clip(0.0, 1.0)
-    teeth = lerp(teeth, own * 1.02, use_own)
+    half = soft * 0.5
 
-    # tooth separations on an arch: equal steps in angle around the dental arch
-    phi = (t_c * 0.92).clip(-0.99, 0.99).asin()
-    tooth_wave = (phi * (2.0 * np.pi / 0.32)).cos()
-    sep = (tooth_wave * 0.5 + 0.5) ** 6.0  # 1 at the gaps between teeth, [N,1,1,S]
-    # each tooth a little rounder (lighter in its middle) and not all alike (alternate a touch darker)
-    per_tooth = (0.93 + 0.09 * (0.5 - 0.5 * tooth_wave)) * (1.0 + 0.045 * (phi * (np.pi / 0.32) + 0.6 - np.pi / 2).cos())
+    def band(top, bot):  # coverage of a pixel (box-filtered at `soft`) by the rows [top, bot] (exactly 0 for an empty band)
+        return ((Yl + half).min(bot) - (Yl - half).max(top)).relu() / soft
 
-    # upper teeth: fixed to the skull, edge a little below the resting upper lip line, arching up at the sides
-    y_edge = yU + W * (TOOTH_LEN * (1.0 - 0.35 * t_c.sq()) - 0.008 * sep)
-    # rounded lips ("oo") cover most of the teeth
-    a_up = ((y_edge - Y) / (px * 1.3) + 0.5).clip(0.0, 1.0) * (1.0 - smoothstep(0.45, 0.88, at)) * (1.0 - 0.6 * rd)
-    up_shade = (0.55 + 0.45 * smoothstep(yUo, yUo + W * 0.06, Y)) * (1.0 - 0.4 * t_c.sq()) * (1.0 - 0.12 * sep) * per_tooth
-    up_shade = up_shade * (1.0 - 0.15 * smoothstep(y_edge - W * 0.03, y_edge, Y))
-    up_teeth = teeth * up_shade
+    # the new space: under the lifted upper lip, and between the jaws
+    a_open = band(yUo, y_new_bot) - band(yU, y_occ) * own
 
-    # lower teeth: on the jaw, mostly hidden by the lower lip, only their edges seen when well open
-    y_low_edge = yLo - W * 0.035 * (1.0 - 0.5 * t_c.sq())
-    a_lo = ((Y - y_low_edge) / (px * 1.3) + 0.5).clip(0.0, 1.0) * (1.0 - smoothstep(0.3, 0.6, at))
-    a_lo = a_lo * smoothstep(0.18, 0.32, gap_o / W) * 0.7
-    lo_teeth = teeth * (0.7 * (1.0 - 0.12 * sep))
+    # tooth geometry on the dental arch (mm from the midline, frontal projection)
+    x_mm = (t_c * (MM / 2.0)).clip(-ARCH_R * 0.999, ARCH_R * 0.999)
+    s_mm = g.op('Asin', x_mm / ARCH_R).abs() * ARCH_R  # arch length from the midline
+    # tooth index: the central incisor 8.5 mm along the arch, then 7 mm a tooth
+    u_up = (s_mm / 8.5).min(1.0) + (s_mm - 8.5).relu() / 7.0
+    f_up = u_up - g.op('Floor', u_up)
+    e_up = f_up.min(1.0 - f_up)  # 0 at a boundary between teeth, 0.5 in the middle of one
+    tooth_w_px = where(u_up < 1.0, 8.5, 7.0) * (W / px) / MM * (1.0 - (x_mm / ARCH_R).sq()).max(0.05).sqrt()
+    emb_px = e_up * tooth_w_px  # distance to the nearest tooth boundary, in pixels
+    # the incisal edge: a smile arc (the centrals longest), rounded tooth corners
+    y_te0 = y_occ + W * TOOTH_LEN * (1.0 - own)
+    y_te = y_te0 - W * (0.018 * t_c.sq() + 0.006 * (1.0 - smoothstep(0.0, 0.3, e_up)))
+    a_ut = ((y_te - Yl) / (px * 1.6) + 0.5).clip(0.0, 1.0) * (1.0 - own) + inside(yU + px - Yl) * own  # a soft incisal edge
+    # upper teeth colour: the portrait's own, otherwise the skin's hue at 0.45 of its chroma, lit like it
+    t_lum = (skin_l * 1.15 + 0.08).clip(0.42, 0.88)
+    # teeth are far less saturated than skin: the skin's cast at a fixed, small strength
+    cast = skin_rgb / skin_l - 1.0
+    cast_k = (((cast * cast).sum([1]) + 1e-6).sqrt().__rtruediv__(0.26)).clip(0.0, 0.6)
+    ivory = cast * cast_k + 1.0
+    teeth_rgb = lerp(ivory * t_lum, own_rgb, own_teeth)
+    shade_ut = (0.35 + 0.65 * smoothstep(0.0, W * 0.07, Yl - yUo))  # the upper lip's shadow
+    shade_ut = shade_ut * (1.0 - 0.6 * smoothstep(8.0, 22.0, s_mm))  # darker along the arch (buccal corridor)
+    emb = (1.0 - smoothstep(0.3, 1.3, emb_px)) * (0.35 + 0.65 * smoothstep(-W * 0.03, 0.0, Yl - y_te))
+    shade_ut = shade_ut * (1.0 - 0.12 * emb)  # embrasures: faint, clearest at the edge
+    shade_ut = shade_ut * (0.96 + 0.04 * (e_up * 2.0)) * (1.0 + light_lr * t_c * 0.4)
+    shade_ut = shade_ut * (1.0 - 0.08 * smoothstep(-W * 0.02, 0.0, Yl - y_te)) * (1.0 - 0.35 * rd)  # the incisal edge, thinner; rounded lips shade
+    # lower teeth: on the jaw, smaller, in the upper teeth's shadow; shown only where the lip lets them
+    y_lt = y_te0 - W * OVERBITE + jc - W * 0.012 * t_c.sq()
+    u_lo = s_mm / 5.5
+    f_lo = u_lo - g.op('Floor', u_lo)
+    e_lo = f_lo.min(1.0 - f_lo)
+    a_lt = inside(Yl - y_lt) * (1.0 - smoothstep(14.0, 20.0, s_mm))
+    shade_lt = 0.62 * (1.0 - 0.08 * (1.0 - smoothstep(0.03, 0.12, e_lo))) * (1.0 - 0.4 * smoothstep(6.0, 16.0, s_mm))
+    # cavity: the portrait's own darks in the lips' hue, darkest at the back and towards the corners
+    cav_l = (dark_ref * 0.9).min(lip_l * 0.42).clip(0.11, 0.2)  # no darker than L* 5 after shading
+    cav_rgb = lip_rgb * (cav_l / lip_l) * 0.6 + dark_rgb * (cav_l / dark_ref.max(0.02)) * 0.4
+    near_lip = ((yLo - Yl).relu() / (W * 0.05) * -1.0).exp()
+    cav_shade = (0.8 + 0.3 * smoothstep(y_te0, yLo, Yl) + 0.2 * near_lip) * (1.0 - 0.25 * smoothstep(0.2, 0.9, t_c.abs()))
+    # tongue: a dome behind the lower teeth, lit at its front, darker at the back (its top)
+    y_tg = y_lt - W * (0.06 * (1.0 - t_c.sq()).relu()) * smoothstep(0.03, 0.12, jc / W)
+    a_tg = inside(Yl - y_tg) * (1.0 - smoothstep(0.45, 0.8, t_c.abs()))
+    # tongue: the lips' colour, a little lighter and less saturated (in a monochrome photo, grey)
+    tongue_rgb = lip_rgb * 0.7 + lum(lip_rgb) * 0.15 + skin_rgb * 0.15
+    tg_shade = 0.55 + 0.45 * smoothstep(0.0, W * 0.07, Yl - y_tg)
+    # grain: a fixed pattern attached to the face (crop pixels), about the photo's own
+    hsh = ((Xpx * 12.9898 + Ypx * 78.233).cos() * 43758.547)
+    grain = (hsh - g.op('Floor', hsh) - 0.5) * 0.02
 
-    inner = lerp(cavity, tongue, a_tongue)
-    inner = lerp(inner, lo_teeth, a_lo)
-    inner = lerp(inner, up_teeth, a_up)
-    # premultiplied by its coverage, in frame levels, with the coverage itself
-    inner_pm = concat([inner * alpha * 255.0, alpha], axis=1)  # [N,4,h,k]
+    col = cav_rgb * cav_shade
+    col = lerp(col, tongue_rgb * tg_shade, a_tg)
+    # shaded teeth turn towards the mouth's own warm dark, never grey
+    col = lerp(col, lerp(cav_rgb, teeth_rgb, shade_lt), a_lt)
+    col = lerp(col, lerp(cav_rgb, teeth_rgb, shade_ut), a_ut)
+    # the lips' wet inner faces at the opening's edges (the lower one rolls out as the jaw drops):
+    # the lips' colour, darkened, fading into the mouth, so the lips do not end in a hard line
+    inner_lo = ((yLo - Yl).relu() / (W * 0.022) * -1.0).exp() * 0.85 * (1.0 - own)
+    inner_up = ((Yl - yUo).relu() / (W * 0.012) * -1.0).exp() * 0.6 * (1.0 - own)
+    col = lerp(col, lip_lo_rgb * 0.58, inner_lo * (1.0 - a_ut))
+    col = lerp(col, lip_up_rgb * 0.6, inner_up)
+    col = col * (grain + 1.0)
+    # f, v: the upper teeth rest on the lower lip (drawn over its top)
+    a_tuck = a_ut * inside(Yl - yUo) * inside(yLo + W * 0.03 * prof_s - Yl) * smoothstep(0.05, 0.4, tk) * (1.0 - own) * prof_s.sqrt()
+    alpha = a_open.max(a_tuck)
+
+    # the inner lip margins, where the lips are apart: a shadow inside the upper lip's edge, a moist
+    # highlight along the lower lip's
+    d_up = (yUo - Yl).relu()
+    # (each falls to exactly 0 within the layer's margin, so a batch's larger window changes nothing)
+    a_us = ((1.0 - d_up / (W * 0.05)).relu() ** 4.0) * 0.3 * s_open * inside(yUo - Yl) * (1.0 - own)
+    d_lo = (Yl - yLo).relu()
+    a_lw = ((1.0 - ((d_lo - W * 0.03) / (W * 0.025)).sq()).relu() ** 2.0) * 0.15 * s_open * inside(Yl - yLo)
+    # the lower lip turns inward at its edge: its own hue, darker, fading over a few pixels
+    a_ld = ((1.0 - d_lo / (W * 0.1)).relu() ** 3.0) * 0.3 * s_open * inside(Yl - yLo) * (1.0 - own)
+    m_rgb = (lip_rgb * 0.6 * a_us + (lip_rgb * 0.6 + 0.4) * a_lw + lip_lo_rgb * 0.72 * a_ld) / (a_us + a_lw + a_ld + 1e-6)
+    m_a = (a_us + a_lw + a_ld).clip(0.0, 0.6)
+    total = alpha + (1.0 - alpha) * m_a
+    pm = col * alpha + m_rgb * ((1.0 - alpha) * m_a)
+    inner_pm = concat([pm.clip(0.0, 1.0) * 255.0, total], axis=1)  # [N,4,h,k]
     inner_at = concat([(b0 + ra).reshape([1]), (b0 + ca).reshape([1])], 0)
 
     g.output(warp, 'warp', ['N', 2, 'w', 'w'])

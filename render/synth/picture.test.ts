@@ -1,0 +1,399 @@
+/**
+ * The mouth's picture on every frontal fixture face (render/rig/fixtures), held to measures a reviewer
+ * can check without a trained judge (quality.ts; Lab is sRGB/D65): the portrait exactly in silence,
+ * the lips' own colour and texture kept, teeth in the scene's colour and opaque, a cavity no darker
+ * than the portrait's own darks, no edges harder than the portrait's, the corners sealed at small
+ * openings, a conversational opening, shapes per sound, and lip-sync at least as good as the
+ * previous renderer's (render/synth/fixtures/mouth_synth_v1.onnx) by the rig's own measure.
+ */
+import sharp from 'sharp';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { detectFaceRig, type FaceRig } from '../rig/index.ts';
+import { mouthShape } from '../talking-head/index.ts';
+import { synthesize } from '../tts/index.ts';
+import { VISEME_PARAMS, visemeTrack, type Viseme } from '../visemes/index.ts';
+import { FIXTURE_FACES, PREVIOUS_SYNTH_MODEL, previousShape, speakingShape } from './examples/make-gallery.ts';
+import { portraitFrame } from './examples/make-stills.ts';
+import { createMouthSynth, isNeutral, MOUTH_SYNTH_MODEL, prepareFaceForSynth, type MouthShape, type MouthSynth, type PreparedFace, type RgbaFrame } from './index.ts';
+import {
+  chroma,
+  deltaE,
+  drawnCoverage,
+  grain,
+  hue,
+  hueDistance,
+  keyPoint,
+  lipContourEdges,
+  lipPixels,
+  medianLab,
+  mouthPicture,
+  references,
+  releaseQualitySessions,
+} from './quality.ts';
+
+const SLOW = { timeout: 180_000 };
+
+interface Face {
+  name: string;
+  frame: RgbaFrame & { data: Buffer };
+  rig: FaceRig;
+  face: PreparedFace;
+  /** The portrait shows its own teeth. */
+  ownTeeth: boolean;
+}
+
+let synth: MouthSynth;
+let previous: MouthSynth;
+const faces: Face[] = [];
+
+async function rigOf(frame: RgbaFrame): Promise<FaceRig> {
+  return detectFaceRig(await sharp(Buffer.from(frame.data), { raw: { width: frame.width, height: frame.height, channels: 4 } }).png().toBuffer());
+}
+
+beforeAll(async () => {
+  synth = await createMouthSynth();
+  previous = await createMouthSynth({ modelPath: PREVIOUS_SYNTH_MODEL });
+  for (const name of FIXTURE_FACES) {
+    const frame = await portraitFrame(name);
+    const rig = await rigOf(frame);
+    faces.push({ name, frame, rig, face: prepareFaceForSynth(rig), ownTeeth: rig.mouthOpenness > 0.12 });
+  }
+}, 120_000);
+
+afterAll(async () => {
+  await synth?.release();
+  await previous?.release();
+  await releaseQualitySessions();
+});
+
+async function render(f: Face, shape: MouthShape, engine = synth): Promise<RgbaFrame & { data: Buffer }> {
+  return { ...f.frame, data: Buffer.from(await engine.renderFrame(f.frame, f.face, shape)) };
+}
+
+function pearson(xs: readonly number[], ys: readonly number[]): number {
+  const n = xs.length;
+  const mx = xs.reduce((s, v) => s + v, 0) / n;
+  const my = ys.reduce((s, v) => s + v, 0) / n;
+  let [sxy, sxx, syy] = [0, 0, 0];
+  for (let i = 0; i < n; i++) {
+    sxy += (xs[i]! - mx) * (ys[i]! - my);
+    sxx += (xs[i]! - mx) ** 2;
+    syy += (ys[i]! - my) ** 2;
+  }
+  return sxy / Math.sqrt(sxx * syy);
+}
+
+const OPEN_SOUNDS: Viseme[] = ['aa', 'E', 'oh'];
+
+describe('the mouth on every fixture face', () => {
+  it('is the portrait itself in silence: a neutral shape, and the end of an utterance once it has settled', SLOW, async () => {
+    const speech = await synthesize({ text: 'Hello there.' });
+    const track = visemeTrack(speech.phones, 25, { durationSeconds: speech.durationSeconds + 3 });
+    const settled = track.frames.at(-1)!;
+    expect(isNeutral(mouthShape(settled)), `three seconds after the speech: ${JSON.stringify(mouthShape(settled))}`).toBe(true);
+    expect(settled.relax, 'the speaking envelope is back to exactly 0').toBe(0);
+    for (const f of faces) {
+      for (const shape of [mouthShape(settled), speakingShape('sil')]) {
+        expect(Buffer.compare((await render(f, shape)).data, f.frame.data), f.name).toBe(0);
+      }
+    }
+  });
+
+  it('keeps the lips\' own colour and texture as the mouth opens: each lip moves as one piece', SLOW, async () => {
+    // Each lip of the source (the rig's lip region, its middle 30%, the middle half of its rows) against
+    // the output's pixels at the vertical shift that matches each column best (the lip moved, not
+    // redrawn): the match must be close, and the colour and the grain the lip's own.
+    const luma = (d: ArrayLike<number>, p: number) => 0.299 * d[p * 4]! + 0.587 * d[p * 4 + 1]! + 0.114 * d[p * 4 + 2]!;
+    for (const f of faces.filter((x) => !x.ownTeeth)) {
+      const W = f.face.mouthWidth;
+      const [up, low] = [keyPoint(f.face, 5), keyPoint(f.face, 15)];
+      const crease = (up.y + low.y) / 2;
+      const middle = (p: number) => Math.abs((p % f.frame.width) - (up.x + low.x) / 2) < 0.15 * W;
+      // of each lip, per column, the middle half of its rows (its edges are where the opening shades it)
+      const lips = lipPixels(f.frame, f.rig.lips).filter(middle);
+      const core = (part: number[]) => {
+        const byColumn = new Map<number, number[]>();
+        for (const p of part) byColumn.set(p % f.frame.width, [...(byColumn.get(p % f.frame.width) ?? []), p]);
+        return [...byColumn.values()].flatMap((c) => c.sort((a, b) => a - b).slice(Math.floor(c.length / 4), Math.ceil((3 * c.length) / 4)));
+      };
+      const sets = { upper: core(lips.filter((p) => p / f.frame.width < crease)), lower: core(lips.filter((p) => p / f.frame.width > crease)) };
+      for (const v of OPEN_SOUNDS) {
+        const out = await render(f, speakingShape(v));
+        for (const [name, from] of Object.entries(sets)) {
+          // the shift that matches the whole lip best, then per column within 2 px of it (the opening's
+          // profile drops the lip a little less towards the corners)
+          const error = (pixels: number[], shift: number) =>
+            pixels.reduce((sum, p) => sum + Math.abs(luma(out.data, p + shift * f.frame.width) - luma(f.frame.data, p)), 0) / pixels.length;
+          const [lo, hi] = name === 'upper' ? [Math.round(-0.12 * W), Math.round(0.05 * W)] : [0, Math.round(0.4 * W)];
+          let global = lo;
+          for (let shift = lo; shift <= hi; shift++) if (error(from, shift) < error(from, global)) global = shift;
+          const byColumn = new Map<number, number[]>();
+          for (const p of from) byColumn.set(p % f.frame.width, [...(byColumn.get(p % f.frame.width) ?? []), p]);
+          const to: number[] = [];
+          const shifts: number[] = [];
+          let errSum = 0;
+          for (const column of byColumn.values()) {
+            let best = global;
+            for (let shift = global - 2; shift <= global + 2; shift++) if (error(column, shift) < error(column, best)) best = shift;
+            to.push(...column.map((p) => p + best * f.frame.width));
+            errSum += error(column, best) * column.length;
+            shifts.push(best);
+          }
+          const bestErr = errSum / from.length;
+          const before = { lab: medianLab(f.frame, from), grain: grain(f.frame, from) };
+          const after = { lab: medianLab(out, to), grain: grain(out, to) };
+          const what = `${f.name} ${v} ${name} lip (${from.length} px, moved ${Math.min(...shifts)}..${Math.max(...shifts)} px, mean difference ${bestErr.toFixed(1)}): ${JSON.stringify({ before, after })}`;
+          expect(from.length, what).toBeGreaterThan(15);
+          expect(bestErr, what).toBeLessThan(12);
+          expect(deltaE(before.lab, after.lab), what).toBeLessThan(6);
+          // (grain within 30-40% of the lip's own, or within 1.5 levels on a smooth lip)
+          expect(after.grain, what).toBeGreaterThan(Math.min(0.7 * before.grain, before.grain - 1.5));
+          expect(after.grain, what).toBeLessThan(Math.max(1.4 * before.grain, before.grain + 1.5));
+        }
+      }
+    }
+  });
+
+  it('draws teeth in the skin\'s hue and light, opaque: never grey, blue or green', SLOW, async () => {
+    for (const f of faces.filter((x) => !x.ownTeeth)) {
+      const { skin } = references(f.frame, f.face);
+      for (const v of ['aa', 'E', 'ih'] as const) {
+        const shape = speakingShape(v);
+        const out = await render(f, shape);
+        const pic = mouthPicture(out, f.frame, f.face, await drawnCoverage(MOUTH_SYNTH_MODEL, f.frame, f.face, shape));
+        const t = pic.teeth;
+        const what = `${f.name} ${v}: teeth ${JSON.stringify(t)} skin ${JSON.stringify(skin)}`;
+        expect(t, what).not.toBeNull();
+        if (chroma(skin) < 3) {
+          expect(chroma(t!.lab), `${what}: a monochrome photograph, monochrome teeth`).toBeLessThan(2);
+        } else {
+          expect(t!.lab[1], what).toBeGreaterThanOrEqual(0); // not green
+          expect(t!.lab[2], what).toBeGreaterThanOrEqual(0); // not blue
+          expect(hueDistance(hue(t!.lab), hue(skin)), what).toBeLessThanOrEqual(20);
+          expect(chroma(t!.lab) / chroma(skin), what).toBeGreaterThanOrEqual(0.35);
+          expect(chroma(t!.lab) / chroma(skin), what).toBeLessThanOrEqual(1);
+        }
+        expect(t!.lab[0], what).toBeGreaterThanOrEqual(skin[0] - 12);
+        expect(t!.lightnessStd, what).toBeGreaterThanOrEqual(2);
+        expect(t!.lightnessStd, what).toBeLessThanOrEqual(10);
+        expect(pic.translucent, what).toBeLessThan(0.05);
+      }
+    }
+  });
+
+  it('keeps a portrait\'s own upper teeth with the skull: as the mouth opens they stay where and as they were', SLOW, async () => {
+    for (const f of faces.filter((x) => x.ownTeeth)) {
+      // the teeth the source shows above its lower lip: the bright pixels of two columns beside the
+      // middle (the middle one can run down the gap between the incisors) from a little above the
+      // inner upper lip (whose landmarks sit low on a broad smile) to just above the lower one
+      const W = f.face.mouthWidth;
+      const [up, low] = [keyPoint(f.face, 5), keyPoint(f.face, 15)];
+      const luma = (frame: RgbaFrame, x: number, y: number) => {
+        const i = (y * frame.width + x) * 4;
+        return 0.299 * frame.data[i]! + 0.587 * frame.data[i + 1]! + 0.114 * frame.data[i + 2]!;
+      };
+      const teeth: number[] = [];
+      for (const dx of [-0.1 * W, 0.1 * W]) {
+        const x = Math.round(up.x + dx);
+        const ys = Array.from({ length: Math.max(0, Math.round(low.y - 0.06 * W - (up.y - 0.1 * W))) }, (_, k) => Math.round(up.y - 0.1 * W) + k);
+        const top = Math.max(...ys.map((y) => luma(f.frame, x, y)));
+        for (const y of ys) if (luma(f.frame, x, y) >= 0.8 * top) teeth.push(y * f.frame.width + x);
+      }
+      expect(teeth.length, `${f.name}: teeth pixels found`).toBeGreaterThanOrEqual(6);
+      for (const v of OPEN_SOUNDS) {
+        const out = await render(f, speakingShape(v));
+        const moved = teeth.filter((p) => Math.abs(luma(out, p % f.frame.width, Math.floor(p / f.frame.width)) - luma(f.frame, p % f.frame.width, Math.floor(p / f.frame.width))) > 12);
+        expect(moved.length, `${f.name} ${v}: of ${teeth.length} teeth pixels, changed`).toBeLessThanOrEqual(Math.floor(teeth.length * 0.2));
+      }
+    }
+  });
+
+  it('shades the opening from the portrait\'s own darks: no darker than they are, in the lips\' warm hue', SLOW, async () => {
+    for (const f of faces) {
+      const { dark } = references(f.frame, f.face);
+      for (const v of OPEN_SOUNDS) {
+        const shape = speakingShape(v);
+        const pic = mouthPicture(await render(f, shape), f.frame, f.face, await drawnCoverage(MOUTH_SYNTH_MODEL, f.frame, f.face, shape));
+        const c = pic.cavity;
+        const what = `${f.name} ${v}: cavity ${JSON.stringify(c)} own darks ${JSON.stringify(dark)}`;
+        expect(c, what).not.toBeNull();
+        expect(c!.p10, what).toBeGreaterThanOrEqual(Math.max(5, Math.min(dark[0], 25) - 5));
+        if (chroma(dark) >= 3) {
+          expect(hue(c!.lab), what).toBeLessThan(80); // red to orange, never grey-blue
+          expect(chroma(c!.lab), what).toBeGreaterThanOrEqual(Math.min(8, 0.5 * chroma(dark)));
+        }
+      }
+    }
+  });
+
+  it('draws the opening\'s lip edges no harder than the previous renderer, and within twice the portrait\'s own lip lines', SLOW, async () => {
+    // The Sobel magnitude along the opening's lips against the portrait's own lip lines (quality.ts):
+    // on average over the faces with a closed mouth at most the previous renderer's, and on no face
+    // beyond twice the portrait's own (a soft, enlarged photograph has soft lip lines).
+    for (const v of OPEN_SOUNDS) {
+      const ratios = { current: [] as number[], previous: [] as number[] };
+      for (const f of faces.filter((x) => !x.ownTeeth)) {
+        for (const [name, engine, model, shape] of [
+          ['current', synth, MOUTH_SYNTH_MODEL, speakingShape(v)],
+          ['previous', previous, PREVIOUS_SYNTH_MODEL, previousShape(v)],
+        ] as const) {
+          const edges = lipContourEdges(await render(f, shape, engine), f.frame, f.face, await drawnCoverage(model, f.frame, f.face, shape), f.rig.lips);
+          ratios[name].push(edges.out / edges.source);
+        }
+      }
+      const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+      const what = `${v}: ${JSON.stringify(ratios)}`;
+      expect(mean(ratios.current), what).toBeLessThanOrEqual(mean(ratios.previous));
+      expect(Math.max(...ratios.current), what).toBeLessThan(2);
+    }
+  });
+
+  it('opens from the middle, the corners sealed, and no wider than conversation needs', SLOW, async () => {
+    for (const f of faces.filter((x) => !x.ownTeeth)) {
+      const W = f.face.mouthWidth;
+      for (const v of ['DD', 'E', 'aa'] as const) {
+        const shape = speakingShape(v);
+        const cov = await drawnCoverage(MOUTH_SYNTH_MODEL, f.frame, f.face, shape);
+        // the corners where the shape put them (spread moves them out), found by the rig
+        const moved = await rigOf(await render(f, shape));
+        const [a, b] = [moved.landmarks[61]!, moved.landmarks[291]!];
+        let [x0, x1, tallest] = [Infinity, -Infinity, 0];
+        for (let x = Math.floor(Math.min(a.x, b.x)); x <= Math.ceil(Math.max(a.x, b.x)); x++) {
+          let column = 0;
+          for (let y = Math.round(a.y - 0.3 * W); y < Math.round(a.y + 0.5 * W); y++) if (cov[y * f.frame.width + x]! >= 0.9) column++;
+          if (column >= 1) [x0, x1] = [Math.min(x0, x), Math.max(x1, x)];
+          tallest = Math.max(tallest, column);
+        }
+        const what = `${f.name} ${v}: opening x ${x0}..${x1}, corners ${a.x.toFixed(1)} ${b.x.toFixed(1)}, tallest ${tallest} px of W ${W.toFixed(1)}`;
+        if (VISEME_PARAMS[v].open < 0.6) {
+          expect(x0 - Math.min(a.x, b.x), what).toBeGreaterThanOrEqual(0.07 * W);
+          expect(Math.max(a.x, b.x) - x1, what).toBeGreaterThanOrEqual(0.07 * W);
+        }
+        expect(tallest, what).toBeLessThanOrEqual((0.3 + f.rig.mouthOpenness) * W); // beyond the portrait's own opening
+      }
+    }
+  });
+
+  it('gives each kind of sound its shape: round narrows, spread widens, m/b/p presses, f/v tucks the lower lip', SLOW, async () => {
+    const thinning: number[] = [];
+    for (const f of faces) {
+      const width = (r: FaceRig) => Math.hypot(r.landmarks[61]!.x - r.landmarks[291]!.x, r.landmarks[61]!.y - r.landmarks[291]!.y);
+      const lipHeight = (r: FaceRig) => r.landmarks[17]!.y - r.landmarks[0]!.y;
+      const rest = f.rig;
+      const round = await rigOf(await render(f, speakingShape('ou')));
+      const spread = await rigOf(await render(f, speakingShape('ih')));
+      const press = await rigOf(await render(f, speakingShape('PP')));
+      const what = `${f.name}: width rest ${width(rest).toFixed(1)} round ${width(round).toFixed(1)} spread ${width(spread).toFixed(1)}; lips ${lipHeight(rest).toFixed(1)} pressed ${lipHeight(press).toFixed(1)}`;
+      // (on a broad smile the rig finds the corners loosely, and in a full beard hardly at all: there
+      // only the direction is held)
+      const by = f.ownTeeth || f.name === 'mendeleev' ? 0 : 0.025 * f.face.mouthWidth;
+      expect(width(round), what).toBeLessThan(width(rest) - by);
+      expect(width(spread), what).toBeGreaterThan(width(rest) + by);
+      if (!f.ownTeeth) {
+        // (a portrait with its mouth open cannot press its lips: that needs lips drawn shut)
+        thinning.push((lipHeight(rest) - lipHeight(press)) / f.face.mouthWidth);
+        expect(lipHeight(press), what).toBeLessThan(lipHeight(rest));
+        expect(press.mouthOpenness, what).toBeLessThan(rest.mouthOpenness + 0.02);
+        // f/v: the upper teeth show under the lifted upper lip, down onto the lower lip
+        const shape = speakingShape('FF');
+        const cov = await drawnCoverage(MOUTH_SYNTH_MODEL, f.frame, f.face, shape);
+        const lip = keyPoint(f.face, 5);
+        let rows = 0;
+        for (let y = Math.round(lip.y - 0.1 * f.face.mouthWidth); y < Math.round(lip.y + 0.1 * f.face.mouthWidth); y++) if (cov[y * f.frame.width + Math.round(lip.x)]! >= 0.5) rows++;
+        expect(rows, `${f.name} f: rows of teeth down the middle`).toBeGreaterThanOrEqual(2);
+      }
+    }
+    expect(thinning.reduce((a, b) => a + b, 0) / thinning.length, `m/b/p: the lips thinner by ${JSON.stringify(thinning)} mouth widths`).toBeGreaterThan(0.015);
+  });
+
+  it('relaxes a smile while talking and gives it back in silence', SLOW, async () => {
+    for (const f of faces.filter((x) => x.name === 'astronaut')) {
+      const lift = (r: FaceRig) => (r.landmarks[13]!.y + r.landmarks[14]!.y) / 2 - (r.landmarks[61]!.y + r.landmarks[291]!.y) / 2;
+      const talking = await rigOf(await render(f, { ...VISEME_PARAMS.nn, relax: 1 }));
+      const smiling = await rigOf(await render(f, { ...VISEME_PARAMS.nn, relax: 0 }));
+      expect(lift(talking), `${f.name}: corners above the middle, talking ${lift(talking).toFixed(1)} px, smiling ${lift(smiling).toFixed(1)} px`).toBeLessThan(lift(smiling) - 0.02 * f.face.mouthWidth);
+    }
+  });
+
+  it('does not flicker: a shape that barely changes barely changes the inner mouth', SLOW, async () => {
+    for (const f of faces) {
+      const shapes = [0.5, 0.503, 0.506, 0.509].map((open) => ({ ...speakingShape('aa'), open }));
+      const outs = await Promise.all(shapes.map((s) => render(f, s)));
+      const covs = await Promise.all(shapes.map((s) => drawnCoverage(MOUTH_SYNTH_MODEL, f.frame, f.face, s)));
+      let [n, sum] = [0, 0];
+      for (let p = 0; p < covs[0]!.length; p++) {
+        if (!covs.every((c) => c[p]! >= 0.99)) continue;
+        const l = outs.map((o) => 0.299 * o.data[p * 4]! + 0.587 * o.data[p * 4 + 1]! + 0.114 * o.data[p * 4 + 2]!);
+        const m = l.reduce((s, v) => s + v, 0) / l.length;
+        sum += Math.sqrt(l.reduce((s, v) => s + (v - m) ** 2, 0) / l.length);
+        n++;
+      }
+      expect(n, f.name).toBeGreaterThan(20);
+      expect(sum / n, `${f.name}: mean temporal std of the inner mouth's luma`).toBeLessThan(1.5);
+    }
+  });
+
+  it('opens cleanly: the first pixel of an opening is already opaque (no translucent smear)', SLOW, async () => {
+    // (on the sharp photographs: a soft one gets edges as soft as its own)
+    for (const f of faces.filter((x) => ['grace_hopper', 'biden', 'obama_small'].includes(x.name))) {
+      const mid = keyPoint(f.face, 5);
+      for (const open of [0.06, 0.1, 0.15, 0.2]) {
+        const cov = await drawnCoverage(MOUTH_SYNTH_MODEL, f.frame, f.face, { ...speakingShape('DD'), open });
+        let [total, peak] = [0, 0];
+        for (let y = Math.round(mid.y - 0.15 * f.face.mouthWidth); y < Math.round(mid.y + 0.3 * f.face.mouthWidth); y++) {
+          const c = cov[y * f.frame.width + Math.round(mid.x)]!;
+          total += c;
+          peak = Math.max(peak, c);
+        }
+        // the layer is drawn at the crop's resolution (about 1.4 frame pixels a crop pixel here) with
+        // edges as soft as the photograph's own, so a 2-pixel opening spreads over four frame pixels
+        const what = `${f.name} open ${open}: coverage sum ${total.toFixed(2)}, peak ${peak.toFixed(2)} down the middle`;
+        if (total >= 2.5) expect(peak, what).toBeGreaterThanOrEqual(0.8);
+        if (total >= 4) expect(peak, what).toBeGreaterThanOrEqual(0.95);
+      }
+    }
+  });
+
+  it('follows the speech as the previous renderer did: the rig\'s openness against the track and the audio\'s loudness, and no later', SLOW, async () => {
+    const speech = await synthesize({ text: 'Open wide, then close. Say ah, and stop.' });
+    const fps = 25;
+    const track = visemeTrack(speech.phones, fps, { durationSeconds: speech.durationSeconds });
+    const hop = speech.sampleRate / fps;
+    const loudness = track.frames.map((_, k) => {
+      let e = 0;
+      for (let i = Math.round(k * hop); i < Math.min(speech.samples.length, Math.round((k + 1) * hop)); i++) e += (speech.samples[i]! / 32768) ** 2;
+      return Math.sqrt(e / hop);
+    });
+    const opening = track.frames.map((m) => (m.closed ? 0 : m.open));
+    /** The lag in frames (-2..2) at which the measured openness best matches the loudness. */
+    const bestLag = (measured: number[]) => {
+      let [lag, best] = [0, -Infinity];
+      for (let d = -2; d <= 2; d++) {
+        const r = pearson(measured.slice(Math.max(0, d), measured.length + Math.min(0, d)), loudness.slice(Math.max(0, -d), loudness.length + Math.min(0, -d)));
+        if (r > best) [lag, best] = [d, r];
+      }
+      return lag;
+    };
+    // Faces the rig measures reliably (a full beard hides the lips from it, and a portrait's own
+    // open mouth is not at rest).
+    const some = faces.filter((x) => ['grace_hopper', 'biden', 'barkla', 'curie'].includes(x.name));
+    expect(some.length).toBe(4);
+    for (const f of some) {
+      const score: Record<string, { track: number; loudness: number; lag: number }> = {};
+      for (const [name, engine] of [['current', synth], ['previous', previous]] as const) {
+        const measured: number[] = [];
+        for (const m of track.frames) measured.push((await rigOf(await render(f, mouthShape(m), engine))).mouthOpenness);
+        score[name] = { track: pearson(measured, opening), loudness: pearson(measured, loudness), lag: bestLag(measured) };
+      }
+      const what = `${f.name}: ${JSON.stringify(score)}; the track's own opening against the loudness ${pearson(opening, loudness).toFixed(3)}`;
+      // the picture carries the track's opening as faithfully as before...
+      expect(score.current!.track, what).toBeGreaterThan(0.9);
+      expect(score.current!.track, what).toBeGreaterThanOrEqual(score.previous!.track - 0.05);
+      // ...and with it what the track has of the audio (the previous one kept "oo" as open as "ah",
+      // which the loudness happens to favour)...
+      expect(score.current!.loudness, what).toBeGreaterThanOrEqual(pearson(opening, loudness) - 0.15);
+      // ...at the same time.
+      expect(Math.abs(score.current!.lag - score.previous!.lag), what).toBeLessThanOrEqual(1);
+    }
+  });
+});
