@@ -4,10 +4,9 @@
  * items rather than sessions, and a GPU host (`RENDER_DEVICE=cuda`) gets large batches.
  *
  * Frames stay I420 from the clip's decoded frame to the encoder. A speaking frame is copied into
- * the call's own buffer and its mouth drawn there in place by the lip-sync engine (the built-in one
- * draws on the I420 planes themselves; a neural model's region goes through RGBA and back); in a
- * lip-sync thread all of that happens off this event loop. A frame with the mouth at rest is
- * published as the clip has it, without a copy.
+ * the call's own buffer and its mouth drawn there in place by the lip-sync engine, on the I420
+ * planes themselves; in a lip-sync thread all of that happens off this event loop. A frame with
+ * the mouth at rest is published as the clip has it, without a copy.
  */
 import type { LipSyncEngine, LipSyncI420Item } from '../../render/lipsync/index.ts';
 import type { MouthShape } from '../../render/synth/index.ts';
@@ -19,8 +18,6 @@ export interface FrameJob {
   shape: MouthShape | null;
   /** Where a drawn frame goes, I420 (the call's own buffer, reused; on a SharedArrayBuffer, a lip-sync thread draws it in place). */
   target: Uint8Array;
-  /** The call's RGBA frame where a neural model's lip-sync region is drawn (reused; only that region is ever valid; shared likewise). */
-  scratch: Uint8Array;
 }
 
 export interface RenderStats {
@@ -51,7 +48,7 @@ export class BatchRenderer {
       if (!job.shape || this.lipsync.needsAudio) return;
       const { media, index } = job.body;
       job.target.set(frames[i]!);
-      items.push({ i420: job.target, width: media.width, height: media.height, face: media.face(index), shape: job.shape, scratch: job.scratch });
+      items.push({ i420: job.target, width: media.width, height: media.height, face: media.face(index), shape: job.shape });
       out[i] = job.target;
     });
     if (items.length > 0) await this.lipsync.renderI420(items);

@@ -135,8 +135,6 @@ export class AvatarRunner {
   private height = 0;
   /** Frame buffers (I420): the one shown and those drawn ahead. */
   private buffers: Uint8Array[] = [];
-  /** Where the lip-sync region of this call's frames is drawn (RGBA). */
-  private scratch: Uint8Array = new Uint8Array(0);
   private lastShown = -1;
   private lastQueued = -1;
   private epoch = 0;
@@ -173,7 +171,6 @@ export class AvatarRunner {
     await this.loadBody();
     // Shared with the lip-sync thread, which draws the mouth into them in place.
     this.buffers = Array.from({ length: DRAW_AHEAD + 1 }, () => new Uint8Array(new SharedArrayBuffer(i420Size(this.width, this.height))));
-    this.scratch = new Uint8Array(new SharedArrayBuffer(this.width * this.height * 4));
     this.audioSource = new AudioSource(this.ctx.sampleRate, 1, this.ctx.audioQueueMs);
     this.videoSource = new VideoSource(this.width, this.height);
     this.playout = new SpeechPlayout({
@@ -281,7 +278,6 @@ export class AvatarRunner {
       body,
       shape: shape && shape.open + Math.abs(shape.wide) + shape.round > 0 ? shape : null,
       target: this.buffers[k % this.buffers.length]!,
-      scratch: this.scratch,
       epoch: this.epoch,
     };
   }
