@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closeTts } from '../../../render/tts/index.ts';
 import { speechWav } from '../../../test/audio.ts';
 import { json, testApi } from '../../../test/helpers.ts';
-import { multipart } from '../assets/test-media.ts';
+import { uploadAsset } from './test-support.ts';
 import { fixtureBytes } from '../avatars/test-support.ts';
 
 /**
@@ -26,13 +26,7 @@ afterAll(async () => {
   await t.close();
 });
 
-async function upload(key: string, bytes: Buffer, filename: string): Promise<string> {
-  const form = multipart([{ name: 'file', value: bytes, filename }]);
-  const res = await t.request('POST', '/api/v1/assets', { key, rawBody: form.body, headers: { 'content-type': form.contentType } });
-  const body = await json<{ publicUrl: string }>(res);
-  expect(res.status, JSON.stringify(body)).toBe(201);
-  return body.publicUrl;
-}
+const upload = (key: string, bytes: Buffer, filename: string) => uploadAsset(t, key, bytes, filename);
 
 describe('POST /lipsync through a neural model', () => {
   it('renders over a portrait with a fixed-batch 256 px Wav2Lip export, one frame per run', { timeout: 180_000 }, async () => {
