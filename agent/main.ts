@@ -6,6 +6,7 @@
  * the rest are ended and settled.
  */
 import { loadConfigOrExit } from '../core/config.ts';
+import { checkLipSyncModelOrExit } from '../core/lipsync/model-check.ts';
 import { createLogger } from '../core/log.ts';
 import { runEntryPoint } from '../core/process.ts';
 import { createServices } from '../core/services.ts';
@@ -19,6 +20,8 @@ if (!config.LIVEKIT_URL) {
 }
 
 runEntryPoint(log, async () => {
+  // The worker loads the model in its lip-sync threads too, but only once its database and services are up.
+  await checkLipSyncModelOrExit(config.LIPSYNC_MODEL, log);
   const services = await createServices(config, { log });
   const worker = await startAgentWorker(services, { log });
   process.send?.('ready');

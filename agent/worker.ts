@@ -244,16 +244,13 @@ export async function startAgentWorker(services: Services, opts: AgentWorkerOpti
 
 /**
  * The lip-sync engine of live calls: LIPSYNC_MODEL's, on RENDER_DEVICE, in AGENT_LIPSYNC_THREADS
- * threads of its own (the event loop stays free for audio and publishing). A neural model needs
- * audio windows the live path does not feed yet: live calls then use the built-in engine.
+ * threads of its own (the event loop stays free for audio and publishing). A neural model's frames
+ * carry their audio to those threads, which compute each mel window there.
  */
 async function liveLipSync(config: Config, log: Logger): Promise<LipSyncEngine> {
-  const threads = (choice: string) => createLipSyncThreads(choice, { executionProvider: config.RENDER_DEVICE }, config.AGENT_LIPSYNC_THREADS);
-  const engine = await threads(config.LIPSYNC_MODEL);
-  if (!engine.needsAudio) return engine;
-  log.warn({ model: config.LIPSYNC_MODEL }, 'live calls use the built-in lip-sync; the neural model serves renders only');
-  await engine.release();
-  return threads('builtin');
+  const engine = await createLipSyncThreads(config.LIPSYNC_MODEL, { executionProvider: config.RENDER_DEVICE }, config.AGENT_LIPSYNC_THREADS);
+  log.info({ lipsync: engine.kind, model: config.LIPSYNC_MODEL, device: config.RENDER_DEVICE, threads: config.AGENT_LIPSYNC_THREADS }, 'lip-sync engine loaded');
+  return engine;
 }
 
 /**

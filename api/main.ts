@@ -1,4 +1,5 @@
 import { loadConfigOrExit } from '../core/config.ts';
+import { checkLipSyncModelOrExit } from '../core/lipsync/model-check.ts';
 import { runEntryPoint } from '../core/process.ts';
 import { createLogger } from '../core/log.ts';
 import { createServices } from '../core/services.ts';
@@ -12,6 +13,7 @@ const config = loadConfigOrExit();
 const log = createLogger(config.LOG_LEVEL);
 
 runEntryPoint(log, async () => {
+  await checkLipSyncModelOrExit(config.LIPSYNC_MODEL, log);
   const services = await createServices(config, { log, listen: true });
   const app = createApp(services);
   const janitor = startJanitor(services);

@@ -1,8 +1,8 @@
 import { fileURLToPath } from 'node:url';
 import sharp from 'sharp';
 import { benchGenerate } from '../render/generate/bench.ts';
-import { i420Size, rgbaToI420 } from '../render/encode/index.ts';
-import { createLipSync, melSpectrogram, melWindow, renderI420InPlace, type LipSyncI420Item } from '../render/lipsync/index.ts';
+import { chromaAligned, i420RectToRgba, i420Size, rgbaRectToI420, rgbaToI420 } from '../render/encode/index.ts';
+import { createLipSync, lipSyncRegion, melSpectrogram, melWindow, type LipSyncEngine, type LipSyncI420Item } from '../render/lipsync/index.ts';
 import { detectFaceRig } from '../render/rig/index.ts';
 import { benchSynth } from '../render/synth/bench.ts';
 import { createMouthSynth, prepareFaceForSynth } from '../render/synth/index.ts';
@@ -53,6 +53,14 @@ async function benchNeuralSlot(seconds: number) {
   return out;
 }
 
+/** The way before: each item's lip-sync region out of I420 into `scratch` (RGBA), drawn there in one batch, and back. */
+async function renderViaRgba(engine: LipSyncEngine, items: readonly LipSyncI420Item[], scratch: Uint8Array[]): Promise<void> {
+  const regions = items.map((it) => chromaAligned(lipSyncRegion(it.face), it.width, it.height));
+  items.forEach((it, i) => i420RectToRgba(it.i420, it.width, it.height, regions[i]!, scratch[i]!));
+  await engine.renderFrames(items.map((it, i) => ({ frame: { data: scratch[i]!, width: it.width, height: it.height }, face: it.face, shape: it.shape, target: scratch[i]! })));
+  items.forEach((it, i) => rgbaRectToI420(scratch[i]!, it.width, it.height, regions[i]!, it.i420));
+}
+
 /**
  * A live call's frames (I420, drawn in place), batch of 8, one thread: drawn on the I420 planes
  * themselves beside the way before (the lip-sync region converted to RGBA, drawn, converted back).
@@ -70,11 +78,11 @@ async function benchLiveI420(seconds: number) {
       height: 512,
       face,
       shape: { open: 0.3 + 0.1 * (i % 6), wide: 0.1, round: 0 },
-      scratch: new Uint8Array(512 * 512 * 4),
     }));
+    const scratch = items.map(() => new Uint8Array(512 * 512 * 4));
     const ways = {
       i420: () => engine.renderI420(items),
-      viaRgba: () => renderI420InPlace(engine.renderFrames, items),
+      viaRgba: () => renderViaRgba(engine, items, scratch),
     };
     const best = { i420: Infinity, viaRgba: Infinity };
     for (let round = 0; round < 6; round++) {

@@ -37,6 +37,9 @@ const settings = loadConfig({
   AGENT_SPEECH_START_MS: env.AGENT_SPEECH_START_MS ?? '',
   AGENT_VIDEO_CODEC: env.AGENT_VIDEO_CODEC ?? '',
   AGENT_LIPSYNC_THREADS: env.AGENT_LIPSYNC_THREADS ?? '',
+  // A neural model of the operator's, and the GPU, measured as the worker would run them.
+  LIPSYNC_MODEL: env.LIPSYNC_MODEL ?? '',
+  ...(env.RENDER_DEVICE ? { RENDER_DEVICE: env.RENDER_DEVICE } : {}),
 });
 
 interface CallStats {
@@ -60,7 +63,7 @@ const reporter: CallReporter = {
 };
 
 const host = new AvatarHost({
-  lipsync: await createLipSyncThreads('builtin', {}, settings.AGENT_LIPSYNC_THREADS),
+  lipsync: await createLipSyncThreads(settings.LIPSYNC_MODEL, { executionProvider: settings.RENDER_DEVICE }, settings.AGENT_LIPSYNC_THREADS),
   mouthAnalysis: await createAudioVisemeThread(),
   vad: null,
   storage,

@@ -1,6 +1,7 @@
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { initializeLogger, voice } from '@livekit/agents';
 import { AudioFrame, Room, TrackKind } from '@livekit/rtc-node';
 import { RoomServiceClient } from 'livekit-server-sdk';
@@ -212,5 +213,38 @@ describe('avatar host on the real LiveKit server', () => {
     expect(host.calls).not.toContain(runner);
     // It left the room, which it closed (the call owns it).
     await expect.poll(async () => (await rooms.listRooms([roomName])).length, { timeout: 10_000 }).toBe(0);
+  });
+
+  it("draws a neural model's lower face from the audio each frame plays with, and nothing while the avatar is silent", { timeout: 90_000 }, async () => {
+    // A stand-in of FaceFusion's wav2lip_96 (batch fixed at 1: one run per frame) in a lip-sync thread, as the worker runs it.
+    const lipsync = await createLipSyncThread(fileURLToPath(new URL('../../render/lipsync/fixtures/facefusion_wav2lip_96.onnx', import.meta.url)));
+    const neural = new AvatarHost({ lipsync, vad: null, storage, livekit: { url, apiKey: DEV_KEY, apiSecret: DEV_SECRET }, log: createLogger('silent'), workDir: work, heartbeatMs: 500 });
+    try {
+      const roomName = `host-neural-${Date.now()}`;
+      await rooms.createRoom({ name: roomName, emptyTimeout: 60 });
+      const runner = await neural.startCall(spec(roomName), new MemoryReporter(), null);
+      const viewer = new Viewer('avatar-1');
+      await viewer.join(url, roomName, 'user-1');
+      await expect.poll(() => viewer.frames.length, { timeout: 15_000 }).toBeGreaterThan(30);
+      expect(neural.renderer.stats.drawn, 'frames drawn in silence').toBe(0);
+
+      const sender = await agentSender(roomName);
+      const speech = await synthesize({ text: 'Hello there, I am speaking through a neural model.' });
+      const speechFrom = performance.now();
+      await sender.say(speech.samples, speech.sampleRate);
+      expect((await sender.output.waitForPlayout()).interrupted).toBe(false);
+      const speechTo = performance.now();
+      // Most of the speech's frames drawn (a frame whose window is all silence is not), and the mouth moves.
+      expect(neural.renderer.stats.drawn).toBeGreaterThan(speech.durationSeconds * 25 * 0.6);
+      const during = viewer.frames.filter((f) => f.at > speechFrom + 400 && f.at < speechTo).map((f) => f.mouthLuma);
+      expect(Math.max(...during) - Math.min(...during), 'mouth region changes while speaking').toBeGreaterThan(3);
+
+      await viewer.leave();
+      expect(await runner.ended).toBe('user_left');
+      await sender.room.disconnect();
+    } finally {
+      await neural.close();
+      await lipsync.release();
+    }
   });
 });

@@ -87,6 +87,7 @@ export class AvatarHost {
       speechStartMs: o.speechStartMs ?? 100,
       videoCodec: o.videoCodec ?? 'h264',
       mouthStream: (sampleRate, fps) => (o.mouthAnalysis ? o.mouthAnalysis.open({ sampleRate, fps }) : new AudioVisemeStream({ sampleRate, fps })),
+      neural: o.lipsync.needsAudio,
       // Audio reaches a viewer about 30 ms after a frame captured with it (measured at an rtc-node
       // viewer by host.realtime.test.ts: the Opus frame and the receiver's jitter buffer).
       videoDelayMs: 30,

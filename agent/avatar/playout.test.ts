@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { frameAudioSpan } from '../../render/lipsync/index.ts';
 import type { MouthFrame } from '../../render/visemes/index.ts';
 import { SpeechPlayout, type AudioSink, type MouthStream, type PlayoutEvent } from './playout.ts';
 
@@ -160,17 +161,26 @@ function tone(samples: number, amp = 8000): Int16Array {
   return pcm;
 }
 
-function setup(opts: { queueMs?: number; ppm?: number; lateMs?: number; maxBufferedSamples?: number; videoDelayMs?: number; mouthStream?: () => MouthStream } = {}) {
+function setup(
+  opts: { queueMs?: number; ppm?: number; lateMs?: number; maxBufferedSamples?: number; videoDelayMs?: number; mouthStream?: (() => MouthStream) | null; keepAudioSeconds?: number } = {},
+) {
   const clock = { t: 0 };
   const device = new SimDevice(clock, opts.queueMs ?? 100, opts.ppm ?? 0, opts.lateMs ?? 0);
   const events: PlayoutEvent[] = [];
+  /** The call's audio as handed to the sink, by playout sample (what was dropped is written over). */
+  const timeline: number[] = [];
   const playout = new SpeechPlayout({
     sink: device,
     fps: FPS,
     now: () => clock.t,
     onEvent: (e) => events.push(e),
-    onDropped: (from) => device.renumber(from),
-    mouthStream: opts.mouthStream ?? (() => loudnessMouth()),
+    onDropped: (from) => {
+      device.renumber(from);
+      timeline.length = from;
+    },
+    onPushed: (at, pcm) => pcm.forEach((v, k) => (timeline[at + k] = v)),
+    ...(opts.mouthStream === null ? {} : { mouthStream: opts.mouthStream ?? (() => loudnessMouth()) }),
+    ...(opts.keepAudioSeconds ? { keepAudioSeconds: opts.keepAudioSeconds } : {}),
     ...(opts.maxBufferedSamples ? { maxBufferedSamples: opts.maxBufferedSamples } : {}),
     ...(opts.videoDelayMs ? { videoDelayMs: opts.videoDelayMs } : {}),
   });
@@ -192,7 +202,7 @@ function setup(opts: { queueMs?: number; ppm?: number; lateMs?: number; maxBuffe
       if (heard.at < 0 && device.heardAt(device.truePosition())) heard.at = clock.t;
     }
   };
-  return { clock, device, events, playout, advance, heard, listen };
+  return { clock, device, events, playout, advance, heard, listen, timeline };
 }
 
 const CALL_MS = Number(process.env.PLAYOUT_CALL_MS ?? 600_000);
@@ -731,6 +741,55 @@ describe('speech playout (the A/V synchronizer)', () => {
     await advance(400);
     expect(pushed).toEqual([2 * chunk, 2 * chunk, chunk]);
     expect(ended).toBe(true);
+    await playout.stop();
+  });
+
+  it("gives a neural model each frame's audio as it plays: what went to the sink, then the playing segment's queue, then silence; none in silence", async () => {
+    const { playout, advance, timeline, events } = setup({ keepAudioSeconds: 1, mouthStream: null });
+    const span = (k: number) => frameAudioSpan(k, FPS, SR);
+    const buffer = new Int16Array(new SharedArrayBuffer(2 * span(0).length));
+    playout.start();
+    await advance(300);
+    expect(playout.frameAudio(3, buffer)).toBeNull(); // silence all through its window
+
+    // A 1.2 s reply, all of it at once (most TTS): each frame drawn a little ahead of playout hears
+    // exactly the audio that then plays around it, the reply's queue included.
+    playout.begin('reply');
+    playout.push('reply', tone(Math.round(SR * 1.2)));
+    playout.end('reply');
+    const heard = new Map<number, Int16Array>();
+    for (let t = 0; t < 2000; t += 10) {
+      await advance(10);
+      const k = Math.floor(playout.position() / SPF) + 2;
+      const audio = playout.frameAudio(k, buffer);
+      if (audio) {
+        expect(audio).toMatchObject({ sampleRate: SR, frame: k, fps: FPS });
+        expect(audio.pcm.buffer).toBe(buffer.buffer); // shared: a lip-sync thread reads it in place
+        heard.set(k, Int16Array.from(audio.pcm));
+      }
+    }
+    expect(events.some((e) => e.type === 'finished' && !e.interrupted)).toBe(true);
+    // The reply's frames, and those whose window reaches into it, heard it; none long after it.
+    expect(heard.size).toBeGreaterThanOrEqual(1.2 * FPS);
+    for (const [k, pcm] of heard) {
+      const { start } = span(k);
+      const played = Int16Array.from(pcm, (_, j) => timeline[start + j] ?? 0);
+      expect(Buffer.compare(Buffer.from(pcm.buffer), Buffer.from(played.buffer)), `frame ${k}`).toBe(0);
+    }
+    const last = Math.max(...heard.keys());
+    expect(playout.frameAudio(last + 10, buffer)).toBeNull();
+
+    // Interrupted: what no longer plays is no longer heard.
+    playout.begin('cut');
+    playout.push('cut', tone(SR * 2));
+    playout.end('cut');
+    await advance(400);
+    const k = Math.floor(playout.position() / SPF) + 2;
+    expect(playout.frameAudio(k, buffer)).not.toBeNull();
+    playout.interrupt();
+    await advance(100);
+    expect(playout.frameAudio(Math.floor(playout.position() / SPF) + 12, buffer)).toBeNull();
+    expect(() => setup().playout.frameAudio(0, buffer)).toThrow(/keepAudioSeconds/);
     await playout.stop();
   });
 });

@@ -13,6 +13,7 @@
  * by exactly one "finished" event (played out, or interrupted with the position reached), which the
  * receiver turns into an `lk.playback_finished` RPC.
  */
+import { frameAudioSpan, type FrameAudio } from '../../render/lipsync/index.ts';
 import type { MouthFrame } from '../../render/visemes/index.ts';
 
 /** How long a clock observation is used: long enough to hold one that came on time, short enough that device drift (±300 ppm) stays under 0.3 ms. */
@@ -87,6 +88,11 @@ export interface SpeechPlayoutOptions {
    * them together where they are seen.
    */
   videoDelayMs?: number;
+  /**
+   * Seconds of the audio handed to the sink kept for `audioAt` (a neural lip-sync model reads each
+   * frame's audio). Default 0: none kept, and `audioAt` is not available.
+   */
+  keepAudioSeconds?: number;
 }
 
 interface Segment {
@@ -185,6 +191,9 @@ export class SpeechPlayout {
   private lastDrop = 0;
   private running = false;
   private pump: Promise<void> | null = null;
+  /** The audio handed to the sink (keepAudioSeconds of it), a ring indexed by playout sample; its end is the last chunk's. */
+  private readonly history: Int16Array | null;
+  private historyEnd = 0;
 
   constructor(private readonly o: SpeechPlayoutOptions) {
     this.sink = o.sink;
@@ -196,6 +205,7 @@ export class SpeechPlayout {
     this.maxBuffered = o.maxBufferedSamples ?? this.sampleRate * 300;
     this.samplesPerFrame = this.sampleRate / this.fps;
     this.videoDelay = ((o.videoDelayMs ?? 0) * this.sampleRate) / 1000;
+    this.history = o.keepAudioSeconds ? new Int16Array(Math.ceil(o.keepAudioSeconds * this.sampleRate)) : null;
   }
 
   /** Starts the pump: from now on the sink always has audio (speech or silence). */
@@ -377,6 +387,52 @@ export class SpeechPlayout {
     return { frame, segmentId: seg.id, mouth, level };
   }
 
+  /**
+   * What a neural lip-sync model hears for frame `frame`: the audio its mel window reads
+   * (frameAudioSpan), as far as it is known now, written into `buffer` (the frame's own, reused; on
+   * a SharedArrayBuffer, a lip-sync thread reads it in place). Null when all of it is silence: the
+   * frame shows the clip as it is. Needs `keepAudioSeconds`.
+   */
+  frameAudio(frame: number, buffer: Int16Array): FrameAudio | null {
+    const { start, length } = frameAudioSpan(frame, this.fps, this.sampleRate);
+    if (buffer.length < length) throw new RangeError(`frame ${frame}'s audio is ${length} samples; the buffer holds ${buffer.length}`);
+    const pcm = buffer.subarray(0, length);
+    return this.audioAt(start, pcm) ? { pcm, sampleRate: this.sampleRate, frame, fps: this.fps } : null;
+  }
+
+  /**
+   * The call's audio from playout sample `from` on, into `out` (at the sink's rate): what was handed
+   * to the sink (the last `keepAudioSeconds` of it), then what the playing segment has received and
+   * not yet handed over (it plays next, sample after sample: spanAhead), then silence where nothing
+   * is known yet. True when any of it is not silence.
+   */
+  private audioAt(from: number, out: Int16Array): boolean {
+    const h = this.history;
+    if (!h) throw new Error('a frame\'s audio is kept only with keepAudioSeconds');
+    out.fill(0);
+    let sound = false;
+    const end = from + out.length;
+    for (let p = Math.max(from, this.historyEnd - h.length, 0); p < Math.min(end, this.historyEnd); p++) {
+      const v = h[p % h.length]!;
+      out[p - from] = v;
+      if (v !== 0) sound = true;
+    }
+    const last = this.spans[this.spans.length - 1];
+    const seg = last?.segment;
+    if (!last || !seg || seg.done || seg.endAt !== null || last.start + last.length !== this.historyEnd) return sound;
+    let p = this.historyEnd;
+    for (const chunk of seg.chunks) {
+      if (p >= end) break;
+      for (let k = Math.max(0, from - p); k < chunk.length && p + k < end; k++) {
+        const v = chunk[k]!;
+        out[p + k - from] = v;
+        if (v !== 0) sound = true;
+      }
+      p += chunk.length;
+    }
+    return sound;
+  }
+
 
   // ---------------------------------------------------------------------------------------------
 
@@ -475,6 +531,7 @@ export class SpeechPlayout {
     this.spans = this.spans.filter((s) => s.start < this.accepted);
     const last = this.spans[this.spans.length - 1];
     if (last && last.start + last.length > this.accepted) last.length = this.accepted - last.start;
+    this.historyEnd = Math.min(this.historyEnd, this.accepted);
     this.o.onDropped?.(this.accepted);
   }
 
@@ -553,8 +610,17 @@ export class SpeechPlayout {
       if (seg.buffered === 0 && seg.inputEnded) seg.endAt = this.accepted + filled;
     }
     this.recordLevels(this.accepted, out);
+    this.keep(this.accepted, out);
     this.o.onPushed?.(this.accepted, out);
     return out;
+  }
+
+  /** Keeps a chunk handed to the sink at playout sample `at` for audioAt. */
+  private keep(at: number, pcm: Int16Array): void {
+    const h = this.history;
+    if (!h) return;
+    for (let k = 0; k < pcm.length; k++) h[(at + k) % h.length] = pcm[k]!;
+    this.historyEnd = at + pcm.length;
   }
 
   private addSpan(start: number, length: number, segment: Segment | null, offset: number): void {

@@ -37,6 +37,7 @@ import { orAfter } from '../../core/time.ts';
 import type { Availability } from '../../clips/behavior/index.ts';
 import { SOURCE_MEMBER_ID } from '../../clips/behavior/index.ts';
 import { i420Planes, i420Size } from '../../render/encode/index.ts';
+import { frameAudioSpan } from '../../render/lipsync/index.ts';
 import { isNeutral } from '../../render/synth/index.ts';
 import { mouthShape } from '../../render/talking-head/index.ts';
 import { RPC_PLAY_ACTION, RPC_USER_SPEECH_STARTED } from '../protocol.ts';
@@ -73,6 +74,11 @@ export interface HostContext {
   /** A new mouth analysis of a segment's audio (AudioVisemeStream's shape; the worker's runs in a thread). */
   mouthStream: (sampleRate: number, fps: number) => MouthStream;
   /**
+   * The lip-sync engine draws from each frame's audio (a neural model): a frame gets the audio its
+   * mel window reads instead of a mouth shape, and speech is not analysed for visemes.
+   */
+  neural: boolean;
+  /**
    * Test and benchmark aid: a 32 px square in the top-left corner of each frame, white while the
    * audio playing at that frame is speech, black otherwise; a viewer measures A/V sync with it.
    */
@@ -107,6 +113,12 @@ const JOIN_ATTEMPTS = 2;
  */
 const DRAW_AHEAD = 2;
 const MARKER = 32;
+/**
+ * The call's audio kept for a neural model's frames: a frame's mel window reads from 25 ms before
+ * its time, and a frame is drawn at most the sink's queue and the video hold behind what was handed
+ * over; a second is ample.
+ */
+const KEEP_AUDIO_SECONDS = 1;
 
 /** The avatar's own clock on a real rtc-node AudioSource. */
 function sourceSink(source: AudioSource, sampleRate: number, queueMs: number): AudioSink {
@@ -136,8 +148,8 @@ export class AvatarRunner {
   private height = 0;
   /** Frame buffers (I420): the one shown and those drawn ahead. */
   private buffers: Uint8Array[] = [];
-  /** Where the lip-sync region of this call's frames is drawn (RGBA). */
-  private scratch: Uint8Array = new Uint8Array(0);
+  /** The audio of each frame buffer's frame, for a neural model (its mel window is computed from it in the lip-sync thread). */
+  private audioBuffers: Int16Array[] = [];
   private lastShown = -1;
   private lastQueued = -1;
   private epoch = 0;
@@ -174,7 +186,10 @@ export class AvatarRunner {
     await this.loadBody();
     // Shared with the lip-sync thread, which draws the mouth into them in place.
     this.buffers = Array.from({ length: DRAW_AHEAD + 1 }, () => new Uint8Array(new SharedArrayBuffer(i420Size(this.width, this.height))));
-    this.scratch = new Uint8Array(new SharedArrayBuffer(this.width * this.height * 4));
+    if (this.ctx.neural) {
+      const samples = frameAudioSpan(0, this.ctx.fps, this.ctx.sampleRate).length;
+      this.audioBuffers = this.buffers.map(() => new Int16Array(new SharedArrayBuffer(samples * Int16Array.BYTES_PER_ELEMENT)));
+    }
     this.audioSource = new AudioSource(this.ctx.sampleRate, 1, this.ctx.audioQueueMs);
     this.videoSource = new VideoSource(this.width, this.height);
     this.playout = new SpeechPlayout({
@@ -182,7 +197,7 @@ export class AvatarRunner {
       fps: this.ctx.fps,
       videoDelayMs: this.ctx.videoDelayMs,
       startBufferSamples: Math.round((this.ctx.sampleRate * this.ctx.speechStartMs) / 1000),
-      mouthStream: this.ctx.mouthStream,
+      ...(this.ctx.neural ? { keepAudioSeconds: KEEP_AUDIO_SECONDS } : { mouthStream: this.ctx.mouthStream }),
       onEvent: (e) => this.receiver.onPlayoutEvent(e),
       onSegment: () => this.ctx.observer?.speechArrived(this.spec.sessionId),
       onPushed: (at, pcm) => this.recorder?.avatarAudio(at, pcm),
@@ -274,17 +289,13 @@ export class AvatarRunner {
     // falls due too soon to wait: late audio must not leave a closed mouth where speech plays.
     if (k > due && !this.playout.frameKnown(k) && this.playout.msUntilFrame(k, now) > 1000 / this.ctx.fps) return null;
     this.lastQueued = k;
-    const content = this.playout.frameContent(k);
     const body = this.body.frameAt(k);
+    const slot = k % this.buffers.length;
+    const target = this.buffers[slot]!;
+    if (this.ctx.neural) return { frame: k, body, shape: null, audio: this.playout.frameAudio(k, this.audioBuffers[slot]!), target, epoch: this.epoch };
+    const content = this.playout.frameContent(k);
     const shape = content.mouth ? mouthShape(content.mouth) : null;
-    return {
-      frame: k,
-      body,
-      shape: shape && !isNeutral(shape) ? shape : null,
-      target: this.buffers[k % this.buffers.length]!,
-      scratch: this.scratch,
-      epoch: this.epoch,
-    };
+    return { frame: k, body, shape: shape && !isNeutral(shape) ? shape : null, audio: null, target, epoch: this.epoch };
   }
 
   /** A drawn frame, kept until its time comes. */
@@ -335,7 +346,7 @@ export class AvatarRunner {
     // Captured now, the moment its audio plays (the synchronizer's choice of frame), with the native
     // capture time. Stamping frames with an earlier "ideal" time instead made receivers drop them.
     this.videoSource.captureFrame(new VideoFrame(out, this.width, this.height, VideoBufferType.I420));
-    this.ctx.observer?.frameShown(this.spec.sessionId, due, drawn.job.shape !== null);
+    this.ctx.observer?.frameShown(this.spec.sessionId, due, drawn.job.shape !== null || drawn.job.audio !== null);
     if (this.recorder) {
       this.recorder.video(due, out);
       // Audio follows a little behind playout (so the user's audio for that time has arrived), every 200 ms.

@@ -5,71 +5,66 @@
  *   const face = lipsync.prepare(rigOfThisFrame);
  *   const [rgba] = await lipsync.renderFrames([{ frame, face, shape, mel: melWindow(mel, i, 25) }]);
  *
- * The built-in path uses `shape` (visemes) and ignores `mel`; a neural model
- * uses `mel` and ignores `shape` (`needsAudio` says which). Both crop, run one
- * ONNX session for the whole batch and composite with the same feathered path.
+ * The built-in path uses `shape` (visemes) and ignores the audio; a neural model uses the audio
+ * (a mel window, or the frame's audio to compute it from) and ignores `shape` (`needsAudio` says
+ * which). Each runs one ONNX session per batch and touches only the lower face.
  */
 import { existsSync } from 'node:fs';
 import * as ort from '../onnx/runtime.ts';
-import { chromaAligned, i420RectToRgba, rgbaRectToI420, type PixelRect } from '../encode/frames.ts';
 import type { FaceRig } from '../rig/types.ts';
 import type { MouthShape } from '../synth/contract.ts';
 import { sessionOptions, type ExecutionProvider } from '../onnx/session.ts';
 import type { MouthSynth } from '../synth/engine.ts';
 import { createMouthSynth } from '../synth/engine.ts';
 import type { RgbaFrame } from '../synth/image.ts';
-import { checkFrame, compositeFromTensor, cropToTensor } from '../synth/image.ts';
-import type { CropBox, PreparedFace } from '../synth/prepare.ts';
+import { checkFrame, checkI420Frame } from '../synth/image.ts';
+import type { PreparedFace } from '../synth/prepare.ts';
 import { prepareFaceForSynth } from '../synth/prepare.ts';
-import type { LipSyncChoice } from './contract.ts';
-import {
-  LipSyncModelError,
-  NEURAL_FACE_CHANNELS,
-  NEURAL_FACE_SIZE,
-  NEURAL_MASK_FROM_ROW,
-  parseLipSyncChoice,
-} from './contract.ts';
-import { MEL_BANDS, MEL_WINDOW_FRAMES } from './mel.ts';
-
-export interface NeuralFace {
-  kind: 'neural';
-  imageSize: { width: number; height: number };
-  box: CropBox;
-}
+import type { PixelRect } from '../encode/frames.ts';
+import type { LipSyncChoice, NeuralContract, TensorMeta } from './contract.ts';
+import { LipSyncModelError, NEURAL_FACE_CHANNELS, parseLipSyncChoice, readNeuralContract } from './contract.ts';
+import { cropFace, faceRectBounds, i420Sampler, pasteFaceI420, pasteFaceRgba, prepareFaceForNeural, rgbaSampler, type NeuralFace, type PixelSampler } from './face.ts';
+import { MEL_BANDS, MEL_WINDOW_FRAMES, melWindowOfAudio, type FrameAudio } from './mel.ts';
 
 export type LipSyncFace = (PreparedFace & { kind: 'builtin' }) | NeuralFace;
 
-export interface LipSyncItem {
+/**
+ * What a neural model hears for a frame: its [80 * 16] mel window (melWindow()), or the audio
+ * around it (FrameAudio) for the engine to compute the window from (what a live call sends: the
+ * lip-sync thread then does that work too).
+ */
+export interface FrameSound {
+  mel?: Float32Array;
+  audio?: FrameAudio;
+}
+
+export interface LipSyncItem extends FrameSound {
   frame: RgbaFrame;
   face: LipSyncFace;
   /** Used by the built-in path. */
   shape: MouthShape;
-  /** [80 * 16] mel window (melWindow()), used by a neural model. */
-  mel?: Float32Array;
   target?: Uint8Array | Uint8ClampedArray;
 }
 
 /**
- * A frame drawn in place as I420 (what a live call publishes). The built-in engine draws on the
- * I420 planes themselves; a neural model's face region is converted to RGBA (into `scratch`), drawn
- * there, and converted back into `i420`. For a lip-sync thread both buffers live on
- * SharedArrayBuffers, so the thread does all of it.
+ * A frame drawn in place as I420 (what a live call publishes), by either engine on the I420 planes
+ * themselves. For a lip-sync thread the frame lives on a SharedArrayBuffer, so the thread does all
+ * of the drawing.
  */
-export interface LipSyncI420Item {
+export interface LipSyncI420Item extends FrameSound {
   i420: Uint8Array;
   width: number;
   height: number;
   face: LipSyncFace;
   shape: MouthShape;
-  mel?: Float32Array;
-  /** RGBA, width x height x 4; only the lip-sync region is ever valid. */
-  scratch: Uint8Array;
 }
 
 export interface LipSyncEngine {
   readonly kind: 'builtin' | 'neural';
-  /** True when frames need a mel window (a neural model), false when they need a shape. */
+  /** True when frames need their sound (a neural model), false when they need a shape. */
   readonly needsAudio: boolean;
+  /** How a neural model loaded in this process runs (its tensors, face size, batch); absent otherwise. */
+  readonly contract?: NeuralContract;
   prepare(rig: FaceRig): LipSyncFace;
   renderFrames(items: readonly LipSyncItem[]): Promise<(Uint8Array | Uint8ClampedArray)[]>;
   /** Draws every item's mouth into its I420 frame, in place (one batch, as renderFrames). */
@@ -77,27 +72,15 @@ export interface LipSyncEngine {
   release(): Promise<void>;
 }
 
-/** renderI420 over an engine's renderFrames: each item's region out of I420, one batch, and back. */
-export async function renderI420InPlace(renderFrames: LipSyncEngine['renderFrames'], items: readonly LipSyncI420Item[]): Promise<void> {
-  const regions = items.map((it) => chromaAligned(lipSyncRegion(it.face), it.width, it.height));
-  const frames = items.map((it, i): LipSyncItem => {
-    i420RectToRgba(it.i420, it.width, it.height, regions[i]!, it.scratch);
-    const frame = { data: it.scratch, width: it.width, height: it.height };
-    return { frame, face: it.face, shape: it.shape, ...(it.mel ? { mel: it.mel } : {}), target: it.scratch };
-  });
-  await renderFrames(frames);
-  items.forEach((it, i) => rgbaRectToI420(it.scratch, it.width, it.height, regions[i]!, it.i420));
-}
-
 /**
- * The pixels of a frame an engine reads or writes for this face: its crop square, turned with the
- * face, and the bilinear taps around it. A frame valid only there renders the same there as the
- * whole frame does, so a caller may convert just this rectangle (e.g. out of I420 and back).
+ * The pixels of a frame an engine reads or writes for this face: its crop, turned with the face,
+ * and the bilinear taps around it. A frame valid only there renders the same there as the whole
+ * frame does, so a caller may convert just this rectangle (e.g. out of I420 and back).
  */
 export function lipSyncRegion(face: LipSyncFace): PixelRect {
+  if (face.kind === 'neural') return faceRectBounds(face.rect);
   const { cx, cy, size, angle } = face.box;
-  const half = (size / 2) * (Math.abs(Math.cos(angle)) + Math.abs(Math.sin(angle))) + 2;
-  return { x: cx - half, y: cy - half, width: 2 * half, height: 2 * half };
+  return faceRectBounds({ cx, cy, width: size, height: size, angle });
 }
 
 /** The face geometry an engine of `kind` needs for frames measured by `rig` (pure arithmetic). */
@@ -132,7 +115,6 @@ function builtinEngine(synth: MouthSynth): LipSyncEngine {
     needsAudio: false,
     prepare: (rig) => prepareLipSyncFace('builtin', rig),
     renderFrames,
-    // Drawn on the I420 planes themselves: no region conversion to RGBA and back (scratch unused).
     renderI420: (items) =>
       synth.renderI420Frames(
         items.map((it) => {
@@ -144,21 +126,7 @@ function builtinEngine(synth: MouthSynth): LipSyncEngine {
   };
 }
 
-type Meta = ort.InferenceSession.ValueMetadata;
-
-function describe(m: Meta): string {
-  return m.isTensor ? `${m.name} ${m.type} [${m.shape.join(',')}]` : `${m.name} (not a tensor)`;
-}
-
-function fits(m: Meta, expected: readonly number[]): boolean {
-  if (!m.isTensor || m.type !== 'float32') return false;
-  const d = m.shape;
-  if (d.length !== expected.length + 1) return false;
-  if (typeof d[0] === 'number' && d[0] !== 1 && d[0] !== -1) return false; // batch: dynamic or 1
-  return expected.every((e, i) => typeof d[i + 1] !== 'number' || d[i + 1] === e || d[i + 1] === -1);
-}
-
-/** Load an ONNX model of the neural contract (contract.ts), refusing anything else with a LipSyncModelError. */
+/** Load an ONNX model of the neural contract (contract.ts), refusing anything else with a LipSyncModelError naming what does not fit. */
 export async function loadNeuralLipSync(path: string, options: LipSyncOptions = {}): Promise<LipSyncEngine> {
   if (!existsSync(path)) throw new LipSyncModelError(`lip-sync model not found: ${path}`, path);
   const ep = options.executionProvider ?? 'cpu';
@@ -170,120 +138,123 @@ export async function loadNeuralLipSync(path: string, options: LipSyncOptions = 
   }
   const refuse = async (why: string): Promise<never> => {
     await session.release();
-    throw new LipSyncModelError(
-      `${path} does not follow the lip-sync model contract (mel [N,1,80,16] + face [N,6,96,96] -> [N,3,96,96], float32): ${why}`,
-      path,
-    );
+    throw new LipSyncModelError(`${path} is not a Wav2Lip-class lip-sync model: ${why}`, path);
   };
-  const ins = session.inputMetadata;
-  const outs = session.outputMetadata;
-  if (ins.length !== 2) await refuse(`it has ${ins.length} inputs (${ins.map(describe).join('; ')}), not 2`);
-  if (outs.length !== 1) await refuse(`it has ${outs.length} outputs (${outs.map(describe).join('; ')}), not 1`);
-  const melIn = ins.find((m) => fits(m, [1, MEL_BANDS, MEL_WINDOW_FRAMES]));
-  const faceIn = ins.find((m) => fits(m, [NEURAL_FACE_CHANNELS, NEURAL_FACE_SIZE, NEURAL_FACE_SIZE]));
-  if (!melIn || !faceIn || melIn === faceIn) await refuse(`its inputs are ${ins.map(describe).join('; ')}`);
-  if (!fits(outs[0]!, [3, NEURAL_FACE_SIZE, NEURAL_FACE_SIZE])) await refuse(`its output is ${describe(outs[0]!)}`);
-  // Symbolic dimensions say little: one probe run checks the real output shape and range.
-  const probe = await runNeural(session, melIn!.name, faceIn!.name, new Float32Array(MEL_BANDS * MEL_WINDOW_FRAMES).fill(-4), new Float32Array(6 * NEURAL_FACE_SIZE ** 2).fill(0.5), 1).catch(
-    (err: unknown) => refuse(`a probe run failed: ${String(err)}`),
-  );
-  const want = [1, 3, NEURAL_FACE_SIZE, NEURAL_FACE_SIZE];
-  if (probe.dims.length !== 4 || probe.dims.some((d, i) => d !== want[i])) {
-    await refuse(`a probe run returned [${probe.dims.join(',')}] instead of [${want.join(',')}]`);
-  }
-  return neuralEngine(session, melIn!.name, faceIn!.name);
+  const contract = readNeuralContract(session.inputMetadata as readonly TensorMeta[], session.outputMetadata as readonly TensorMeta[]);
+  if (typeof contract === 'string') return refuse(contract);
+  const S = contract.faceSize;
+  // Shapes the model leaves open say little: a probe run finds the face output, a second one whether a batch of 2 runs.
+  const probe = async (n: number) => {
+    const res = await runModel(session, contract, new Float32Array(n * MEL).fill(-4), new Float32Array(n * NEURAL_FACE_CHANNELS * S * S).fill(0.5), n);
+    return contract.faceOutputs.find((name) => sameDims(res[name]!.dims, [n, 3, S, S]));
+  };
+  const output = await probe(1).catch((err: unknown) => refuse(`a probe run with a batch of 1 failed: ${String(err)}`));
+  if (!output) return refuse(`a probe run gave no face output [1,3,${S},${S}] (${contract.faceOutputs.map((o) => `\`${o}\``).join(', ')})`);
+  // A batch the model calls dynamic but cannot run (a size baked into a reshape) runs one frame at a time.
+  const fixedBatch = contract.fixedBatch || (await probe(2).catch(() => undefined)) !== output;
+  return neuralEngine(session, { ...contract, faceOutputs: [output], fixedBatch });
 }
 
-async function runNeural(
-  session: ort.InferenceSession,
-  melName: string,
-  faceName: string,
-  mel: Float32Array,
-  face: Float32Array,
-  n: number,
-): Promise<ort.Tensor> {
-  const res = await session.run({
-    [melName]: new ort.Tensor('float32', mel, [n, 1, MEL_BANDS, MEL_WINDOW_FRAMES]),
-    [faceName]: new ort.Tensor('float32', face, [n, NEURAL_FACE_CHANNELS, NEURAL_FACE_SIZE, NEURAL_FACE_SIZE]),
+const MEL = MEL_BANDS * MEL_WINDOW_FRAMES;
+
+function sameDims(a: readonly number[], b: readonly number[]): boolean {
+  return a.length === b.length && a.every((d, i) => d === b[i]);
+}
+
+function runModel(session: ort.InferenceSession, c: NeuralContract, mel: Float32Array, face: Float32Array, n: number): Promise<ort.InferenceSession.ReturnType> {
+  return session.run({
+    [c.melInput]: new ort.Tensor('float32', mel, [n, 1, MEL_BANDS, MEL_WINDOW_FRAMES]),
+    [c.faceInput]: new ort.Tensor('float32', face, [n, NEURAL_FACE_CHANNELS, c.faceSize, c.faceSize]),
   });
-  return Object.values(res)[0]!;
 }
 
-/** Square face crop for the neural model: the rig's face box, rotated with the eyes. */
-export function prepareFaceForNeural(rig: FaceRig): NeuralFace {
-  const { box } = rig;
-  const r = rig.eyes.right.center;
-  const l = rig.eyes.left.center;
-  const [p, q] = r.x <= l.x ? [r, l] : [l, r];
-  const angle = Math.atan2(q.y - p.y, q.x - p.x);
-  const size = Math.max(box.width, box.height);
-  return { kind: 'neural', imageSize: { ...rig.imageSize }, box: { cx: box.x + box.width / 2, cy: box.y + box.height / 2, size, angle } };
-}
-
-/** Where the neural output replaces the frame: the lower face, fading in over the masked half's top rows. */
-function lowerFaceMask(S: number): Float32Array {
-  const m = new Float32Array(S * S);
-  const v0 = (NEURAL_MASK_FROM_ROW - 6) / S;
-  const v1 = (NEURAL_MASK_FROM_ROW + 4) / S;
-  for (let v = 0; v < S; v++) {
-    const t = Math.min(1, Math.max(0, ((v + 0.5) / S - v0) / (v1 - v0)));
-    m.fill(t * t * (3 - 2 * t), v * S, (v + 1) * S);
+/** The item's mel window: given, or computed from its audio. */
+function melOf(sound: FrameSound, i: number): Float32Array {
+  if (sound.mel) {
+    if (sound.mel.length !== MEL) throw new RangeError(`item ${i}: the mel window has ${sound.mel.length} values, not ${MEL_BANDS}x${MEL_WINDOW_FRAMES}`);
+    return sound.mel;
   }
-  return m;
+  if (sound.audio) return melWindowOfAudio(sound.audio);
+  throw new RangeError(`item ${i}: a neural lip-sync model needs a mel window of ${MEL_BANDS}x${MEL_WINDOW_FRAMES} (melWindow()) or the frame's audio (FrameAudio)`);
 }
 
-function neuralEngine(session: ort.InferenceSession, melName: string, faceName: string): LipSyncEngine {
-  const S = NEURAL_FACE_SIZE;
+/** A window of pure silence (every value at the floor): the frame is left exactly as it is, as the built-in engine leaves it for a closed mouth. */
+function silent(mel: Float32Array): boolean {
+  for (let i = 0; i < mel.length; i++) if (mel[i]! > -4 + 1e-6) return false;
+  return true;
+}
+
+/** One frame for the model: where its face is read from, what it hears, and where the new face goes. */
+interface FaceJob {
+  face: NeuralFace;
+  sample: PixelSampler;
+  mel: Float32Array;
+  paste(out: Float32Array, offset: number): void;
+}
+
+function neuralFaceOf(face: LipSyncFace, i: number, width: number, height: number): NeuralFace {
+  if (face.kind !== 'neural') throw new TypeError('this face was prepared for another lip-sync engine');
+  if (face.imageSize.width !== width || face.imageSize.height !== height) {
+    throw new RangeError(`item ${i}: the face was prepared on a ${face.imageSize.width}x${face.imageSize.height} frame but the frame is ${width}x${height}`);
+  }
+  return face;
+}
+
+function neuralEngine(session: ort.InferenceSession, contract: NeuralContract): LipSyncEngine {
+  const S = contract.faceSize;
   const plane = S * S;
-  const mask = lowerFaceMask(S);
+  const output = contract.faceOutputs[0]!;
+  // A fixed-batch model takes one frame per run; a dynamic one takes the whole batch in one.
+  const run = async (jobs: readonly FaceJob[]): Promise<void> => {
+    const per = contract.fixedBatch ? 1 : Math.max(1, jobs.length);
+    for (let at = 0; at < jobs.length; at += per) {
+      const part = jobs.slice(at, at + per);
+      const n = part.length;
+      const face = new Float32Array(n * NEURAL_FACE_CHANNELS * plane);
+      const mel = new Float32Array(n * MEL);
+      part.forEach((job, k) => {
+        const base = k * NEURAL_FACE_CHANNELS * plane;
+        // Channels 3..5: the reference (the frame itself); 0..2: the same with rows S/2.. left at 0.
+        cropFace(job.sample, job.face.rect, S, face, base + 3 * plane);
+        for (let ch = 0; ch < 3; ch++) face.copyWithin(base + ch * plane, base + (3 + ch) * plane, base + (3 + ch) * plane + (S >> 1) * S);
+        mel.set(job.mel, k * MEL);
+      });
+      const out = (await runModel(session, contract, mel, face, n))[output]!.data as Float32Array;
+      part.forEach((job, k) => job.paste(out, k * 3 * plane));
+    }
+  };
   const renderFrames: LipSyncEngine['renderFrames'] = async (items) => {
-    const results: (Uint8Array | Uint8ClampedArray)[] = [];
-    items.forEach((it, i) => {
+    const jobs: FaceJob[] = [];
+    const results = items.map((it, i) => {
       checkFrame(it.frame);
-      if (it.face.kind !== 'neural') throw new TypeError('this face was prepared for another lip-sync engine');
-      const { width, height } = it.face.imageSize;
-      if (width !== it.frame.width || height !== it.frame.height) {
-        throw new RangeError(`item ${i}: the face was prepared on a ${width}x${height} frame but the frame is ${it.frame.width}x${it.frame.height}`);
-      }
-      if (!it.mel || it.mel.length !== MEL_BANDS * MEL_WINDOW_FRAMES) {
-        throw new RangeError(`item ${i}: a neural lip-sync model needs a mel window of ${MEL_BANDS}x${MEL_WINDOW_FRAMES} (melWindow())`);
-      }
+      const face = neuralFaceOf(it.face, i, it.frame.width, it.frame.height);
+      const mel = melOf(it, i);
       const target = it.target ?? new Uint8Array(it.frame.data.length);
       if (target !== it.frame.data) target.set(it.frame.data);
-      results.push(target);
+      if (!silent(mel)) jobs.push({ face, mel, sample: rgbaSampler(it.frame), paste: (out, o) => pasteFaceRgba(it.frame, target, face, out, o, S) });
+      return target;
     });
-    const N = items.length;
-    if (N === 0) return results;
-    const face = new Float32Array(N * 6 * plane);
-    const mel = new Float32Array(N * MEL_BANDS * MEL_WINDOW_FRAMES);
-    const rgb = new Float32Array(3 * plane);
-    items.forEach((it, n) => {
-      cropToTensor(it.frame, (it.face as NeuralFace).box, S, rgb, 0);
-      const base = n * 6 * plane;
-      for (let ch = 0; ch < 3; ch++) {
-        const src = rgb.subarray((2 - ch) * plane, (3 - ch) * plane); // RGB -> BGR
-        face.set(src, base + (3 + ch) * plane); // reference
-        face.set(src.subarray(0, NEURAL_MASK_FROM_ROW * S), base + ch * plane); // target, lower half left at 0
-      }
-      mel.set(it.mel!, n * MEL_BANDS * MEL_WINDOW_FRAMES);
-    });
-    const out = await runNeural(session, melName, faceName, mel, face, N);
-    const bgr = out.data as Float32Array;
-    const back = new Float32Array(3 * plane);
-    items.forEach((it, n) => {
-      const o = n * 3 * plane;
-      for (let ch = 0; ch < 3; ch++) back.set(bgr.subarray(o + (2 - ch) * plane, o + (3 - ch) * plane), ch * plane);
-      compositeFromTensor(it.frame, results[n]!, (it.face as NeuralFace).box, S, back, 0, mask, 0);
-    });
+    await run(jobs);
     return results;
+  };
+  const renderI420: LipSyncEngine['renderI420'] = async (items) => {
+    const jobs: FaceJob[] = [];
+    items.forEach((it, i) => {
+      const frame = { data: it.i420, width: it.width, height: it.height };
+      checkI420Frame(frame);
+      const face = neuralFaceOf(it.face, i, it.width, it.height);
+      const mel = melOf(it, i);
+      if (!silent(mel)) jobs.push({ face, mel, sample: i420Sampler(frame), paste: (out, o) => pasteFaceI420(frame, face, out, o, S) });
+    });
+    await run(jobs);
   };
   return {
     kind: 'neural',
     needsAudio: true,
+    contract,
     prepare: prepareFaceForNeural,
     renderFrames,
-    renderI420: (items) => renderI420InPlace(renderFrames, items),
+    renderI420,
     release: () => session.release(),
   };
 }
-

@@ -5,7 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { createFftPlan, fft, MEL_BANDS, MEL_WINDOW_FRAMES, melSpectrogram, melWindow } from './mel.ts';
+import { createFftPlan, fft, frameAudioSpan, MEL_BANDS, MEL_WINDOW_FRAMES, melSpectrogram, melWindow, melWindowOfAudio } from './mel.ts';
 
 const ref = JSON.parse(readFileSync(new URL('./fixtures/mel_reference.json', import.meta.url), 'utf8')) as {
   samples: number;
@@ -70,5 +70,34 @@ describe('mel front-end (Wav2Lip)', () => {
     const short = melWindow(melSpectrogram(new Float32Array(800)), 0, 25); // 5 frames, padded with silence
     expect(short[15]).toBe(-4);
     expect(() => melWindow(mel, -1, 25)).toThrow(RangeError);
+  });
+
+  it("computes a frame's window from the audio around it as from the whole recording's spectrogram (a live call's frames)", () => {
+    // Two seconds of a voice-like signal below 4 kHz, as 16-bit samples at the timeline's rate.
+    const signal = (rate: number) =>
+      Int16Array.from({ length: 2 * rate }, (_, i) => {
+        const t = i / rate;
+        return Math.round(9000 * (Math.sin(2 * Math.PI * 190 * t) + 0.5 * Math.sin(2 * Math.PI * 1300 * t) * Math.sin(2 * Math.PI * 3 * t) + 0.3 * Math.sin(2 * Math.PI * 2700 * t * (1 + t / 4))));
+      });
+    const at16k = signal(16000);
+    const whole = melSpectrogram(Float32Array.from(at16k, (v) => v / 32768));
+    const around = (pcm: Int16Array, rate: number, frame: number) => {
+      const { start, length } = frameAudioSpan(frame, 25, rate);
+      return Int16Array.from({ length }, (_, k) => pcm[start + k] ?? 0);
+    };
+    for (const frame of [3, 10, 31]) {
+      // At 16 kHz: the same samples, the same window.
+      const mine = melWindowOfAudio({ pcm: around(at16k, 16000, frame), sampleRate: 16000, frame, fps: 25 });
+      const ref = melWindow(whole, frame, 25);
+      for (let i = 0; i < mine.length; i++) expect(mine[i]).toBeCloseTo(ref[i]!, 4);
+      // At 24 kHz (a live call's rate), resampled on the way: the same within the resampler's error.
+      const at24k = melWindowOfAudio({ pcm: around(signal(24000), 24000, frame), sampleRate: 24000, frame, fps: 25 });
+      let max = 0;
+      for (let i = 0; i < at24k.length; i++) max = Math.max(max, Math.abs(at24k[i]! - ref[i]!));
+      expect(max).toBeLessThan(0.05); // values span [-4, 4]
+    }
+    // Every frame reads as much audio at a rate; too little is refused.
+    expect(new Set([0, 1, 2, 7, 250].map((f) => frameAudioSpan(f, 25, 24000).length)).size).toBe(1);
+    expect(() => melWindowOfAudio({ pcm: new Int16Array(100), sampleRate: 24000, frame: 3, fps: 25 })).toThrow(/reads/);
   });
 });

@@ -43,7 +43,7 @@ describe('a lip-sync pool', () => {
       shapes.map((shape) => {
         const data = new Uint8Array(new SharedArrayBuffer(i420.length));
         data.set(i420);
-        return { i420: data, width: frame.width, height: frame.height, face, shape, scratch: new Uint8Array(new SharedArrayBuffer(frame.data.length)) };
+        return { i420: data, width: frame.width, height: frame.height, face, shape };
       });
     const [byPool, alone] = [items(), items()];
     await pool.renderI420(byPool);

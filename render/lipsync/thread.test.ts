@@ -75,7 +75,7 @@ describe('a lip-sync engine in a thread', () => {
         const buffer = (n: number) => (engine === 'shared' ? new Uint8Array(new SharedArrayBuffer(n)) : new Uint8Array(n));
         const i420 = buffer(i420Size(512, 512));
         i420.set(source);
-        return { i420, width: 512, height: 512, face, shape, scratch: buffer(512 * 512 * 4) };
+        return { i420, width: 512, height: 512, face, shape };
       });
     const expected = items('own');
     await inProcess.renderI420(expected);

@@ -8,9 +8,9 @@
  *   await lipsync.renderFrames([{ frame, face, shape, target: sharedRgba }]);
  *
  * Frames and targets on SharedArrayBuffers are drawn in place (nothing copied); any other frame is
- * copied to the thread and its result back. `renderI420` takes shared buffers only: the thread
- * converts the region out of I420 and back too, so the caller's event loop does none of the
- * drawing. `prepare` runs in the caller (pure arithmetic). A thread that dies fails the batches it
+ * copied to the thread and its result back. `renderI420` takes shared frames only, so the caller's
+ * event loop does none of the drawing; a frame's audio (FrameAudio) may be shared too, and the
+ * thread computes its mel window. `prepare` runs in the caller (pure arithmetic). A thread that dies fails the batches it
  * had and is started again for the next batch.
  */
 import type { Worker } from 'node:worker_threads';
@@ -136,8 +136,8 @@ export async function createLipSyncThread(choice: LipSyncChoice | string | undef
     async renderI420(items) {
       if (items.length === 0 && !threads.isReleased) return;
       // Posted, a buffer that is not shared would be copied, and the drawing lost.
-      if (items.some((it) => !(it.i420.buffer instanceof SharedArrayBuffer) || !(it.scratch.buffer instanceof SharedArrayBuffer))) {
-        throw new TypeError('renderI420 in a lip-sync thread draws in place: i420 and scratch must be on SharedArrayBuffers');
+      if (items.some((it) => !(it.i420.buffer instanceof SharedArrayBuffer))) {
+        throw new TypeError('renderI420 in a lip-sync thread draws in place: i420 must be on a SharedArrayBuffer');
       }
       await send((id) => ({ type: 'renderI420', id, items }), []);
     },

@@ -99,11 +99,25 @@ export function prepareFaceForSynth(rig: FaceRig, options: PrepareOptions = {}):
 
 /** Frame pixel -> crop-normalised coordinates ([0,1] across the crop). */
 export function toCrop(box: CropBox, pt: Point): Point {
-  const c = Math.cos(box.angle);
-  const s = Math.sin(box.angle);
-  const dx = pt.x - box.cx;
-  const dy = pt.y - box.cy;
-  return { x: (c * dx + s * dy) / box.size + 0.5, y: (-s * dx + c * dy) / box.size + 0.5 };
+  return toTurnedRect({ cx: box.cx, cy: box.cy, width: box.size, height: box.size, angle: box.angle }, pt);
+}
+
+/** A rectangle of the frame turned by `angle` radians (clockwise on screen) about its centre. */
+export interface TurnedRect {
+  cx: number;
+  cy: number;
+  width: number;
+  height: number;
+  angle: number;
+}
+
+/** Frame pixel -> coordinates normalised to the rectangle ([0,1] across it each way). */
+export function toTurnedRect(rect: TurnedRect, pt: Point): Point {
+  const c = Math.cos(rect.angle);
+  const s = Math.sin(rect.angle);
+  const dx = pt.x - rect.cx;
+  const dy = pt.y - rect.cy;
+  return { x: (c * dx + s * dy) / rect.width + 0.5, y: (-s * dx + c * dy) / rect.height + 0.5 };
 }
 
 /** Crop-normalised coordinates -> frame pixels. */

@@ -12,7 +12,8 @@ import type { MediaSigner } from '../../../core/storage/signing.ts';
 import { closeTts } from '../../../render/tts/index.ts';
 import { convertAudio, speechWav } from '../../../test/audio.ts';
 import { json, testApi } from '../../../test/helpers.ts';
-import { multipart, png } from '../assets/test-media.ts';
+import { png } from '../assets/test-media.ts';
+import { uploadAsset } from './test-support.ts';
 import { fixtureBytes, portraitAsset } from '../avatars/test-support.ts';
 
 /**
@@ -48,13 +49,7 @@ afterAll(async () => {
 });
 
 /** Uploads bytes as an asset of the key's workspace through the API; returns its signed publicUrl. */
-async function upload(key: string, bytes: Buffer, filename: string): Promise<string> {
-  const form = multipart([{ name: 'file', value: bytes, filename }]);
-  const res = await t.request('POST', '/api/v1/assets', { key, rawBody: form.body, headers: { 'content-type': form.contentType } });
-  const body = await json<{ publicUrl: string }>(res);
-  expect(res.status, JSON.stringify(body)).toBe(201);
-  return body.publicUrl;
-}
+const upload = (key: string, bytes: Buffer, filename: string) => uploadAsset(t, key, bytes, filename);
 
 async function lipsync(key: string, body: unknown) {
   const res = await t.request('POST', L, { key, body });
