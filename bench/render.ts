@@ -5,9 +5,10 @@ import { chromaAligned, i420RectToRgba, i420Size, rgbaRectToI420, rgbaToI420 } f
 import { createLipSync, lipSyncRegion, melSpectrogram, melWindow, type LipSyncEngine, type LipSyncI420Item } from '../render/lipsync/index.ts';
 import { detectFaceRig } from '../render/rig/index.ts';
 import { benchSynth } from '../render/synth/bench.ts';
+import { PREVIOUS_SYNTH_MODEL, previousShape, speakingShape } from '../render/synth/compare.ts';
 import { createMouthSynth, prepareFaceForSynth } from '../render/synth/index.ts';
 import { closeTts, synthesizeStream, warmUpTts } from '../render/tts/index.ts';
-import { AudioVisemeStream, visemeTrack, warmUpAudioVisemes } from '../render/visemes/index.ts';
+import { AudioVisemeStream, visemeTrack, warmUpAudioVisemes, type Viseme } from '../render/visemes/index.ts';
 import type { BenchModule, BenchReport } from './types.ts';
 
 const PORTRAIT = fileURLToPath(new URL('../render/rig/fixtures/grace_hopper.jpg', import.meta.url));
@@ -101,6 +102,44 @@ async function benchLiveI420(seconds: number) {
 }
 
 /**
+ * The mouth's cost, the current graph beside the previous one (render/synth/fixtures/mouth_synth_v1.onnx),
+ * on the same frames and sounds (each graph its own viseme table), one thread, rounds alternating,
+ * each figure the best round: a live call's I420 frames in batches of 8 (the live path), and single
+ * RGBA frames (a render's path).
+ */
+async function benchMouthBeforeAfter(seconds: number) {
+  const { frame, rig } = await frame512();
+  const source = rgbaToI420(frame.data, 512, 512);
+  const sounds: Viseme[] = ['aa', 'E', 'nn', 'oh', 'ih', 'DD', 'ou', 'FF'];
+  const graphs = {
+    current: { synth: await createMouthSynth({ intraOpNumThreads: 1 }), shape: speakingShape },
+    previous: { synth: await createMouthSynth({ modelPath: PREVIOUS_SYNTH_MODEL, intraOpNumThreads: 1 }), shape: previousShape },
+  };
+  try {
+    const face = prepareFaceForSynth(rig);
+    const frames = sounds.map(() => ({ width: 512, height: 512, data: new Uint8Array(i420Size(512, 512)) }));
+    const target = new Uint8Array(frame.data.length);
+    const best = { current: { live: Infinity, single: Infinity }, previous: { live: Infinity, single: Infinity } };
+    let k = 0;
+    for (let round = 0; round < 6; round++) {
+      for (const [name, g] of Object.entries(graphs) as [keyof typeof graphs, (typeof graphs)['current']][]) {
+        const live = await msPer(async () => {
+          for (const f of frames) f.data.set(source);
+          await g.synth.renderI420Frames(frames.map((f, i) => ({ frame: f, face, shape: g.shape(sounds[(i + k) % sounds.length]!) })));
+          k++;
+        }, seconds / 12, frames.length);
+        const single = await msPer(() => g.synth.renderFrame(frame, face, g.shape(sounds[k++ % sounds.length]!), target), seconds / 12);
+        best[name] = { live: Math.min(best[name].live, live), single: Math.min(best[name].single, single) };
+      }
+    }
+    return { ...best, liveRatio: best.current.live / best.previous.live, singleRatio: best.current.single / best.previous.single };
+  } finally {
+    await graphs.current.synth.release();
+    await graphs.previous.synth.release();
+  }
+}
+
+/**
  * Audio to the first lip-synced frame.
  * - Given audio: the viseme model needs LOOKAHEAD of audio past a frame before that frame is final,
  *   so latency = the audio that must arrive (algorithmic) + compute for the first frame.
@@ -159,11 +198,12 @@ async function benchFirstFrame() {
 
 export const render: BenchModule = {
   name: 'render',
-  description: 'lip-sync synthesis per core at 512x512, the neural slot beside it, audio-to-first-frame latency, 5 s clip generation; each beside a JPEG encode',
+  description: 'lip-sync synthesis per core at 512x512, the mouth beside the previous graph, the neural slot beside it, audio-to-first-frame latency, 5 s clip generation; each beside a JPEG encode',
   async run({ flags }): Promise<BenchReport> {
     const seconds = Number(flags.seconds ?? 2);
     const synthFig = await benchSynth({ seconds });
     const neural = await benchNeuralSlot(seconds / 2);
+    const mouth = await benchMouthBeforeAfter(seconds * 2);
     const live = await benchLiveI420(seconds * 2);
     const first = await benchFirstFrame();
     const gen = await benchGenerate();
@@ -180,6 +220,11 @@ export const render: BenchModule = {
       ),
       `  target: <= ${synthFig.targetMs} ms per frame per core`,
       '',
+      'the mouth, this graph beside the previous one (render/synth/fixtures/mouth_synth_v1.onnx), same frames and sounds, ms per frame, one thread:',
+      `  a live call's I420 frames, batch 8: ${f(mouth.current.live)} against ${f(mouth.previous.live)}, ratio ${f(mouth.liveRatio)}`,
+      `  single RGBA frames (a render): ${f(mouth.current.single)} against ${f(mouth.previous.single)}, ratio ${f(mouth.singleRatio)}`,
+      '  target: ratio <= 1.25',
+      '',
       'lip-sync engines side by side, ms per frame, one thread:',
       ...Object.entries(neural).map(([name, v]) => `  ${name}: ${Object.entries(v).map(([k, ms]) => `${k} ${f(ms)} ms`).join(', ')}`),
       '',
@@ -194,6 +239,6 @@ export const render: BenchModule = {
       `generation of a 5 s clip at ${gen.size}x${gen.size}, ${gen.fps} fps (${gen.frames} frames): ${f(gen.renderMs / 1000)} s, ` +
         `${f(gen.renderMsPerFrame)} ms/frame (${gen.renderFramesPerSecond.toFixed(0)} fps), x${f(gen.renderMsPerFrame / gen.jpegEncodeMsPerFrame)} a JPEG encode (${f(gen.jpegEncodeMsPerFrame)} ms) measured with it`,
     ];
-    return { results: { synth: synthFig, neural, liveI420: live, firstFrame: first, generate: gen }, table: lines.join('\n'), failures: [] };
+    return { results: { synth: synthFig, mouth, neural, liveI420: live, firstFrame: first, generate: gen }, table: lines.join('\n'), failures: [] };
   },
 };

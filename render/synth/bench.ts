@@ -14,7 +14,7 @@ import sharp from 'sharp';
 import { detectFaceRig } from '../rig/index.ts';
 import { MOUTH_SHAPE_KEYS, SYNTH_KEYPOINT_COUNT } from './contract.ts';
 import { sessionOptions } from '../onnx/session.ts';
-import { createMouthSynth, MOUTH_SYNTH_MODEL } from './engine.ts';
+import { createMouthSynth, MOUTH_SYNTH_MODEL, warpLayers } from './engine.ts';
 import type { SynthItem } from './engine.ts';
 import { portraitFrame } from './examples/make-stills.ts';
 import { compositeWarp, cropToRgba } from './image.ts';
@@ -84,20 +84,7 @@ async function stageTimes(
     const graphMs = await timeIt(seconds / 3, async () => {
       res = await session.run(feeds);
     });
-    const w = res.warp!.dims[3]!;
-    const at = res.inner_at!.data as BigInt64Array;
-    const layers = {
-      warp: res.warp!.data as Float32Array,
-      warpOffset: 0,
-      w,
-      warpAt: (S - w) / 2,
-      inner: res.inner!.data as Float32Array,
-      innerOffset: 0,
-      ih: res.inner!.dims[2]!,
-      iw: res.inner!.dims[3]!,
-      innerRow: Number(at[0]),
-      innerCol: Number(at[1]),
-    };
+    const layers = warpLayers(res, S);
     const target = new Uint8Array(frame.data.length);
     const compositeMs = await timeIt(seconds / 3, () => compositeWarp(frame, target, face.box, S, layers));
     return { crop: cropMs, graph: graphMs, composite: compositeMs };

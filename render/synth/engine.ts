@@ -99,14 +99,10 @@ export async function createMouthSynth(options: MouthSynthOptions = {}): Promise
   for (const name of Object.values(SYNTH_OUTPUTS)) {
     if (!session.outputNames.includes(name)) throw new Error(`${path} is not a mouth synthesis graph: no output "${name}"`);
   }
-  // A graph of the first contract took (open, wide, round) only: benchmarks and the gallery run it
-  // beside this one, fed the first three parameters.
-  const shapeDims = session.inputMetadata.find((m) => m.name === SYNTH_INPUTS.shape);
-  const shapeWidth = shapeDims?.isTensor && typeof shapeDims.shape[1] === 'number' ? shapeDims.shape[1] : MOUTH_SHAPE_KEYS.length;
-  if (shapeWidth !== 3 && shapeWidth !== MOUTH_SHAPE_KEYS.length) {
-    throw new Error(`${path} is not a mouth synthesis graph: its shape input has ${shapeWidth} parameters, not ${MOUTH_SHAPE_KEYS.length}`);
+  const shapeKeys = graphShapeKeys(session);
+  if (shapeKeys.length !== 3 && shapeKeys.length !== MOUTH_SHAPE_KEYS.length) {
+    throw new Error(`${path} is not a mouth synthesis graph: its shape input has ${shapeKeys.length} parameters, not ${MOUTH_SHAPE_KEYS.length}`);
   }
-  const shapeKeys = MOUTH_SHAPE_KEYS.slice(0, shapeWidth);
 
   /** One graph run per crop size (faces of similar size share one); neutral shapes skip it. */
   const drawAll = async (canvases: readonly Canvas[]): Promise<void> => {
@@ -178,26 +174,10 @@ export async function createMouthSynth(options: MouthSynthOptions = {}): Promise
       [SYNTH_INPUTS.lips]: new ort.Tensor('float32', lips, [N, SYNTH_KEYPOINT_COUNT, 2]),
       [SYNTH_INPUTS.shape]: new ort.Tensor('float32', shape, [N, shapeKeys.length]),
     });
-    const warp = res[SYNTH_OUTPUTS.warp]!;
-    const inner = res[SYNTH_OUTPUTS.inner]!;
-    const at = res[SYNTH_OUTPUTS.innerAt]!.data as BigInt64Array;
-    const w = warp.dims[3]!;
-    const [ih, iw] = [inner.dims[2]!, inner.dims[3]!];
-    const layers: WarpLayers = {
-      warp: warp.data as Float32Array,
-      warpOffset: 0,
-      w,
-      warpAt: (S - w) / 2,
-      inner: inner.data as Float32Array,
-      innerOffset: 0,
-      ih,
-      iw,
-      innerRow: Number(at[0]),
-      innerCol: Number(at[1]),
-    };
+    const layers = warpLayers(res, S);
     group.forEach((canvas, n) => {
-      layers.warpOffset = n * 2 * w * w;
-      layers.innerOffset = n * 4 * ih * iw;
+      layers.warpOffset = n * 2 * layers.w * layers.w;
+      layers.innerOffset = n * 4 * layers.ih * layers.iw;
       canvas.composite(S, layers);
     });
   };
@@ -211,6 +191,36 @@ export async function createMouthSynth(options: MouthSynthOptions = {}): Promise
       return rgba!;
     },
     release: () => session.release(),
+  };
+}
+
+/**
+ * The shape parameters a graph takes, in order: all of MOUTH_SHAPE_KEYS, or the first three for a graph
+ * of the first contract (benchmarks and the gallery run the previous graph beside this one).
+ */
+export function graphShapeKeys(session: ort.InferenceSession): readonly (typeof MOUTH_SHAPE_KEYS)[number][] {
+  const meta = session.inputMetadata.find((m) => m.name === SYNTH_INPUTS.shape);
+  const width = meta?.isTensor && typeof meta.shape[1] === 'number' ? meta.shape[1] : MOUTH_SHAPE_KEYS.length;
+  return MOUTH_SHAPE_KEYS.slice(0, width);
+}
+
+/** A graph run's outputs as the composite reads them (the first frame's; offsets select another). */
+export function warpLayers(res: ort.InferenceSession.ReturnType, S: number): WarpLayers {
+  const warp = res[SYNTH_OUTPUTS.warp]!;
+  const inner = res[SYNTH_OUTPUTS.inner]!;
+  const at = res[SYNTH_OUTPUTS.innerAt]!.data as BigInt64Array;
+  const w = warp.dims[3]!;
+  return {
+    warp: warp.data as Float32Array,
+    warpOffset: 0,
+    w,
+    warpAt: (S - w) / 2,
+    inner: inner.data as Float32Array,
+    innerOffset: 0,
+    ih: inner.dims[2]!,
+    iw: inner.dims[3]!,
+    innerRow: Number(at[0]),
+    innerCol: Number(at[1]),
   };
 }
 

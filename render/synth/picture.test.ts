@@ -12,7 +12,7 @@ import { detectFaceRig, type FaceRig } from '../rig/index.ts';
 import { mouthShape } from '../talking-head/index.ts';
 import { synthesize } from '../tts/index.ts';
 import { VISEME_PARAMS, visemeTrack, type Viseme } from '../visemes/index.ts';
-import { FIXTURE_FACES, PREVIOUS_SYNTH_MODEL, previousShape, speakingShape } from './examples/make-gallery.ts';
+import { FIXTURE_FACES, PREVIOUS_SYNTH_MODEL, previousShape, speakingShape } from './compare.ts';
 import { portraitFrame } from './examples/make-stills.ts';
 import { createMouthSynth, isNeutral, MOUTH_SYNTH_MODEL, prepareFaceForSynth, type MouthShape, type MouthSynth, type PreparedFace, type RgbaFrame } from './index.ts';
 import {

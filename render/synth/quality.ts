@@ -6,8 +6,9 @@
  */
 import * as ort from '../onnx/runtime.ts';
 import { sessionOptions } from '../onnx/session.ts';
-import { MOUTH_SHAPE_KEYS, SYNTH_KEYPOINT_COUNT, synthReadRegion, type MouthShape } from './contract.ts';
-import { compositeWarp, cropToRgba, type RgbaFrame, type WarpLayers } from './image.ts';
+import { SYNTH_KEYPOINT_COUNT, synthReadRegion, type MouthShape } from './contract.ts';
+import { graphShapeKeys, warpLayers } from './engine.ts';
+import { compositeWarp, cropToRgba, type RgbaFrame } from './image.ts';
 import { fromCrop, type PreparedFace } from './prepare.ts';
 
 export interface Rect {
@@ -126,27 +127,13 @@ export async function drawnCoverage(modelPath: string, frame: RgbaFrame, face: P
     const S = face.cropSize;
     const crop = new Uint8Array(4 * S * S);
     cropToRgba(frame, face.box, S, crop, 0, synthReadRegion(face.lips, S));
-    const meta = session.inputMetadata.find((m) => m.name === 'shape');
-    const n = meta?.isTensor && typeof meta.shape[1] === 'number' ? meta.shape[1] : MOUTH_SHAPE_KEYS.length;
+    const keys = graphShapeKeys(session);
     const res = await session.run({
       crop: new ort.Tensor('uint8', crop, [1, S, S, 4]),
       lips: new ort.Tensor('float32', face.lips, [1, SYNTH_KEYPOINT_COUNT, 2]),
-      shape: new ort.Tensor('float32', Float32Array.from(MOUTH_SHAPE_KEYS.slice(0, n), (k) => shape[k] ?? 0), [1, n]),
+      shape: new ort.Tensor('float32', Float32Array.from(keys, (k) => shape[k] ?? 0), [1, keys.length]),
     });
-    const w = res.warp!.dims[3]!;
-    const at = res.inner_at!.data as BigInt64Array;
-    const layers: WarpLayers = {
-      warp: res.warp!.data as Float32Array,
-      warpOffset: 0,
-      w,
-      warpAt: (S - w) / 2,
-      inner: res.inner!.data as Float32Array,
-      innerOffset: 0,
-      ih: res.inner!.dims[2]!,
-      iw: res.inner!.dims[3]!,
-      innerRow: Number(at[0]),
-      innerCol: Number(at[1]),
-    };
+    const layers = warpLayers(res, S);
     const { width, height } = frame;
     const over = (level: number) => {
       const plain = { width, height, data: new Uint8Array(width * height * 4).fill(level) };

@@ -8,61 +8,19 @@
  * mouth_synth_v1.onnx: open, wide, round), driven by its own viseme table. The current one gets the
  * product's table (render/visemes) with `relax` at 1, as in the middle of an utterance.
  */
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import sharp from 'sharp';
-import { detectFaceRig } from '../../rig/index.ts';
-import { VISEME_PARAMS, type Viseme } from '../../visemes/index.ts';
-import { createMouthSynth, fromCrop, prepareFaceForSynth } from '../index.ts';
-import type { MouthShape, PreparedFace } from '../index.ts';
+import { detectFaceRig, type FaceRig } from '../../rig/index.ts';
+import type { Viseme } from '../../visemes/index.ts';
+import { GALLERY_FACES, GALLERY_SOUNDS, PREVIOUS_SYNTH_MODEL, previousShape, speakingShape } from '../compare.ts';
+import { createMouthSynth, fromCrop, MOUTH_SYNTH_MODEL, prepareFaceForSynth } from '../index.ts';
+import type { MouthShape, MouthSynth, PreparedFace, RgbaFrame } from '../index.ts';
+import { chroma, drawnCoverage, hue, hueDistance, lipContourEdges, mouthPicture, references, releaseQualitySessions } from '../quality.ts';
 import { portraitFrame } from './make-stills.ts';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
-/** The graph before the articulatory rework (render/synth/fixtures/README.md). */
-export const PREVIOUS_SYNTH_MODEL = fileURLToPath(new URL('../fixtures/mouth_synth_v1.onnx', import.meta.url));
-
-/** The sounds shown, in order, with the viseme each stands for. */
-export const GALLERY_SOUNDS: readonly { label: string; viseme: Viseme }[] = [
-  { label: 'closed', viseme: 'sil' },
-  { label: 'm b p', viseme: 'PP' },
-  { label: 'a', viseme: 'aa' },
-  { label: 'e', viseme: 'E' },
-  { label: 'o', viseme: 'oh' },
-  { label: 'u', viseme: 'ou' },
-  { label: 'f', viseme: 'FF' },
-];
-
-/** The previous renderer's viseme table (open, wide, round), as it shipped with it. */
-export const PREVIOUS_PARAMS: Partial<Record<Viseme, [number, number, number]>> = {
-  sil: [0, 0, 0],
-  PP: [0, 0, 0.1],
-  aa: [0.75, 0.2, 0],
-  E: [0.5, 0.5, 0],
-  oh: [0.55, 0, 0.6],
-  ou: [0.2, 0, 0.9],
-  FF: [0.08, 0.2, 0],
-};
-
-/** Every frontal fixture face (render/rig/fixtures/SOURCES.md): the picture tests hold the mouth on each. */
-export const FIXTURE_FACES = ['grace_hopper', 'astronaut', 'barkla', 'mendeleev', 'moseley', 'curie', 'biden', 'obama', 'obama_speech', 'obama_small'];
-
-/**
- * The gallery's faces: the fixtures less the four official White House photographs, whose usage
- * notice asks that they not be shown manipulated (SOURCES.md); the tests still hold the mouth on them.
- */
-export const GALLERY_FACES = FIXTURE_FACES.filter((f) => !['biden', 'obama', 'obama_speech', 'obama_small'].includes(f));
-
-/** The current renderer's shape for a viseme in the middle of an utterance. */
-export function speakingShape(viseme: Viseme): MouthShape {
-  return { ...VISEME_PARAMS[viseme], relax: viseme === 'sil' ? 0 : 1 };
-}
-
-export function previousShape(viseme: Viseme): MouthShape {
-  const [open, wide, round] = PREVIOUS_PARAMS[viseme]!;
-  return { open, wide, round, press: 0, tuck: 0, relax: 0 };
-}
-
 /** The frame rectangle around the mouth shown per tile: 2 mouth widths across, 1.4 tall. */
 export function mouthTileRect(face: PreparedFace, width: number, height: number) {
   const lips = face.lips;
@@ -78,6 +36,53 @@ export function mouthTileRect(face: PreparedFace, width: number, height: number)
 const TILE_W = 240;
 const TILE_H = 168;
 
+/** Who each gallery face is (render/rig/fixtures/SOURCES.md has the sources and licences). */
+const FACE_NOTES: Record<string, string> = {
+  grace_hopper: 'Grace Hopper, U.S. Navy portrait (matplotlib): older, glasses, a closed mouth, strongly textured skin',
+  astronaut: 'Eileen Collins, NASA portrait (scikit-image): a broad smile showing her teeth',
+  barkla: 'Charles Barkla, c. 1917 (xraylarch): a moustache, a monochrome photograph',
+  mendeleev: 'Dmitri Mendeleev, 1870s-80s (xraylarch): a full beard over the mouth',
+  moseley: 'Henry Moseley, 1914 (xraylarch): a young man, a moustache, a small original enlarged',
+  curie: 'Marie Curie, 1903 (xraylarch): a small, soft original, head turned about 24 degrees',
+};
+
+interface Renderer {
+  name: string;
+  synth: MouthSynth;
+  model: string;
+  shape: (v: Viseme) => MouthShape;
+}
+
+/** One face's strip of enlarged mouth tiles per sound, and the picture's measures at "a". */
+async function strip(r: Renderer, frame: RgbaFrame & { data: Buffer }, face: PreparedFace, lips: FaceRig['lips'], file: string) {
+  const raw = { raw: { width: frame.width, height: frame.height, channels: 4 as const } };
+  const rect = mouthTileRect(face, frame.width, frame.height);
+  const tiles: Buffer[] = [];
+  let measures: { teethHue: number; teethChroma: number; cavityL: number; lipEdges: number } | null = null;
+  for (const { viseme } of GALLERY_SOUNDS) {
+    const shape = r.shape(viseme);
+    const out = { ...frame, data: Buffer.from(await r.synth.renderFrame(frame, face, shape)) };
+    tiles.push(await sharp(out.data, raw).extract(rect).resize(TILE_W, TILE_H, { kernel: 'lanczos3' }).removeAlpha().png().toBuffer());
+    if (viseme === 'aa') {
+      const coverage = await drawnCoverage(r.model, frame, face, shape);
+      const pic = mouthPicture(out, frame, face, coverage);
+      const { skin } = references(frame, face);
+      const edges = lipContourEdges(out, frame, face, coverage, lips);
+      measures = {
+        teethHue: pic.teeth && chroma(skin) >= 3 ? hueDistance(hue(pic.teeth.lab), hue(skin)) : NaN,
+        teethChroma: pic.teeth && chroma(skin) >= 3 ? chroma(pic.teeth.lab) / chroma(skin) : NaN,
+        cavityL: pic.cavity?.p10 ?? NaN,
+        lipEdges: edges.out / edges.source,
+      };
+    }
+  }
+  await sharp({ create: { width: TILE_W * tiles.length + 4 * (tiles.length - 1), height: TILE_H, channels: 3, background: '#fff' } })
+    .composite(tiles.map((t, i) => ({ input: t, left: i * (TILE_W + 4), top: 0 })))
+    .jpeg({ quality: 88 })
+    .toFile(file);
+  return measures!;
+}
+
 async function main(): Promise<void> {
   const args = process.argv.slice(2);
   const flag = (name: string): string | undefined => {
@@ -87,34 +92,70 @@ async function main(): Promise<void> {
     args.splice(i, 2);
     return v;
   };
-  const out = flag('--out') ?? join(ROOT, 'docs/img/mouth-gallery');
+  // --model PATH --label NAME: one strip per face from another graph of the contract (the pictures
+  // of what was tried and rejected, docs/render.md), written to --out as <face>_<label>.jpg
+  const model = flag('--model');
+  const label = flag('--label') ?? 'variant';
+  const out = flag('--out') ?? join(ROOT, model ? 'docs/img/mouth-tried' : 'docs/img/mouth-gallery');
   const faces = args.length ? args : GALLERY_FACES;
   mkdirSync(out, { recursive: true });
-  const renderers = [
-    { name: 'previous', synth: await createMouthSynth({ modelPath: PREVIOUS_SYNTH_MODEL }), shape: previousShape },
-    { name: 'current', synth: await createMouthSynth(), shape: speakingShape },
-  ];
+  const renderers: Renderer[] = model
+    ? [{ name: label, synth: await createMouthSynth({ modelPath: model }), model, shape: speakingShape }]
+    : [
+        { name: 'previous', synth: await createMouthSynth({ modelPath: PREVIOUS_SYNTH_MODEL }), model: PREVIOUS_SYNTH_MODEL, shape: previousShape },
+        { name: 'current', synth: await createMouthSynth(), model: MOUTH_SYNTH_MODEL, shape: speakingShape },
+      ];
   const raw = { raw: { width: 512, height: 512, channels: 4 as const } };
+  const f2 = (x: number) => (Number.isNaN(x) ? '-' : x.toFixed(2));
+  const sections: string[] = [];
   for (const name of faces) {
     const frame = await portraitFrame(name);
     const rig = await detectFaceRig(await sharp(frame.data, raw).png().toBuffer());
     const face = prepareFaceForSynth(rig);
-    const rect = mouthTileRect(face, 512, 512);
+    const rows: string[] = [];
     for (const r of renderers) {
-      const tiles: Buffer[] = [];
-      for (const { viseme } of GALLERY_SOUNDS) {
-        const rgba = Buffer.from(await r.synth.renderFrame(frame, face, r.shape(viseme)));
-        tiles.push(await sharp(rgba, raw).extract(rect).resize(TILE_W, TILE_H, { kernel: 'lanczos3' }).removeAlpha().png().toBuffer());
-      }
-      const strip = sharp({ create: { width: TILE_W * tiles.length + 4 * (tiles.length - 1), height: TILE_H, channels: 3, background: '#fff' } });
-      await strip
-        .composite(tiles.map((t, i) => ({ input: t, left: i * (TILE_W + 4), top: 0 })))
-        .png()
-        .toFile(join(out, `${name}_${r.name}.png`));
+      const m = await strip(r, frame, face, rig.lips, join(out, `${name}_${r.name}.jpg`));
+      rows.push(`| ${r.name} | ${f2(m.teethHue)} | ${f2(m.teethChroma)} | ${f2(m.cavityL)} | ${f2(m.lipEdges)} |`);
     }
+    const { dark } = references(frame, face);
+    sections.push(
+      [
+        `## ${FACE_NOTES[name] ?? name}`,
+        '',
+        `Previous:\n\n![${name}, previous](img/mouth-gallery/${name}_previous.jpg)`,
+        '',
+        `Current:\n\n![${name}, current](img/mouth-gallery/${name}_current.jpg)`,
+        '',
+        `At "a" (mouth ${face.mouthWidth.toFixed(0)} px wide; the portrait's own darks L* ${dark[0].toFixed(1)}):`,
+        '',
+        '| renderer | teeth hue from the skin\'s (degrees) | teeth chroma / skin chroma | cavity L* (10th percentile) | lip edges / the portrait\'s |',
+        '| --- | --- | --- | --- | --- |',
+        ...rows,
+      ].join('\n'),
+    );
     process.stdout.write(`${name}: mouth ${face.mouthWidth.toFixed(1)} px\n`);
   }
   for (const r of renderers) await r.synth.release();
+  await releaseQualitySessions();
+  if (model || args.length) return;
+  const header = [
+    '# The mouth gallery',
+    '',
+    'Enlarged mouth crops (two mouth widths across, lanczos) of each gallery face at seven sounds, in order:',
+    `${GALLERY_SOUNDS.map((s) => `**${s.label}**`).join(' · ')}. "Previous" is the graph before the articulatory rework`,
+    '(render/synth/fixtures/mouth_synth_v1.onnx, driven by its own viseme table); "current" is the product\'s, with the',
+    'viseme table of render/visemes and `relax` at 1, as in the middle of an utterance. Made by',
+    '`npx tsx render/synth/examples/make-gallery.ts` (a few seconds), which also measures each face at "a" (render/synth/quality.ts,',
+    'Lab in sRGB/D65): the natural ranges are a teeth hue within 20 degrees of the skin\'s and 0.35 to 1 of its chroma (a',
+    'monochrome photograph has none), a cavity no darker than the portrait\'s own darks less 5 L* (and not under 5), and lip',
+    'edges near the portrait\'s own (1).',
+    '',
+    'The four official White House photographs among the fixtures (render/rig/fixtures/SOURCES.md) are held to the',
+    'same tests (render/synth/picture.test.ts) but not shown here: their usage notice asks that they not be shown',
+    'manipulated. What was tried and rejected on the way: docs/render.md.',
+    '',
+  ];
+  writeFileSync(join(ROOT, 'docs/mouth-gallery.md'), `${header.join('\n')}\n${sections.join('\n\n')}\n`);
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) await main();

@@ -329,7 +329,8 @@ def build() -> onnx.ModelProto:
     ext = ((aperture * 1.6 + 0.45).clip(0.0, 0.84) * (1.0 - 0.3 * rd)).max(0.05)
     p_exp = 0.8 - 0.3 * rd
 
-    corner = W * (wd * CORNER_WIDE - rd * CORNER_ROUND - pr * CORNER_PRESS - rx * smile * RELAX_IN)
+    # (a broad smile showing its teeth cannot pull its corners in far over them)
+    corner = W * (wd * CORNER_WIDE - (rd * CORNER_ROUND + pr * CORNER_PRESS) * (1.0 - 0.7 * own_teeth) - rx * smile * RELAX_IN)
     corner_dy = W * (rx * smile * RELAX_DOWN + 0.012 * rd - 0.01 * wdp)
 
     # horizontal field: f(t) = t * g(t)/g(1), g = exp(-(t/1.4)^4); peaks at the corners, fades into the cheeks
@@ -559,10 +560,10 @@ def build() -> onnx.ModelProto:
 
 def main() -> None:
     here = os.path.dirname(os.path.abspath(__file__))
-    out_dir = os.path.normpath(os.path.join(here, '..', '..', 'synth'))
-    os.makedirs(out_dir, exist_ok=True)
+    # an argument writes elsewhere (an experiment beside the shipped graph)
+    path = sys.argv[1] if len(sys.argv) > 1 else os.path.normpath(os.path.join(here, '..', '..', 'synth', 'mouth_synth.onnx'))
+    os.makedirs(os.path.dirname(path), exist_ok=True)
     model = build()
-    path = os.path.join(out_dir, 'mouth_synth.onnx')
     onnx.save(model, path)
     print(f'wrote {path} ({os.path.getsize(path)} bytes, {len(model.graph.node)} nodes)')
 
