@@ -265,7 +265,7 @@ describe('models that fit no contract', () => {
     expect(await refusal(fixture('misfit_batch4'))).toMatch(/input `mel` float32 \[4,1,80,16\] has a fixed batch of 4; a Wav2Lip-class model takes a batch of 1 or a dynamic one/);
     expect(await refusal(fixture('misfit_nonsquare'))).toMatch(/the face input `face` float32 \[1,6,96,128\] is 96x128; the face crop is square/);
     expect(await refusal(fixture('bad_output'))).toMatch(/none of its outputs is a face \[N,3,96,96\] for its 96x96 face input \(`out` float32 \[\?,3,48,48\]\)/);
-    expect(await refusal(SYNTH)).toMatch(/it has 3 inputs \(`crop` .*`lips` .*`shape` .*\); a Wav2Lip-class model has/);
+    expect(await refusal(SYNTH)).toMatch(/it has 4 inputs \(`lips` .*`shape` .*`palette` .*`size` .*\); a Wav2Lip-class model has/);
     expect(await refusal('/nonexistent/wav2lip.onnx')).toMatch(/not found/);
   });
 });

@@ -12,9 +12,9 @@ import { fileURLToPath } from 'node:url';
 import * as ort from '../onnx/runtime.ts';
 import sharp from 'sharp';
 import { detectFaceRig } from '../rig/index.ts';
-import { MOUTH_SHAPE_KEYS, SYNTH_KEYPOINT_COUNT } from './contract.ts';
+import { MOUTH_SHAPE_KEYS, SYNTH_KEYPOINT_COUNT, synthReadRegion } from './contract.ts';
 import { sessionOptions } from '../onnx/session.ts';
-import { createMouthSynth, MOUTH_SYNTH_MODEL, warpLayers } from './engine.ts';
+import { createMouthSynth, MOUTH_PALETTE_MODEL, MOUTH_SYNTH_MODEL, warpLayers } from './engine.ts';
 import type { SynthItem } from './engine.ts';
 import { portraitFrame } from './examples/make-stills.ts';
 import { compositeWarp, cropToRgba } from './image.ts';
@@ -26,8 +26,11 @@ export interface SynthBenchCase {
   cropSize: number;
   /** ms per frame on one core, everything (crop + graph + composite), by batch size. */
   msPerFrame: Record<string, number>;
-  /** Single frame, by stage: TypeScript crop, graph run, TypeScript composite. */
-  stages: { crop: number; graph: number; composite: number };
+  /**
+   * Single frame, by stage: the palette (the crop filled and the palette graph run: once per
+   * prepared face, then kept), the synthesis graph run, the TypeScript composite.
+   */
+  stages: { palette: number; graph: number; composite: number };
 }
 
 export interface SynthBenchFigures {
@@ -71,25 +74,32 @@ async function stageTimes(
   seconds: number,
 ): Promise<SynthBenchCase['stages']> {
   const S = face.cropSize;
-  const session = await ort.InferenceSession.create(MOUTH_SYNTH_MODEL, sessionOptions('cpu', 1));
+  const [palette, synth] = await Promise.all([MOUTH_PALETTE_MODEL, MOUTH_SYNTH_MODEL].map((m) => ort.InferenceSession.create(m, sessionOptions('cpu', 1))));
   try {
     const crop = new Uint8Array(4 * S * S);
+    const lips = new ort.Tensor('float32', face.lips, [1, SYNTH_KEYPOINT_COUNT, 2]);
+    let measured = await palette!.run({ crop: new ort.Tensor('uint8', crop, [1, S, S, 4]), lips });
+    const paletteMs = await timeIt(seconds / 3, async () => {
+      cropToRgba(frame, face.box, S, crop, 0, synthReadRegion(face.lips, S));
+      measured = await palette!.run({ crop: new ort.Tensor('uint8', crop, [1, S, S, 4]), lips });
+    });
     const feeds = {
-      crop: new ort.Tensor('uint8', crop, [1, S, S, 4]),
-      lips: new ort.Tensor('float32', face.lips, [1, SYNTH_KEYPOINT_COUNT, 2]),
+      lips,
       shape: new ort.Tensor('float32', Float32Array.of(0.6, 0, 0, 0, 0, 1), [1, MOUTH_SHAPE_KEYS.length]),
+      palette: measured.palette!,
+      size: new ort.Tensor('int64', BigInt64Array.of(BigInt(S)), [1]),
     };
-    const cropMs = await timeIt(seconds / 3, () => cropToRgba(frame, face.box, S, crop, 0));
-    let res = await session.run(feeds);
+    let res = await synth!.run(feeds);
     const graphMs = await timeIt(seconds / 3, async () => {
-      res = await session.run(feeds);
+      res = await synth!.run(feeds);
     });
     const layers = warpLayers(res, S);
     const target = new Uint8Array(frame.data.length);
     const compositeMs = await timeIt(seconds / 3, () => compositeWarp(frame, target, face.box, S, layers));
-    return { crop: cropMs, graph: graphMs, composite: compositeMs };
+    return { palette: paletteMs, graph: graphMs, composite: compositeMs };
   } finally {
-    await session.release();
+    await palette!.release();
+    await synth!.release();
   }
 }
 

@@ -1,23 +1,34 @@
 /**
- * The I/O contract of the built-in mouth synthesis graph
- * (render/models/synth/mouth_synth.onnx, built by
- * render/models/build/synth/build_synth.py; keep the two in step).
+ * The I/O contract of the built-in mouth synthesis: two graphs built by
+ * render/models/build/synth/build_synth.py (keep them in step).
  *
- *   crop  uint8   [N,S,S,4]  RGBA (nearest pixel): a square crop of the frame, rotated so the
- *                            mouth corners are level (S free, DEFAULT_CROP_SIZE by default); only
- *                            its size and a few colours inside synthReadRegion are read
- *   lips  float32 [N,42,2]   SYNTH_KEYPOINTS in crop-normalised coords ([0,1] across the crop)
- *   shape float32 [N,6]      (open 0..1, wide -1..1, round 0..1, press 0..1, tuck 0..1, relax 0..1)
+ * render/models/synth/mouth_palette.onnx, what the mouth needs of a frame's pixels, measured once
+ * per frame (per prepared face: the engine keeps it):
+ *   crop     uint8   [N,S,S,4]  RGBA (nearest pixel): a square crop of the frame, rotated so the mouth
+ *                               corners are level (S free, DEFAULT_CROP_SIZE by default); only its size
+ *                               and the pixels inside synthReadRegion are read
+ *   lips     float32 [N,42,2]   SYNTH_KEYPOINTS in crop-normalised coords ([0,1] across the crop)
+ *   palette  float32 [N,P]      colours (the lips, each lip's inner edge, the teeth, the cavity, the
+ *                               tongue) and measures (the light's side, the portrait's own teeth and
+ *                               occlusal line, the crease, the upper lip's real edge, the photograph's
+ *                               blur), laid out as the builder's PALETTE_FIELDS
+ *
+ * render/models/synth/mouth_synth.onnx, the mouth in a shape, per frame:
+ *   lips     float32 [N,42,2]   as above
+ *   shape    float32 [N,6]      MOUTH_SHAPE_KEYS
+ *   palette  float32 [N,P]      each item's, from the palette graph
+ *   size     int64   [1]        S, the crop's edge
  *   warp     float32 [N,2,w,w]  where each pixel of the crop's middle window takes its colour from:
  *                               (du, dv) source offset in crop pixels; exactly 0 where nothing moved.
  *                               The window is the crop less a border of (S - w) / 2 = floor(S / 10)
- *   inner    float32 [N,4,h,k]  the drawn inner mouth: r, g, b in frame levels (0..255) premultiplied by
- *                               its coverage, and the coverage (0..1), over the rows and columns that
- *                               hold every opening of the batch
+ *   inner    float32 [N,4,h,k]  the drawn layer: r, g, b in frame levels (0..255) premultiplied by its
+ *                               coverage, and the coverage (0..1), over the rows and columns that hold
+ *                               every opening of the batch and its lips' margins
  *   inner_at int64   [2]        crop pixel (row, column) of inner's first pixel
  *
- * The composite (compositeWarp in image.ts) samples the full-resolution frame
- * at each changed pixel's source and lays the inner mouth over it.
+ * The composite (compositeWarp in image.ts) samples the full-resolution frame at each changed pixel's
+ * source and lays the drawn layer over it. A graph of the first contract (one graph reading its crop
+ * itself, with three shape parameters) still runs, for comparisons (render/synth/fixtures).
  */
 import { LIPS_INNER, LIPS_OUTER } from '../rig/topology.ts';
 
@@ -43,7 +54,7 @@ export interface CropRegion {
 }
 
 /**
- * The crop pixels the graph reads, for a face's `lips` input (crop-normalised) and crop size S: its
+ * The crop pixels the palette graph reads, for a face's `lips` input (crop-normalised) and crop size S: its
  * colour samples (the lips, the skin below the lower lip and beside the corners, the teeth, the
  * crease, the upper lip's edge above the key points on a broad smile) and their bilinear taps all lie
  * in the box of the key points widened by a fifth of the mouth's width each side and a tenth above and
@@ -68,7 +79,11 @@ export function synthReadRegion(lips: Float32Array, S: number): CropRegion {
 }
 export const DEFAULT_CROP_SIZE = 128;
 
-export const SYNTH_INPUTS = { crop: 'crop', lips: 'lips', shape: 'shape' } as const;
+export const SYNTH_INPUTS = { lips: 'lips', shape: 'shape', palette: 'palette', size: 'size' } as const;
+export const PALETTE_INPUTS = { crop: 'crop', lips: 'lips' } as const;
+export const PALETTE_OUTPUT = 'palette';
+/** The first contract's synthesis graph read its crop itself. */
+export const LEGACY_CROP_INPUT = 'crop';
 export const SYNTH_OUTPUTS = { warp: 'warp', inner: 'inner', innerAt: 'inner_at' } as const;
 
 /**

@@ -1,6 +1,8 @@
 /**
- * The built-in lip-sync renderer: crop the mouth region of a frame, run the
- * mouth synthesis graph (onnxruntime-node, CPU or CUDA), composite back.
+ * The built-in lip-sync renderer: the mouth graphs (onnxruntime-node, CPU or CUDA) and the
+ * composite back into the frame. The palette graph measures what the mouth needs of a frame's
+ * pixels once per prepared face (kept in a cache keyed by the face's geometry, so a clip's frames
+ * are measured the first time each is drawn); the synthesis graph draws every frame from it.
  *
  *   const synth = await createMouthSynth();
  *   const face = prepareFaceForSynth(rigOfThisFrame);
@@ -8,16 +10,29 @@
  *
  * `renderFrames` runs many sessions' frames in one graph call (the GPU path).
  */
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as ort from '../onnx/runtime.ts';
 import type { MouthShape } from './contract.ts';
-import { MOUTH_SHAPE_KEYS, SYNTH_INPUTS, SYNTH_KEYPOINT_COUNT, SYNTH_OUTPUTS, synthReadRegion, type CropRegion } from './contract.ts';
+import {
+  LEGACY_CROP_INPUT,
+  MOUTH_SHAPE_KEYS,
+  PALETTE_INPUTS,
+  PALETTE_OUTPUT,
+  SYNTH_INPUTS,
+  SYNTH_KEYPOINT_COUNT,
+  SYNTH_OUTPUTS,
+  synthReadRegion,
+  type CropRegion,
+} from './contract.ts';
 import type { I420Frame, RgbaFrame, WarpLayers } from './image.ts';
 import { checkFrame, checkI420Frame, compositeWarp, compositeWarpI420, cropI420ToRgba, cropToRgba } from './image.ts';
 import type { PreparedFace } from './prepare.ts';
 import { sessionOptions, type ExecutionProvider } from '../onnx/session.ts';
 
 export const MOUTH_SYNTH_MODEL = fileURLToPath(new URL('../models/synth/mouth_synth.onnx', import.meta.url));
+export const MOUTH_PALETTE_MODEL = fileURLToPath(new URL('../models/synth/mouth_palette.onnx', import.meta.url));
 
 export type { ExecutionProvider } from '../onnx/session.ts';
 
@@ -26,8 +41,14 @@ export interface MouthSynthOptions {
   executionProvider?: ExecutionProvider;
   /** Threads for one graph run; default 1 (many sessions share the cores, one run each). */
   intraOpNumThreads?: number;
-  /** Another graph of the same contract (tests, experiments). */
+  /**
+   * Another synthesis graph (tests, experiments, the previous graph for comparisons). Its palette
+   * graph is the `mouth_palette.onnx` beside it when there is one, else the shipped one; a graph of
+   * the first contract (a crop input, three shape parameters) needs none.
+   */
   modelPath?: string;
+  /** Palettes kept (one per distinct prepared face); default 8192, about 200 bytes each. */
+  paletteCacheSize?: number;
 }
 
 /** One frame to render: the frame, its prepared face, the mouth shape, and where to write. */
@@ -59,6 +80,8 @@ export interface MouthSynth {
   renderFrames(items: readonly SynthItem[]): Promise<(Uint8Array | Uint8ClampedArray)[]>;
   /** Draws each item's mouth into its I420 frame in place; batched as renderFrames. */
   renderI420Frames(items: readonly SynthI420Item[]): Promise<void>;
+  /** The graph's layers for one frame, as the composite reads them (measures, tests); null at rest. */
+  layers(frame: RgbaFrame, face: PreparedFace, shape: MouthShape): Promise<{ S: number; layers: WarpLayers } | null>;
   release(): Promise<void>;
 }
 
@@ -83,25 +106,24 @@ export async function createMouthSynth(options: MouthSynthOptions = {}): Promise
   const ep = options.executionProvider ?? 'cpu';
   if (ep !== 'cpu' && ep !== 'cuda') throw new RangeError(`executionProvider must be 'cpu' or 'cuda', got ${String(ep)}`);
   const path = options.modelPath ?? MOUTH_SYNTH_MODEL;
-  let session: ort.InferenceSession;
-  try {
-    session = await ort.InferenceSession.create(path, sessionOptions(ep, options.intraOpNumThreads ?? 1));
-  } catch (err) {
-    const hint =
-      ep === 'cuda'
-        ? ' (the CUDA provider needs onnxruntime-node installed with ONNXRUNTIME_NODE_INSTALL=cuda12 and a CUDA 12 driver)'
-        : '';
-    throw new Error(`could not load the mouth synthesis model ${path} on ${ep}${hint}: ${String(err)}`, { cause: err });
-  }
+  const session = await loadGraph(path, ep, options.intraOpNumThreads ?? 1);
+  const legacy = session.inputNames.includes(LEGACY_CROP_INPUT);
   for (const name of Object.values(SYNTH_INPUTS)) {
+    if (legacy && (name === SYNTH_INPUTS.palette || name === SYNTH_INPUTS.size)) continue;
     if (!session.inputNames.includes(name)) throw new Error(`${path} is not a mouth synthesis graph: no input "${name}"`);
   }
   for (const name of Object.values(SYNTH_OUTPUTS)) {
     if (!session.outputNames.includes(name)) throw new Error(`${path} is not a mouth synthesis graph: no output "${name}"`);
   }
   const shapeKeys = graphShapeKeys(session);
-  if (shapeKeys.length !== 3 && shapeKeys.length !== MOUTH_SHAPE_KEYS.length) {
+  if (shapeKeys.length !== (legacy ? 3 : MOUTH_SHAPE_KEYS.length)) {
     throw new Error(`${path} is not a mouth synthesis graph: its shape input has ${shapeKeys.length} parameters, not ${MOUTH_SHAPE_KEYS.length}`);
+  }
+  let palettes: PaletteCache | undefined;
+  if (!legacy) {
+    const beside = join(dirname(path), 'mouth_palette.onnx');
+    const palettePath = options.modelPath && existsSync(beside) ? beside : MOUTH_PALETTE_MODEL;
+    palettes = new PaletteCache(await loadGraph(palettePath, ep, options.intraOpNumThreads ?? 1), options.paletteCacheSize ?? 8192);
   }
 
   /** One graph run per crop size (faces of similar size share one); neutral shapes skip it. */
@@ -160,21 +182,23 @@ export async function createMouthSynth(options: MouthSynthOptions = {}): Promise
 
   const runGroup = async (S: number, group: readonly Canvas[]): Promise<void> => {
     const N = group.length;
-    const plane = S * S;
-    const crop = new Uint8Array(N * 4 * plane);
     const lips = new Float32Array(N * SYNTH_KEYPOINT_COUNT * 2);
     const shape = new Float32Array(N * shapeKeys.length);
     group.forEach((canvas, n) => {
-      canvas.crop(S, crop, n * 4 * plane, synthReadRegion(canvas.face.lips, S));
       lips.set(canvas.face.lips, n * SYNTH_KEYPOINT_COUNT * 2);
       shapeKeys.forEach((k, j) => (shape[n * shapeKeys.length + j] = canvas.shape[k] ?? 0));
     });
-    const res = await session.run({
-      [SYNTH_INPUTS.crop]: new ort.Tensor('uint8', crop, [N, S, S, 4]),
+    const feeds: Record<string, ort.Tensor> = {
       [SYNTH_INPUTS.lips]: new ort.Tensor('float32', lips, [N, SYNTH_KEYPOINT_COUNT, 2]),
       [SYNTH_INPUTS.shape]: new ort.Tensor('float32', shape, [N, shapeKeys.length]),
-    });
-    const layers = warpLayers(res, S);
+    };
+    if (palettes) {
+      feeds[SYNTH_INPUTS.palette] = await palettes.of(S, group);
+      feeds[SYNTH_INPUTS.size] = new ort.Tensor('int64', BigInt64Array.of(BigInt(S)), [1]);
+    } else {
+      feeds[LEGACY_CROP_INPUT] = new ort.Tensor('uint8', fillCrops(S, group), [N, S, S, 4]);
+    }
+    const layers = warpLayers(await session.run(feeds), S);
     group.forEach((canvas, n) => {
       layers.warpOffset = n * 2 * layers.w * layers.w;
       layers.innerOffset = n * 4 * layers.ih * layers.iw;
@@ -190,8 +214,112 @@ export async function createMouthSynth(options: MouthSynthOptions = {}): Promise
       const [rgba] = await renderFrames([target ? { frame, face, shape, target } : { frame, face, shape }]);
       return rgba!;
     },
-    release: () => session.release(),
+    async layers(frame, face, shape) {
+      checkFrame(frame);
+      checkItem(0, face, shape, frame.width, frame.height);
+      let out: { S: number; layers: WarpLayers } | null = null;
+      await drawAll([
+        {
+          face,
+          shape,
+          crop: (S, dst, offset, region) => cropToRgba(frame, face.box, S, dst, offset, region),
+          composite: (S, layers) => (out = { S, layers: { ...layers } }),
+        },
+      ]);
+      return out;
+    },
+    async release() {
+      await session.release();
+      await palettes?.release();
+    },
   };
+}
+
+async function loadGraph(path: string, ep: ExecutionProvider, threads: number): Promise<ort.InferenceSession> {
+  try {
+    return await ort.InferenceSession.create(path, sessionOptions(ep, threads));
+  } catch (err) {
+    const hint =
+      ep === 'cuda'
+        ? ' (the CUDA provider needs onnxruntime-node installed with ONNXRUNTIME_NODE_INSTALL=cuda12 and a CUDA 12 driver)'
+        : '';
+    throw new Error(`could not load the mouth synthesis model ${path} on ${ep}${hint}: ${String(err)}`, { cause: err });
+  }
+}
+
+/** The crops of a group's frames, [N,S,S,4], each filled only where the palette graph reads. */
+function fillCrops(S: number, group: readonly Canvas[]): Uint8Array {
+  const plane = S * S;
+  const crop = new Uint8Array(group.length * 4 * plane);
+  group.forEach((canvas, n) => canvas.crop(S, crop, n * 4 * plane, synthReadRegion(canvas.face.lips, S)));
+  return crop;
+}
+
+/**
+ * What the synthesis graph needs of a frame's pixels (the palette graph's output), per prepared
+ * face. A face is the geometry of one source frame, so its palette is measured the first time it is
+ * drawn and kept; the key is that geometry (the crop box and the key points, which still identify the
+ * face after a copy to a lip-sync thread). The least recently used go first when the cache is full.
+ */
+class PaletteCache {
+  private readonly kept = new Map<string, Float32Array>();
+  private readonly width: number;
+
+  constructor(
+    private readonly session: ort.InferenceSession,
+    private readonly capacity: number,
+  ) {
+    const { crop, lips } = PALETTE_INPUTS;
+    if (!session.inputNames.includes(crop) || !session.inputNames.includes(lips) || !session.outputNames.includes(PALETTE_OUTPUT)) {
+      throw new Error(`not a mouth palette graph: it needs inputs "${crop}" and "${lips}" and an output "${PALETTE_OUTPUT}"`);
+    }
+    const meta = session.outputMetadata.find((m) => m.name === PALETTE_OUTPUT);
+    this.width = meta?.isTensor && typeof meta.shape[1] === 'number' ? meta.shape[1] : 0;
+    if (!(this.width > 0)) throw new Error('not a mouth palette graph: its palette has no fixed width');
+  }
+
+  /** The group's palettes as one [N, P] tensor, measuring the faces not seen before (one run for all of them). */
+  async of(S: number, group: readonly Canvas[]): Promise<ort.Tensor> {
+    const keys = group.map((c) => faceKey(c.face));
+    const missing = new Map<string, Canvas>();
+    keys.forEach((k, n) => {
+      if (!this.kept.has(k) && !missing.has(k)) missing.set(k, group[n]!);
+    });
+    if (missing.size > 0) {
+      const canvases = [...missing.values()];
+      const lips = new Float32Array(canvases.length * SYNTH_KEYPOINT_COUNT * 2);
+      canvases.forEach((c, n) => lips.set(c.face.lips, n * SYNTH_KEYPOINT_COUNT * 2));
+      const res = await this.session.run({
+        [PALETTE_INPUTS.crop]: new ort.Tensor('uint8', fillCrops(S, canvases), [canvases.length, S, S, 4]),
+        [PALETTE_INPUTS.lips]: new ort.Tensor('float32', lips, [canvases.length, SYNTH_KEYPOINT_COUNT, 2]),
+      });
+      const data = res[PALETTE_OUTPUT]!.data as Float32Array;
+      [...missing.keys()].forEach((k, n) => this.keep(k, data.slice(n * this.width, (n + 1) * this.width)));
+    }
+    const out = new Float32Array(group.length * this.width);
+    keys.forEach((k, n) => {
+      const palette = this.kept.get(k)!;
+      this.kept.delete(k); // the most recently used go last
+      this.kept.set(k, palette);
+      out.set(palette, n * this.width);
+    });
+    return new ort.Tensor('float32', out, [group.length, this.width]);
+  }
+
+  private keep(key: string, palette: Float32Array): void {
+    this.kept.set(key, palette);
+    while (this.kept.size > this.capacity) this.kept.delete(this.kept.keys().next().value!);
+  }
+
+  release(): Promise<void> {
+    this.kept.clear();
+    return this.session.release();
+  }
+}
+
+function faceKey(face: PreparedFace): string {
+  const { cx, cy, size, angle } = face.box;
+  return `${face.cropSize} ${cx} ${cy} ${size} ${angle} ${Buffer.from(face.lips.buffer, face.lips.byteOffset, face.lips.byteLength).toString('base64')}`;
 }
 
 /**

@@ -112,9 +112,10 @@ interface LiveWindow {
 }
 
 function liveWindow(width: number, height: number, box: CropBox, S: number, layers: WarpLayers): LiveWindow | undefined {
-  const { warp, warpOffset: wo, w, warpAt, ih, iw, innerRow, innerCol } = layers;
+  const { warp, warpOffset: wo, w, warpAt, inner, innerOffset: io, ih, iw, innerRow, innerCol } = layers;
   const wp = w * w;
   const last = w - 1;
+  const coverage = io + 3 * ih * iw;
   // Per window row: the first and last column of non-zero warp (or inner coverage).
   if (spanScratch.length < 2 * w) spanScratch = new Int32Array(2 * w);
   const lo = spanScratch;
@@ -133,8 +134,16 @@ function liveWindow(width: number, height: number, box: CropBox, S: number, laye
       b = -2;
     }
     if (v >= iv0 && v < iv0 + ih) {
-      a = Math.min(a, Math.max(0, iu0));
-      b = Math.max(b, Math.min(last, iu0 + iw - 1));
+      // the drawn layer's own span in this row (its coverage is exactly 0 beyond it)
+      const c = coverage + (v - iv0) * iw;
+      let p = 0;
+      while (p < iw && inner[c + p] === 0) p++;
+      let q = iw - 1;
+      while (q > p && inner[c + q] === 0) q--;
+      if (p < iw) {
+        a = Math.min(a, Math.max(0, iu0 + p - 1));
+        b = Math.max(b, Math.min(last, iu0 + q + 1));
+      }
     }
     if (b < a) {
       lo[2 * v] = w;

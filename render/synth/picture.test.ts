@@ -14,7 +14,7 @@ import { synthesize } from '../tts/index.ts';
 import { VISEME_PARAMS, visemeTrack, type Viseme } from '../visemes/index.ts';
 import { FIXTURE_FACES, PREVIOUS_SYNTH_MODEL, previousShape, speakingShape } from './compare.ts';
 import { portraitFrame } from './examples/make-stills.ts';
-import { createMouthSynth, isNeutral, MOUTH_SYNTH_MODEL, prepareFaceForSynth, type MouthShape, type MouthSynth, type PreparedFace, type RgbaFrame } from './index.ts';
+import { createMouthSynth, isNeutral, prepareFaceForSynth, type MouthShape, type MouthSynth, type PreparedFace, type RgbaFrame } from './index.ts';
 import {
   chroma,
   deltaE,
@@ -28,7 +28,6 @@ import {
   medianLab,
   mouthPicture,
   references,
-  releaseQualitySessions,
 } from './quality.ts';
 
 const SLOW = { timeout: 180_000 };
@@ -63,7 +62,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await synth?.release();
   await previous?.release();
-  await releaseQualitySessions();
 });
 
 async function render(f: Face, shape: MouthShape, engine = synth): Promise<RgbaFrame & { data: Buffer }> {
@@ -160,7 +158,7 @@ describe('the mouth on every fixture face', () => {
       for (const v of ['aa', 'E', 'ih'] as const) {
         const shape = speakingShape(v);
         const out = await render(f, shape);
-        const pic = mouthPicture(out, f.frame, f.face, await drawnCoverage(MOUTH_SYNTH_MODEL, f.frame, f.face, shape));
+        const pic = mouthPicture(out, f.frame, f.face, await drawnCoverage(synth, f.frame, f.face, shape));
         const t = pic.teeth;
         const what = `${f.name} ${v}: teeth ${JSON.stringify(t)} skin ${JSON.stringify(skin)}`;
         expect(t, what).not.toBeNull();
@@ -213,7 +211,7 @@ describe('the mouth on every fixture face', () => {
       const { dark } = references(f.frame, f.face);
       for (const v of OPEN_SOUNDS) {
         const shape = speakingShape(v);
-        const pic = mouthPicture(await render(f, shape), f.frame, f.face, await drawnCoverage(MOUTH_SYNTH_MODEL, f.frame, f.face, shape));
+        const pic = mouthPicture(await render(f, shape), f.frame, f.face, await drawnCoverage(synth, f.frame, f.face, shape));
         const c = pic.cavity;
         const what = `${f.name} ${v}: cavity ${JSON.stringify(c)} own darks ${JSON.stringify(dark)}`;
         expect(c, what).not.toBeNull();
@@ -233,11 +231,11 @@ describe('the mouth on every fixture face', () => {
     for (const v of OPEN_SOUNDS) {
       const ratios = { current: [] as number[], previous: [] as number[] };
       for (const f of faces.filter((x) => !x.ownTeeth)) {
-        for (const [name, engine, model, shape] of [
-          ['current', synth, MOUTH_SYNTH_MODEL, speakingShape(v)],
-          ['previous', previous, PREVIOUS_SYNTH_MODEL, previousShape(v)],
+        for (const [name, engine, shape] of [
+          ['current', synth, speakingShape(v)],
+          ['previous', previous, previousShape(v)],
         ] as const) {
-          const edges = lipContourEdges(await render(f, shape, engine), f.frame, f.face, await drawnCoverage(model, f.frame, f.face, shape), f.rig.lips);
+          const edges = lipContourEdges(await render(f, shape, engine), f.frame, f.face, await drawnCoverage(engine, f.frame, f.face, shape), f.rig.lips);
           ratios[name].push(edges.out / edges.source);
         }
       }
@@ -253,7 +251,7 @@ describe('the mouth on every fixture face', () => {
       const W = f.face.mouthWidth;
       for (const v of ['DD', 'E', 'aa'] as const) {
         const shape = speakingShape(v);
-        const cov = await drawnCoverage(MOUTH_SYNTH_MODEL, f.frame, f.face, shape);
+        const cov = await drawnCoverage(synth, f.frame, f.face, shape);
         // the corners where the shape put them (spread moves them out), found by the rig
         const moved = await rigOf(await render(f, shape));
         const [a, b] = [moved.landmarks[61]!, moved.landmarks[291]!];
@@ -296,7 +294,7 @@ describe('the mouth on every fixture face', () => {
         expect(press.mouthOpenness, what).toBeLessThan(rest.mouthOpenness + 0.02);
         // f/v: the upper teeth show under the lifted upper lip, down onto the lower lip
         const shape = speakingShape('FF');
-        const cov = await drawnCoverage(MOUTH_SYNTH_MODEL, f.frame, f.face, shape);
+        const cov = await drawnCoverage(synth, f.frame, f.face, shape);
         const lip = keyPoint(f.face, 5);
         let rows = 0;
         for (let y = Math.round(lip.y - 0.1 * f.face.mouthWidth); y < Math.round(lip.y + 0.1 * f.face.mouthWidth); y++) if (cov[y * f.frame.width + Math.round(lip.x)]! >= 0.5) rows++;
@@ -319,7 +317,7 @@ describe('the mouth on every fixture face', () => {
     for (const f of faces) {
       const shapes = [0.5, 0.503, 0.506, 0.509].map((open) => ({ ...speakingShape('aa'), open }));
       const outs = await Promise.all(shapes.map((s) => render(f, s)));
-      const covs = await Promise.all(shapes.map((s) => drawnCoverage(MOUTH_SYNTH_MODEL, f.frame, f.face, s)));
+      const covs = await Promise.all(shapes.map((s) => drawnCoverage(synth, f.frame, f.face, s)));
       let [n, sum] = [0, 0];
       for (let p = 0; p < covs[0]!.length; p++) {
         if (!covs.every((c) => c[p]! >= 0.99)) continue;
@@ -338,7 +336,7 @@ describe('the mouth on every fixture face', () => {
     for (const f of faces.filter((x) => ['grace_hopper', 'biden', 'obama_small'].includes(x.name))) {
       const mid = keyPoint(f.face, 5);
       for (const open of [0.06, 0.1, 0.15, 0.2]) {
-        const cov = await drawnCoverage(MOUTH_SYNTH_MODEL, f.frame, f.face, { ...speakingShape('DD'), open });
+        const cov = await drawnCoverage(synth, f.frame, f.face, { ...speakingShape('DD'), open });
         let [total, peak] = [0, 0];
         for (let y = Math.round(mid.y - 0.15 * f.face.mouthWidth); y < Math.round(mid.y + 0.3 * f.face.mouthWidth); y++) {
           const c = cov[y * f.frame.width + Math.round(mid.x)]!;

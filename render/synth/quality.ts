@@ -4,11 +4,9 @@
  * skin and own darks, edge strength and grain in the mouth, the lips' colour and texture against the
  * source's, the drawn layer's coverage. Lab assumes sRGB and D65.
  */
-import * as ort from '../onnx/runtime.ts';
-import { sessionOptions } from '../onnx/session.ts';
-import { SYNTH_KEYPOINT_COUNT, synthReadRegion, type MouthShape } from './contract.ts';
-import { graphShapeKeys, warpLayers } from './engine.ts';
-import { compositeWarp, cropToRgba, type RgbaFrame } from './image.ts';
+import type { MouthShape } from './contract.ts';
+import type { MouthSynth } from './engine.ts';
+import { compositeWarp, type RgbaFrame } from './image.ts';
 import { fromCrop, type PreparedFace } from './prepare.ts';
 
 export interface Rect {
@@ -114,45 +112,23 @@ export function rectPixels(frame: { width: number }, rect: Rect): number[] {
 }
 
 /**
- * The drawn layer's coverage at every frame pixel (0..1), from a run of the graph at `modelPath` on
- * this frame: its layers composited once over black and once over white, the difference is 1 - coverage.
+ * The drawn layer's coverage at every frame pixel (0..1) for this frame, face and shape: the graph's
+ * layers composited once over black and once over white; the difference is 1 - coverage.
  */
-const sessions = new Map<string, Promise<ort.InferenceSession>>();
-
-export async function drawnCoverage(modelPath: string, frame: RgbaFrame, face: PreparedFace, shape: MouthShape): Promise<Float32Array> {
-  let pending = sessions.get(modelPath);
-  if (!pending) sessions.set(modelPath, (pending = ort.InferenceSession.create(modelPath, sessionOptions('cpu', 1))));
-  const session = await pending;
-  {
-    const S = face.cropSize;
-    const crop = new Uint8Array(4 * S * S);
-    cropToRgba(frame, face.box, S, crop, 0, synthReadRegion(face.lips, S));
-    const keys = graphShapeKeys(session);
-    const res = await session.run({
-      crop: new ort.Tensor('uint8', crop, [1, S, S, 4]),
-      lips: new ort.Tensor('float32', face.lips, [1, SYNTH_KEYPOINT_COUNT, 2]),
-      shape: new ort.Tensor('float32', Float32Array.from(keys, (k) => shape[k] ?? 0), [1, keys.length]),
-    });
-    const layers = warpLayers(res, S);
-    const { width, height } = frame;
-    const over = (level: number) => {
-      const plain = { width, height, data: new Uint8Array(width * height * 4).fill(level) };
-      const target = new Uint8Array(plain.data);
-      compositeWarp(plain, target, face.box, S, layers);
-      return target;
-    };
-    const [black, white] = [over(0), over(255)];
-    const alpha = new Float32Array(width * height);
-    for (let p = 0; p < alpha.length; p++) alpha[p] = 1 - (white[p * 4 + 1]! - black[p * 4 + 1]!) / 255;
-    return alpha;
-  }
-}
-
-/** Releases the sessions drawnCoverage opened. */
-export async function releaseQualitySessions(): Promise<void> {
-  const all = [...sessions.values()];
-  sessions.clear();
-  for (const s of all) await (await s).release();
+export async function drawnCoverage(synth: MouthSynth, frame: RgbaFrame, face: PreparedFace, shape: MouthShape): Promise<Float32Array> {
+  const { width, height } = frame;
+  const alpha = new Float32Array(width * height);
+  const drawn = await synth.layers(frame, face, shape);
+  if (!drawn) return alpha;
+  const over = (level: number) => {
+    const plain = { width, height, data: new Uint8Array(width * height * 4).fill(level) };
+    const target = new Uint8Array(plain.data);
+    compositeWarp(plain, target, face.box, drawn.S, drawn.layers);
+    return target;
+  };
+  const [black, white] = [over(0), over(255)];
+  for (let p = 0; p < alpha.length; p++) alpha[p] = 1 - (white[p * 4 + 1]! - black[p * 4 + 1]!) / 255;
+  return alpha;
 }
 
 function inPolygon(poly: readonly { x: number; y: number }[], x: number, y: number): boolean {

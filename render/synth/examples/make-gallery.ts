@@ -15,9 +15,9 @@ import sharp from 'sharp';
 import { detectFaceRig, type FaceRig } from '../../rig/index.ts';
 import type { Viseme } from '../../visemes/index.ts';
 import { GALLERY_FACES, GALLERY_SOUNDS, PREVIOUS_SYNTH_MODEL, previousShape, speakingShape } from '../compare.ts';
-import { createMouthSynth, fromCrop, MOUTH_SYNTH_MODEL, prepareFaceForSynth } from '../index.ts';
+import { createMouthSynth, fromCrop, prepareFaceForSynth } from '../index.ts';
 import type { MouthShape, MouthSynth, PreparedFace, RgbaFrame } from '../index.ts';
-import { chroma, drawnCoverage, hue, hueDistance, lipContourEdges, mouthPicture, references, releaseQualitySessions } from '../quality.ts';
+import { chroma, drawnCoverage, hue, hueDistance, lipContourEdges, mouthPicture, references } from '../quality.ts';
 import { portraitFrame } from './make-stills.ts';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
@@ -49,7 +49,6 @@ const FACE_NOTES: Record<string, string> = {
 interface Renderer {
   name: string;
   synth: MouthSynth;
-  model: string;
   shape: (v: Viseme) => MouthShape;
 }
 
@@ -64,7 +63,7 @@ async function strip(r: Renderer, frame: RgbaFrame & { data: Buffer }, face: Pre
     const out = { ...frame, data: Buffer.from(await r.synth.renderFrame(frame, face, shape)) };
     tiles.push(await sharp(out.data, raw).extract(rect).resize(TILE_W, TILE_H, { kernel: 'lanczos3' }).removeAlpha().png().toBuffer());
     if (viseme === 'aa') {
-      const coverage = await drawnCoverage(r.model, frame, face, shape);
+      const coverage = await drawnCoverage(r.synth, frame, face, shape);
       const pic = mouthPicture(out, frame, face, coverage);
       const { skin } = references(frame, face);
       const edges = lipContourEdges(out, frame, face, coverage, lips);
@@ -100,10 +99,10 @@ async function main(): Promise<void> {
   const faces = args.length ? args : GALLERY_FACES;
   mkdirSync(out, { recursive: true });
   const renderers: Renderer[] = model
-    ? [{ name: label, synth: await createMouthSynth({ modelPath: model }), model, shape: speakingShape }]
+    ? [{ name: label, synth: await createMouthSynth({ modelPath: model }), shape: speakingShape }]
     : [
-        { name: 'previous', synth: await createMouthSynth({ modelPath: PREVIOUS_SYNTH_MODEL }), model: PREVIOUS_SYNTH_MODEL, shape: previousShape },
-        { name: 'current', synth: await createMouthSynth(), model: MOUTH_SYNTH_MODEL, shape: speakingShape },
+        { name: 'previous', synth: await createMouthSynth({ modelPath: PREVIOUS_SYNTH_MODEL }), shape: previousShape },
+        { name: 'current', synth: await createMouthSynth(), shape: speakingShape },
       ];
   const raw = { raw: { width: 512, height: 512, channels: 4 as const } };
   const f2 = (x: number) => (Number.isNaN(x) ? '-' : x.toFixed(2));
@@ -136,7 +135,6 @@ async function main(): Promise<void> {
     process.stdout.write(`${name}: mouth ${face.mouthWidth.toFixed(1)} px\n`);
   }
   for (const r of renderers) await r.synth.release();
-  await releaseQualitySessions();
   if (model || args.length) return;
   const header = [
     '# The mouth gallery',

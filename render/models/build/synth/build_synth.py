@@ -124,70 +124,76 @@ MM = 50.0                # a mouth width in mm, for tooth sizes
 ARCH_R = 20.0            # dental arch radius, mm (frontal projection of the teeth widths)
 
 
-def build() -> onnx.ModelProto:
-    g = Graph('mouth_synth', opset=17)
+class Lips:
+    """The key points as the graphs use them: [N,1,1,1] scalars of the mouth's frame."""
+
+    def __init__(self, g: Graph, lips):
+        self.g = g
+        self.lx = lips.gather(0, axis=2)  # [N,K]
+        self.ly = lips.gather(1, axis=2)
+        xr, self.yr = self.pt(20)
+        xl, self.yl = self.pt(30)
+        self.xa = xr.min(xl)
+        self.xb = xr.max(xl)
+        self.xc = (self.xa + self.xb) * 0.5
+        self.hw = ((self.xb - self.xa) * 0.5).max(1e-3)  # half mouth width
+        self.W = self.hw * 2.0
+        _, self.y_chin = self.pt(CHIN)
+        _, self.y_nose = self.pt(NOSE)
+        _, self.y_iu = self.pt(5)
+        _, self.y_il = self.pt(15)
+        _, self.y_ol = self.pt(35)
+        self.y_mouth = (self.y_iu + self.y_il) * 0.5
+
+    def pt(self, i):  # -> [N,1,1,1]
+        return self.lx.gather(i, axis=1).reshape([-1, 1, 1, 1]), self.ly.gather(i, axis=1).reshape([-1, 1, 1, 1])
+
+
+def i64(g: Graph, v):
+    return g.const(np.asarray(v, np.int64))
+
+
+def sl(g: Graph, x, starts, ends, axes):
+    """Slice x along axes by starts/ends (each an int64 scalar V or a Python int)."""
+    def one(v):
+        return (v if not isinstance(v, int) else i64(g, v)).reshape([1])
+    return g.op('Slice', x, concat([one(v) for v in starts], 0), concat([one(v) for v in ends], 0), i64(g, axes))
+
+
+LUMA = np.asarray([0.299, 0.587, 0.114], np.float32).reshape(1, 3, 1, 1)
+
+# The palette: what the synthesis graph needs of the portrait's pixels, [N, PALETTE] in this order.
+PALETTE_FIELDS = [
+    ('lip_rgb', 3),      # the lips' colour
+    ('lip_up_rgb', 3),   # the upper lip's colour near its inner edge
+    ('lip_lo_rgb', 3),   # the lower lip's colour near its inner edge
+    ('teeth_rgb', 3),    # the teeth: the portrait's own, or the skin's cast at a small chroma, lit like the skin
+    ('cav_rgb', 3),      # the cavity at its reference lightness, in the lips' hue
+    ('tongue_rgb', 3),   # the tongue
+    ('light_lr', 1),     # the light's side: (right - left) / (right + left) of the skin beside the corners
+    ('own_teeth', 1),    # 0..1: the portrait shows its own teeth
+    ('occ_at', 1),       # the occlusal line, as a fraction of the own opening from the upper lip's real edge
+    ('crease_at', 1),    # the crease's offset from the landmarks' lip line, in mouth widths
+    ('lip_edge_at', 1),  # the upper lip's real edge above the landmarks' (own teeth), in mouth widths (<= 0)
+    ('blur', 1),         # the photograph's blur (a Gaussian's sigma), in mouth widths
+]
+PALETTE = sum(n for _, n in PALETTE_FIELDS)
+
+
+def build_palette() -> onnx.ModelProto:
+    """crop uint8 [N,S,S,4] + lips [N,42,2] -> palette float32 [N,PALETTE]."""
+    g = Graph('mouth_palette', opset=17)
     rgba = g.input('crop', [None, None, None, 4], dtype=TensorProto.UINT8)
     lips = g.input('lips', [None, K, 2])
-    shape = g.input('shape', [None, SHAPE_PARAMS])
-
-    def i64(v):
-        return g.const(np.asarray(v, np.int64))
-
-    # --- pixel grid (crop-normalised pixel centres), S taken from the input ---
     s_int = g.op('Shape', rgba).gather(2, axis=0)
-    crop = g.op('Slice', g.op('Transpose', rgba, perm=[0, 3, 1, 2]), i64([0]), i64([3]), i64([1]))
+    crop = g.op('Slice', g.op('Transpose', rgba, perm=[0, 3, 1, 2]), i64(g, [0]), i64(g, [3]), i64(g, [1]))
     crop = crop.cast(TensorProto.FLOAT) * (1.0 / 255.0)  # NCHW RGB in [0,1], for GridSample
-    s_f = s_int.cast(TensorProto.FLOAT)
-    px = 1.0 / s_f  # one pixel, normalised
-    # Only the middle of the crop can change (a 10% border is kept as it is): every per-pixel
-    # tensor below covers the window [b0, b1) of rows and columns, and is padded back at the end.
-    b0 = g.op('Div', s_int, i64(10))
-    b1 = s_int - b0
-    win = b1 - b0
-    ramp = (g.op('Range', b0, b1, i64(1)).cast(TensorProto.FLOAT) + 0.5) / s_f
-    X = ramp.reshape([1, 1, 1, -1])  # [1,1,1,w] columns
-    Y = ramp.reshape([1, 1, -1, 1])  # [1,1,w,1] rows
-
-    def sl(x, starts, ends, axes):
-        return g.op('Slice', x, concat([v.reshape([1]) for v in starts], 0), concat([v.reshape([1]) for v in ends], 0),
-                    i64(axes))
-
-    lx = lips.gather(0, axis=2)  # [N,K]
-    ly = lips.gather(1, axis=2)
-
-    def pt(i):  # -> [N,1,1,1]
-        return lx.gather(i, axis=1).reshape([-1, 1, 1, 1]), ly.gather(i, axis=1).reshape([-1, 1, 1, 1])
-
-    def par(i):
-        return shape.gather(i, axis=1).reshape([-1, 1, 1, 1])
-
-    o = par(0).clip(0.0, 1.25)
-    wd = par(1).clip(-1.0, 1.0)
-    rd = par(2).clip(0.0, 1.0)
-    pr = par(3).clip(0.0, 1.0)
-    tk = par(4).clip(0.0, 1.0)
-    rx = par(5).clip(0.0, 1.0)
-    wdp = wd.relu()
-
-    xr, yr = pt(20)
-    xl, yl = pt(30)
-    xa = xr.min(xl)
-    xb = xr.max(xl)
-    xc = (xa + xb) * 0.5
-    hw = ((xb - xa) * 0.5).max(1e-3)  # half mouth width
-    W = hw * 2.0
-    _, y_chin = pt(CHIN)
-    _, y_nose = pt(NOSE)
-    _, y_iu = pt(5)
-    _, y_il = pt(15)
-    _, y_ou = pt(25)
-    _, y_ol = pt(35)
-    y_mouth = (y_iu + y_il) * 0.5
-    # a smile lifts the corners above the middle of the lip line
-    smile = ((y_mouth - (yr + yl) * 0.5) / W - 0.01).clip(0.0, 0.2)
-
+    px = 1.0 / s_int.cast(TensorProto.FLOAT)
+    L = Lips(g, lips)
+    lx, ly, xa, xb, xc, W = L.lx, L.ly, L.xa, L.xb, L.xc, L.W
+    y_chin, y_iu, y_il, y_ol, y_mouth = L.y_chin, L.y_iu, L.y_il, L.y_ol, L.y_mouth
     # --- colours sampled from the crop itself: one GridSample for all of them ---
-    lum_w = g.const(np.asarray([0.299, 0.587, 0.114], np.float32).reshape(1, 3, 1, 1))
+    lum_w = g.const(LUMA)
     own_gap = (y_il - y_iu).relu()  # the portrait's own opening at the centre
     samples = []  # (x, y) pairs of [N,1,1,1] or [N,M,1,1]
 
@@ -246,7 +252,7 @@ def build() -> onnx.ModelProto:
     offs = np.cumsum([0] + counts)
 
     def part(k):
-        return sl(sampled, [i64(int(offs[k]))], [i64(int(offs[k + 1]))], [3])  # [N,3,1,m]
+        return sl(g, sampled, [int(offs[k])], [int(offs[k + 1])], [3])  # [N,3,1,m]
 
     lip_rgb = part(s_lip).mean([2, 3])  # [N,3,1,1]
     lip_up_rgb = part(s_lip_up).mean([2, 3])
@@ -265,7 +271,7 @@ def build() -> onnx.ModelProto:
     light_lr = ((side_l.gather(1, axis=3) - side_l.gather(0, axis=3)) /
                 (side_l.gather(1, axis=3) + side_l.gather(0, axis=3) + 1e-3)).reshape([-1, 1, 1, 1]).clip(-0.5, 0.5)
     edge_l = lum(part(s_edge)).reshape([0, 3, rows]).mean([1]).reshape([0, 1, 1, rows])
-    rise = sl(edge_l, [i64(1)], [i64(rows)], [3]) - sl(edge_l, [i64(0)], [i64(rows - 1)], [3])
+    rise = sl(g, edge_l, [1], [rows], [3]) - sl(g, edge_l, [0], [rows - 1], [3])
     rw = ((rise - rise.g.op("ReduceMax", rise, axes=[3], keepdims=1)) * 120.0).exp()
     fe_mid = (fe[:-1] + fe[1:]) * 0.5
     lip_edge_at = (rw * g.const(fe_mid.reshape(1, 1, 1, rows - 1))).sum([3], keepdims=1) / rw.sum([3], keepdims=1)  # W units
@@ -281,7 +287,7 @@ def build() -> onnx.ModelProto:
     crease_w = (((c_lo + c_hi) * 0.5 - crease_l) * 60.0).sigmoid().sum([3], keepdims=1) * float(0.14 / (rows - 1))  # W units
     # the photograph's own blur, from the steepest step of the crease profile against its depth (a
     # step blurred by a Gaussian of sigma s rises at most depth / (2.5 s))
-    dstep = sl(crease_l, [i64(1)], [i64(rows)], [3]) - sl(crease_l, [i64(0)], [i64(rows - 1)], [3])
+    dstep = sl(g, crease_l, [1], [rows], [3]) - sl(g, crease_l, [0], [rows - 1], [3])
     steep = dstep.abs().g.op('ReduceMax', dstep.abs(), axes=[3], keepdims=1) / (W * float(0.14 / (rows - 1)) / px)  # per crop pixel
     sigma_px = (c_hi - c_lo) / (steep * 2.5 + 1e-4)
     # darkest of the between-lips samples (soft minimum)
@@ -310,13 +316,84 @@ def build() -> onnx.ModelProto:
     grid2 = g.op('Transpose', grid2, perm=[0, 2, 1]).reshape([0, 1, -1, 2]) * 2.0 - 1.0
     occ_l = lum(g.op('GridSample', crop, grid2, mode='bilinear', padding_mode='border', align_corners=0))
     occ_l = occ_l.reshape([0, occ_cols, occ_rows]).mean([1]).reshape([0, 1, 1, occ_rows])
-    fall = sl(occ_l, [i64(0)], [i64(occ_rows - 1)], [3]) - sl(occ_l, [i64(1)], [i64(occ_rows)], [3])
+    fall = sl(g, occ_l, [0], [occ_rows - 1], [3]) - sl(g, occ_l, [1], [occ_rows], [3])
     ow = ((fall - fall.g.op('ReduceMax', fall, axes=[3], keepdims=1)) * 120.0).exp()
     fo_mid = (fo[:-1] + fo[1:]) * 0.5
     occ_at = (ow * g.const(fo_mid.reshape(1, 1, 1, occ_rows - 1))).sum([3], keepdims=1) / ow.sum([3], keepdims=1)
-    y_occ_c = y_top + (y_il - y_top).relu() * occ_at  # at the centre, in crop coordinates
     bright_w = ((lum(own_px) - own_bright * 0.85) * 20.0).sigmoid()  # the brightest samples: teeth
     own_rgb = (own_px * bright_w).sum([3], keepdims=1) / (bright_w.sum([3], keepdims=1) + 1e-4)
+
+    # teeth: the portrait's own, otherwise the skin's hue, far less saturated (its cast at a fixed small
+    # strength), a little lighter than the skin
+    t_lum = (skin_l * 1.15 + 0.08).clip(0.42, 0.88)
+    # teeth are far less saturated than skin: the skin's cast at a fixed, small strength
+    cast = skin_rgb / skin_l - 1.0
+    cast_k = (((cast * cast).sum([1]) + 1e-6).sqrt().__rtruediv__(0.26)).clip(0.0, 0.6)
+    ivory = cast * cast_k + 1.0
+    teeth_rgb = lerp(ivory * t_lum, own_rgb, own_teeth)
+    cav_l = (dark_ref * 0.9).min(lip_l * 0.42).clip(0.11, 0.2)  # no darker than L* 5 after shading
+    cav_rgb = lip_rgb * (cav_l / lip_l) * 0.6 + dark_rgb * (cav_l / dark_ref.max(0.02)) * 0.4
+    # tongue: the lips' colour, a little lighter and less saturated (in a monochrome photo, grey)
+    tongue_rgb = lip_rgb * 0.7 + lum(lip_rgb) * 0.15 + skin_rgb * 0.15
+    blur = sigma_px * px / W
+    fields = dict(lip_rgb=lip_rgb, lip_up_rgb=lip_up_rgb, lip_lo_rgb=lip_lo_rgb, teeth_rgb=teeth_rgb, cav_rgb=cav_rgb,
+                  tongue_rgb=tongue_rgb, light_lr=light_lr, own_teeth=own_teeth, occ_at=occ_at, crease_at=crease_at,
+                  lip_edge_at=lip_edge_at, blur=blur)
+    palette = concat([fields[name].reshape([0, n]) for name, n in PALETTE_FIELDS], axis=1)
+    g.output(palette, 'palette', ['N', PALETTE])
+    return g.model(doc='The mouth synthesis palette for avatar-platform (measured once per frame); see build_synth.py')
+
+
+def build_synth() -> onnx.ModelProto:
+    """lips [N,42,2] + shape [N,6] + palette [N,PALETTE] + size int64 [1] (S) -> warp, inner, inner_at."""
+    g = Graph('mouth_synth', opset=17)
+    lips = g.input('lips', [None, K, 2])
+    shape = g.input('shape', [None, SHAPE_PARAMS])
+    palette = g.input('palette', [None, PALETTE])
+    size = g.input('size', [1], dtype=TensorProto.INT64)
+
+    # --- pixel grid (crop-normalised pixel centres) ---
+    s_int = size.reshape([])
+    s_f = s_int.cast(TensorProto.FLOAT)
+    px = 1.0 / s_f  # one pixel, normalised
+    # Only the middle of the crop can change (a 10% border is kept as it is): every per-pixel
+    # tensor below covers the window [b0, b1) of rows and columns.
+    b0 = g.op('Div', s_int, i64(g, 10))
+    b1 = s_int - b0
+    win = b1 - b0
+    ramp = (g.op('Range', b0, b1, i64(g, 1)).cast(TensorProto.FLOAT) + 0.5) / s_f
+    X = ramp.reshape([1, 1, 1, -1])  # [1,1,1,w] columns
+    Y = ramp.reshape([1, 1, -1, 1])  # [1,1,w,1] rows
+
+    L = Lips(g, lips)
+    lx, ly, xa, xb, xc, hw, W = L.lx, L.ly, L.xa, L.xb, L.xc, L.hw, L.W
+    y_chin, y_nose, y_iu, y_il, y_mouth = L.y_chin, L.y_nose, L.y_iu, L.y_il, L.y_mouth
+    # a smile lifts the corners above the middle of the lip line
+    smile = ((y_mouth - (L.yr + L.yl) * 0.5) / W - 0.01).clip(0.0, 0.2)
+
+    fields, at = {}, 0
+    for name, n in PALETTE_FIELDS:
+        v = sl(g, palette, [at], [at + n], [1])
+        fields[name] = v.reshape([-1, n, 1, 1])
+        at += n
+    lip_rgb, lip_up_rgb, lip_lo_rgb = fields['lip_rgb'], fields['lip_up_rgb'], fields['lip_lo_rgb']
+    teeth_rgb, cav_rgb, tongue_rgb = fields['teeth_rgb'], fields['cav_rgb'], fields['tongue_rgb']
+    light_lr, own_teeth, occ_at = fields['light_lr'], fields['own_teeth'], fields['occ_at']
+    crease_at, lip_edge_at, blur = fields['crease_at'], fields['lip_edge_at'], fields['blur']
+    sigma_px = blur * W / px
+    y_top = y_iu + W * lip_edge_at.min(0.0)
+    y_occ_c = y_top + (y_il - y_top).relu() * occ_at  # the occlusal line at the centre, in crop coordinates
+
+    def par(i):
+        return shape.gather(i, axis=1).reshape([-1, 1, 1, 1])
+
+    o = par(0).clip(0.0, 1.25)
+    wd = par(1).clip(-1.0, 1.0)
+    rd = par(2).clip(0.0, 1.0)
+    pr = par(3).clip(0.0, 1.0)
+    tk = par(4).clip(0.0, 1.0)
+    rx = par(5).clip(0.0, 1.0)
+    wdp = wd.relu()
 
     # --- amounts (W units unless noted) ---
     part_o = (o / LIPS_PART_AT).clip(0.0, 1.0)
@@ -433,9 +510,9 @@ def build() -> onnx.ModelProto:
     def reduce_all(op, x):
         return g.op(op, x, keepdims=0)
 
-    margin = W * 0.12  # the lip margins' shading fades out within it
+    margin = W * 0.06  # the lip margins' shading falls to 0 within it
     row_lo = reduce_all('ReduceMin', yUo + dyc_line - margin) * s_f - 2.0
-    row_hi = reduce_all('ReduceMax', yLo.max(yU + W * (TOOTH_LEN + 0.03)) + dyc_line + margin) * s_f + 2.0
+    row_hi = reduce_all('ReduceMax', yLo.max(yU + W * (TOOTH_LEN + 0.03) * (tk > 0.05).cast(TensorProto.FLOAT)) + dyc_line + margin) * s_f + 2.0
     col_lo = reduce_all('ReduceMin', xa - corner.abs()) * s_f - 2.0
     col_hi = reduce_all('ReduceMax', xb + corner.abs()) * s_f + 2.0
 
@@ -443,17 +520,17 @@ def build() -> onnx.ModelProto:
         i = g.op('Floor', v).cast(TensorProto.INT64) - b0
         return g.op('Max', g.op('Min', i, win), lo)
 
-    zero = i64(0)
+    zero = i64(g, 0)
     ra = to_win(row_lo, zero)
-    rb = g.op('Min', g.op('Max', to_win(row_hi, zero), ra + i64(1)), win)
-    ra = g.op('Min', ra, rb - i64(1))
+    rb = g.op('Min', g.op('Max', to_win(row_hi, zero), ra + i64(g, 1)), win)
+    ra = g.op('Min', ra, rb - i64(g, 1))
     ca = to_win(col_lo, zero)
-    cb = g.op('Min', g.op('Max', to_win(col_hi, zero), ca + i64(1)), win)
-    ca = g.op('Min', ca, cb - i64(1))
-    Ys = sl(Y, [ra], [rb], [2])
-    Xs = sl(X, [ca], [cb], [3])
+    cb = g.op('Min', g.op('Max', to_win(col_hi, zero), ca + i64(g, 1)), win)
+    ca = g.op('Min', ca, cb - i64(g, 1))
+    Ys = sl(g, Y, [ra], [rb], [2])
+    Xs = sl(g, X, [ca], [cb], [3])
     (yU, yUo, yLo, y_occ, y_new_bot, t_c, ldc, jc, s_open, dyc_line, prof_s) = [
-        sl(v, [ca], [cb], [3]) for v in (yU, yUo, yLo, y_occ, y_new_bot, t_c, ldc, jc, s_open, dyc_line, prof)]
+        sl(g, v, [ca], [cb], [3]) for v in (yU, yUo, yLo, y_occ, y_new_bot, t_c, ldc, jc, s_open, dyc_line, prof)]
     Yl = Ys - dyc_line  # in the lip curves' space
     Xpx = Xs * s_f
     Ypx = Ys * s_f
@@ -485,13 +562,6 @@ def build() -> onnx.ModelProto:
     y_te0 = y_occ + W * TOOTH_LEN * (1.0 - own)
     y_te = y_te0 - W * (0.018 * t_c.sq() + 0.006 * (1.0 - smoothstep(0.0, 0.3, e_up)))
     a_ut = ((y_te - Yl) / (px * 1.6) + 0.5).clip(0.0, 1.0) * (1.0 - own) + inside(yU + px - Yl) * own  # a soft incisal edge
-    # upper teeth colour: the portrait's own, otherwise the skin's hue at 0.45 of its chroma, lit like it
-    t_lum = (skin_l * 1.15 + 0.08).clip(0.42, 0.88)
-    # teeth are far less saturated than skin: the skin's cast at a fixed, small strength
-    cast = skin_rgb / skin_l - 1.0
-    cast_k = (((cast * cast).sum([1]) + 1e-6).sqrt().__rtruediv__(0.26)).clip(0.0, 0.6)
-    ivory = cast * cast_k + 1.0
-    teeth_rgb = lerp(ivory * t_lum, own_rgb, own_teeth)
     shade_ut = (0.35 + 0.65 * smoothstep(0.0, W * 0.07, Yl - yUo))  # the upper lip's shadow
     shade_ut = shade_ut * (1.0 - 0.6 * smoothstep(8.0, 22.0, s_mm))  # darker along the arch (buccal corridor)
     emb = (1.0 - smoothstep(0.3, 1.3, emb_px)) * (0.35 + 0.65 * smoothstep(-W * 0.03, 0.0, Yl - y_te))
@@ -506,49 +576,56 @@ def build() -> onnx.ModelProto:
     a_lt = inside(Yl - y_lt) * (1.0 - smoothstep(14.0, 20.0, s_mm))
     shade_lt = 0.62 * (1.0 - 0.08 * (1.0 - smoothstep(0.03, 0.12, e_lo))) * (1.0 - 0.4 * smoothstep(6.0, 16.0, s_mm))
     # cavity: the portrait's own darks in the lips' hue, darkest at the back and towards the corners
-    cav_l = (dark_ref * 0.9).min(lip_l * 0.42).clip(0.11, 0.2)  # no darker than L* 5 after shading
-    cav_rgb = lip_rgb * (cav_l / lip_l) * 0.6 + dark_rgb * (cav_l / dark_ref.max(0.02)) * 0.4
     near_lip = ((yLo - Yl).relu() / (W * 0.05) * -1.0).exp()
     cav_shade = (0.8 + 0.3 * smoothstep(y_te0, yLo, Yl) + 0.2 * near_lip) * (1.0 - 0.25 * smoothstep(0.2, 0.9, t_c.abs()))
     # tongue: a dome behind the lower teeth, lit at its front, darker at the back (its top)
     y_tg = y_lt - W * (0.06 * (1.0 - t_c.sq()).relu()) * smoothstep(0.03, 0.12, jc / W)
     a_tg = inside(Yl - y_tg) * (1.0 - smoothstep(0.45, 0.8, t_c.abs()))
-    # tongue: the lips' colour, a little lighter and less saturated (in a monochrome photo, grey)
-    tongue_rgb = lip_rgb * 0.7 + lum(lip_rgb) * 0.15 + skin_rgb * 0.15
     tg_shade = 0.55 + 0.45 * smoothstep(0.0, W * 0.07, Yl - y_tg)
     # grain: a fixed pattern attached to the face (crop pixels), about the photo's own
     hsh = ((Xpx * 12.9898 + Ypx * 78.233).cos() * 43758.547)
     grain = (hsh - g.op('Floor', hsh) - 0.5) * 0.02
 
-    col = cav_rgb * cav_shade
-    col = lerp(col, tongue_rgb * tg_shade, a_tg)
-    # shaded teeth turn towards the mouth's own warm dark, never grey
-    col = lerp(col, lerp(cav_rgb, teeth_rgb, shade_lt), a_lt)
-    col = lerp(col, lerp(cav_rgb, teeth_rgb, shade_ut), a_ut)
-    # the lips' wet inner faces at the opening's edges (the lower one rolls out as the jaw drops):
-    # the lips' colour, darkened, fading into the mouth, so the lips do not end in a hard line
-    inner_lo = ((yLo - Yl).relu() / (W * 0.022) * -1.0).exp() * 0.85 * (1.0 - own)
-    inner_up = ((Yl - yUo).relu() / (W * 0.012) * -1.0).exp() * 0.6 * (1.0 - own)
-    col = lerp(col, lip_lo_rgb * 0.58, inner_lo * (1.0 - a_ut))
-    col = lerp(col, lip_up_rgb * 0.6, inner_up)
-    col = col * (grain + 1.0)
     # f, v: the upper teeth rest on the lower lip (drawn over its top)
     a_tuck = a_ut * inside(Yl - yUo) * inside(yLo + W * 0.03 * prof_s - Yl) * smoothstep(0.05, 0.4, tk) * (1.0 - own) * prof_s.sqrt()
     alpha = a_open.max(a_tuck)
-
+    # the lips' wet inner faces at the opening's edges (the lower one rolls out as the jaw drops):
+    # each lip's own colour, darkened, fading into the mouth, so the lips do not end in a hard line
+    inner_lo = ((yLo - Yl).relu() / (W * 0.022) * -1.0).exp() * 0.85 * (1.0 - own) * (1.0 - a_ut)
+    inner_up = ((Yl - yUo).relu() / (W * 0.012) * -1.0).exp() * 0.6 * (1.0 - own)
     # the inner lip margins, where the lips are apart: a shadow inside the upper lip's edge, a moist
-    # highlight along the lower lip's
+    # highlight along the lower lip's, which turns inward in shade at its edge (each falls to exactly 0
+    # within the layer's margin, so a batch's larger window changes nothing)
     d_up = (yUo - Yl).relu()
-    # (each falls to exactly 0 within the layer's margin, so a batch's larger window changes nothing)
-    a_us = ((1.0 - d_up / (W * 0.05)).relu() ** 4.0) * 0.3 * s_open * inside(yUo - Yl) * (1.0 - own)
+    a_us = (1.0 - d_up / (W * 0.05)).relu().sq().sq() * 0.3 * s_open * inside(yUo - Yl) * (1.0 - own)
     d_lo = (Yl - yLo).relu()
-    a_lw = ((1.0 - ((d_lo - W * 0.03) / (W * 0.025)).sq()).relu() ** 2.0) * 0.15 * s_open * inside(Yl - yLo)
-    # the lower lip turns inward at its edge: its own hue, darker, fading over a few pixels
-    a_ld = ((1.0 - d_lo / (W * 0.1)).relu() ** 3.0) * 0.3 * s_open * inside(Yl - yLo) * (1.0 - own)
-    m_rgb = (lip_rgb * 0.6 * a_us + (lip_rgb * 0.6 + 0.4) * a_lw + lip_lo_rgb * 0.72 * a_ld) / (a_us + a_lw + a_ld + 1e-6)
-    m_a = (a_us + a_lw + a_ld).clip(0.0, 0.6)
-    total = alpha + (1.0 - alpha) * m_a
-    pm = col * alpha + m_rgb * ((1.0 - alpha) * m_a)
+    a_lw = (1.0 - ((d_lo - W * 0.03) / (W * 0.025)).sq()).relu().sq() * 0.15 * s_open * inside(Yl - yLo)
+    a_ld = (1.0 - d_lo / (W * 0.055)).relu()
+    a_ld = a_ld * a_ld * a_ld * 0.3 * s_open * inside(Yl - yLo) * (1.0 - own)
+
+    # Layers, back to front: the cavity, the tongue, the lower teeth, the upper teeth (shaded teeth turn
+    # towards the mouth's own warm dark, never grey), the lips' inner faces; then, outside the opening,
+    # the margins. Every step is a blend of the same few colours, so the picture is their sum with
+    # per-pixel weights (one channel each): a few three-channel operations instead of many.
+    w_cav = cav_shade * (1.0 - a_tg)
+    w_tg = tg_shade * a_tg
+    keep = 1.0 - a_lt
+    w_cav = w_cav * keep + (1.0 - shade_lt) * a_lt
+    w_tg = w_tg * keep
+    w_teeth = shade_lt * a_lt
+    keep = 1.0 - a_ut
+    w_cav = w_cav * keep + (1.0 - shade_ut) * a_ut
+    w_tg = w_tg * keep
+    w_teeth = w_teeth * keep + shade_ut * a_ut
+    keep = (1.0 - inner_lo) * (1.0 - inner_up)
+    w_lo = inner_lo * 0.58 * (1.0 - inner_up)
+    w_up = inner_up * 0.6
+    opaque = alpha * (grain + 1.0)
+    m = 1.0 - alpha  # the margins show where the opening does not
+    pm = (cav_rgb * (w_cav * keep * opaque) + tongue_rgb * (w_tg * keep * opaque) + teeth_rgb * (w_teeth * keep * opaque)
+          + lip_lo_rgb * (w_lo * opaque + a_ld * m * 0.72) + lip_up_rgb * (w_up * opaque)
+          + lip_rgb * ((a_us + a_lw) * m * 0.6) + a_lw * m * 0.4)
+    total = alpha + m * (a_us + a_lw + a_ld)
     inner_pm = concat([pm.clip(0.0, 1.0) * 255.0, total], axis=1)  # [N,4,h,k]
     inner_at = concat([(b0 + ra).reshape([1]), (b0 + ca).reshape([1])], 0)
 
@@ -560,12 +637,13 @@ def build() -> onnx.ModelProto:
 
 def main() -> None:
     here = os.path.dirname(os.path.abspath(__file__))
-    # an argument writes elsewhere (an experiment beside the shipped graph)
-    path = sys.argv[1] if len(sys.argv) > 1 else os.path.normpath(os.path.join(here, '..', '..', 'synth', 'mouth_synth.onnx'))
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    model = build()
-    onnx.save(model, path)
-    print(f'wrote {path} ({os.path.getsize(path)} bytes, {len(model.graph.node)} nodes)')
+    # an argument writes the pair elsewhere (an experiment beside the shipped graphs)
+    out_dir = sys.argv[1] if len(sys.argv) > 1 else os.path.normpath(os.path.join(here, '..', '..', 'synth'))
+    os.makedirs(out_dir, exist_ok=True)
+    for name, model in (('mouth_palette.onnx', build_palette()), ('mouth_synth.onnx', build_synth())):
+        path = os.path.join(out_dir, name)
+        onnx.save(model, path)
+        print(f'wrote {path} ({os.path.getsize(path)} bytes, {len(model.graph.node)} nodes)')
 
 
 if __name__ == '__main__':
