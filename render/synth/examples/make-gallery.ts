@@ -13,7 +13,9 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import sharp from 'sharp';
 import { detectFaceRig, type FaceRig } from '../../rig/index.ts';
-import type { Viseme } from '../../visemes/index.ts';
+import { mouthShape } from '../../talking-head/index.ts';
+import { synthesize } from '../../tts/index.ts';
+import { visemeTrack, type Viseme } from '../../visemes/index.ts';
 import { GALLERY_FACES, GALLERY_SOUNDS, PREVIOUS_SYNTH_MODEL, previousShape, speakingShape } from '../compare.ts';
 import { createMouthSynth, fromCrop, prepareFaceForSynth } from '../index.ts';
 import type { MouthShape, MouthSynth, PreparedFace, RgbaFrame } from '../index.ts';
@@ -82,6 +84,50 @@ async function strip(r: Renderer, frame: RgbaFrame & { data: Buffer }, face: Pre
   return measures!;
 }
 
+/** The sentence the motion clips speak (the embedded TTS, its phone timings). */
+export const MOTION_SENTENCE = 'Hello! I am your new avatar. How can I help you today?';
+/** The faces shown in motion in the gallery. */
+const MOTION_FACES = ['grace_hopper', 'barkla'];
+
+/**
+ * One face speaking MOTION_SENTENCE at about 1x, the previous renderer beside this one, as an animated
+ * WebP at 25 fps: the lower face (2.4 mouth widths square, at most 160 px) of each, side by side, the
+ * still portrait under both (no head motion, so only the mouth differs).
+ */
+async function motion(renderers: readonly Renderer[], name: string, file: string): Promise<void> {
+  const frame = await portraitFrame(name);
+  const raw = { raw: { width: frame.width, height: frame.height, channels: 4 as const } };
+  const face = prepareFaceForSynth(await detectFaceRig(await sharp(frame.data, raw).png().toBuffer()));
+  const speech = await synthesize({ text: MOTION_SENTENCE });
+  const track = visemeTrack(speech.phones, 25, { durationSeconds: speech.durationSeconds + 0.6 });
+  const side = Math.round(face.mouthWidth * 2.4);
+  const tile = mouthTileRect(face, frame.width, frame.height);
+  const rect = {
+    left: Math.max(0, Math.min(frame.width - side, Math.round(tile.left + tile.width / 2 - side / 2))),
+    top: Math.max(0, Math.min(frame.height - side, Math.round(tile.top + tile.height / 2 - side * 0.45))),
+    width: side,
+    height: side,
+  };
+  const tileSide = Math.min(side, 160); // a large face shrinks a little: the clip stays light
+  const pages: Buffer[] = [];
+  for (const m of track.frames) {
+    const tiles = await Promise.all(
+      renderers.map(async (r) => {
+        const shape = r.name === 'previous' ? { open: m.closed ? 0 : m.open, wide: m.wide, round: m.round } : mouthShape(m);
+        const out = Buffer.from(await r.synth.renderFrame(frame, face, shape));
+        return sharp(out, raw).extract(rect).resize(tileSide, tileSide).removeAlpha().raw().toBuffer();
+      }),
+    );
+    const n = tileSide;
+    const row = Buffer.alloc(n * 3 * renderers.length * n);
+    for (let y = 0; y < n; y++) tiles.forEach((t, i) => t.copy(row, (y * renderers.length + i) * n * 3, y * n * 3, (y + 1) * n * 3));
+    pages.push(row);
+  }
+  await sharp(Buffer.concat(pages), { raw: { width: tileSide * renderers.length, height: tileSide * pages.length, channels: 3, pageHeight: tileSide } })
+    .webp({ quality: 70, loop: 0, delay: pages.map(() => 40) })
+    .toFile(file);
+}
+
 async function main(): Promise<void> {
   const args = process.argv.slice(2);
   const flag = (name: string): string | undefined => {
@@ -134,6 +180,7 @@ async function main(): Promise<void> {
     );
     process.stdout.write(`${name}: mouth ${face.mouthWidth.toFixed(1)} px\n`);
   }
+  if (!model && !args.length) for (const name of MOTION_FACES) await motion(renderers, name, join(out, `${name}_motion.webp`));
   for (const r of renderers) await r.synth.release();
   if (model || args.length) return;
   const header = [
@@ -151,6 +198,10 @@ async function main(): Promise<void> {
     'The four official White House photographs among the fixtures (render/rig/fixtures/SOURCES.md) are held to the',
     'same tests (render/synth/picture.test.ts) but not shown here: their usage notice asks that they not be shown',
     'manipulated. What was tried and rejected on the way: docs/render.md.',
+    '',
+    `In motion at 1x (previous left, current right; "${MOTION_SENTENCE}", the still portrait, 25 fps):`,
+    '',
+    ...MOTION_FACES.map((f) => `![${f} in motion, previous and current](img/mouth-gallery/${f}_motion.webp)`),
     '',
   ];
   writeFileSync(join(ROOT, 'docs/mouth-gallery.md'), `${header.join('\n')}\n${sections.join('\n\n')}\n`);

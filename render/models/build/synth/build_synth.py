@@ -1,40 +1,47 @@
-"""Build render/models/synth/mouth_synth.onnx: the built-in lip-sync synthesis.
+"""Build render/models/synth/mouth_palette.onnx and mouth_synth.onnx: the built-in lip-sync synthesis.
 
     python3 -m venv /tmp/synthvenv && /tmp/synthvenv/bin/pip install -r render/models/build/synth/requirements.txt
-    /tmp/synthvenv/bin/python render/models/build/synth/build_synth.py
+    /tmp/synthvenv/bin/python render/models/build/synth/build_synth.py [OUT_DIR]
 
-No learned weights: the graph is hand-written geometry and shading, so it is
-small (tens of KB), deterministic and runs the same on onnxruntime's CPU and
-CUDA providers (opset 17, only standard ops).
+No learned weights: the graphs are hand-written geometry and shading, so they
+are small (tens of KB), deterministic and run the same on onnxruntime's CPU
+and CUDA providers (opset 17, only standard ops).
 
 Contract (mirrored in render/synth/contract.ts; keep them in step):
 
-  crop   uint8   [N,S,S,4]  RGBA (nearest pixel), a square crop rotated so the mouth corners lie on
-                            a horizontal line; only its size (S) and the colours of the lips, skin
-                            and teeth are read from it, all inside the key points' box widened by a
-                            fifth of the mouth's width each side (synthReadRegion in contract.ts)
-  lips   float32 [N,42,2]   key points in crop-normalised coords ([0,1] across the crop, x right, y down):
-                              0..19  inner lip loop (MediaPipe 78,191,80,81,82,13,312,311,310,415,
-                                     308,324,318,402,317,14,87,178,88,95): corner, 9 upper, corner, 9 lower
-                              20..39 outer lip loop (61,185,40,39,37,0,267,269,270,409,
-                                     291,375,321,405,314,17,84,181,91,146), same order
-                              40     chin (152)
-                              41     base of the nose (2)
-  shape  float32 [N,6]      (open 0..1, wide -1..1, round 0..1, press 0..1, tuck 0..1, relax 0..1);
-                            all 0 leaves the crop as it is
+mouth_palette.onnx, what the mouth needs of a frame's pixels (run once per frame: the engine keeps it)
+  crop    uint8   [N,S,S,4]  RGBA (nearest pixel), a square crop rotated so the mouth corners lie on
+                             a horizontal line; only its size (S) and the pixels inside the key points'
+                             box widened by a fifth of the mouth's width each side and a tenth above and
+                             below are read (synthReadRegion in contract.ts)
+  lips    float32 [N,42,2]   key points in crop-normalised coords ([0,1] across the crop, x right, y down):
+                               0..19  inner lip loop (MediaPipe 78,191,80,81,82,13,312,311,310,415,
+                                      308,324,318,402,317,14,87,178,88,95): corner, 9 upper, corner, 9 lower
+                               20..39 outer lip loop (61,185,40,39,37,0,267,269,270,409,
+                                      291,375,321,405,314,17,84,181,91,146), same order
+                               40     chin (152)
+                               41     base of the nose (2)
+  palette float32 [N,P]      PALETTE_FIELDS below, in order
+
+mouth_synth.onnx, the mouth in a shape (per frame)
+  lips     float32 [N,42,2]   as above
+  shape    float32 [N,6]      (open 0..1, wide -1..1, round 0..1, press 0..1, tuck 0..1, relax 0..1);
+                              all 0 leaves the crop as it is
+  palette  float32 [N,P]      each item's, from mouth_palette.onnx
+  size     int64   [1]        S, the crop's edge
   warp     float32 [N,2,w,w]  backward warp over the crop's middle window (w = S - 2*floor(S/10)): where
                               each pixel takes its colour from, (du, dv) in crop pixels; exactly 0 where
                               it moved under 0.05 px. The composite samples the full-resolution frame there.
   inner    float32 [N,4,h,k]  the drawn inner mouth and the shading of the inner lip margins, rgb in
                               frame levels premultiplied by its coverage, and the coverage, over the
-                              rows/columns holding every opening of the batch
+                              rows/columns holding every opening of the batch and its lips' margins
   inner_at int64   [2]        crop pixel (row, column) of inner's first pixel
 
 Design, in the mouth's own frame (x along the corners, y down); lengths in
 mouth widths W (outer corner to outer corner). The shape is articulatory:
 
   open   the lips part (quickly, over the first 0.3) and the jaw drops (from
-         0.15 on): small openings show the teeth together, as in s, t, ee;
+         0.1 on): small openings show the teeth together, as in s, t, ee;
   wide   the corners move out (spread, ee) or in (negative);
   round  the corners move in, the lips get fuller (pushed forward) and the
          opening narrows to a small round one (oo, w);
@@ -43,10 +50,20 @@ mouth widths W (outer corner to outer corner). The shape is articulatory:
   relax  a smiling portrait's corners come down towards neutral while it
          talks (the caller raises it over an utterance and lets it fall in silence).
 
-  1. Lip curves per column: the inner and outer upper and lower lip lines,
+  1. The palette graph measures the portrait once: the lips' colour and each
+     lip's near its inner edge, the skin's, the light's side, the darkest
+     colour between the lips (a closed mouth's crease, an open one's corners)
+     as the cavity's reference; down the middle, the crease (the lip line
+     moves onto its darkest row), the photograph's blur (its steepest step),
+     and, when the portrait shows its teeth, where its upper lip really ends
+     and where its upper teeth do (the largest fall of luminance down the
+     opening, over five columns). From these, the teeth's, cavity's and
+     tongue's colours: the portrait's own teeth, or the skin's cast at a
+     fixed small strength, a little lighter than the skin.
+  2. Lip curves per column: the inner and outer upper and lower lip lines,
      interpolated across the columns (Gaussian-weighted, Nadaraya-Watson) from
      the 11 points of each.
-  2. A backward warp (output pixel -> source pixel), so every output pixel is
+  3. A backward warp (output pixel -> source pixel), so every output pixel is
      defined; the composite (render/synth/image.ts) resamples the frame itself
      along it, so lips, skin, wrinkles and beard keep their own texture:
        - a corner field (out with wide, in with round and press, down with
@@ -57,25 +74,24 @@ mouth widths W (outer corner to outer corner). The shape is articulatory:
          at the nose; the lower lip drops with a profile that opens from the
          centre out (the corners stay sealed at small openings) and blends into
          the jaw's broad drop at the chin, fading over the neck;
-       - the closed mouth's dark crease stays inside the opening (the lips'
-         inner edges sample just inside the lips), so it never rims them;
-       - a portrait that shows its teeth keeps them: its opening splits at the
-         darkest row between the teeth (the occlusal line); the upper part
-         stays with the skull, the lower part goes down with the lower lip.
-  3. An inner-mouth layer in the new space, opaque with a 1 px anti-aliased
-     edge: a cavity from the portrait's own darks (the crease or the corners
-     of the mouth), warm, darkest at the back and towards the corners; the
-     tongue behind the lower teeth, lit at its front; upper teeth fixed to the
-     skull, their widths on a dental arch (central : lateral : canine about
-     1.5 : 1 : 0.8), the incisal edge on a smile arc, rounded tooth corners,
-     a shadow under the upper lip and darker towards the corners; lower teeth
-     on the jaw, shown only at wide openings. Teeth take the portrait's own
-     teeth colour when it shows them, otherwise the skin's hue at a fraction
-     of its chroma, lit like the skin (warm ivory, never grey, blue or green),
-     shaded from the side the light comes from. A fixed grain, attached to the
-     face, matches the drawn pixels to the photo's.
-  4. The inner lip margins: a soft shadow inside the upper lip's edge and a
-     moist highlight along the lower lip's, only where the lips are apart.
+       - the lips' inner edges sample just beyond the crease (by the
+         photograph's blur), so the crease never rims them;
+       - a portrait that shows its teeth keeps them: its upper teeth stay with
+         the skull (following neither the lip nor the corners), the part of
+         its opening below the occlusal line goes down with the lower lip.
+  4. A drawn layer in the new space, opaque, its edges as soft as the
+     photograph's: a cavity from the portrait's own darks, warm, darkest at
+     the back and towards the corners; the tongue behind the lower teeth, lit
+     at its front; upper teeth fixed to the skull, their widths on a dental
+     arch (central : lateral : canine about 1.5 : 1 : 0.8), the incisal edge
+     on a smile arc, rounded tooth corners, a shadow under the upper lip and
+     darker towards the corners, shaded from the light's side; lower teeth on
+     the jaw, shown only at wide openings; each lip's wet inner face at the
+     opening's edge in its own colour, darker. A fixed grain, attached to the
+     face, matches the drawn pixels to the photograph's.
+  5. The inner lip margins: a soft shadow inside the upper lip's edge, a
+     moist highlight along the lower lip's, which turns inward in shade at its
+     edge, only where the lips are apart.
 """
 from __future__ import annotations
 
@@ -117,7 +133,6 @@ RELAX_IN = 0.1           # corners inwards per unit of smile elevation at relax 
 ROUND_FULL = 0.14        # lips thicker (outer edges out) at round = 1, of their thickness
 PRESS_THIN = 0.35        # lips thinner at press = 1, of their thickness
 NECK_FALLOFF = 0.40      # below the chin the drop fades over this distance
-CREASE = 0.03            # half the closed mouth's dark crease, kept out of the lips' inner edges
 TOOTH_LEN = 0.05         # visible upper incisor below the resting lip line (at the centre)
 OVERBITE = 0.028         # the lower incisors' edge above the upper ones' with the teeth together
 MM = 50.0                # a mouth width in mm, for tooth sizes
@@ -280,11 +295,8 @@ def build_palette() -> onnx.ModelProto:
     crease_l = lum(part(s_crease)).reshape([0, 3, rows]).mean([1]).reshape([0, 1, 1, rows])
     cw_ = ((crease_l - crease_l.g.op('ReduceMin', crease_l, axes=[3], keepdims=1)) * -60.0).exp()
     crease_at = (cw_ * g.const(fc.reshape(1, 1, 1, rows))).sum([3], keepdims=1) / cw_.sum([3], keepdims=1)  # W units
-    # how wide the crease is at half its depth: a soft or enlarged photograph has a wide one, and the
-    # lips' inner edges must sample beyond it, and the drawn edges be as soft
     c_lo = crease_l.g.op('ReduceMin', crease_l, axes=[3], keepdims=1)
     c_hi = crease_l.g.op('ReduceMax', crease_l, axes=[3], keepdims=1)
-    crease_w = (((c_lo + c_hi) * 0.5 - crease_l) * 60.0).sigmoid().sum([3], keepdims=1) * float(0.14 / (rows - 1))  # W units
     # the photograph's own blur, from the steepest step of the crease profile against its depth (a
     # step blurred by a Gaussian of sigma s rises at most depth / (2.5 s))
     dstep = sl(g, crease_l, [1], [rows], [3]) - sl(g, crease_l, [0], [rows - 1], [3])
@@ -452,7 +464,6 @@ def build_synth() -> onnx.ModelProto:
     own = own_teeth  # [N,1,1,1]
     cm = (sigma_px * px * 1.2).max(W * 0.015).min(W * 0.035) * (1.0 - own) * s_open  # half the crease, and its blur
     y_occ = (yU0 + (y_occ_c - y_iu - crease_shift)).min(yL).max(yU)  # the occlusal line follows the lip line's curve
-    gap_i = yL - yU
     thick_u = yU - yOU
     thick_l = yOL - yL
     lip_full = ROUND_FULL * rd - PRESS_THIN * pr
