@@ -1,6 +1,7 @@
 /**
  * Visemes: mouth shapes over time, for lip sync. Two paths give the same per-video-frame parameters
- * (MouthFrame: open, wide, round in [0, 1], the dominant viseme, and whether the lips are shut):
+ * (MouthFrame: open, wide, round, press, tuck in [0, 1], the speaking envelope relax, the dominant viseme, and
+ * whether the lips are shut):
  *
  *   Phone path (exact, for the embedded TTS, which gives phone timings):
  *     const { phones, durationSeconds } = await synthesize({ text });            // render/tts

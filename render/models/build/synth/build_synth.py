@@ -337,7 +337,7 @@ def build_palette() -> onnx.ModelProto:
 
     # teeth: the portrait's own, otherwise the skin's hue, far less saturated (its cast at a fixed small
     # strength), a little lighter than the skin
-    t_lum = (skin_l * 1.15 + 0.08).clip(0.42, 0.88)
+    t_lum = (skin_l * 1.08 + 0.07).clip(0.42, 0.84)
     # teeth are far less saturated than skin: the skin's cast at a fixed, small strength
     cast = skin_rgb / skin_l - 1.0
     cast_k = (((cast * cast).sum([1]) + 1e-6).sqrt().__rtruediv__(0.26)).clip(0.0, 0.6)
@@ -588,11 +588,12 @@ def build_synth() -> onnx.ModelProto:
     shade_lt = 0.62 * (1.0 - 0.08 * (1.0 - smoothstep(0.03, 0.12, e_lo))) * (1.0 - 0.4 * smoothstep(6.0, 16.0, s_mm))
     # cavity: the portrait's own darks in the lips' hue, darkest at the back and towards the corners
     near_lip = ((yLo - Yl).relu() / (W * 0.05) * -1.0).exp()
-    cav_shade = (0.8 + 0.3 * smoothstep(y_te0, yLo, Yl) + 0.2 * near_lip) * (1.0 - 0.25 * smoothstep(0.2, 0.9, t_c.abs()))
+    # darkest just behind the upper teeth (the back of the mouth), lighter towards the lower lip
+    cav_shade = (0.72 + 0.5 * smoothstep(y_te0, yLo, Yl) + 0.2 * near_lip) * (1.0 - 0.25 * smoothstep(0.2, 0.9, t_c.abs()))
     # tongue: a dome behind the lower teeth, lit at its front, darker at the back (its top)
     y_tg = y_lt - W * (0.06 * (1.0 - t_c.sq()).relu()) * smoothstep(0.03, 0.12, jc / W)
     a_tg = inside(Yl - y_tg) * (1.0 - smoothstep(0.45, 0.8, t_c.abs()))
-    tg_shade = 0.55 + 0.45 * smoothstep(0.0, W * 0.07, Yl - y_tg)
+    tg_shade = 0.55 + 0.55 * smoothstep(0.0, W * 0.07, Yl - y_tg)  # lit at its front
     # grain: a fixed pattern attached to the face (crop pixels), about the photo's own
     hsh = ((Xpx * 12.9898 + Ypx * 78.233).cos() * 43758.547)
     grain = (hsh - g.op('Floor', hsh) - 0.5) * 0.02
