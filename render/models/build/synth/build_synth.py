@@ -142,10 +142,16 @@ ARCH_R = 20.0            # dental arch radius, mm (frontal projection of the tee
 class Lips:
     """The key points as the graphs use them: [N,1,1,1] scalars of the mouth's frame."""
 
+    POINTS = [20, 30, CHIN, NOSE, 5, 15, 35]
+
     def __init__(self, g: Graph, lips):
         self.g = g
         self.lx = lips.gather(0, axis=2)  # [N,K]
         self.ly = lips.gather(1, axis=2)
+        # the points used as scalars: one gather, one split (not a gather and a reshape each)
+        picked = lips.take(self.POINTS, axis=1).reshape([0, -1, 1, 1])  # [N, 2M, 1, 1]: x0, y0, x1, y1...
+        parts = g.op('Split', picked, axis=1, n_out=2 * len(self.POINTS))
+        self._pt = {p: (parts[2 * i], parts[2 * i + 1]) for i, p in enumerate(self.POINTS)}
         xr, self.yr = self.pt(20)
         xl, self.yl = self.pt(30)
         self.xa = xr.min(xl)
@@ -161,6 +167,8 @@ class Lips:
         self.y_mouth = (self.y_iu + self.y_il) * 0.5
 
     def pt(self, i):  # -> [N,1,1,1]
+        if i in self._pt:
+            return self._pt[i]
         return self.lx.gather(i, axis=1).reshape([-1, 1, 1, 1]), self.ly.gather(i, axis=1).reshape([-1, 1, 1, 1])
 
 
@@ -169,10 +177,12 @@ def i64(g: Graph, v):
 
 
 def sl(g: Graph, x, starts, ends, axes):
-    """Slice x along axes by starts/ends (each an int64 scalar V or a Python int)."""
-    def one(v):
-        return (v if not isinstance(v, int) else i64(g, v)).reshape([1])
-    return g.op('Slice', x, concat([one(v) for v in starts], 0), concat([one(v) for v in ends], 0), i64(g, axes))
+    """Slice x along axes by starts/ends: Python ints, or int64 V's of shape [len(axes)] (one node then)."""
+    def bounds(vs):
+        if all(isinstance(v, int) for v in vs):
+            return i64(g, list(vs))
+        return vs[0] if len(vs) == 1 else concat([v.reshape([1]) for v in vs], 0)
+    return g.op('Slice', x, bounds(starts), bounds(ends), i64(g, axes))
 
 
 LUMA = np.asarray([0.299, 0.587, 0.114], np.float32).reshape(1, 3, 1, 1)
@@ -383,11 +393,8 @@ def build_synth() -> onnx.ModelProto:
     # a smile lifts the corners above the middle of the lip line
     smile = ((y_mouth - (L.yr + L.yl) * 0.5) / W - 0.01).clip(0.0, 0.2)
 
-    fields, at = {}, 0
-    for name, n in PALETTE_FIELDS:
-        v = sl(g, palette, [at], [at + n], [1])
-        fields[name] = v.reshape([-1, n, 1, 1])
-        at += n
+    parts = g.op('Split', palette.reshape([0, -1, 1, 1]), i64(g, [n for _, n in PALETTE_FIELDS]), axis=1, n_out=len(PALETTE_FIELDS))
+    fields = {name: parts[i] for i, (name, _) in enumerate(PALETTE_FIELDS)}  # [N,n,1,1] each
     lip_rgb, lip_up_rgb, lip_lo_rgb = fields['lip_rgb'], fields['lip_up_rgb'], fields['lip_lo_rgb']
     teeth_rgb, cav_rgb, tongue_rgb = fields['teeth_rgb'], fields['cav_rgb'], fields['tongue_rgb']
     light_lr, own_teeth, occ_at = fields['light_lr'], fields['own_teeth'], fields['occ_at']
@@ -396,15 +403,13 @@ def build_synth() -> onnx.ModelProto:
     y_top = y_iu + W * lip_edge_at.min(0.0)
     y_occ_c = y_top + (y_il - y_top).relu() * occ_at  # the occlusal line at the centre, in crop coordinates
 
-    def par(i):
-        return shape.gather(i, axis=1).reshape([-1, 1, 1, 1])
-
-    o = par(0).clip(0.0, 1.25)
-    wd = par(1).clip(-1.0, 1.0)
-    rd = par(2).clip(0.0, 1.0)
-    pr = par(3).clip(0.0, 1.0)
-    tk = par(4).clip(0.0, 1.0)
-    rx = par(5).clip(0.0, 1.0)
+    par = g.op('Split', shape.reshape([0, -1, 1, 1]), axis=1, n_out=6)  # [N,1,1,1] each
+    o = par[0].clip(0.0, 1.25)
+    wd = par[1].clip(-1.0, 1.0)
+    rd = par[2].clip(0.0, 1.0)
+    pr = par[3].clip(0.0, 1.0)
+    tk = par[4].clip(0.0, 1.0)
+    rx = par[5].clip(0.0, 1.0)
     wdp = wd.relu()
 
     # --- amounts (W units unless noted) ---
@@ -538,10 +543,11 @@ def build_synth() -> onnx.ModelProto:
     ca = to_win(col_lo, zero)
     cb = g.op('Min', g.op('Max', to_win(col_hi, zero), ca + i64(g, 1)), win)
     ca = g.op('Min', ca, cb - i64(g, 1))
-    Ys = sl(g, Y, [ra], [rb], [2])
-    Xs = sl(g, X, [ca], [cb], [3])
+    ra1, rb1, ca1, cb1 = (v.reshape([1]) for v in (ra, rb, ca, cb))
+    Ys = sl(g, Y, [ra1], [rb1], [2])
+    Xs = sl(g, X, [ca1], [cb1], [3])
     (yU, yUo, yLo, y_occ, y_new_bot, t_c, ldc, jc, s_open, dyc_line, prof_s) = [
-        sl(g, v, [ca], [cb], [3]) for v in (yU, yUo, yLo, y_occ, y_new_bot, t_c, ldc, jc, s_open, dyc_line, prof)]
+        sl(g, v, [ca1], [cb1], [3]) for v in (yU, yUo, yLo, y_occ, y_new_bot, t_c, ldc, jc, s_open, dyc_line, prof)]
     Yl = Ys - dyc_line  # in the lip curves' space
     Xpx = Xs * s_f
     Ypx = Ys * s_f
