@@ -3,6 +3,7 @@
  * (closed, m/b/p, a, e, o, u, f), the previous renderer's row above the current one's.
  *
  *   npx tsx render/synth/examples/make-gallery.ts [--out DIR] [faces...]
+ *   npx tsx render/synth/examples/make-gallery.ts --blind   (docs/mouth-blind.md, unlabelled, random sides)
  *
  * The previous renderer is the graph before the articulatory rework (render/synth/fixtures/
  * mouth_synth_v1.onnx: open, wide, round), driven by its own viseme table. The current one gets the
@@ -11,7 +12,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import sharp from 'sharp';
+import sharp, { type OverlayOptions } from 'sharp';
 import { detectFaceRig, type FaceRig } from '../../rig/index.ts';
 import { mouthShape } from '../../talking-head/index.ts';
 import { synthesize } from '../../tts/index.ts';
@@ -20,6 +21,7 @@ import { GALLERY_FACES, GALLERY_SOUNDS, PREVIOUS_SYNTH_MODEL, previousShape, spe
 import { createMouthSynth, fromCrop, prepareFaceForSynth } from '../index.ts';
 import type { MouthShape, MouthSynth, PreparedFace, RgbaFrame } from '../index.ts';
 import { chroma, drawnCoverage, hue, hueDistance, lipContourEdges, mouthPicture, references } from '../quality.ts';
+import { prng } from '../../generate/track.ts';
 import { portraitFrame } from './make-stills.ts';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
@@ -54,16 +56,21 @@ interface Renderer {
   shape: (v: Viseme) => MouthShape;
 }
 
+/** One enlarged mouth tile (PNG, TILE_W x TILE_H) of a drawn frame. */
+function mouthTile(frame: RgbaFrame & { data: Buffer }, rect: ReturnType<typeof mouthTileRect>): Promise<Buffer> {
+  const raw = { raw: { width: frame.width, height: frame.height, channels: 4 as const } };
+  return sharp(frame.data, raw).extract(rect).resize(TILE_W, TILE_H, { kernel: 'lanczos3' }).removeAlpha().png().toBuffer();
+}
+
 /** One face's strip of enlarged mouth tiles per sound, and the picture's measures at "a". */
 async function strip(r: Renderer, frame: RgbaFrame & { data: Buffer }, face: PreparedFace, lips: FaceRig['lips'], file: string) {
-  const raw = { raw: { width: frame.width, height: frame.height, channels: 4 as const } };
   const rect = mouthTileRect(face, frame.width, frame.height);
   const tiles: Buffer[] = [];
   let measures: { teethHue: number; teethChroma: number; cavityL: number; lipEdges: number } | null = null;
   for (const { viseme } of GALLERY_SOUNDS) {
     const shape = r.shape(viseme);
     const out = { ...frame, data: Buffer.from(await r.synth.renderFrame(frame, face, shape)) };
-    tiles.push(await sharp(out.data, raw).extract(rect).resize(TILE_W, TILE_H, { kernel: 'lanczos3' }).removeAlpha().png().toBuffer());
+    tiles.push(await mouthTile(out, rect));
     if (viseme === 'aa') {
       const coverage = await drawnCoverage(r.synth, frame, face, shape);
       const pic = mouthPicture(out, frame, face, coverage);
@@ -128,6 +135,58 @@ async function motion(renderers: readonly Renderer[], name: string, file: string
     .toFile(file);
 }
 
+/** The sounds of the blind sheet: every gallery sound the two renderers draw differently (closed is the portrait). */
+const BLIND_SOUNDS = GALLERY_SOUNDS.filter((s) => s.viseme !== 'sil');
+
+/**
+ * The blind comparison (docs/mouth-blind.md): per face, one row per sound with the two renderers'
+ * tiles side by side, which one is left drawn at random per row (seeded, so the sheet is
+ * reproducible), no labels. The key goes to its own file (docs/mouth-blind-key.md), to be opened
+ * after choosing.
+ */
+async function blind(renderers: readonly Renderer[], faces: readonly string[], out: string): Promise<void> {
+  const random = prng('mouth-blind');
+  const sheets: string[] = [];
+  const keys: string[] = [];
+  const gap = 8;
+  for (const name of faces) {
+    const frame = await portraitFrame(name);
+    const raw = { raw: { width: frame.width, height: frame.height, channels: 4 as const } };
+    const face = prepareFaceForSynth(await detectFaceRig(await sharp(frame.data, raw).png().toBuffer()));
+    const rect = mouthTileRect(face, frame.width, frame.height);
+    const cells: OverlayOptions[] = [];
+    const sides: string[] = [];
+    for (const [row, { label, viseme }] of BLIND_SOUNDS.entries()) {
+      const order = random() < 0.5 ? [...renderers] : [...renderers].reverse();
+      sides.push(`${row + 1} (${label}): A is ${order[0]!.name}`);
+      for (const [col, r] of order.entries()) {
+        const drawn = { ...frame, data: Buffer.from(await r.synth.renderFrame(frame, face, r.shape(viseme))) };
+        cells.push({ input: await mouthTile(drawn, rect), left: col * (TILE_W + gap), top: row * (TILE_H + gap) });
+      }
+    }
+    const size = { width: 2 * TILE_W + gap, height: BLIND_SOUNDS.length * (TILE_H + gap) - gap };
+    await sharp({ create: { ...size, channels: 3, background: '#fff' } })
+      .composite(cells)
+      .jpeg({ quality: 88 })
+      .toFile(join(out, `${name}.jpg`));
+    const n = faces.indexOf(name) + 1;
+    sheets.push(`## Face ${n}\n\n![face ${n}](img/mouth-blind/${name}.jpg)`);
+    keys.push(`- Face ${n} (${name}): ${sides.join('; ')}`);
+  }
+  const intro = [
+    '# The mouth, blind',
+    '',
+    'Two renderers of the same portrait and sound, side by side: the mouth before the articulatory rework and the',
+    "product's. Which one is on the left (A) is drawn at random per row, and nothing says which is which. For each row,",
+    'note the one that looks more like the person speaking (lips kept, a shaded mouth rather than a hole, no seam),',
+    `then compare with the key: docs/mouth-blind-key.md. Rows, top to bottom: ${BLIND_SOUNDS.map((s) => s.label).join(', ')}.`,
+    'Made by `npx tsx render/synth/examples/make-gallery.ts --blind`.',
+    '',
+  ];
+  writeFileSync(join(ROOT, 'docs/mouth-blind.md'), `${intro.join('\n')}\n${sheets.join('\n\n')}\n`);
+  writeFileSync(join(ROOT, 'docs/mouth-blind-key.md'), `# The key to docs/mouth-blind.md\n\n${keys.join('\n')}\n`);
+}
+
 async function main(): Promise<void> {
   const args = process.argv.slice(2);
   const flag = (name: string): string | undefined => {
@@ -142,6 +201,8 @@ async function main(): Promise<void> {
   const model = flag('--model');
   const label = flag('--label') ?? 'variant';
   const out = flag('--out') ?? join(ROOT, model ? 'docs/img/mouth-tried' : 'docs/img/mouth-gallery');
+  const blindSheet = args.includes('--blind');
+  if (blindSheet) args.splice(args.indexOf('--blind'), 1);
   const faces = args.length ? args : GALLERY_FACES;
   mkdirSync(out, { recursive: true });
   const renderers: Renderer[] = model
@@ -150,6 +211,13 @@ async function main(): Promise<void> {
         { name: 'previous', synth: await createMouthSynth({ modelPath: PREVIOUS_SYNTH_MODEL }), shape: previousShape },
         { name: 'current', synth: await createMouthSynth(), shape: speakingShape },
       ];
+  if (blindSheet) {
+    const dir = join(ROOT, 'docs/img/mouth-blind');
+    mkdirSync(dir, { recursive: true });
+    await blind(renderers, faces, dir);
+    for (const r of renderers) await r.synth.release();
+    return;
+  }
   const raw = { raw: { width: 512, height: 512, channels: 4 as const } };
   const f2 = (x: number) => (Number.isNaN(x) ? '-' : x.toFixed(2));
   const sections: string[] = [];
@@ -197,7 +265,8 @@ async function main(): Promise<void> {
     '',
     'The four official White House photographs among the fixtures (render/rig/fixtures/SOURCES.md) are held to the',
     'same tests (render/synth/picture.test.ts) but not shown here: their usage notice asks that they not be shown',
-    'manipulated. What was tried and rejected on the way: docs/render.md.',
+    'manipulated. What was tried and rejected on the way: docs/render.md. The same tiles unlabelled, in random order,',
+    'for a blind comparison: docs/mouth-blind.md.',
     '',
     `In motion at 1x (previous left, current right; "${MOTION_SENTENCE}", the still portrait, 25 fps):`,
     '',
