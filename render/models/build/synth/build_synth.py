@@ -563,8 +563,10 @@ def build_synth() -> onnx.ModelProto:
     def band(top, bot):  # coverage of a pixel (box-filtered at `soft`) by the rows [top, bot] (exactly 0 for an empty band)
         return ((Yl + half).min(bot) - (Yl - half).max(top)).relu() / soft
 
-    # the new space: under the lifted upper lip, and between the jaws
-    a_open = band(yUo, y_new_bot) - band(yU, y_occ) * own
+    # the new space: under the lifted upper lip, and between the jaws (what the portrait shows between
+    # its lips stays: its own teeth, and while the lips are together its own closure, where the
+    # landmarks may leave a gap a beard or moustache hides)
+    a_open = band(yUo, y_new_bot) - band(yU, y_occ) * own.max((1.0 - o * 50.0).relu())
 
     # tooth geometry on the dental arch (mm from the midline, frontal projection)
     x_mm = (t_c * (MM / 2.0)).clip(-ARCH_R * 0.999, ARCH_R * 0.999)
