@@ -65,8 +65,13 @@ describe('admin CLI', { timeout: 300_000 }, () => {
     const listed = JSON.parse((await onTestDb(['key', 'list', tenant.id, '--json'])).stdout) as { id: string; redactedKey: string }[];
     expect(listed.map((k) => k.id)).toEqual([id]);
     expect(JSON.stringify(listed)).not.toMatch(/secret_hash|"apiKey"/);
-    expect((await onTestDb(['key', 'revoke', id])).code).toBe(0);
-    expect((await s.keys.list(tenant.id))[0]?.status).toBe('revoked');
+    // Revoking a key revokes the keys minted under it (POST /api-keys records the minter).
+    const child = await s.keys.create({ tenantId: tenant.id, name: 'minted', scopes: ['credits:read'], parentId: id });
+    const revoked = await onTestDb(['key', 'revoke', id, '--json']);
+    expect(revoked.code, revoked.stderr).toBe(0);
+    expect(JSON.parse(revoked.stdout)).toEqual({ id, status: 'revoked', revokedDescendants: 1 });
+    expect((await s.keys.list(tenant.id)).map((k) => [k.id, k.status]).sort()).toEqual([[child.record.id, 'revoked'], [id, 'revoked']].sort());
+    await expect(s.keys.verify(`Bearer ${child.apiKey}`)).rejects.toMatchObject({ code: 'unauthorized' });
   });
 
   it('switches recordings and sets the recording retention of a workspace; a bad value exits 2 and changes nothing', async () => {

@@ -31,7 +31,7 @@ const USAGE = `Usage: npm run --silent admin -- <command> [options]
   credits balance TENANT_ID [--json]
   key create TENANT_ID --name NAME [--scopes a,b] [--spend-limit MICROS] [--legacy live|test] [--json]
   key list TENANT_ID [--json]
-  key revoke KEY_ID
+  key revoke KEY_ID [--json]                           also revokes every key minted under it (POST /api-keys)
 `;
 
 class UsageError extends Error {}
@@ -190,7 +190,8 @@ async function run(s: Services, argv: string[]): Promise<void> {
     case 'key revoke': {
       const k = await s.keys.revoke(need(rest[0], 'KEY_ID'));
       if (!k) throw new UsageError(`no key ${rest[0]}`);
-      print(json, { id: k.id, status: k.status }, `${k.id} revoked`);
+      const also = k.revokedDescendants > 0 ? ` with ${k.revokedDescendants} key(s) minted under it` : '';
+      print(json, { id: k.id, status: k.status, revokedDescendants: k.revokedDescendants }, `${k.id} revoked${also}`);
       return;
     }
     default:

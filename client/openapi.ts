@@ -54,7 +54,7 @@ export interface paths {
         put?: never;
         /**
          * Mint an API key
-         * @description A key can only grant scopes its creator holds, and a spend-limited creator can only mint keys limited at most as tightly.
+         * @description A minted key nests inside the calling key: only scopes the caller holds, a spend limit no higher than its own and an expiry no later than its own (403 naming the field otherwise). Its spend counts against the caller's limit too, and revoking the caller revokes it.
          */
         post: operations["createApiKey"];
         delete?: never;
@@ -598,9 +598,11 @@ export interface components {
             name: string;
             /** @description Defaults to realtime:write, credits:read and avatars:read. A key can grant only scopes the calling key holds. */
             scopes?: ("*" | "api_keys:write" | "credits:read" | "avatars:read" | "avatars:write" | "realtime:write" | "usage:read" | "usage:write" | "recordings:read")[];
+            /** @description What this key and the keys minted under it may spend together. Required, and at most the calling key's, when the calling key is spend-limited; the new key's spend also counts against the calling key's limit. */
             spendLimitCreditMicros?: number | null;
             /**
              * Format: date-time
+             * @description Required, and no later than the calling key's expiry, when the calling key expires.
              * @example 2026-01-01T00:00:00Z
              */
             expiresAt?: string | null;

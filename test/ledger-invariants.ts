@@ -4,8 +4,8 @@ import type { Sql } from '../core/db/index.ts';
 /**
  * The credit ledger's invariants, checked on the rows of `tenants` and `keys`: balances never
  * negative, the ledger sums to the balance, reserved equals the open reservations, every
- * settlement within its reservation, each key's spent and reserved match its reservations and stay
- * within its spend limit.
+ * settlement within its reservation, each key's spent and reserved match its reservations and those
+ * of every key minted under it, and stay within its spend limit.
  */
 export async function checkLedgerInvariants(sql: Sql, tenants: string[], keys: string[]): Promise<void> {
   // The CHECK constraints of the schema hold (the wallet could not be written otherwise) and we re-check them.
@@ -48,8 +48,10 @@ export async function checkLedgerInvariants(sql: Sql, tenants: string[], keys: s
 
   const keyRows = await sql<{ id: string; spend_limit_credit_micros: number | null; spent_credit_micros: number; reserved_credit_micros: number; open: number; settled: number }[]>`
     select k.id, k.spend_limit_credit_micros, k.spent_credit_micros, k.reserved_credit_micros,
-      (select coalesce(sum(amount_credit_micros), 0)::bigint from credit_reservations r where r.api_key_id = k.id and r.status = 'open') as open,
-      (select coalesce(sum(settled_credit_micros), 0)::bigint from credit_reservations r where r.api_key_id = k.id and r.status <> 'open') as settled
+      (select coalesce(sum(r.amount_credit_micros), 0)::bigint from credit_reservations r join api_keys payer on payer.id = r.api_key_id
+       where (payer.id = k.id or k.id = any(payer.ancestor_ids)) and r.status = 'open') as open,
+      (select coalesce(sum(r.settled_credit_micros), 0)::bigint from credit_reservations r join api_keys payer on payer.id = r.api_key_id
+       where (payer.id = k.id or k.id = any(payer.ancestor_ids)) and r.status <> 'open') as settled
     from api_keys k where k.id = any(${keys})`;
   expect(keyRows).toHaveLength(keys.length);
   for (const k of keyRows) {

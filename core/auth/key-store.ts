@@ -1,7 +1,8 @@
-import type { Sql } from '../db/index.ts';
+import type { Sql, Tx } from '../db/index.ts';
 import { ApiError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import { mintKey, mintLegacyKey, parseApiKey, secretMatches, sha256, type Scope } from './keys.ts';
+import { assertNests } from './lineage.ts';
 
 /** Who is calling: what a verified key grants. */
 export interface Principal {
@@ -21,7 +22,10 @@ export interface ApiKeyRecord {
   status: 'active' | 'revoked';
   legacy: boolean;
   spendLimitCreditMicros: number | null;
+  /** Spent by this key and every key minted under it (their spend counts against this key's limit). */
   spentCreditMicros: number;
+  /** The key that minted this one (null for a root key: the admin CLI's, or one older than lineage). */
+  parentId: string | null;
   createdAt: Date;
   expiresAt: Date | null;
   revokedAt: Date | null;
@@ -39,6 +43,8 @@ interface KeyRow {
   status: 'active' | 'revoked';
   spend_limit_credit_micros: number | null;
   spent_credit_micros: number;
+  parent_id: string | null;
+  ancestor_ids: string[];
   created_at: Date;
   expires_at: Date | null;
   revoked_at: Date | null;
@@ -46,6 +52,9 @@ interface KeyRow {
 
 interface CachedKey extends KeyRow {
   tenant_status: string;
+  /** The earliest expiry among the keys above this one (null: none of them expires). */
+  ancestors_expire_at: Date | null;
+  ancestor_revoked: boolean;
 }
 
 const toRecord = (r: KeyRow): ApiKeyRecord => ({
@@ -59,6 +68,7 @@ const toRecord = (r: KeyRow): ApiKeyRecord => ({
   legacy: r.legacy,
   spendLimitCreditMicros: r.spend_limit_credit_micros,
   spentCreditMicros: r.spent_credit_micros,
+  parentId: r.parent_id,
   createdAt: r.created_at,
   expiresAt: r.expires_at,
   revokedAt: r.revoked_at,
@@ -71,6 +81,22 @@ export interface CreateKeyInput {
   spendLimitCreditMicros?: number | null;
   expiresAt?: Date | null;
   legacyEnvironment?: 'live' | 'test';
+  /**
+   * The key minting this one (POST /api-keys: the caller). The new key must nest inside it
+   * (core/auth/lineage.ts), its spend counts against it, and revoking it revokes the new key.
+   */
+  parentId?: string | null;
+}
+
+/** A minting key as a mint reads it: its own row and its chain's tightest terms. */
+interface MinterRow {
+  id: string;
+  tenant_id: string;
+  scopes: string[];
+  ancestor_ids: string[];
+  chain_revoked: boolean;
+  chain_limit: number | null;
+  chain_expires_at: Date | null;
 }
 
 /** Verified keys stay cached this long at most; a change to a key or tenant drops the cache at once (NOTIFY). */
@@ -103,16 +129,54 @@ export class KeyStore {
     await this.unlisten?.();
   }
 
+  /**
+   * Mints a key; with `parentId`, a key nested inside that one (403 forbidden naming the field when
+   * it asks for more than its minter has; 401 when the minter was revoked or expired meanwhile).
+   */
   async create(input: CreateKeyInput): Promise<{ record: ApiKeyRecord; apiKey: string }> {
     const minted = input.legacyEnvironment ? mintLegacyKey(input.legacyEnvironment) : mintKey();
-    const [row] = await this.sql<KeyRow[]>`
-      insert into api_keys (id, key_id, tenant_id, name, secret_hash, legacy, redacted_key, scopes,
-                            spend_limit_credit_micros, expires_at)
-      values (${minted.id}, ${minted.keyId}, ${input.tenantId}, ${input.name}, ${minted.secretHash},
-              ${minted.legacy}, ${minted.redactedKey}, ${input.scopes}, ${input.spendLimitCreditMicros ?? null},
-              ${input.expiresAt ?? null})
-      returning *`;
-    return { record: toRecord(row!), apiKey: minted.apiKey };
+    const limit = input.spendLimitCreditMicros ?? null;
+    const expiresAt = input.expiresAt ?? null;
+    const parentId = input.parentId ?? null;
+    const insert = async (tx: Tx, ancestorIds: string[]) => {
+      const [row] = await tx<KeyRow[]>`
+        insert into api_keys (id, key_id, tenant_id, name, secret_hash, legacy, redacted_key, scopes,
+                              spend_limit_credit_micros, expires_at, parent_id, ancestor_ids)
+        values (${minted.id}, ${minted.keyId}, ${input.tenantId}, ${input.name}, ${minted.secretHash},
+                ${minted.legacy}, ${minted.redactedKey}, ${input.scopes}, ${limit}, ${expiresAt},
+                ${parentId}, ${ancestorIds}::text[])
+        returning *`;
+      return row!;
+    };
+    const row = await (this.sql.begin(async (tx) => {
+      if (parentId === null) return insert(tx, []);
+      // The tenant's lock, shared: a revocation takes it exclusively, so it either sees this key
+      // (and revokes it too) or this mint sees the minter revoked. See revoke().
+      await tx`select 1 from credit_wallets where tenant_id = ${input.tenantId} for share`;
+      const minter = await this.minter(tx, parentId);
+      if (!minter || minter.tenant_id !== input.tenantId) throw new ApiError('not_found', 'The minting key was not found in this tenant');
+      if (minter.chain_revoked) throw unauthorized('API key has been revoked');
+      if (minter.chain_expires_at && minter.chain_expires_at.getTime() <= Date.now()) throw unauthorized('API key has expired');
+      assertNests(
+        { id: minter.id, scopes: minter.scopes, spendLimitCreditMicros: minter.chain_limit, expiresAt: minter.chain_expires_at },
+        { scopes: input.scopes, spendLimitCreditMicros: limit, expiresAt },
+      );
+      return insert(tx, [...minter.ancestor_ids, minter.id]);
+    }) as Promise<KeyRow>);
+    return { record: toRecord(row), apiKey: minted.apiKey };
+  }
+
+  /** The minting key with its chain's state: any key of it revoked, its tightest limit, its earliest expiry. */
+  private async minter(tx: Tx, id: string): Promise<MinterRow | undefined> {
+    const [m] = await tx<MinterRow[]>`
+      select p.id, p.tenant_id, p.scopes, p.ancestor_ids,
+             bool_or(a.status <> 'active') as chain_revoked,
+             min(a.spend_limit_credit_micros) as chain_limit,
+             min(a.expires_at) as chain_expires_at
+      from api_keys p join api_keys a on a.id = any(p.ancestor_ids || p.id)
+      where p.id = ${id}
+      group by p.id`;
+    return m;
   }
 
   async list(tenantId: string): Promise<ApiKeyRecord[]> {
@@ -120,12 +184,28 @@ export class KeyStore {
     return rows.map(toRecord);
   }
 
-  async revoke(id: string): Promise<ApiKeyRecord | undefined> {
-    const [row] = await this.sql<KeyRow[]>`
-      update api_keys set status = 'revoked', revoked_at = coalesce(revoked_at, now())
-      where id = ${id} returning *`;
+  /**
+   * Revokes a key and every key minted under it (at any depth); returns the key and how many
+   * descendants were revoked with it (already revoked ones not counted). Every process's cache
+   * drops the revoked keys through the trigger's NOTIFY.
+   */
+  async revoke(id: string): Promise<(ApiKeyRecord & { revokedDescendants: number }) | undefined> {
+    const rows = await (this.sql.begin(async (tx) => {
+      // The tenant's lock, exclusive, before the statement that finds the descendants: a mint under
+      // this key holds it shared until its row is committed, so none is missed (see create()).
+      await tx`select 1 from credit_wallets w join api_keys k on k.tenant_id = w.tenant_id where k.id = ${id} for update of w`;
+      return tx<(KeyRow & { was_active: boolean })[]>`
+        update api_keys k set status = 'revoked', revoked_at = coalesce(k.revoked_at, now())
+        from api_keys old
+        where old.id = k.id and (k.id = ${id} or ${id} = any(k.ancestor_ids))
+        returning k.*, old.status = 'active' as was_active`;
+    }) as Promise<(KeyRow & { was_active: boolean })[]>);
     this.cache.clear();
-    return row && toRecord(row);
+    const self = rows.find((r) => r.id === id);
+    if (!self) return undefined;
+    const revokedDescendants = rows.filter((r) => r.id !== id && r.was_active).length;
+    if (revokedDescendants > 0) this.log?.info({ apiKeyId: id, revokedDescendants }, 'api key revoked with the keys it minted');
+    return { ...toRecord(self), revokedDescendants };
   }
 
   /**
@@ -151,6 +231,12 @@ export class KeyStore {
     if (!row || !matches) throw unauthorized('Invalid API key');
     if (row.status !== 'active') throw unauthorized('API key has been revoked');
     if (row.expires_at && row.expires_at.getTime() <= Date.now()) throw unauthorized('API key has expired');
+    // A minted key lives no longer than the keys above it. Revocation cascades and mints refuse a
+    // later expiry; this re-checks the chain, read with the row, so neither rule alone is load-bearing.
+    if (row.ancestor_revoked) throw unauthorized('API key has been revoked: a key it was minted under was revoked');
+    if (row.ancestors_expire_at && row.ancestors_expire_at.getTime() <= Date.now()) {
+      throw unauthorized('API key has expired: a key it was minted under has expired');
+    }
     if (row.tenant_status !== 'active') throw new ApiError('tenant_not_active', 'Tenant is not active');
     return {
       apiKeyId: row.id,
@@ -176,13 +262,18 @@ export class KeyStore {
   }
 
   private async lookup(parsed: NonNullable<ReturnType<typeof parseApiKey>>): Promise<CachedKey | undefined> {
+    // The chain above the key comes with its row, in the same query: the cache holds it, and any
+    // revocation up the chain drops the cache (NOTIFY), while expiries are compared at each verify.
+    const chain = this.sql`
+      (select min(a.expires_at) from api_keys a where a.id = any(k.ancestor_ids)) as ancestors_expire_at,
+      exists(select 1 from api_keys a where a.id = any(k.ancestor_ids) and a.status <> 'active') as ancestor_revoked`;
     const rows =
       parsed.kind === 'current'
         ? await this.sql<CachedKey[]>`
-            select k.*, t.status as tenant_status from api_keys k join tenants t on t.id = k.tenant_id
+            select k.*, t.status as tenant_status, ${chain} from api_keys k join tenants t on t.id = k.tenant_id
             where k.key_id = ${parsed.keyId} and not k.legacy`
         : await this.sql<CachedKey[]>`
-            select k.*, t.status as tenant_status from api_keys k join tenants t on t.id = k.tenant_id
+            select k.*, t.status as tenant_status, ${chain} from api_keys k join tenants t on t.id = k.tenant_id
             where k.legacy and k.secret_hash = ${sha256(parsed.fullKey)}`;
     if (rows.length === 0) this.log?.debug({ kind: parsed.kind }, 'api key not found');
     return rows[0];

@@ -3,7 +3,7 @@ import { afterAll, describe, expect, it, vi } from 'vitest';
 import { expectApiError, testServices, waitFor } from '../../test/helpers.ts';
 import { checkLedgerInvariants } from '../../test/ledger-invariants.ts';
 import { ApiError } from '../errors.ts';
-import { CreditLedger, MICROS_PER_SECOND } from './ledger.ts';
+import { CreditLedger, MICROS_PER_SECOND, spendRoom } from './ledger.ts';
 
 const s = await testServices();
 afterAll(() => s.close());
@@ -16,8 +16,8 @@ async function newTenant(seconds = 0): Promise<string> {
   return t.id;
 }
 
-async function newKey(tenantId: string, spendLimitCreditMicros: number | null = null): Promise<string> {
-  const { record } = await s.keys.create({ tenantId, name: 'k', scopes: ['*'], spendLimitCreditMicros });
+async function newKey(tenantId: string, spendLimitCreditMicros: number | null = null, parentId: string | null = null): Promise<string> {
+  const { record } = await s.keys.create({ tenantId, name: 'k', scopes: ['*'], spendLimitCreditMicros, parentId });
   return record.id;
 }
 
@@ -203,6 +203,75 @@ describe('credit wallet: refusals', () => {
   });
 });
 
+describe('credit wallet: keys minted under a spend-limited key', () => {
+  it('security: a child\'s reservation and its settlement count against its parent and grandparent', async () => {
+    const t = await newTenant(100);
+    const root = await newKey(t, 10 * SEC);
+    const parent = await newKey(t, 8 * SEC, root);
+    const child = await newKey(t, 5 * SEC, parent);
+    const r = await reserve(t, 4, { apiKeyId: child });
+    for (const k of [root, parent, child]) expect(await keyRow(k)).toEqual({ spent_credit_micros: 0, reserved_credit_micros: 4 * SEC });
+    await ledger.settle(r.id, 3 * SEC);
+    for (const k of [root, parent, child]) expect(await keyRow(k)).toEqual({ spent_credit_micros: 3 * SEC, reserved_credit_micros: 0 });
+    // The parent's own spend counts against the root, not against the child below it.
+    await reserve(t, 1, { apiKeyId: parent });
+    expect(await keyRow(child)).toEqual({ spent_credit_micros: 3 * SEC, reserved_credit_micros: 0 });
+    expect(await keyRow(root)).toEqual({ spent_credit_micros: 3 * SEC, reserved_credit_micros: 1 * SEC });
+    await checkLedgerInvariants(s.sql, [t], [root, parent, child]);
+  });
+
+  it('error: 402 spend_limit_exceeded names the ancestor whose limit refuses, and holds nothing', async () => {
+    const t = await newTenant(100);
+    const parent = await newKey(t, 3 * SEC);
+    const child = await newKey(t, 3 * SEC, parent);
+    await reserve(t, 2, { apiKeyId: parent });
+    // The child's own limit has room for 2 s; its parent's has 1 s left.
+    const err = await expectApiError(reserve(t, 2, { apiKeyId: child }), 'spend_limit_exceeded', 402);
+    expect(err.extra).toMatchObject({ spendLimitKeyId: parent, spendLimitCreditMicros: 3 * SEC });
+    expect(err.message).toContain(parent);
+    expect(await keyRow(child)).toEqual({ spent_credit_micros: 0, reserved_credit_micros: 0 });
+    expect((await ledger.balance(t)).reservedCreditMicros).toBe(2 * SEC);
+    // The check before work starts (turns' prepare) sees the parent's limit too.
+    await reserve(t, 1, { apiKeyId: parent });
+    const used = await expectApiError(ledger.assertSpendable(t, child), 'spend_limit_exceeded', 402);
+    expect(used.extra).toMatchObject({ spendLimitKeyId: parent });
+    // And its own limit, named as its own.
+    const own = await expectApiError(reserve(t, 4, { apiKeyId: await newKey(t, 3 * SEC) }), 'spend_limit_exceeded', 402);
+    expect(own.message).toMatch(/^This API key's spend limit/);
+  });
+
+  it('security: a parent and children minted with its limit, spending in parallel, never pass the parent\'s limit', async () => {
+    // The probe of issue 25: a 3 s key minted three 3 s children; the four together spent 8.6 s.
+    const t = await newTenant(100);
+    const parent = await newKey(t, 3 * SEC);
+    const children = [await newKey(t, 3 * SEC, parent), await newKey(t, 3 * SEC, parent), await newKey(t, 3 * SEC, parent)];
+    const payers = [parent, ...children];
+    const tenth = SEC / 10;
+    const attempts = payers.flatMap((k) => Array.from({ length: 12 }, () => k));
+    const results = await Promise.allSettled(
+      attempts.map(async (k) => {
+        const r = await ledger.reserve({ tenantId: t, apiKeyId: k, amountCreditMicros: 3 * tenth, purpose: 'turn', ttlSeconds: 60 });
+        await ledger.settle(r.id, 3 * tenth);
+      }),
+    );
+    for (const r of results) if (r.status === 'rejected') expect((r.reason as ApiError).code).toBe('spend_limit_exceeded');
+    expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(10);
+    expect((await ledger.balance(t)).lifetimeUsedCreditMicros).toBe(3 * SEC);
+    expect(await keyRow(parent)).toEqual({ spent_credit_micros: 3 * SEC, reserved_credit_micros: 0 });
+    await checkLedgerInvariants(s.sql, [t], payers);
+  });
+
+  it('spendRoom is the least room along the chain, and names its key', async () => {
+    const t = await newTenant(100);
+    const parent = await newKey(t, 3 * SEC);
+    const child = await newKey(t, 2 * SEC, parent);
+    expect(await spendRoom(s.sql, child)).toEqual({ roomCreditMicros: 2 * SEC, limitingKey: { id: child, spendLimitCreditMicros: 2 * SEC, self: true } });
+    await reserve(t, 2, { apiKeyId: parent });
+    expect(await spendRoom(s.sql, child)).toEqual({ roomCreditMicros: 1 * SEC, limitingKey: { id: parent, spendLimitCreditMicros: 3 * SEC, self: false } });
+    expect(await spendRoom(s.sql, await newKey(t))).toEqual({ roomCreditMicros: null, limitingKey: null });
+  });
+});
+
 describe('credit wallet: the database refuses impossible states', () => {
   it('a negative balance, reserved above balance, or a settlement above its reservation violate CHECK constraints', async () => {
     const t = await newTenant(5);
@@ -335,8 +404,8 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
     arbitrary: fc.record({
       op: fc.constant('reserve' as const),
       tenant: fc.nat(1),
-      // 0: no key; 1: the tenant's unlimited key; 2: the tenant's spend-limited key
-      key: fc.nat(2),
+      // 0: no key; 1: the tenant's unlimited key; 2: the tenant's spend-limited key; 3: a key minted under 2
+      key: fc.nat(3),
       units: fc.integer({ min: 1, max: 30 }),
       expiresNow: fc.boolean(),
     }),
@@ -363,7 +432,8 @@ describe('credit wallet invariants under concurrent random operations', () => {
           const keys: string[][] = [];
           for (const t of tenants) {
             if (initialUnits > 0) await ledger.grant(t, initialUnits * UNIT);
-            keys.push([await newKey(t, null), await newKey(t, 25 * UNIT)]);
+            const limited = await newKey(t, 25 * UNIT);
+            keys.push([await newKey(t, null), limited, await newKey(t, 15 * UNIT, limited)]);
           }
           const reservations: { id: string; amount: number }[] = [];
           const unexpected: unknown[] = [];

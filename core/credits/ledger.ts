@@ -27,7 +27,7 @@ export interface Reservation {
 
 export interface ReserveInput {
   tenantId: string;
-  /** The key that pays; its spend limit applies. */
+  /** The key that pays; its spend limit applies, and so does that of every key it was minted under. */
   apiKeyId?: string | null;
   amountCreditMicros: number;
   purpose: string;
@@ -53,6 +53,64 @@ interface ReservationRow {
   settled_credit_micros: number | null;
   status: Reservation['status'];
   expires_at: Date;
+}
+
+/** One key of a paying key's chain: itself and every key above it (docs/api.md, "keys that mint keys"). */
+interface ChainKey {
+  id: string;
+  spend_limit_credit_micros: number | null;
+  /** Spent plus reserved, by this key and every key under it. */
+  committed: number;
+  self: boolean;
+}
+
+/** What a key can still spend: the least room left by any limit along its chain (null: no limit applies). */
+export interface SpendRoom {
+  roomCreditMicros: number | null;
+  /** The key whose limit leaves the least room, and that limit (null when no limit applies). */
+  limitingKey: { id: string; spendLimitCreditMicros: number; self: boolean } | null;
+}
+
+function spendRoomOf(chain: readonly ChainKey[]): SpendRoom {
+  let best: SpendRoom = { roomCreditMicros: null, limitingKey: null };
+  for (const k of chain) {
+    if (k.spend_limit_credit_micros === null) continue;
+    const room = k.spend_limit_credit_micros - k.committed;
+    if (best.roomCreditMicros === null || room < best.roomCreditMicros) {
+      best = { roomCreditMicros: room, limitingKey: { id: k.id, spendLimitCreditMicros: k.spend_limit_credit_micros, self: k.self } };
+    }
+  }
+  return best;
+}
+
+/** The paying key and every key it was minted under, with what each has committed. */
+async function keyChain(sql: Sql | Tx, apiKeyId: string): Promise<ChainKey[]> {
+  return sql<ChainKey[]>`
+    select a.id, a.spend_limit_credit_micros, a.spent_credit_micros + a.reserved_credit_micros as committed, a.id = k.id as self
+    from api_keys k join api_keys a on a.id = any(k.ancestor_ids || k.id)
+    where k.id = ${apiKeyId}`;
+}
+
+/**
+ * How much a key may still reserve under its own limit and those of the keys it was minted under.
+ * Exact only inside a transaction holding the tenant's wallet lock.
+ */
+export async function spendRoom(sql: Sql | Tx, apiKeyId: string): Promise<SpendRoom> {
+  return spendRoomOf(await keyChain(sql, apiKeyId));
+}
+
+/** 402 spend_limit_exceeded naming the key whose limit refuses (the paying key, or one it was minted under). */
+export function spendLimitError(room: SpendRoom, what: string): ApiError {
+  const k = room.limitingKey!;
+  const used = k.spendLimitCreditMicros - room.roomCreditMicros!;
+  const whose = k.self
+    ? `This API key's spend limit of ${k.spendLimitCreditMicros} credit micros`
+    : `The spend limit of ${k.id}, a key this API key was minted under, of ${k.spendLimitCreditMicros} credit micros`;
+  const by = k.self ? 'by this key and the keys minted under it' : `by ${k.id} and the keys minted under it`;
+  return new ApiError('spend_limit_exceeded', `${whose} ${what} (${used} already spent or reserved ${by})`, {
+    spendLimitCreditMicros: k.spendLimitCreditMicros,
+    spendLimitKeyId: k.id,
+  });
 }
 
 const toBalance = (w: WalletRow): Balance => ({
@@ -83,7 +141,9 @@ function assertMicros(name: string, v: number, min = 0): void {
  * The credit wallet of each tenant. Invariants (property-tested): the balance never goes negative,
  * the ledger rows sum to the balance, reserved equals the sum of open reservations, and a
  * settlement never exceeds its reservation. Every operation locks the tenant's wallet row first
- * (then the key row), so concurrent operations serialise per tenant without deadlocks.
+ * (then the key rows), so concurrent operations serialise per tenant without deadlocks. A key's
+ * spent and reserved count its own reservations and those of every key minted under it, so a
+ * reservation is checked against, and moves, the counters of the key's whole chain.
  */
 export class CreditLedger {
   constructor(private readonly sql: Sql) {}
@@ -120,23 +180,19 @@ export class CreditLedger {
 
   /**
    * 402 when nothing could be spent now: insufficient_credits when the workspace has no available
-   * credits, spend_limit_exceeded when the key's spend limit is used up (spent plus reserved).
+   * credits, spend_limit_exceeded when the spend limit of the key, or of a key it was minted under,
+   * is used up (spent plus reserved).
    */
   async assertSpendable(tenantId: string, apiKeyId?: string | null): Promise<void> {
-    const [w] = await this.sql<(WalletRow & { limit: number | null; committed: number | null })[]>`
-      select w.*, k.spend_limit_credit_micros as limit, k.spent_credit_micros + k.reserved_credit_micros as committed
-      from credit_wallets w left join api_keys k on k.id = ${apiKeyId ?? null} and k.tenant_id = w.tenant_id
-      where w.tenant_id = ${tenantId}`;
+    const [w] = await this.sql<WalletRow[]>`select * from credit_wallets where tenant_id = ${tenantId}`;
     if (!w) throw new ApiError('not_found', 'Tenant not found');
     const available = w.balance_credit_micros - w.reserved_credit_micros;
     if (available <= 0) {
       throw new ApiError('insufficient_credits', `Insufficient credits: ${available} credit micros are available`, { requiredCreditMicros: 1, availableCreditMicros: available });
     }
-    if (w.limit !== null && w.committed !== null && w.committed >= w.limit) {
-      throw new ApiError('spend_limit_exceeded', `This API key's spend limit of ${w.limit} credit micros is used up (${w.committed} spent or reserved)`, {
-        spendLimitCreditMicros: w.limit,
-      });
-    }
+    if (!apiKeyId) return;
+    const room = await spendRoom(this.sql, apiKeyId);
+    if (room.roomCreditMicros !== null && room.roomCreditMicros <= 0) throw spendLimitError(room, 'is used up');
   }
 
   /** Holds credits up front. 402 insufficient_credits or spend_limit_exceeded when it cannot. */
@@ -156,22 +212,15 @@ export class CreditLedger {
         );
       }
       if (input.apiKeyId) {
-        const [k] = await tx<{ spend_limit_credit_micros: number | null; spent_credit_micros: number; reserved_credit_micros: number }[]>`
-          select spend_limit_credit_micros, spent_credit_micros, reserved_credit_micros
-          from api_keys where id = ${input.apiKeyId} for update`;
-        if (k && k.spend_limit_credit_micros !== null) {
-          const committed = k.spent_credit_micros + k.reserved_credit_micros;
-          if (committed + input.amountCreditMicros > k.spend_limit_credit_micros) {
-            throw new ApiError(
-              'spend_limit_exceeded',
-              `This API key's spend limit of ${k.spend_limit_credit_micros} credit micros would be exceeded ` +
-                `(${committed} already spent or reserved)`,
-              { spendLimitCreditMicros: k.spend_limit_credit_micros },
-            );
-          }
+        // The reservation counts against the key and every key above it. Every key of the chain
+        // belongs to this tenant, whose wallet lock we hold: no other credit operation can move
+        // these counters between the check and the update.
+        const room = await spendRoom(tx, input.apiKeyId);
+        if (room.roomCreditMicros !== null && room.roomCreditMicros < input.amountCreditMicros) {
+          throw spendLimitError(room, 'would be exceeded');
         }
-        await tx`update api_keys set reserved_credit_micros = reserved_credit_micros + ${input.amountCreditMicros}
-                 where id = ${input.apiKeyId}`;
+        await tx`update api_keys a set reserved_credit_micros = a.reserved_credit_micros + ${input.amountCreditMicros}
+                 from api_keys k where k.id = ${input.apiKeyId} and a.id = any(k.ancestor_ids || k.id)`;
       }
       const [r] = await tx<ReservationRow[]>`
         insert into credit_reservations (id, tenant_id, api_key_id, purpose, amount_credit_micros, expires_at)
@@ -251,8 +300,10 @@ export class CreditLedger {
                values (${newId('ledgerEntry')}, ${r!.tenant_id}, 'usage', ${-charged}, ${reservationId}, ${status})`;
     }
     if (r!.api_key_id) {
-      await tx`update api_keys set reserved_credit_micros = reserved_credit_micros - ${r!.amount_credit_micros},
-               spent_credit_micros = spent_credit_micros + ${charged} where id = ${r!.api_key_id}`;
+      // Along the whole chain, as the reservation was counted (reserve).
+      await tx`update api_keys a set reserved_credit_micros = a.reserved_credit_micros - ${r!.amount_credit_micros},
+               spent_credit_micros = a.spent_credit_micros + ${charged}
+               from api_keys k where k.id = ${r!.api_key_id} and a.id = any(k.ancestor_ids || k.id)`;
     }
     return { chargedCreditMicros: charged, closedNow: true };
   }

@@ -17,7 +17,7 @@
 import { assertIdlePoolPlayable, ClipLibraryNotReady, IdlePoolExhausted } from '../../clips/behavior/index.ts';
 import { loadAvatarPlayback } from '../avatars/playback.ts';
 import type { Config } from '../config.ts';
-import { MICROS_PER_SECOND } from '../credits/ledger.ts';
+import { MICROS_PER_SECOND, spendLimitError, spendRoom } from '../credits/ledger.ts';
 import type { Sql, Tx } from '../db/index.ts';
 import { sceneForMint } from '../scenes/media.ts';
 import { ApiError, notFound } from '../errors.ts';
@@ -285,18 +285,15 @@ export class LiveCalls {
 
   /**
    * How many seconds the call can reserve: what it asks, capped by the wallet's available credits
-   * and the key's remaining spend limit; 402 when that is below min(asked, LIVE_MIN_RESERVATION_SECONDS).
+   * and the room left by the key's spend limit and those of the keys it was minted under; 402 when
+   * that is below min(asked, LIVE_MIN_RESERVATION_SECONDS).
    */
   private async affordableSeconds(tx: Tx, caller: Caller, asked: number): Promise<number> {
     const [w] = await tx<{ available: number }[]>`
       select balance_credit_micros - reserved_credit_micros as available from credit_wallets where tenant_id = ${caller.tenantId}`;
     const available = Number(w?.available ?? 0);
-    let keyRoom = Number.POSITIVE_INFINITY;
-    if (caller.spendLimitCreditMicros !== null) {
-      const [k] = await tx<{ room: number }[]>`
-        select spend_limit_credit_micros - spent_credit_micros - reserved_credit_micros as room from api_keys where id = ${caller.apiKeyId}`;
-      if (k && k.room !== null) keyRoom = Number(k.room);
-    }
+    const room = await spendRoom(tx, caller.apiKeyId);
+    const keyRoom = room.roomCreditMicros === null ? Number.POSITIVE_INFINITY : Number(room.roomCreditMicros);
     const seconds = Math.min(asked, Math.floor(Math.min(available, keyRoom) / MICROS_PER_SECOND));
     const floor = Math.min(asked, this.d.config.LIVE_MIN_RESERVATION_SECONDS);
     if (seconds >= floor) return seconds;
@@ -307,7 +304,7 @@ export class LiveCalls {
         availableCreditMicros: available,
       });
     }
-    throw new ApiError('spend_limit_exceeded', `This API key's spend limit leaves less than ${floor} s of call time`, { spendLimitCreditMicros: caller.spendLimitCreditMicros });
+    throw spendLimitError(room, `leaves less than ${floor} s of call time`);
   }
 
   /**

@@ -26,6 +26,7 @@ interface Created {
   spendLimitCreditMicros: number | null;
   expiresAt: string | null;
   tenantId: string;
+  name: string;
 }
 
 async function create(key: string, body: unknown) {
@@ -183,5 +184,105 @@ describe('authentication', () => {
     expect(body).toMatchObject({ error: 'Tenant is not active', code: 'tenant_not_active', status: 403 });
     await t.services.tenants.setStatus(admin.tenantId, 'active');
     await waitFor('the reactivation to reach the key cache', async () => ((await t.request('GET', BALANCE, { key: admin.apiKey })).status === 200 ? true : undefined));
+  });
+});
+
+describe('keys that mint keys (issue 25)', () => {
+  const BALANCE = '/api/v1/credits/balance';
+  const status = async (key: string) => (await t.request('GET', BALANCE, { key })).status;
+  const inAnHour = () => new Date(Date.now() + 3_600_000);
+  const writer = (admin: { apiKey: string }, extra: Record<string, unknown> = {}) =>
+    create(admin.apiKey, { name: 'writer', scopes: ['api_keys:write', 'credits:read'], ...extra });
+
+  it('security: a key minted by an expiring key expires no later than it: a later or absent expiresAt is 403 naming it', async () => {
+    const admin = await t.newTenant();
+    const until = inAnHour();
+    const parent = await writer(admin, { expiresAt: until.toISOString() });
+    expect(parent.res.status).toBe(201);
+    const before = (await t.services.keys.list(admin.tenantId)).length;
+    // The old behaviour: 201, and a key that outlived its parent.
+    for (const expiresAt of [undefined, null, new Date(until.getTime() + 1000).toISOString()]) {
+      const { res, body } = await create(parent.body.apiKey, { name: 'child', scopes: ['credits:read'], expiresAt });
+      expect(res.status, String(expiresAt)).toBe(403);
+      expect(body).toMatchObject({ code: 'forbidden', field: 'expiresAt' });
+      expect((body as unknown as { error: string }).error).toContain(until.toISOString());
+    }
+    expect((await t.services.keys.list(admin.tenantId)).length).toBe(before);
+    for (const expiresAt of [until, new Date(until.getTime() - 60_000)]) {
+      const { res, body } = await create(parent.body.apiKey, { name: 'child', scopes: ['credits:read'], expiresAt: expiresAt.toISOString() });
+      expect(res.status).toBe(201);
+      expect(Date.parse(body.expiresAt!)).toBe(expiresAt.getTime());
+    }
+    // A grandchild nests inside the chain too.
+    const child = await create(parent.body.apiKey, { name: 'child', scopes: ['api_keys:write'], expiresAt: until.toISOString() });
+    expect((await create(child.body.apiKey, { name: 'grandchild', scopes: ['api_keys:write'] })).body.field).toBe('expiresAt');
+  });
+
+  it('security: a minted key stops working when the key above it expires, even if its own expiry says later', async () => {
+    const admin = await t.newTenant();
+    const parent = await writer(admin, { expiresAt: new Date(Date.now() + 3000).toISOString() });
+    const child = await create(parent.body.apiKey, { name: 'child', scopes: ['credits:read'], expiresAt: parent.body.expiresAt });
+    expect(child.res.status).toBe(201);
+    // Push the child's expiry out behind the mint's back (as a direct SQL edit would): the chain is
+    // re-checked at verify, from the cache too (the first request below caches the child).
+    await t.services.sql`update api_keys set expires_at = now() + interval '1 hour' where id = ${child.body.id}`;
+    await waitFor('the edit to reach the key cache', async () => ((await status(child.body.apiKey)) === 200 ? true : undefined));
+    await waitFor('the parent to expire', async () => ((await status(parent.body.apiKey)) === 401 ? true : undefined));
+    const res = await t.request('GET', BALANCE, { key: child.body.apiKey });
+    expect(res.status).toBe(401);
+    expect((await json(res)).error).toMatch(/minted under has expired/);
+  });
+
+  it('security: revoking a key revokes every key minted under it, at any depth, and nothing else', async () => {
+    const admin = await t.newTenant();
+    const a = await writer(admin, { scopes: ['api_keys:write', 'credits:read'] });
+    const b = await create(a.body.apiKey, { name: 'b', scopes: ['api_keys:write', 'credits:read'] });
+    const c = await create(b.body.apiKey, { name: 'c', scopes: ['credits:read'] });
+    const sibling = await writer(admin);
+    for (const k of [a, b, c, sibling]) expect(await status(k.body.apiKey)).toBe(200);
+
+    const revoked = await t.services.keys.revoke(a.body.id);
+    for (const k of [a, b, c]) expect(await status(k.body.apiKey), k.body.name).toBe(401);
+    expect(await status(sibling.body.apiKey)).toBe(200);
+    expect(await status(admin.apiKey)).toBe(200);
+    expect(revoked).toMatchObject({ id: a.body.id, status: 'revoked', revokedDescendants: 2 });
+    const rows = await t.services.sql<{ id: string; status: string; parent_id: string }[]>`
+      select id, status, parent_id from api_keys where id = any(${[b.body.id, c.body.id]}) order by created_at`;
+    expect(rows).toEqual([
+      { id: b.body.id, status: 'revoked', parent_id: a.body.id },
+      { id: c.body.id, status: 'revoked', parent_id: b.body.id },
+    ]);
+  });
+
+  it('security: a key whose minter was revoked without the cascade (direct SQL) is refused all the same', async () => {
+    const admin = await t.newTenant();
+    const parent = await writer(admin);
+    const child = await create(parent.body.apiKey, { name: 'child', scopes: ['credits:read'] });
+    expect(await status(child.body.apiKey)).toBe(200);
+    await t.services.sql`update api_keys set status = 'revoked' where id = ${parent.body.id}`;
+    await waitFor('the revocation to reach the key cache', async () => ((await status(child.body.apiKey)) === 401 ? true : undefined));
+    expect((await json(await t.request('GET', BALANCE, { key: child.body.apiKey }))).error).toMatch(/minted under was revoked/);
+  });
+
+  it('security: keys minted while their minter is being revoked are all revoked with it', async () => {
+    const admin = await t.newTenant();
+    const parent = await writer(admin);
+    const mints = Array.from({ length: 8 }, (_, i) => create(parent.body.apiKey, { name: `racer ${i}`, scopes: ['credits:read'] }));
+    await new Promise((r) => setTimeout(r, 5));
+    await t.services.keys.revoke(parent.body.id);
+    const results = await Promise.all(mints);
+    for (const { res } of results) expect([201, 401]).toContain(res.status);
+    for (const { res, body } of results) if (res.status === 201) expect(await status(body.apiKey)).toBe(401);
+    const live = await t.services.sql`select id from api_keys where ${parent.body.id} = any(ancestor_ids) and status = 'active'`;
+    expect(live).toEqual([]);
+  });
+
+  it('happy: a key minted by an unlimited, never-expiring key may itself be unlimited and never expire', async () => {
+    const admin = await t.newTenant();
+    const { res, body } = await create(admin.apiKey, { name: 'child', scopes: ['credits:read'] });
+    expect(res.status).toBe(201);
+    expect(body).toMatchObject({ spendLimitCreditMicros: null, expiresAt: null });
+    const [row] = await t.services.sql<{ parent_id: string; ancestor_ids: string[] }[]>`select parent_id, ancestor_ids from api_keys where id = ${body.id}`;
+    expect(row).toEqual({ parent_id: admin.apiKeyId, ancestor_ids: [admin.apiKeyId] });
   });
 });

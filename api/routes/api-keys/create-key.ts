@@ -1,5 +1,5 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import { DEFAULT_KEY_SCOPES, hasScope, SCOPES } from '../../../core/auth/keys.ts';
+import { DEFAULT_KEY_SCOPES, SCOPES } from '../../../core/auth/keys.ts';
 import { ApiError } from '../../../core/errors.ts';
 import { V1, type App } from '../../context.ts';
 import { guarded } from '../../middleware/guard.ts';
@@ -15,8 +15,20 @@ const CreateKeyBody = z
       .refine((s) => new Set(s).size === s.length, 'scopes must not repeat')
       .optional()
       .openapi({ uniqueItems: true, description: 'Defaults to realtime:write, credits:read and avatars:read. A key can grant only scopes the calling key holds.' }),
-    spendLimitCreditMicros: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).nullable().optional(),
-    expiresAt: TimestampInput.nullable().optional(),
+    spendLimitCreditMicros: z
+      .number()
+      .int()
+      .min(0)
+      .max(Number.MAX_SAFE_INTEGER)
+      .nullable()
+      .optional()
+      .openapi({
+        description:
+          "What this key and the keys minted under it may spend together. Required, and at most the calling key's, when the calling key is spend-limited; the new key's spend also counts against the calling key's limit.",
+      }),
+    expiresAt: TimestampInput.nullable()
+      .optional()
+      .openapi({ description: 'Required, and no later than the calling key\'s expiry, when the calling key expires.' }),
     environment: z.string().max(32).optional().openapi({ deprecated: true, description: 'Accepted and ignored.' }),
   })
   .strict()
@@ -46,7 +58,7 @@ export const route = createRoute({
   tags: ['Billing and keys'],
   summary: 'Mint an API key',
   description:
-    'A key can only grant scopes its creator holds, and a spend-limited creator can only mint keys limited at most as tightly.',
+    'A minted key nests inside the calling key: only scopes the caller holds, a spend limit no higher than its own and an expiry no later than its own (403 naming the field otherwise). Its spend counts against the caller\'s limit too, and revoking the caller revokes it.',
   security: [{ bearerAuth: [] }],
   request: { body: { required: true, content: { 'application/json': { schema: CreateKeyBody } } } },
   responses: {
@@ -60,20 +72,6 @@ export function register(app: App) {
     const body = c.req.valid('json');
     const caller = c.get('principal');
     const scopes = body.scopes ?? DEFAULT_KEY_SCOPES;
-    for (const s of scopes) {
-      // '*' can only come from '*': hasScope(caller, '*') is true only for a caller holding '*'.
-      if (!hasScope(caller.scopes, s)) {
-        throw new ApiError('forbidden', `Cannot grant scope "${s}": the calling key does not hold it`, { field: 'scopes' });
-      }
-    }
-    const limit = body.spendLimitCreditMicros ?? null;
-    if (caller.spendLimitCreditMicros !== null && (limit === null || limit > caller.spendLimitCreditMicros)) {
-      throw new ApiError(
-        'forbidden',
-        `The calling key is spend-limited to ${caller.spendLimitCreditMicros} credit micros: the new key needs spendLimitCreditMicros at most that`,
-        { field: 'spendLimitCreditMicros' },
-      );
-    }
     const expiresAt = body.expiresAt ? new Date(body.expiresAt) : null;
     if (expiresAt && expiresAt.getTime() <= Date.now()) {
       throw new ApiError('validation_error', 'Invalid field "expiresAt" in body: must be in the future', { field: 'expiresAt' });
@@ -82,8 +80,11 @@ export function register(app: App) {
       tenantId: caller.tenantId,
       name: body.name,
       scopes,
-      spendLimitCreditMicros: limit,
+      spendLimitCreditMicros: body.spendLimitCreditMicros ?? null,
       expiresAt,
+      // The new key nests inside the caller (scopes, spend limit, expiry: 403 naming the field
+      // otherwise), its spend counts against the caller's limit, and it dies with the caller.
+      parentId: caller.apiKeyId,
     });
     return c.json(
       {

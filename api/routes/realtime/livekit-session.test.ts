@@ -288,6 +288,24 @@ describe('mint refusals: each in its order, nothing reserved, held or billed', (
     for (const [k, id] of [[poor.apiKey, (short.body as unknown as GrantBody).session_id], [some.apiKey, g.session_id]] as const) await release(k, { session_id: id });
   });
 
+  it('security: a key minted under a spend-limited key gets only the room its minter\'s limit has left (402 naming the minter)', async () => {
+    const w = await workspace(1000);
+    const { record: parent } = await t.services.keys.create({ tenantId: w.tenantId, name: 'parent', scopes: ['*'], spendLimitCreditMicros: 100 * SEC });
+    const { apiKey: child } = await t.services.keys.create({ tenantId: w.tenantId, name: 'child', scopes: ['*'], spendLimitCreditMicros: 100 * SEC, parentId: parent.id });
+    const held = await t.services.ledger.reserve({ tenantId: w.tenantId, apiKeyId: parent.id, amountCreditMicros: 60 * SEC, purpose: 'turn', ttlSeconds: 600 });
+    // The child's own limit has 100 s of room; its minter's has 40 s.
+    const g = (await mint(child, { avatar_id: w.avatarId })).body as unknown as GrantBody;
+    expect(g.max_duration_seconds).toBe(40);
+    await release(child, { session_id: g.session_id });
+    await t.services.ledger.reserve({ tenantId: w.tenantId, apiKeyId: parent.id, amountCreditMicros: 39 * SEC + SEC / 2, purpose: 'turn', ttlSeconds: 600 });
+    await changesNothing(t, w.tenantId, async () => {
+      const r = await mint(child, { avatar_id: w.avatarId });
+      expect(r.status).toBe(402);
+      expect(r.body).toMatchObject({ code: 'spend_limit_exceeded', spendLimitKeyId: parent.id });
+    });
+    await t.services.ledger.settle(held.id, 0);
+  });
+
   it('429 concurrency_limit_reached with the counters, pending and connecting calls counted', async () => {
     const w = await workspace(10_000, { maxConcurrentSessions: 2 });
     const a = (await mint(w.apiKey, { avatar_id: w.avatarId })).body as unknown as GrantBody;
