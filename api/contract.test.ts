@@ -169,9 +169,21 @@ const CALLS: Record<string, (w: Workspace) => Promise<{ happy: Call; error: Call
     };
   },
   listAssets: async (w) => ({
-    happy: { method: 'GET', url: '/api/v1/assets', opts: { key: w.apiKey }, status: 200 },
-    error: { method: 'GET', url: '/api/v1/assets?limit=5', opts: { key: w.apiKey }, status: 422 },
+    happy: { method: 'GET', url: '/api/v1/assets?limit=5&status=ready&kind=image', opts: { key: w.apiKey }, status: 200 },
+    error: { method: 'GET', url: '/api/v1/assets?limit=0', opts: { key: w.apiKey }, status: 422 },
   }),
+  getAsset: async (w) => ({
+    happy: { method: 'GET', url: `/api/v1/assets/${w.portrait}`, opts: { key: w.apiKey }, status: 200 },
+    error: { method: 'GET', url: '/api/v1/assets/ast_doesnotexist', opts: { key: w.apiKey }, status: 404 },
+  }),
+  deleteAsset: async (w) => {
+    const spare = await videoAsset(w.tenantId);
+    return {
+      happy: { method: 'DELETE', url: `/api/v1/assets/${spare}`, opts: { key: w.apiKey }, status: 204 },
+      // The workspace's avatar is made from the portrait.
+      error: { method: 'DELETE', url: `/api/v1/assets/${w.portrait}`, opts: { key: w.apiKey }, status: 409 },
+    };
+  },
   uploadAsset: async (w) => {
     const ok = multipart([{ name: 'kind', value: 'image' }, { name: 'file', value: file, filename: 'me.png', contentType: 'image/png' }]);
     const bad = multipart([{ name: 'file', value: Buffer.from('%PDF-1.4\n'), filename: 'doc.pdf' }]);

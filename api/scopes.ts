@@ -21,6 +21,8 @@ export const ROUTE_SCOPES = {
   reviewClip: 'avatars:write',
   // Assets
   listAssets: 'avatars:read',
+  getAsset: 'avatars:read',
+  deleteAsset: 'avatars:write',
   uploadAsset: 'avatars:write',
   createRemoteAsset: 'avatars:write',
   // Realtime

@@ -93,6 +93,22 @@ describe('AvatarClient against the API', () => {
     expect(err).toMatchObject({ status: 422, code: 'validation_error', field: 'kind', kind: 'http', retryable: false });
   });
 
+  it('reads, pages and deletes assets; an asset in use is refused with what uses it', async () => {
+    const { apiKey } = await api.t.newTenant();
+    const client = new AvatarClient({ apiKey, baseUrl: api.base });
+    const [a, b] = [await client.assets.upload({ file: await png(8, 8), filename: 'a.png' }), await client.assets.upload({ file: await png(9, 9), filename: 'b.png' })];
+    expect(await client.assets.get(a.id)).toMatchObject({ id: a.id, status: 'ready', publicUrl: expect.any(String) });
+    const first = await client.assets.list({ limit: 1, status: 'ready', kind: 'image' });
+    expect(first.data.map((x) => x.id)).toEqual([b.id]);
+    const second = await client.assets.list({ limit: 1, cursor: first.nextCursor! });
+    expect(second).toMatchObject({ data: [{ id: a.id }], nextCursor: null });
+    const avatar = await client.avatars.create({ displayName: 'Ada', sourceKind: 'image', sourceAssetId: a.id });
+    const inUse = await client.assets.delete(a.id).catch((e: unknown) => e);
+    expect(inUse).toMatchObject({ status: 409, code: 'asset_in_use', retryable: false, body: { usedBy: { avatarIds: [avatar.id], clips: [] } } });
+    expect(await client.assets.delete(b.id)).toBeUndefined();
+    expect(await client.assets.get(b.id).catch((e: unknown) => e)).toMatchObject({ status: 404, code: 'not_found' });
+  });
+
   it('renders a lipsync: the answer URL serves the MP4 without the key', { timeout: 120_000 }, async () => {
     const { apiKey } = await api.t.newTenant({ credits: 30 });
     const client = new AvatarClient({ apiKey, baseUrl: api.base });

@@ -204,7 +204,12 @@ export class AvatarClient {
   // ---------------------------------------------------------------------------------------------
 
   readonly assets = {
-    list: (o?: CallOptions) => this.request('listAssets', { ...o }),
+    /** Newest first, paged with `nextCursor` (pass it back as `cursor`); `status` and `kind` narrow the list. */
+    list: (query?: QueryParams<'listAssets'>, o?: CallOptions) => this.request('listAssets', { ...o, ...(query ? { query } : {}) }),
+    /** One asset, with a fresh signed `publicUrl` when ready. */
+    get: (assetId: string, o?: CallOptions) => this.request('getAsset', { ...o, path: { assetId } }),
+    /** Deletes the asset and its bytes; 409 `asset_in_use` (with `usedBy`) while an avatar or clip uses it. */
+    delete: (assetId: string, o?: CallOptions) => this.request('deleteAsset', { ...o, path: { assetId } }),
     /** Uploads a file (multipart); its type is sniffed from the bytes. */
     upload: (input: UploadInput, o?: CallOptions) => {
       const form = new FormData();

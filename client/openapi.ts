@@ -188,7 +188,7 @@ export interface paths {
         };
         /**
          * List the workspace's assets
-         * @description Most recently created first, at most 100. Each ready asset carries a fresh signed publicUrl.
+         * @description Most recently created first, 100 per page by default, paged with nextCursor (null on the last page). Failed remote imports are listed with their status and error; status=ready leaves them out. Deleted assets are not listed. Each ready asset carries a fresh signed publicUrl.
          */
         get: operations["listAssets"];
         put?: never;
@@ -198,6 +198,30 @@ export interface paths {
          */
         post: operations["uploadAsset"];
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/assets/{assetId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get an asset
+         * @description The asset with a fresh signed publicUrl (valid one hour) when ready: read it again to renew the URL. A failed remote import is readable by the assetId its error answered with. A deleted asset, or another workspace's, is 404.
+         */
+        get: operations["getAsset"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete an asset
+         * @description Removes the stored bytes (earlier signed URLs stop working) and the asset is gone from every read (404) from then on. Refused with 409 asset_in_use while a live avatar uses it as its portrait or a live clip as its source: usedBy names them (avatarIds, clips). Failed and pending imports can be deleted too.
+         */
+        delete: operations["deleteAsset"];
         options?: never;
         head?: never;
         patch?: never;
@@ -214,7 +238,7 @@ export interface paths {
         put?: never;
         /**
          * Register an asset from a URL
-         * @description Streams the remote file into workspace storage through the safe fetcher (public addresses only, at most 5 redirects, each checked). The type is sniffed from the bytes and must agree with kind. Caps: image 20971520 bytes, video 18000000 bytes, audio 52428800 bytes. The asset row is pending_upload while the bytes stream, then ready; on a refusal or failure it becomes failed (with error) and the error answer carries its assetId.
+         * @description Streams the remote file into workspace storage through the safe fetcher (public addresses only, at most 5 redirects, each checked). The type is sniffed from the bytes and must agree with kind. Caps: image 20971520 bytes, video 18000000 bytes, audio 52428800 bytes. The asset row is pending_upload while the bytes stream, then ready; on a refusal or failure it becomes failed (with error) and the error answer carries its assetId. An asset deleted (DELETE /assets/{assetId}) while its bytes stream in stays deleted: the import answers 404 with its assetId.
          */
         post: operations["createRemoteAsset"];
         delete?: never;
@@ -528,6 +552,16 @@ export interface components {
             currentAnchorVersion?: number;
             /** @description On a refused remote import: the failed asset row. */
             assetId?: string;
+            /** @description On 409 asset_in_use: what uses the asset (at most 100 of each). */
+            usedBy?: {
+                /** @description Live avatars whose portrait the asset is. */
+                avatarIds: string[];
+                /** @description Live clips whose uploaded source the asset is. */
+                clips: {
+                    avatarId: string;
+                    clipId: string;
+                }[];
+            };
         };
         SessionUsagePage: {
             data: components["schemas"]["SessionUsage"][];
@@ -951,6 +985,7 @@ export interface components {
         };
         AssetList: {
             data: components["schemas"]["Asset"][];
+            nextCursor: string | null;
         };
         Asset: {
             /** @example ast_4bQh2vX9k1LmN0pR7sTu */
@@ -2613,14 +2648,23 @@ export interface operations {
     };
     listAssets: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Page size, 1 to 100, default 100. */
+                limit?: number;
+                /** @description nextCursor of the previous page. */
+                cursor?: string;
+                /** @description Only assets in this status (for example ready, to leave failed imports out). */
+                status?: "pending_upload" | "ready" | "failed";
+                /** @description Only assets of this kind. */
+                kind?: "image" | "video" | "audio";
+            };
             header?: never;
             path?: never;
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description The assets */
+            /** @description One page of assets */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -2772,6 +2816,167 @@ export interface operations {
             };
         };
     };
+    getAsset: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Starts with ast_ */
+                assetId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The asset */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Asset"];
+                };
+            };
+            /** @description Missing, malformed, revoked or expired API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Key lacks the scope, or the workspace is not active */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such resource for this tenant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Validation failed: the message names the field */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited, concurrency limit or capacity queue */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteAsset: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Starts with ast_ */
+                assetId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Missing, malformed, revoked or expired API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Key lacks the scope, or the workspace is not active */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such resource for this tenant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict with existing state */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Validation failed: the message names the field */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited, concurrency limit or capacity queue */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     createRemoteAsset: {
         parameters: {
             query?: never;
@@ -2814,6 +3019,15 @@ export interface operations {
             };
             /** @description Key lacks the scope, or the workspace is not active */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such resource for this tenant */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

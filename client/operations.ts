@@ -30,9 +30,23 @@ export const OPERATIONS = {
     "idempotencyKey": false,
     "documented": true
   },
+  "deleteAsset": {
+    "method": "DELETE",
+    "path": "/api/v1/assets/{assetId}",
+    "body": "none",
+    "idempotencyKey": false,
+    "documented": true
+  },
   "deleteAvatar": {
     "method": "DELETE",
     "path": "/api/v1/avatars/{avatarId}",
+    "body": "none",
+    "idempotencyKey": false,
+    "documented": true
+  },
+  "getAsset": {
+    "method": "GET",
+    "path": "/api/v1/assets/{assetId}",
     "body": "none",
     "idempotencyKey": false,
     "documented": true

@@ -26,6 +26,8 @@ export const ERROR_STATUS = {
   revision_conflict: 409,
   loop_pending: 409,
   scene_not_ready: 409,
+  // DELETE /assets/{id} of an asset a live avatar (its portrait) or a live clip (its source) uses; `usedBy` names them.
+  asset_in_use: 409,
   payload_too_large: 413,
   // Request headers over Node's limit, refused by its HTTP parser before the app runs.
   headers_too_large: 431,

@@ -2,6 +2,7 @@ import type { Sql, Tx } from './db/index.ts';
 import type { CreditLedger } from './credits/ledger.ts';
 import { MICROS_PER_SECOND } from './credits/ledger.ts';
 import { newId } from './ids.ts';
+import { encodeCursor } from './paging.ts';
 
 export type SessionKind = 'turn' | 'live' | 'lipsync' | 'generation';
 export type SessionStatus = 'reserved' | 'started' | 'released' | 'failed';
@@ -80,23 +81,8 @@ export function effectiveWindow(from?: Date, to?: Date, now = new Date()): Usage
   return { from: start, to: end };
 }
 
-export function encodeCursor(createdAt: Date, id: string): string {
-  return Buffer.from(JSON.stringify([createdAt.toISOString(), id])).toString('base64url');
-}
-
-export function decodeCursor(cursor: string): { createdAt: Date; id: string } | undefined {
-  try {
-    const v: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
-    if (!Array.isArray(v) || v.length !== 2 || typeof v[0] !== 'string' || typeof v[1] !== 'string') return undefined;
-    const createdAt = new Date(v[0]);
-    const year = createdAt.getUTCFullYear();
-    // Only what the API could have issued: a real row's time and id.
-    if (Number.isNaN(createdAt.getTime()) || year < 1 || year > 9999 || v[1].includes('\u0000') || v[1].length > 64) return undefined;
-    return { createdAt, id: v[1] };
-  } catch {
-    return undefined;
-  }
-}
+// The cursor codec lives in core/paging.ts (shared by every paged list); still importable from here.
+export { decodeCursor, encodeCursor } from './paging.ts';
 
 /** Billable sessions (turns, live calls, lipsync renders): one usage row each, tied to a credit reservation. */
 export class UsageStore {

@@ -11,6 +11,8 @@ import * as redirectAvatarLoop from './avatars/redirect-loop.ts';
 import * as reviewClip from './avatars/review-clip.ts';
 import * as updateAvatar from './avatars/update-avatar.ts';
 import * as createRemoteAsset from './assets/create-remote-asset.ts';
+import * as deleteAsset from './assets/delete-asset.ts';
+import * as getAsset from './assets/get-asset.ts';
 import * as listAssets from './assets/list-assets.ts';
 import * as uploadAsset from './assets/upload-asset.ts';
 import * as getCreditBalance from './credits/get-balance.ts';
@@ -35,5 +37,5 @@ export interface RouteModule {
 }
 
 /** Every /api/v1 route. Adding a route means adding its module here. */
-export const ROUTES: RouteModule[] = [getCreditBalance, listSessionUsage, createApiKey, listAvatars, createAvatar, getAvatar, updateAvatar, deleteAvatar, redirectAvatarLoop, getClipLibrary, putClipLibrary, reviewClip, listAssets, uploadAsset, createRemoteAsset, renderLipsync, mintLiveSession, releaseLiveSession, getLiveCapacity, getConnectionHistory, prepareRealtime, runTurn, planVideoCache];
+export const ROUTES: RouteModule[] = [getCreditBalance, listSessionUsage, createApiKey, listAvatars, createAvatar, getAvatar, updateAvatar, deleteAvatar, redirectAvatarLoop, getClipLibrary, putClipLibrary, reviewClip, listAssets, getAsset, deleteAsset, uploadAsset, createRemoteAsset, renderLipsync, mintLiveSession, releaseLiveSession, getLiveCapacity, getConnectionHistory, prepareRealtime, runTurn, planVideoCache];
 ROUTES.push(createScene, getScene, listRecordings, getRecording, getRecordingAccess);

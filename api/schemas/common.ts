@@ -16,6 +16,13 @@ export const ErrorSchema = z
     currentRevision: z.number().int().optional().openapi({ description: 'On 409 revision_conflict: the clip library revision to declare against.' }),
     currentAnchorVersion: z.number().int().optional().openapi({ description: 'On 409 for a stale anchor: the current clip anchor version.' }),
     assetId: z.string().optional().openapi({ description: 'On a refused remote import: the failed asset row.' }),
+    usedBy: z
+      .object({
+        avatarIds: z.array(z.string()).openapi({ description: 'Live avatars whose portrait the asset is.' }),
+        clips: z.array(z.object({ avatarId: z.string(), clipId: z.string() })).openapi({ description: 'Live clips whose uploaded source the asset is.' }),
+      })
+      .optional()
+      .openapi({ description: 'On 409 asset_in_use: what uses the asset (at most 100 of each).' }),
   })
   .openapi('Error', { description: 'The error body of every 4xx and 5xx answer. Some codes add fields of their own, listed here where stable.' });
 

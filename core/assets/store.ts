@@ -1,8 +1,11 @@
 import type { Readable } from 'node:stream';
-import type { Sql } from '../db/index.ts';
+import type { Sql, Tx } from '../db/index.ts';
+import { ApiError, notFound } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { checkUrl, SafeFetchError, type SafeFetcher } from '../net/safe-fetch.ts';
+import { encodeCursor, type PagePosition } from '../paging.ts';
 import { SizeLimitError, type ByteRange, type ObjectStorage } from '../storage/index.ts';
+import { assetUsers, isUsed, type AssetUsers } from './references.ts';
 import { sniff } from './sniff.ts';
 import { ASSET_MAX_BYTES, type AssetKind, type AssetRecord, type AssetStatus } from './types.ts';
 
@@ -67,7 +70,30 @@ export function assetStorageKey(tenantId: string, assetId: string): string {
   return `tenants/${tenantId}/assets/${assetId}`;
 }
 
+/** The largest page of GET /assets, and its default (a bare GET /assets answers the newest 100, as it always did). */
 export const MAX_LIST = 100;
+
+export interface AssetListQuery {
+  /** The position after which the page starts (a decoded nextCursor). */
+  after?: PagePosition;
+  /** 1 to MAX_LIST. */
+  limit: number;
+  status?: AssetStatus;
+  kind?: AssetKind;
+}
+
+/** 409 asset_in_use: the message and `usedBy` name what uses the asset. */
+export function assetInUse(assetId: string, users: AssetUsers): ApiError {
+  const named = [
+    ...users.avatarIds.map((id) => `the portrait of avatar ${id}`),
+    ...users.clips.map((c) => `the source of clip ${c.clipId} of avatar ${c.avatarId}`),
+  ];
+  return new ApiError(
+    'asset_in_use',
+    `Asset ${assetId} is in use (${named.join('; ')}): delete those avatars, swap their portrait, or re-declare those clips without it first`,
+    { usedBy: users },
+  );
+}
 
 /** A remote import that failed: the asset row (now `failed`) and why. */
 export class RemoteImportError extends Error {
@@ -190,7 +216,7 @@ export class AssetStore {
     const [row] = await this.sql<AssetRow[]>`
       update assets set status = 'ready', kind = ${stored.kind}, content_type = ${stored.contentType}, size_bytes = ${stored.sizeBytes},
              sha256 = ${stored.sha256}, storage_key = ${stored.storageKey}, error = null, updated_at = now()
-      where id = ${id} and tenant_id = ${tenantId} and status = 'pending_upload'
+      where id = ${id} and tenant_id = ${tenantId} and status = 'pending_upload' and deleted_at is null
       returning *`;
     if (!row) throw new Error(`Asset ${id} is no longer pending`);
     return toRecord(row);
@@ -200,7 +226,7 @@ export class AssetStore {
   async markFailed(tenantId: string, id: string, error: string): Promise<AssetRecord | undefined> {
     const [row] = await this.sql<AssetRow[]>`
       update assets set status = 'failed', error = ${error}, updated_at = now()
-      where id = ${id} and tenant_id = ${tenantId} and status = 'pending_upload'
+      where id = ${id} and tenant_id = ${tenantId} and status = 'pending_upload' and deleted_at is null
       returning *`;
     return row && toRecord(row);
   }
@@ -243,6 +269,10 @@ export class AssetStore {
         return await this.markReady(input.tenantId, pending.id, stored);
       } catch (err) {
         await this.storage.delete(stored.storageKey).catch(() => {});
+        // Deleted (DELETE /assets/{id}) while the bytes streamed in: it stays deleted, with no bytes.
+        if (!(await this.get(input.tenantId, pending.id))) {
+          throw new ApiError('not_found', `Asset ${pending.id} was deleted while its bytes streamed in`, { assetId: pending.id });
+        }
         throw err;
       }
     } catch (err) {
@@ -255,18 +285,60 @@ export class AssetStore {
     }
   }
 
-  /** The tenant's asset, or undefined (also for another tenant's id). */
+  /** The tenant's asset, or undefined (also for another tenant's id and a deleted asset). */
   async get(tenantId: string, id: string): Promise<AssetRecord | undefined> {
-    const [row] = await this.sql<AssetRow[]>`select * from assets where id = ${id} and tenant_id = ${tenantId}`;
+    const [row] = await this.sql<AssetRow[]>`select * from assets where id = ${id} and tenant_id = ${tenantId} and deleted_at is null`;
     return row && toRecord(row);
   }
 
-  /** Most recent first, at most 100. */
-  async list(tenantId: string, limit = MAX_LIST): Promise<AssetRecord[]> {
-    const n = Math.min(Math.max(1, Math.floor(limit)), MAX_LIST);
-    const rows = await this.sql<AssetRow[]>`
-      select * from assets where tenant_id = ${tenantId} order by created_at desc, id desc limit ${n}`;
-    return rows.map(toRecord);
+  /**
+   * Most recently created first, keyset-paged on (created_at, id): every asset is reachable, however
+   * many came after it. `nextCursor` is null on the last page.
+   */
+  async list(tenantId: string, q: AssetListQuery): Promise<{ data: AssetRecord[]; nextCursor: string | null }> {
+    const sql = this.sql;
+    const limit = Math.min(Math.max(1, Math.floor(q.limit)), MAX_LIST);
+    const rows = await sql<AssetRow[]>`
+      select * from assets
+      where tenant_id = ${tenantId} and deleted_at is null
+        ${q.status !== undefined ? sql`and status = ${q.status}` : sql``}
+        ${q.kind !== undefined ? sql`and kind = ${q.kind}` : sql``}
+        ${q.after ? sql`and (created_at, id) < (${q.after.createdAt}, ${q.after.id})` : sql``}
+      order by created_at desc, id desc
+      limit ${limit + 1}`;
+    const page = rows.slice(0, limit);
+    const last = page[page.length - 1];
+    return { data: page.map(toRecord), nextCursor: rows.length > limit && last ? encodeCursor(last.created_at, last.id) : null };
+  }
+
+  /**
+   * DELETE /assets/{id}: refused (409 asset_in_use, naming them) while a live avatar or clip uses
+   * the asset; otherwise its bytes are removed from storage and the row is soft-deleted, gone from
+   * every read (404). Under the row's lock, so a writer that holds it (holdForUse) either commits
+   * its use first, and is seen here, or finds the asset deleted.
+   */
+  async remove(tenantId: string, id: string): Promise<void> {
+    await this.sql.begin(async (tx) => {
+      const [row] = await tx<AssetRow[]>`
+        select * from assets where id = ${id} and tenant_id = ${tenantId} and deleted_at is null for update`;
+      if (!row) throw notFound(`Asset ${id.slice(0, 80)}`);
+      const users = await assetUsers(tx, tenantId, id);
+      if (isUsed(users)) throw assetInUse(id, users);
+      await tx`update assets set deleted_at = now(), updated_at = now(), storage_key = null where id = ${id}`;
+      // Inside the transaction: if the bytes cannot be deleted, the asset stays as it was and a retry works.
+      if (row.storage_key) await this.storage.delete(row.storage_key);
+    });
+  }
+
+  /**
+   * For a writer about to make the tenant's asset its portrait or clip source, inside its
+   * transaction: locks the row against a concurrent delete until the transaction ends. False when
+   * the asset is gone (deleted, or never this tenant's).
+   */
+  async holdForUse(tx: Tx, tenantId: string, id: string): Promise<boolean> {
+    const [row] = await tx<{ id: string }[]>`
+      select id from assets where id = ${id} and tenant_id = ${tenantId} and deleted_at is null for share`;
+    return row !== undefined;
   }
 
   /** The bytes of a ready asset as a stream (optionally a byte range), for renderers and jobs. */

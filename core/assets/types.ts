@@ -2,7 +2,8 @@ import type { FileTypeResult } from 'file-type';
 
 export const ASSET_KINDS = ['image', 'video', 'audio'] as const;
 export type AssetKind = (typeof ASSET_KINDS)[number];
-export type AssetStatus = 'pending_upload' | 'ready' | 'failed';
+export const ASSET_STATUSES = ['pending_upload', 'ready', 'failed'] as const;
+export type AssetStatus = (typeof ASSET_STATUSES)[number];
 
 /**
  * Largest accepted file per kind, enforced while the bytes stream (docs/assets.md). Video is held

@@ -143,6 +143,7 @@ export class ClipLibrary {
     return this.d.sql.begin(async (tx) => {
       const locked = await this.avatarRow(tx, tenantId, avatarId, true);
       if (decl.expectedRevision !== locked.clip_revision) throw revisionConflict(locked.clip_revision);
+      await this.holdUploads(tx, tenantId, decl);
       const rows = await tx<AvatarClipRow[]>`select * from avatar_clips where avatar_id = ${avatarId}`;
       const plan = planDeclaration(rows.map(currentClipRowFromDb), decl);
       if (plan.retired.length > 0) {
@@ -229,7 +230,8 @@ export class ClipLibrary {
     const avatar = await this.avatarRow(this.d.sql, tenantId, avatarId);
     check(avatar, await clipRow(this.d.sql, false));
     const [asset] = await this.d.sql<{ size_bytes: number | null }[]>`
-      select size_bytes from assets where id = ${input.uploadAssetId} and tenant_id = ${tenantId} and status = 'ready' and kind = 'video'`;
+      select size_bytes from assets
+      where id = ${input.uploadAssetId} and tenant_id = ${tenantId} and status = 'ready' and kind = 'video' and deleted_at is null`;
     if (!asset) throw new ApiError('avatar_state_conflict', `Asset ${input.uploadAssetId} is no longer a ready video of this workspace: it cannot be reviewed`);
     if (asset.size_bytes != null && asset.size_bytes > UPLOAD_CLIP_MAX_BYTES) {
       throw new ApiError('avatar_state_conflict', `The video is over the ${UPLOAD_CLIP_MAX_BYTES}-byte quality-check ceiling: it stays refused`);
@@ -288,6 +290,14 @@ export class ClipLibrary {
       if (!asset) throw declarationRejected([{ field, message: `names asset ${source.assetId}, which is not found or not this workspace's` }]);
       if (asset.kind !== 'video') throw declarationRejected([{ field, message: `names a ${asset.kind} asset; uploaded clips are video assets` }]);
       if (asset.status !== 'ready') throw declarationRejected([{ field, message: `names an asset that is ${asset.status}, not ready` }]);
+    }
+  }
+
+  /** Inside the declaring transaction: each uploaded source is held against a concurrent DELETE /assets/{id}, or was just deleted (422). */
+  private async holdUploads(tx: Tx, tenantId: string, decl: NormalisedDeclaration): Promise<void> {
+    for (const [id, { source }] of Object.entries(decl.clips)) {
+      if (source.kind !== 'upload' || (await this.d.assets.holdForUse(tx, tenantId, source.assetId))) continue;
+      throw declarationRejected([{ field: `clips.${id}.source.assetId`, message: `names asset ${source.assetId}, which is not found or not this workspace's` }]);
     }
   }
 }

@@ -65,6 +65,8 @@ export interface AvatarServiceDeps {
   checkSource?: (bytes: Buffer) => Promise<SourceVerdict>;
 }
 
+const badPortrait = (why: string) => new ApiError('validation_error', `Invalid field "sourceAssetId" in body: ${why}`, { field: 'sourceAssetId' });
+
 const SWAP_FIELDS = new Set(['sourceAssetId', 'anchorTimeMs', 'sourceReview']);
 
 /**
@@ -149,11 +151,14 @@ export class AvatarService {
 
   private async requirePortrait(tenantId: string, assetId: string): Promise<void> {
     const asset = await this.d.assets.get(tenantId, assetId);
-    const bad = (why: string) =>
-      new ApiError('validation_error', `Invalid field "sourceAssetId" in body: ${why}`, { field: 'sourceAssetId' });
-    if (!asset) throw bad(`asset ${assetId} not found, or it does not belong to this tenant`);
-    if (asset.kind !== 'image') throw bad(`asset ${assetId} is a ${asset.kind}; avatars are created from an image (portrait)`);
-    if (asset.status !== 'ready') throw bad(`asset ${assetId} is ${asset.status}, not ready: wait until its upload completes`);
+    if (!asset) throw badPortrait(`asset ${assetId} not found, or it does not belong to this tenant`);
+    if (asset.kind !== 'image') throw badPortrait(`asset ${assetId} is a ${asset.kind}; avatars are created from an image (portrait)`);
+    if (asset.status !== 'ready') throw badPortrait(`asset ${assetId} is ${asset.status}, not ready: wait until its upload completes`);
+  }
+
+  /** Inside the writing transaction: the portrait is held against a concurrent DELETE /assets/{id}, or it was just deleted (422). */
+  private async holdPortrait(tx: Tx, tenantId: string, assetId: string): Promise<void> {
+    if (!(await this.d.assets.holdForUse(tx, tenantId, assetId))) throw badPortrait(`asset ${assetId} not found, or it does not belong to this tenant`);
   }
 
   private async screenPrompt(text: string): Promise<string> {
@@ -182,6 +187,7 @@ export class AvatarService {
     const portrait = input.sourceAssetId !== undefined;
     const generationId = portrait ? newGenerationId() : null;
     const row = await this.d.sql.begin(async (tx) => {
+      if (portrait) await this.holdPortrait(tx, tenantId, input.sourceAssetId!);
       const [r] = await tx<AvatarRow[]>`
         insert into avatars (id, tenant_id, display_name, source_kind, source_asset_id, motion_prompt, status, idle_video_status,
                              default_voice_id, voice, llm, settings, metadata, generation_id)
@@ -306,6 +312,7 @@ export class AvatarService {
       if (locked.idle_video_status === 'queued' || locked.idle_video_status === 'generating') {
         throw new ApiError('avatar_state_conflict', 'A loop generation of this avatar is still in flight: retry the swap once it settles');
       }
+      await this.holdPortrait(tx, tenantId, assetId);
       await record(tx);
       // With a loop serving, the avatar stays ready on the previous loop until the new one publishes.
       const status = locked.serving_loop_key && locked.status === 'ready' ? 'ready' : 'preprocessing';

@@ -88,6 +88,10 @@ export class LipsyncPortraits {
       const generationId = newGenerationId();
       const { mp4Key, cacheKey } = await uploadRender(this.d.storage, loopPrefix({ tenantId, avatarId, generationId }), rendered, 'idle.mp4', uploaded);
       await this.d.sql.begin(async (tx) => {
+        // Held against a concurrent DELETE /assets/{id} of the fresh asset (listed from the moment it is stored).
+        if (!(await this.d.assets.holdForUse(tx, tenantId, asset.id))) {
+          throw new ApiError('not_found', `The portrait's asset ${asset.id} was deleted while the portrait was registered: send the request again`);
+        }
         await this.d.avatars.createReady(
           tenantId,
           { id: avatarId, displayName: `Portrait ${portrait.sha256.slice(0, 8)}`, sourceAssetId: asset.id, generationId, loopKey: mp4Key, cacheKey },

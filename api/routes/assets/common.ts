@@ -1,6 +1,6 @@
 import { z } from '@hono/zod-openapi';
-import { AssetIngestError, ASSET_KINDS, ASSET_MAX_BYTES, RemoteImportError, type AssetRecord, type AssetStore } from '../../../core/assets/index.ts';
-import { ApiError } from '../../../core/errors.ts';
+import { AssetIngestError, ASSET_KINDS, ASSET_MAX_BYTES, ASSET_STATUSES, RemoteImportError, type AssetRecord, type AssetStore } from '../../../core/assets/index.ts';
+import { ApiError, notFound } from '../../../core/errors.ts';
 import { fetchFailure } from '../../../core/net/fetch-errors.ts';
 import { SafeFetchError } from '../../../core/net/safe-fetch.ts';
 import { Timestamp } from '../../schemas/common.ts';
@@ -9,13 +9,27 @@ import { Timestamp } from '../../schemas/common.ts';
 export const ASSET_URL_TTL_SECONDS = 3600;
 
 export const AssetKindSchema = z.enum(ASSET_KINDS);
+export const AssetStatusSchema = z.enum(ASSET_STATUSES);
+
+/** Any assetId that names no live asset of the caller's tenant is 404, whatever its shape. */
+export const AssetIdParam = z.object({
+  assetId: z.string().openapi({ param: { name: 'assetId', in: 'path' }, example: 'ast_4bQh2vX9k1LmN0pR7sTu', description: 'Starts with ast_' }),
+});
+
+const ASSET_ID = /^ast_[0-9A-Za-z_-]{1,64}$/;
+
+/** 404 at once for an id that cannot be an asset's (no database round trip). */
+export function checkAssetId(assetId: string): string {
+  if (!ASSET_ID.test(assetId)) throw notFound(`Asset ${assetId.slice(0, 80)}`);
+  return assetId;
+}
 
 export const AssetSchema = z
   .object({
     id: z.string().openapi({ example: 'ast_4bQh2vX9k1LmN0pR7sTu' }),
     tenantId: z.string(),
     kind: AssetKindSchema,
-    status: z.enum(['pending_upload', 'ready', 'failed']),
+    status: AssetStatusSchema,
     contentType: z.string().nullable().openapi({ description: 'Sniffed from the bytes; null until ready.' }),
     sizeBytes: z.number().int().nullable(),
     sha256: z.string().nullable().openapi({ description: 'Lowercase hex SHA-256 of the stored bytes.' }),

@@ -3,7 +3,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SafeFetcher } from '../../../core/net/safe-fetch.ts';
-import { json, testApi } from '../../../test/helpers.ts';
+import { json, testApi, waitFor } from '../../../test/helpers.ts';
 import { mp4, pdf, png } from './test-media.ts';
 
 /**
@@ -16,6 +16,8 @@ let server: http.Server;
 let port = 0;
 let file: Buffer;
 const stalled = new Set<http.ServerResponse>();
+/** Opens the gate of /gated.png: the rest of its bytes are sent once it resolves. */
+let openGate: () => void = () => {};
 
 beforeAll(async () => {
   file = await png(12, 12);
@@ -49,6 +51,12 @@ beforeAll(async () => {
           res.end();
         };
         return pump();
+      }
+      case '/gated.png': {
+        res.writeHead(200, { 'content-type': 'image/png' });
+        res.write(file.subarray(0, 16));
+        const gate = new Promise<void>((r) => (openGate = r));
+        return void gate.then(() => res.end(file.subarray(16)));
       }
       case '/slow':
         return void stalled.add(res);
@@ -173,6 +181,20 @@ describe('POST /assets/remote', () => {
       expect(r.status).toBe('failed');
       expect(await t.services.storage.stat(`tenants/${tenantId}/assets/${r.id}`)).toBeUndefined();
     }
+  });
+
+  it('error: an asset deleted while its bytes stream in stays deleted: the import answers 404 naming it, and no bytes stay stored', async () => {
+    const { apiKey, tenantId } = await t.newTenant();
+    const importing = create(apiKey, { kind: 'image', remoteUrl: `${origin()}/gated.png` });
+    const row = await waitFor('the pending row', async () => (await rows(tenantId))[0]);
+    expect(row.status).toBe('pending_upload');
+    expect((await t.request('DELETE', `${ROUTE.replace('/remote', '')}/${row.id}`, { key: apiKey })).status).toBe(204);
+    openGate();
+    const { res, body } = await importing;
+    expect(res.status).toBe(404);
+    expect(body).toMatchObject({ code: 'not_found', assetId: row.id });
+    expect(await t.services.storage.stat(`tenants/${tenantId}/assets/${row.id}`)).toBeUndefined();
+    expect((await t.request('GET', `${ROUTE.replace('/remote', '')}/${row.id}`, { key: apiKey })).status).toBe(404);
   });
 
   it('error: strict body: unknown, mis-cased, missing and invalid fields are 422 naming them', async () => {

@@ -29,12 +29,13 @@ export const route = createRoute({
   description:
     `Streams the remote file into workspace storage through the safe fetcher (public addresses only, at most 5 redirects, each checked). ` +
     `The type is sniffed from the bytes and must agree with kind. ${CAPS_TEXT} The asset row is pending_upload while the bytes stream, then ready; ` +
-    'on a refusal or failure it becomes failed (with error) and the error answer carries its assetId.',
+    'on a refusal or failure it becomes failed (with error) and the error answer carries its assetId. ' +
+    'An asset deleted (DELETE /assets/{assetId}) while its bytes stream in stays deleted: the import answers 404 with its assetId.',
   security: [{ bearerAuth: [] }],
   request: { body: { required: true, content: { 'application/json': { schema: CreateRemoteAssetBody } } } },
   responses: {
     201: { description: 'The ready asset', content: { 'application/json': { schema: AssetSchema } } },
-    ...errorResponses(400, 401, 403, 413, 415, 422, 502, 504),
+    ...errorResponses(400, 401, 403, 404, 413, 415, 422, 502, 504),
   },
 });
 
