@@ -35,10 +35,15 @@ async function walk(key: string, query: string): Promise<{ ids: string[]; pages:
 }
 
 /** `n` rows created oldest first; their ids newest first (the list's order). */
+/**
+ * `n` pending assets, in the list's order: newest first, and by id (in the database's collation) among
+ * rows of the same millisecond.
+ */
 async function pendingRows(tenantId: string, n: number): Promise<string[]> {
   const ids: string[] = [];
   for (let i = 0; i < n; i++) ids.push((await t.services.assets.createPending({ tenantId, kind: 'image' })).id);
-  return ids.reverse();
+  const ordered = await t.services.sql<{ id: string }[]>`select id from assets where id = any(${ids}) order by created_at desc, id desc`;
+  return ordered.map((r) => r.id);
 }
 
 describe('GET /assets', () => {
