@@ -1,8 +1,10 @@
+import type { HttpBindings } from '@hono/node-server';
 import { OpenAPIHono } from '@hono/zod-openapi';
 import { ApiError } from '../core/errors.ts';
 import type { Services } from '../core/services.ts';
 import { V1, type AppEnv } from './context.ts';
 import { errorResponse, toApiError, validationHook } from './errors.ts';
+import { bodyCutOff } from './http-answer.ts';
 import { requestContext } from './middleware/request-context.ts';
 import { ROUTES } from './routes/index.ts';
 import { registerMedia } from './routes/media/serve-media.ts';
@@ -66,6 +68,14 @@ export function createApp(services: Services) {
   });
 
   app.onError((err, c) => {
+    // A body cut short fails whatever was reading it (a parser, a stream to storage): not a failure
+    // here. The client hung up (logged at info), or the server gave up on a stalled body and has
+    // answered already (api/server.ts). Either way this answer reaches no one.
+    const cut = bodyCutOff((c.env as Partial<HttpBindings> | undefined)?.incoming);
+    if (cut) {
+      if (cut === 'client') services.log.info({ requestId: c.get('requestId'), method: c.req.method, path: c.req.path }, 'request aborted');
+      return errorResponse(c, new ApiError('request_aborted', 'Request aborted: the connection closed before the request arrived in full'));
+    }
     const apiError = toApiError(err);
     if (apiError.status >= 500) services.log.error({ err, requestId: c.get('requestId'), path: c.req.path }, 'request failed');
     return errorResponse(c, apiError);

@@ -1,17 +1,23 @@
 import net from 'node:net';
-import { serve, type ServerType } from '@hono/node-server';
+import { Writable } from 'node:stream';
 import fc from 'fast-check';
+import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { testApi, type TestApi } from '../test/helpers.ts';
+import { testApi, waitFor, type TestApi } from '../test/helpers.ts';
 import { V1 } from './context.ts';
+import type { HttpLimits } from './http-limits.ts';
 import { ROUTES, type RouteModule } from './routes/index.ts';
+import { startApiServer, type ApiServer } from './server.ts';
 
 /**
  * Fuzzes every route of ROUTES (new routes are covered as soon as they are listed there): hostile
  * bodies, bytes, content types, path params, path suffixes, query strings and Authorization headers,
- * with and without a valid key. Whatever is sent, the answer is never a 5xx, and every error is the
- * JSON error body (docs/api.md, "Errors") with the X-Request-ID and Cache-Control: no-store headers.
+ * with and without a valid key; over real HTTP, raw bytes Node's parser or the request adapter
+ * refuses (unparseable URLs and Host headers), and clients that stall, trickle or hang up. Whatever is
+ * sent, the answer is never a 5xx, every error is the JSON error body (docs/api.md, "Errors") with
+ * the X-Request-ID and Cache-Control: no-store headers, and no client holds a connection past the
+ * server's bounds.
  *
  * Deterministic: fixed seeds (FUZZ_SEED overrides the base seed, FUZZ_SCALE multiplies the runs,
  * FUZZ_SUMMARY=1 prints the status histogram of each probe kind).
@@ -822,8 +828,17 @@ function headersOf(auth: string | undefined, extra: Record<string, string> = {})
 // The tests
 // ---------------------------------------------------------------------------------------------
 
+/** Error-level log lines of the app under test (the hang-up probes want none). */
+let errorLogs: string[] = [];
+const errorSink = new Writable({
+  write(chunk: Buffer, _enc, cb) {
+    errorLogs.push(chunk.toString());
+    cb();
+  },
+});
+
 beforeAll(async () => {
-  api = await testApi({ env: { RATE_LIMIT_POINTS: '1000000' } });
+  api = await testApi({ env: { RATE_LIMIT_POINTS: '1000000' }, log: pino({ level: 'error' }, errorSink) });
   validKey = (await api.newTenant({ credits: 1_000 })).apiKey;
 });
 
@@ -940,29 +955,41 @@ describe('fuzz: unknown paths and methods', () => {
 });
 
 // ---------------------------------------------------------------------------------------------
-// Over real HTTP: what a Request object cannot carry (raw UTF-8 header bytes, unnormalised paths, TRACE)
+// Over real HTTP: what a Request object cannot carry (raw UTF-8 header bytes, unnormalised paths,
+// TRACE, unparseable URLs and Host headers), and clients that stall, trickle or hang up
 // ---------------------------------------------------------------------------------------------
 
 interface RawAnswer extends Answer {
   raw: string;
+  /** From the connection's open to its close. */
+  ms: number;
 }
 
-function rawHttp(port: number, head: string, body: Buffer = Buffer.alloc(0)): Promise<RawAnswer | 'closed'> {
+/**
+ * Opens a connection, lets `talk` write to it (over time, if it likes) and reads the answer to the
+ * connection's close: 'closed' when it closed without a byte. Rejects when it is still open after
+ * `withinMs`: a server that holds a client is a failure too.
+ */
+function rawTalk(port: number, talk: (socket: net.Socket, closed: Promise<void>) => unknown, withinMs = 10_000): Promise<RawAnswer | 'closed'> {
   return new Promise((resolve, reject) => {
     const socket = net.connect(port, '127.0.0.1');
     const chunks: Buffer[] = [];
+    const start = performance.now();
+    const closed = new Promise<void>((done) => socket.on('close', () => done()));
     const timer = setTimeout(() => {
       socket.destroy();
-      reject(new Error(`no answer within 10 s to ${clip(head, 200)}`));
-    }, 10_000);
+      reject(new Error(`the connection was still open after ${withinMs} ms`));
+    }, withinMs);
     // write, not end: a half-closed client makes Node drop the socket before an async answer.
-    socket.on('connect', () => socket.write(Buffer.concat([Buffer.from(head, 'latin1'), body])));
+    socket.on('connect', () => void Promise.resolve(talk(socket, closed)).catch(() => {}));
     socket.on('data', (d: Buffer) => chunks.push(d));
     socket.on('error', () => {});
-    socket.on('close', () => {
+    void closed.then(() => {
       clearTimeout(timer);
-      const all = Buffer.concat(chunks);
+      let all = Buffer.concat(chunks);
       if (all.length === 0) return resolve('closed');
+      // Interim answers (100 Continue) come before the answer.
+      while (/^HTTP\/1\.[01] 1\d\d /.test(all.subarray(0, 16).toString('latin1')) && all.includes('\r\n\r\n')) all = all.subarray(all.indexOf('\r\n\r\n') + 4);
       const split = all.indexOf('\r\n\r\n');
       const headText = all.subarray(0, split === -1 ? all.length : split).toString('latin1');
       let payload = split === -1 ? Buffer.alloc(0) : all.subarray(split + 4);
@@ -990,44 +1017,56 @@ function rawHttp(port: number, head: string, body: Buffer = Buffer.alloc(0)): Pr
         headers: { get: (n: string) => headers.get(n.toLowerCase()) ?? null },
         text: payload.toString('utf8'),
         raw: headText,
+        ms: performance.now() - start,
       });
     });
   });
 }
 
+const rawHttp = (port: number, head: string, body: Buffer = Buffer.alloc(0)) => rawTalk(port, (socket) => socket.write(Buffer.concat([Buffer.from(head, 'latin1'), body])));
+
+/** `bytes` written `size` at a time, `everyMs` apart, until the connection closes. */
+async function trickle(socket: net.Socket, closed: Promise<void>, bytes: Buffer, size: number, everyMs: number): Promise<void> {
+  let open = true;
+  void closed.then(() => (open = false));
+  for (let i = 0; i < bytes.length && open; i += size) {
+    socket.write(bytes.subarray(i, i + size));
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
+
+/**
+ * The real server's bounds, shortened so that a stalled probe is answered within a second or two:
+ * a head within 800 ms, a whole request within 3 s, a body advancing by 100 bytes/s over any 500 ms.
+ */
+const RAW_LIMITS: HttpLimits = { headersTimeoutMs: 800, requestTimeoutMs: 3000, bodyStallMs: 500, bodyMinBytesPerSecond: 100 };
+
 describe('fuzz over real HTTP', () => {
-  let server: ServerType;
+  let server: ApiServer;
   let port = 0;
 
+  /** The app's answers still being made: a request whose client hung up ends there, after its connection. */
+  const answering = new Set<Promise<unknown>>();
+
   beforeAll(async () => {
-    await new Promise<void>((resolve) => {
-      server = serve({ fetch: api.app.fetch, port: 0, hostname: '127.0.0.1' }, (info) => {
-        port = info.port;
-        resolve();
-      });
-    });
+    // The server `npm start` runs (api/server.ts): what Node's parser and the adapter refuse is
+    // answered there, and so are stalled requests.
+    const fetch: typeof api.app.fetch = (req, env) => {
+      const answer = Promise.resolve(api.app.fetch(req, env));
+      answering.add(answer);
+      void answer.finally(() => answering.delete(answer)).catch(() => {});
+      return answer;
+    };
+    server = await startApiServer(fetch, { port: 0, hostname: '127.0.0.1', limits: RAW_LIMITS, log: api.services.log });
+    port = server.port;
   });
 
   afterAll(async () => {
-    await new Promise<void>((resolve) => server?.close(() => resolve()));
+    await server?.close({ timeoutMs: 1000 });
   });
 
-  /**
-   * Sends one raw request. `parser` marks requests that Node's HTTP parser may refuse before the app
-   * sees them: then a bare 4xx from Node (or, for CONNECT, a closed socket) is accepted, never a 5xx.
-   */
-  async function rawCheck(kind: string, method: string, target: string, headers: string[], body = '', parser = false): Promise<void> {
-    const bodyBytes = Buffer.from(body, 'utf8');
-    const lines = [`${method} ${target} HTTP/1.1`, 'Host: 127.0.0.1', 'Connection: close', ...headers];
-    if (bodyBytes.length) lines.push('Content-Type: application/json', `Content-Length: ${bodyBytes.length}`);
-    // The head goes out as latin1, so a header holding UTF-8 bytes is written as "binary" text.
-    const res = await rawHttp(port, `${lines.join('\r\n')}\r\n\r\n`, bodyBytes);
-    const probe: Probe = { kind, method, url: target, headers: Object.fromEntries(headers.map((h) => [h.split(':')[0]!, clip(h.slice(h.indexOf(':') + 1), 80)])), body };
-    if (parser && (res === 'closed' || !res.headers.get('x-request-id'))) {
-      tally(`${kind} (refused by Node)`, res === 'closed' ? 0 : res.status);
-      if (res !== 'closed' && (res.status < 400 || res.status >= 500)) failures.push(`parser-level ${res.status}: ${describeProbe(probe)}`);
-      return;
-    }
+  /** Checks one raw answer against the invariant: whatever the parser, the adapter or the app answered. */
+  function checkRaw(probe: Probe, res: RawAnswer | 'closed'): void {
     if (res === 'closed') {
       failures.push(`connection closed without an answer: ${describeProbe(probe)}`);
       return;
@@ -1037,6 +1076,21 @@ describe('fuzz over real HTTP', () => {
     } catch (err) {
       failures.push(err instanceof Error ? err.message : String(err));
     }
+  }
+
+  /**
+   * Sends one raw request: its request line, a Host header (`host`; null: none) and `headers`.
+   * Whatever refuses it (Node's parser, the request adapter, the app), the answer is the error body.
+   */
+  async function rawCheck(kind: string, method: string, target: string, headers: string[], body = '', o: { host?: string | null; version?: string } = {}): Promise<void> {
+    const bodyBytes = Buffer.from(body, 'utf8');
+    const host = o.host === undefined ? '127.0.0.1' : o.host;
+    const lines = [`${method} ${target} ${o.version ?? 'HTTP/1.1'}`, ...(host === null ? [] : [`Host: ${host}`]), 'Connection: close', ...headers];
+    if (bodyBytes.length) lines.push('Content-Type: application/json', `Content-Length: ${bodyBytes.length}`);
+    // The head goes out as latin1, so a header holding UTF-8 bytes is written as "binary" text.
+    const res = await rawHttp(port, `${lines.join('\r\n')}\r\n\r\n`, bodyBytes);
+    const shown = host === null ? headers : [`Host: ${host}`, ...headers];
+    checkRaw({ kind, method, url: target, headers: Object.fromEntries(shown.map((h) => [h.split(':')[0]!, clip(h.slice(h.indexOf(':') + 1), 80)])), body }, res);
   }
 
   const utf8AsLatin1 = (s: string) => Buffer.from(s, 'utf8').toString('latin1');
@@ -1073,8 +1127,8 @@ describe('fuzz over real HTTP', () => {
       for (const method of ['TRACE', 'PROPFIND', 'MKCOL', 'PURGE', 'LINK', 'QUERY']) {
         await rawCheck(`${info.id}: raw method`, method, path, [`Authorization: Bearer ${key}`]);
       }
-      // What Node's parser may refuse on its own: raw UTF-8 in the request target, control bytes
-      // in a header, a head over 16 KiB, methods it does not know, CONNECT.
+      // What Node's parser refuses on its own (raw UTF-8 in the request target, control bytes in a
+      // header, a head over 16 KiB, methods it does not know, CONNECT): answered with the error body too.
       const refusable: [string, string, string[]][] = [
         ['GET', `${path}?${utf8AsLatin1('ключ=значение')}`, []],
         ['GET', `${path}/${utf8AsLatin1('é💥')}`, []],
@@ -1088,9 +1142,113 @@ describe('fuzz over real HTTP', () => {
         ['CONNECT', '127.0.0.1:80', []],
       ];
       for (const [method, target, hs] of refusable) {
-        await rawCheck(`${info.id}: raw refusable`, method, target, [`Authorization: Bearer ${key}`, ...hs], '', true);
+        await rawCheck(`${info.id}: raw refusable`, method, target, [`Authorization: Bearer ${key}`, ...hs]);
       }
     }
+  });
+
+  fuzz('unparseable URLs and Host headers, no Host at all, and expectations Node does not know are answered with the error body', async () => {
+    const hosts = ['[::1', 'a b', '127.0.0.1:99999', '127.0.0.1:-1', 'user@127.0.0.1', 'x/y', 'x?y', 'x#y', '', '..', utf8AsLatin1('ключ.рф'), 'x'.repeat(300), '[::1]:80', 'EXAMPLE.com.'];
+    for (const info of INFOS) {
+      const path = fillPath(info.path, {});
+      const body = info.hasBody ? '{"name":"raw"}' : '';
+      for (const auth of [[], [`Authorization: Bearer ${validKey}`]]) {
+        for (const host of hosts) await rawCheck(`${info.id}: raw host`, info.method, path, auth, body, { host });
+        // No Host: HTTP/1.1 requires one; HTTP/1.0 may omit it, but the server has no other to build the URL from.
+        await rawCheck(`${info.id}: raw no host`, info.method, path, auth, body, { host: null });
+        await rawCheck(`${info.id}: raw no host`, info.method, path, auth, body, { host: null, version: 'HTTP/1.0' });
+        for (const target of [`http://[::1${path}`, `http://127.0.0.1:99999${path}`, `http://127.0.0.1${path}`, `https://a b${path}`, `${path}\\x`, `\\${path}`, '*', path.slice(1), `ftp://127.0.0.1${path}`]) {
+          await rawCheck(`${info.id}: raw target`, info.method, target, auth, body);
+        }
+        for (const expectation of ['something', '100-continue', '']) {
+          await rawCheck(`${info.id}: raw expect`, info.method, path, [...auth, `Expect: ${expectation}`], body);
+        }
+      }
+    }
+  });
+
+  /** One probe that talks over time, checked like the others, and on how long it held its connection. */
+  async function slowCheck(kind: string, info: RouteInfo, head: string, talk: (socket: net.Socket, closed: Promise<void>) => unknown, heldAtMostMs: number): Promise<void> {
+    const probe: Probe = { kind, method: info.method, url: fillPath(info.path, {}), headers: { head: clip(head, 200) } };
+    const res = await rawTalk(port, talk, heldAtMostMs + 2000).catch((err: unknown) => {
+      failures.push(`${String(err)}: ${describeProbe(probe)}`);
+      return undefined;
+    });
+    if (!res) return;
+    checkRaw(probe, res);
+    if (res !== 'closed' && res.ms > heldAtMostMs) failures.push(`held ${Math.round(res.ms)} ms (at most ${heldAtMostMs}): ${describeProbe(probe)}`);
+  }
+
+  fuzz('stalled and trickled heads and bodies are answered (408, or earlier) and hold no connection past their bounds', async () => {
+    // Slack over each bound, generous for a loaded machine: the bounds' defaults are minutes.
+    const SLACK = 10_000;
+    const probes: Promise<void>[] = [];
+    for (const info of INFOS) {
+      const path = fillPath(info.path, {});
+      const line = `${info.method} ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\n`;
+      const fullHead = `${line}Authorization: Bearer ${validKey}\r\n\r\n`;
+      probes.push(
+        slowCheck(`${info.id}: stalled head`, info, line, (s) => s.write(`${line}Authoriz`), RAW_LIMITS.headersTimeoutMs + SLACK),
+        slowCheck(`${info.id}: trickled head`, info, line, (s, closed) => trickle(s, closed, Buffer.from(fullHead), 1, 25), RAW_LIMITS.headersTimeoutMs + SLACK),
+      );
+      if (!info.hasBody) continue;
+      // A body of each type the route reads, sent the way each probe says; the key is valid, so the
+      // body is what the request waits on.
+      const multipart = info.id === 'uploadAsset';
+      const boundary = 'fuzzboundary';
+      const body = Buffer.from(
+        multipart
+          ? `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="a.bin"\r\nContent-Type: application/octet-stream\r\n\r\n${'\u0000'.repeat(6000)}\r\n--${boundary}--\r\n`
+          : `{"name":"${'n'.repeat(6000)}"}`,
+        'latin1',
+      );
+      const type = multipart ? `multipart/form-data; boundary=${boundary}` : 'application/json';
+      const head = (framing: string) => `${line}Authorization: Bearer ${validKey}\r\nContent-Type: ${type}\r\n${framing}\r\n\r\n`;
+      const sized = head(`Content-Length: ${body.length}`);
+      const chunked = head('Transfer-Encoding: chunked');
+      const firstChunk = Buffer.concat([Buffer.from(`${(100).toString(16)}\r\n`), body.subarray(0, 100)]);
+      const bodyBound = RAW_LIMITS.bodyStallMs * 1.25 + SLACK;
+      probes.push(
+        slowCheck(`${info.id}: stalled body`, info, sized, (s) => s.write(Buffer.concat([Buffer.from(sized), body.subarray(0, 100)])), bodyBound),
+        slowCheck(`${info.id}: stalled chunked body`, info, chunked, (s) => s.write(Buffer.concat([Buffer.from(chunked), firstChunk])), bodyBound),
+        // 20 bytes/s: under the rate, a stall after one window.
+        slowCheck(`${info.id}: body trickled under the rate`, info, sized, (s, closed) => (s.write(sized), trickle(s, closed, body, 1, 50)), bodyBound),
+        // 250 bytes/s: over the rate, but 6 KiB takes 24 s, far past the whole request's bound.
+        slowCheck(`${info.id}: body trickled past the request's time`, info, sized, (s, closed) => (s.write(sized), trickle(s, closed, body, 25, 100)), RAW_LIMITS.requestTimeoutMs + SLACK),
+      );
+    }
+    await Promise.all(probes);
+  });
+
+  fuzz('a client that hangs up mid-head or mid-body is never a 5xx or an error-level log line', async () => {
+    errorLogs = [];
+    const probes: Promise<unknown>[] = [];
+    for (const info of INFOS) {
+      const path = fillPath(info.path, {});
+      const line = `${info.method} ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${validKey}\r\n`;
+      const hangUp = (bytes: string, afterMs: number) =>
+        rawTalk(port, async (s) => {
+          s.write(bytes, 'latin1');
+          await new Promise((r) => setTimeout(r, afterMs));
+          s.destroy();
+        }).catch(() => undefined);
+      probes.push(hangUp(line, 50));
+      if (!info.hasBody) continue;
+      const type = info.id === 'uploadAsset' ? 'multipart/form-data; boundary=fuzzboundary' : 'application/json';
+      const start = info.id === 'uploadAsset' ? '--fuzzboundary\r\nContent-Disposition: form-data; name="file"; filename="a.bin"\r\n\r\n\u0000\u0000' : '{"name":"cut';
+      for (const afterMs of [0, 100, 300]) {
+        probes.push(
+          hangUp(`${line}Content-Type: ${type}\r\nContent-Length: 4096\r\n\r\n${start}`, afterMs),
+          hangUp(`${line}Content-Type: ${type}\r\nTransfer-Encoding: chunked\r\n\r\n${start.length.toString(16)}\r\n${start}\r\n`, afterMs),
+        );
+      }
+    }
+    await Promise.all(probes);
+    // The app's side of a hang-up ends after the connection, once its read of the body fails: every
+    // connection closed on the server's side (each request handed to the app), every answer made.
+    const connections = () => new Promise<number>((resolve, reject) => server.server.getConnections((err, n) => (err ? reject(err) : resolve(n))));
+    await waitFor('the hung-up requests to end', async () => ((await connections()) === 0 && answering.size === 0) || undefined);
+    for (const line of errorLogs) failures.push(`logged at error level after a hang-up: ${clip(line, 600)}`);
   });
 });
 

@@ -168,4 +168,18 @@ describe('configuration from the environment', () => {
       expect(configError({ [name!]: value! }).message).toContain(name);
     }
   });
+
+  it('reads the bounds on slow requests, with defaults and bounds; a head may not outlast the whole request', () => {
+    expect(loadConfig({})).toMatchObject({ HTTP_HEADERS_TIMEOUT_SECONDS: 10, HTTP_REQUEST_TIMEOUT_SECONDS: 900, HTTP_BODY_STALL_SECONDS: 10, HTTP_BODY_MIN_BYTES_PER_SECOND: 500 });
+    expect(loadConfig({ HTTP_HEADERS_TIMEOUT_SECONDS: '20', HTTP_REQUEST_TIMEOUT_SECONDS: '20', HTTP_BODY_STALL_SECONDS: '5', HTTP_BODY_MIN_BYTES_PER_SECOND: '0' })).toMatchObject({
+      HTTP_HEADERS_TIMEOUT_SECONDS: 20,
+      HTTP_REQUEST_TIMEOUT_SECONDS: 20,
+      HTTP_BODY_STALL_SECONDS: 5,
+      HTTP_BODY_MIN_BYTES_PER_SECOND: 0,
+    });
+    for (const [name, value] of [['HTTP_HEADERS_TIMEOUT_SECONDS', '0'], ['HTTP_REQUEST_TIMEOUT_SECONDS', 'long'], ['HTTP_BODY_STALL_SECONDS', '0'], ['HTTP_BODY_MIN_BYTES_PER_SECOND', '-1']]) {
+      expect(configError({ [name!]: value! }).message).toContain(name);
+    }
+    expect(configError({ HTTP_HEADERS_TIMEOUT_SECONDS: '60', HTTP_REQUEST_TIMEOUT_SECONDS: '30' }).message).toMatch(/HTTP_HEADERS_TIMEOUT_SECONDS must not exceed HTTP_REQUEST_TIMEOUT_SECONDS/);
+  });
 });

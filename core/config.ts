@@ -169,6 +169,19 @@ const schema = z.object({
   /** Length of the idle loop generated for a portrait registered by a lipsync request. */
   LIPSYNC_PORTRAIT_LOOP_SECONDS: envInt(2, 4, 30),
 
+  /**
+   * How long the API waits for what a client sends (docs/api.md, "Slow and cut-off requests"); past
+   * each, 408 request_aborted and the connection closes. The whole head of a request (at most 16 KiB)
+   * within HTTP_HEADERS_TIMEOUT_SECONDS; the whole request within HTTP_REQUEST_TIMEOUT_SECONDS (900 s:
+   * the largest asset, 50 MiB, uploads at 0.5 Mbit/s); and a body stalls when it sends fewer than
+   * HTTP_BODY_MIN_BYTES_PER_SECOND (Apache mod_reqtimeout's default rate) over any
+   * HTTP_BODY_STALL_SECONDS, so a body trickled a byte at a time holds no connection for long.
+   */
+  HTTP_HEADERS_TIMEOUT_SECONDS: envInt(1, 10, 3600),
+  HTTP_REQUEST_TIMEOUT_SECONDS: envInt(1, 900, 86_400),
+  HTTP_BODY_STALL_SECONDS: envInt(1, 10, 3600),
+  HTTP_BODY_MIN_BYTES_PER_SECOND: envInt(0, 500, 1_000_000_000),
+
   /** Per-key request throttle: 120 requests per 60 s by default (docs/api.md, "Rate limit"). */
   RATE_LIMIT_POINTS: envInt(1, 120),
   RATE_LIMIT_WINDOW_SECONDS: envInt(1, 60),
@@ -197,6 +210,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(
       'Invalid configuration:\n  LIVEKIT_URL, LIVEKIT_API_KEY and LIVEKIT_API_SECRET must be set together',
     );
+  }
+  // Node's HTTP server refuses a head timeout longer than the whole request's.
+  if (c.HTTP_HEADERS_TIMEOUT_SECONDS > c.HTTP_REQUEST_TIMEOUT_SECONDS) {
+    throw new ConfigError('Invalid configuration:\n  HTTP_HEADERS_TIMEOUT_SECONDS must not exceed HTTP_REQUEST_TIMEOUT_SECONDS');
   }
   return {
     ...c,
