@@ -172,6 +172,13 @@ const schema = z.object({
   /** Per-key request throttle: 120 requests per 60 s by default (docs/api.md, "Rate limit"). */
   RATE_LIMIT_POINTS: envInt(1, 120),
   RATE_LIMIT_WINDOW_SECONDS: envInt(1, 60),
+  /**
+   * Failed authentications (401) per client address (IPv6: per /64) per window, 30 per 60 s by
+   * default: past it every request from that address is 429 until the window ends, answered before
+   * any key lookup (docs/api.md, "Rate limit").
+   */
+  AUTH_FAILURE_LIMIT_POINTS: envInt(1, 30),
+  AUTH_FAILURE_LIMIT_WINDOW_SECONDS: envInt(1, 60),
   /** Relative billing URL put on 402 errors. */
   BILLING_URL: z.string().min(1).default('/platform/billing'),
 });

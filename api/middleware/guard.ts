@@ -1,6 +1,8 @@
+import type { HttpBindings } from '@hono/node-server';
 import type { RouteConfig } from '@hono/zod-openapi';
-import type { MiddlewareHandler } from 'hono';
+import type { Context, MiddlewareHandler } from 'hono';
 import { hasScope } from '../../core/auth/keys.ts';
+import type { Config } from '../../core/config.ts';
 import { ApiError } from '../../core/errors.ts';
 import { orAfter } from '../../core/time.ts';
 import type { AppEnv } from '../context.ts';
@@ -9,13 +11,44 @@ import { ROUTE_SCOPES, type OperationId } from '../scopes.ts';
 /** Default JSON body cap of routes without a cap of their own (the API documents 8 to 32 KiB for those). */
 export const DEFAULT_BODY_LIMIT = 16 * 1024;
 
-/** Verifies the key, applies the per-key throttle, then checks the operation's scope. */
+/** The peer address of the connection; undefined for in-process requests (`app.request`), which no client sends. */
+function peerAddress(c: Context<AppEnv>): string | undefined {
+  return (c.env as Partial<HttpBindings> | undefined)?.incoming?.socket?.remoteAddress;
+}
+
+/** The 429 of a client address past its bound of failed authentications. */
+function authFailuresExceeded(config: Config, retryAfterMs: number): ApiError {
+  const seconds = Math.max(1, Math.ceil(retryAfterMs / 1000));
+  return new ApiError(
+    'rate_limited',
+    `Too many failed authentications from this address: ${config.AUTH_FAILURE_LIMIT_POINTS} per ${config.AUTH_FAILURE_LIMIT_WINDOW_SECONDS} seconds. Check the API key, and retry after ${seconds} s`,
+    {},
+    { 'Retry-After': String(seconds) },
+  );
+}
+
+/**
+ * Verifies the key, applies the per-key throttle, then checks the operation's scope. A client
+ * address past its bound of failed authentications is refused first, before any key lookup.
+ */
 export function authenticate(operationId: OperationId): MiddlewareHandler<AppEnv> {
   const scope = ROUTE_SCOPES[operationId];
   if (!scope) throw new Error(`Route ${operationId} has no entry in ROUTE_SCOPES`);
   return async (c, next) => {
-    const { keys, rateLimiter, config, log } = c.get('services');
-    const principal = await keys.verify(c.req.header('authorization'));
+    const { keys, rateLimiter, authFailures, config, log } = c.get('services');
+    const address = peerAddress(c);
+    const blockedMs = address ? authFailures.blockedFor(address) : 0;
+    if (blockedMs > 0) throw authFailuresExceeded(config, blockedMs);
+    let principal;
+    try {
+      principal = await keys.verify(c.req.header('authorization'));
+    } catch (err) {
+      if (address && err instanceof ApiError && err.code === 'unauthorized') {
+        const nowBlockedMs = await authFailures.failed(address);
+        if (nowBlockedMs > 0) throw authFailuresExceeded(config, nowBlockedMs);
+      }
+      throw err;
+    }
     let limit;
     try {
       limit = await rateLimiter.consume(principal.apiKeyId);
