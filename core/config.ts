@@ -113,6 +113,12 @@ const schema = z.object({
   LLM_TIMEOUT_SECONDS: envInt(1, 20, 300),
   /** How long speech to text may take over one utterance of a live call before the utterance is dropped (the call goes on). */
   STT_TIMEOUT_SECONDS: envInt(1, 15, 300),
+  /**
+   * A turn's client that reads nothing for this long while the stream waits is stalled: the rest of
+   * the turn is dropped, and the stream ends with an ERROR record; its connection is dropped if it
+   * takes nothing of that record for as long again.
+   */
+  TURN_STALL_SECONDS: envInt(1, 30, 600),
   /** Avatars' frame caches each API process holds open for turns; the least recently used one goes first. */
   REALTIME_MEDIA_CACHE_SIZE: envInt(1, 16, 1000),
 
