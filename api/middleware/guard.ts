@@ -5,6 +5,7 @@ import { hasScope } from '../../core/auth/keys.ts';
 import type { Config } from '../../core/config.ts';
 import { ApiError } from '../../core/errors.ts';
 import { orAfter } from '../../core/time.ts';
+import { escapeInvalidUtf8 } from '../schemas/json.ts';
 import type { AppEnv } from '../context.ts';
 import { ROUTE_SCOPES, type OperationId } from '../scopes.ts';
 
@@ -142,12 +143,35 @@ export function capBody(maxBytes: number): MiddlewareHandler<AppEnv> {
   };
 }
 
+/** The media types the JSON validator parses (hono's validator: application/json and any +json). */
+const JSON_MEDIA_TYPE = /^application\/([\w.-]+\+)?json$/i;
+
+/**
+ * Reads a JSON body before the validator does, so that invalid UTF-8 in it is refused naming its
+ * field (`escapeInvalidUtf8`) instead of being decoded to U+FFFD and stored. Valid bodies (the
+ * common case) stay in the request's body cache, read once.
+ */
+export function utf8JsonBody(): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    const mediaType = (c.req.header('content-type') ?? '').split(';')[0]!.trim();
+    if (!c.req.raw.body || !JSON_MEDIA_TYPE.test(mediaType)) return next();
+    const escaped = escapeInvalidUtf8(new Uint8Array(await c.req.arrayBuffer()));
+    if (escaped) {
+      delete c.req.bodyCache.arrayBuffer;
+      c.req.raw = new Request(c.req.raw, { body: escaped });
+    }
+    await next();
+  };
+}
+
 /**
  * Adds the guards every /api/v1 route runs, in order: authentication, throttle and scope (from
- * ROUTE_SCOPES by operationId), then the body cap. Returns the route config for `app.openapi`.
+ * ROUTE_SCOPES by operationId), then the body cap and, for a JSON body, its UTF-8 check. Returns
+ * the route config for `app.openapi`.
  */
 export function guarded<R extends RouteConfig>(route: R, opts: { bodyLimit?: number } = {}): R {
   const middleware: MiddlewareHandler<AppEnv>[] = [authenticate(route.operationId as OperationId)];
   if (route.method !== 'get' && route.method !== 'delete') middleware.push(capBody(opts.bodyLimit ?? DEFAULT_BODY_LIMIT));
+  if (route.request?.body?.content && 'application/json' in route.request.body.content) middleware.push(utf8JsonBody());
   return { ...route, middleware: middleware as never };
 }
