@@ -3,7 +3,7 @@ import { HTTPException } from 'hono/http-exception';
 import type { z } from 'zod';
 import { ApiError } from '../core/errors.ts';
 import type { AppEnv } from './context.ts';
-import { describeJsonProblem, fieldPath, findJsonProblem } from './schemas/json.ts';
+import { describeJsonProblem, fieldPath, findJsonProblem, NUMBER_OUT_OF_RANGE } from './schemas/json.ts';
 
 
 const TARGET_LABEL: Record<string, string> = { json: 'body', query: 'query', param: 'path', header: 'header', form: 'form' };
@@ -80,7 +80,7 @@ export function validationError(error: z.ZodError, target = 'json', input?: unkn
     message = `Missing required field "${field}" in ${where}`;
   } else if (issue.code === 'invalid_type' && received.present && outOfRange(received.value, target)) {
     // 1e309 is valid JSON, parsed as Infinity: a number, but none that fits (zod only says "expected a number").
-    message = field ? `Invalid field "${field}" in ${where}: the number is out of range` : `Invalid ${where}: the number is out of range`;
+    message = field ? `Invalid field "${field}" in ${where}: ${NUMBER_OUT_OF_RANGE}` : `Invalid ${where}: ${NUMBER_OUT_OF_RANGE}`;
   } else if (issue.code === 'invalid_type' && received.present) {
     const expected = EXPECTED[issue.expected] ?? issue.expected;
     const got = describeReceived(received.value, { target, expected: issue.expected });

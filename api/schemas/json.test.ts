@@ -23,6 +23,9 @@ describe('findJsonProblem', () => {
     expect(findJsonProblem({ a: ['x\udfffy'] })).toEqual({ path: ['a', 0], problem: 'lone_surrogate' });
     expect(findJsonProblem({ '\udc00': 1 })).toEqual({ path: [], problem: 'lone_surrogate' });
     expect(findJsonProblem({ a: '😀' })).toBeUndefined();
+    // Numbers past a double (1e309 parses as Infinity; JSON.stringify would write null).
+    expect(findJsonProblem({ a: [1, -Infinity] })).toEqual({ path: ['a', 1], problem: 'number_range' });
+    expect(findJsonProblem({ a: Number.MAX_VALUE })).toBeUndefined();
   });
 
   it('walks hostile nesting without recursion', () => {
@@ -181,6 +184,13 @@ describe('one rule for text on every route: lone surrogates and invalid UTF-8 ar
     // Nothing was stored: the avatar keeps its name, and no key but the tenant's own exists.
     const avatar = await json<{ displayName: string; personality: string | null }>(await t.request('GET', `/api/v1/avatars/${avatarId}`, { key: apiKey }));
     expect(avatar).toMatchObject({ displayName: 'Ada', personality: null });
+  });
+
+  it('a number past a double in free-form JSON is refused naming the field, not stored as null', async () => {
+    const { apiKey } = await t.newTenant();
+    const res = await t.request('POST', '/api/v1/avatars', { key: apiKey, rawBody: '{"displayName":"Ada","metadata":{"a":[1,-1e309]}}', headers: { 'content-type': 'application/json' } });
+    expect(res.status).toBe(422);
+    expect(await json(res)).toMatchObject({ code: 'validation_error', field: 'metadata', error: 'Invalid field "metadata" in body: the number is out of range (at a[1])' });
   });
 
   it('U+FFFD itself, sent as such, is text like any other', async () => {

@@ -8,8 +8,9 @@ import { z } from '@hono/zod-openapi';
  *    text: no NUL character (no PostgreSQL text column accepts one) and no unpaired UTF-16
  *    surrogate (a text column would store U+FFFD in its place, silently; jsonb refuses it). Invalid
  *    UTF-8 in a JSON body reaches validation as unpaired surrogates (`escapeInvalidUtf8`), so it is
- *    refused the same way, naming the field. The validation hook of every route checks this once
- *    (`findJsonProblem(data)`), not each schema.
+ *    refused the same way, naming the field. Likewise no number is past a double (`1e309`, parsed
+ *    as Infinity). The validation hook of every route checks this once (`findJsonProblem(data)`),
+ *    not each schema.
  * 2. JSON that no schema shapes before it is stored must be storable as it is: rule 1, in keys or
  *    values, and at most MAX_JSON_DEPTH levels of nesting (far beyond any real settings, well within PostgreSQL's
  *    limits on jsonb depth). That is a free-form object, a field whose inner structure is the
@@ -25,7 +26,10 @@ import { z } from '@hono/zod-openapi';
 /** Deepest nesting of a free-form object: `{"a":1}` nests 1 level, `{"a":{"b":[]}}` 3. */
 export const MAX_JSON_DEPTH = 16;
 
-export type JsonProblem = { path: (string | number)[]; problem: 'nul' | 'lone_surrogate' | 'depth' };
+export type JsonProblem = { path: (string | number)[]; problem: 'nul' | 'lone_surrogate' | 'number_range' | 'depth' };
+
+/** A JSON number past a double (1e309 parses as Infinity): no column or jsonb holds it (JSON.stringify would store null). */
+export const NUMBER_OUT_OF_RANGE = 'the number is out of range';
 
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
@@ -50,8 +54,8 @@ function pathOf(visit: Visit): (string | number)[] {
 }
 
 /**
- * The first problem in `value`: a NUL character or an unpaired surrogate in a string (always),
- * nesting deeper than `maxDepth` levels (with `maxDepth`). A problem in a key is reported at the
+ * The first problem in `value`: a NUL character or an unpaired surrogate in a string, a number
+ * past a double (always), nesting deeper than `maxDepth` levels (with `maxDepth`). A problem in a key is reported at the
  * object holding the key. Iterative and linear in the size of the input.
  */
 export function findJsonProblem(value: unknown, rules: { maxDepth?: number } = {}): JsonProblem | undefined {
@@ -63,6 +67,8 @@ export function findJsonProblem(value: unknown, rules: { maxDepth?: number } = {
     if (typeof v === 'string') {
       const problem = stringProblem(v);
       if (problem) return { path: pathOf(visit), problem };
+    } else if (typeof v === 'number') {
+      if (!Number.isFinite(v)) return { path: pathOf(visit), problem: 'number_range' };
     } else if (v && typeof v === 'object') {
       if (depth + 1 > maxDepth) return { path: pathOf(visit), problem: 'depth' };
       if (Array.isArray(v)) v.forEach((x, i) => stack.push({ v: x, depth: depth + 1, parent: visit, key: i }));
@@ -85,6 +91,8 @@ export function describeJsonProblem(p: JsonProblem): string {
       return 'must not contain NUL characters';
     case 'lone_surrogate':
       return 'must not contain unpaired UTF-16 surrogates or invalid UTF-8';
+    case 'number_range':
+      return NUMBER_OUT_OF_RANGE;
     case 'depth':
       return `must not nest deeper than ${MAX_JSON_DEPTH} levels`;
   }
