@@ -77,7 +77,14 @@ export function createApp(services: Services) {
       return errorResponse(c, new ApiError('request_aborted', 'Request aborted: the connection closed before the request arrived in full'));
     }
     const apiError = toApiError(err);
-    if (apiError.status >= 500) services.log.error({ err, requestId: c.get('requestId'), path: c.req.path }, 'request failed');
+    const where = { requestId: c.get('requestId'), path: c.req.path };
+    // A failure the code expected and answered (a remote that cannot be reached, a render that
+    // failed) is the operator's to notice, not a bug: a warning with its code and reason, no trace.
+    // Anything else is a bug: an error, with its stack.
+    if (apiError.status >= 500) {
+      if (err instanceof ApiError && err.code !== 'internal_error') services.log.warn({ ...where, code: err.code, reason: err.message }, 'request failed upstream');
+      else services.log.error({ err, ...where }, 'request failed');
+    }
     return errorResponse(c, apiError);
   });
   return app;

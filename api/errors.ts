@@ -3,7 +3,7 @@ import { HTTPException } from 'hono/http-exception';
 import type { z } from 'zod';
 import { ApiError } from '../core/errors.ts';
 import type { AppEnv } from './context.ts';
-import { describeJsonProblem, fieldPath, findJsonProblem } from './schemas/json.ts';
+import { describeJsonProblem, fieldPath, findJsonProblem, NUMBER_OUT_OF_RANGE } from './schemas/json.ts';
 
 
 const TARGET_LABEL: Record<string, string> = { json: 'body', query: 'query', param: 'path', header: 'header', form: 'form' };
@@ -56,6 +56,12 @@ function describeReceived(value: unknown, o: { target: string; expected?: string
   }
 }
 
+/** A number too large for a double (JSON's 1e309, or a query's "1e400"), which parses as ±Infinity. */
+function outOfRange(value: unknown, target: string): boolean {
+  const n = typeof value === 'number' ? value : typeof value === 'string' && target !== 'json' && target !== 'form' ? Number(value) : NaN;
+  return n === Infinity || n === -Infinity;
+}
+
 /**
  * A 422 that names the offending field, from the first zod issue. `input` is the value as received
  * (zod 4 issues do not carry it): it tells a missing field from one present with the wrong type.
@@ -72,6 +78,9 @@ export function validationError(error: z.ZodError, target = 'json', input?: unkn
     message = `Unknown field "${field}" in ${where} (field names are case-sensitive)`;
   } else if ((issue.code === 'invalid_type' || issue.code === 'invalid_value' || issue.code === 'invalid_union') && !received.present) {
     message = `Missing required field "${field}" in ${where}`;
+  } else if (issue.code === 'invalid_type' && received.present && outOfRange(received.value, target)) {
+    // 1e309 is valid JSON, parsed as Infinity: a number, but none that fits (zod only says "expected a number").
+    message = field ? `Invalid field "${field}" in ${where}: ${NUMBER_OUT_OF_RANGE}` : `Invalid ${where}: ${NUMBER_OUT_OF_RANGE}`;
   } else if (issue.code === 'invalid_type' && received.present) {
     const expected = EXPECTED[issue.expected] ?? issue.expected;
     const got = describeReceived(received.value, { target, expected: issue.expected });

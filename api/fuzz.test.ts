@@ -570,6 +570,77 @@ function bodyText(info: RouteInfo): fc.Arbitrary<string> {
   );
 }
 
+/** Whether a schema admits values of JSON type `t` (an integer field admits numbers' hostile values too). */
+function admits(s: JsonSchema | undefined, t: string): boolean {
+  if (!s) return false;
+  if ([...(s.anyOf ?? []), ...(s.oneOf ?? [])].some((a) => admits(a, t))) return true;
+  const types = typesOf(s);
+  return types.includes(t) || (t === 'number' && types.includes('integer'));
+}
+
+const utf8 = (...parts: (string | number[])[]) => Buffer.concat(parts.map((p) => (typeof p === 'string' ? Buffer.from(p, 'utf8') : Buffer.from(p))));
+
+/**
+ * Raw JSON values a text field must refuse by name (422, `field`), never store as U+FFFD: lone
+ * surrogates as JSON escapes, and invalid UTF-8 bytes inside the string.
+ */
+const NOT_TEXT: [string, Buffer][] = [
+  ['a lone high surrogate', utf8('"a\\ud800b"')],
+  ['a lone low surrogate', utf8('"\\udfff"')],
+  ['an invalid UTF-8 byte', utf8('"a', [0xff], 'b"')],
+  ['an overlong UTF-8 sequence', utf8('"', [0xc0, 0xaf], '"')],
+  ['a UTF-8 encoded surrogate', utf8('"', [0xed, 0xa0, 0x80], '"')],
+  ['a truncated UTF-8 sequence', utf8('"x', [0xe2, 0x82], '"')],
+];
+/** Raw JSON numbers past a double: parsed as ±Infinity, refused as out of range by name. */
+const HUGE_NUMBERS: [string, Buffer][] = ['1e309', '-1e309', `1${'0'.repeat(400)}`].map((n) => [n, utf8(n)]);
+
+/** What each refusal says after `Invalid field "<field>" in body: `. */
+const NOT_TEXT_MESSAGE = 'must not contain unpaired UTF-16 surrogates or invalid UTF-8';
+const HUGE_NUMBER_MESSAGE = 'the number is out of range';
+
+/** The bytes of `obj` as JSON with the value of `field` replaced by the raw JSON `raw`. */
+function withRawField(obj: Record<string, unknown>, field: string, raw: Buffer): Buffer {
+  const marker = '\u0001FUZZ\u0001';
+  const [before, after] = JSON.stringify({ ...obj, [field]: marker }).split(JSON.stringify(marker));
+  return Buffer.concat([utf8(before!), raw, utf8(after!)]);
+}
+
+/**
+ * Per route: each top-level text field with each of NOT_TEXT, each number field with each of
+ * HUGE_NUMBERS, and every field with a number past a double (what a field of free JSON could
+ * otherwise store as null). `control`: the same field with a harmless value of its type, which
+ * tells whether the field has a rule of its own that refuses the probe first (a set of values, a
+ * format, a length, a rule across fields); `message` is what the probe must say otherwise (none
+ * for a field with a pattern of allowed characters: its own refusal says what is wrong).
+ */
+function untextCases(info: RouteInfo): { field: string; what: string; raw: Buffer; control: Buffer; message?: string }[] {
+  const props = Object.entries(info.bodySchema?.properties ?? {});
+  // A pattern of allowed characters refuses what is not text itself, in its own words.
+  const patterned = (s: JsonSchema): boolean => Boolean(s.pattern) || [...(s.anyOf ?? []), ...(s.oneOf ?? [])].some(patterned);
+  return [
+    ...props
+      .filter(([, s]) => admits(s, 'string'))
+      .flatMap(([field, s]) => NOT_TEXT.map(([what, raw]) => ({ field, what, raw, control: utf8('"abc"'), ...(patterned(s) ? {} : { message: NOT_TEXT_MESSAGE }) }))),
+    ...props.flatMap(([field, s]) => HUGE_NUMBERS.map(([what, raw]) => ({ field, what, raw, control: utf8(admits(s, 'number') ? '1' : 'true'), message: HUGE_NUMBER_MESSAGE }))),
+  ];
+}
+
+/**
+ * The refusal of a hostile field: a 422 (validation runs before any handler, so nothing can be
+ * stored). When it names the field, it says what is wrong with it, unless the control (the same
+ * body with a harmless value there) is refused naming the field too: then a rule of the field's
+ * own came first.
+ */
+function expectRefused(p: Probe, res: Answer, control: Answer, field: string, message: string | undefined): void {
+  // 413: a body the generator made over the route's cap, refused before it is parsed.
+  if (res.status === 413) return;
+  if (res.status !== 422) return void failures.push(`expected 422, got ${res.status} for ${describeProbe(p)}\nresponse: ${clip(res.text, 300)}`);
+  const body = JSON.parse(res.text) as { field?: string; error?: string };
+  const ownRule = control.status === 422 && (JSON.parse(control.text) as { field?: string }).field === field;
+  if (message && body.field === field && !ownRule && body.error !== `Invalid field "${field}" in body: ${message}`) failures.push(`wrong message for ${describeProbe(p)}: ${body.error}`);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Authorization headers, content types, queries, paths, methods
 // ---------------------------------------------------------------------------------------------
@@ -838,7 +909,8 @@ const errorSink = new Writable({
 });
 
 beforeAll(async () => {
-  api = await testApi({ env: { RATE_LIMIT_POINTS: '1000000' }, log: pino({ level: 'error' }, errorSink) });
+  // No throttle in the way: the probes send many bad keys from one address (the made-up-key flood has its own section).
+  api = await testApi({ env: { RATE_LIMIT_POINTS: '1000000', AUTH_FAILURE_LIMIT_POINTS: '1000000' }, log: pino({ level: 'error' }, errorSink) });
   validKey = (await api.newTenant({ credits: 1_000 })).apiKey;
 });
 
@@ -870,6 +942,26 @@ for (const info of INFOS) {
           { seed: seedOf(name('json body')), numRuns: runs(110) },
         );
       });
+
+      const untext = untextCases(info);
+      if (untext.length > 0 && info.bodySchema) {
+        fuzz('text fields with lone surrogates or invalid UTF-8, number fields past a double: 422 naming the field', async () => {
+          await fc.assert(
+            fc.asyncProperty(validObject(info.bodySchema!), fc.constantFrom(...untext), async (base, c) => {
+              const p: Probe = { kind: name('not text'), method: info.method, url: fillPath(info.path, {}), headers: headersOf(`Bearer ${validKey}`, { 'content-type': 'application/json' }), body: withRawField(base, c.field, c.raw) };
+              const res = await send(p);
+              try {
+                verify(p, res);
+              } catch (err) {
+                failures.push(err instanceof Error ? err.message : String(err));
+              }
+              const control = await send({ ...p, body: withRawField(base, c.field, c.control) });
+              expectRefused({ ...p, kind: `${p.kind}: ${c.field} with ${c.what}` }, res, control, c.field, c.message);
+            }),
+            { seed: seedOf(name('not text')), numRuns: runs(Math.min(80, untext.length * 2)) },
+          );
+        });
+      }
 
       fuzz('non-JSON bytes and wrong content types', async () => {
         const payload = fc.oneof(rawBytes, bodyText(info));
@@ -1082,15 +1174,16 @@ describe('fuzz over real HTTP', () => {
    * Sends one raw request: its request line, a Host header (`host`; null: none) and `headers`.
    * Whatever refuses it (Node's parser, the request adapter, the app), the answer is the error body.
    */
-  async function rawCheck(kind: string, method: string, target: string, headers: string[], body = '', o: { host?: string | null; version?: string } = {}): Promise<void> {
-    const bodyBytes = Buffer.from(body, 'utf8');
+  async function rawCheck(kind: string, method: string, target: string, headers: string[], body: string | Buffer = '', o: { host?: string | null; version?: string } = {}): Promise<RawAnswer | undefined> {
+    const bodyBytes = typeof body === 'string' ? Buffer.from(body, 'utf8') : body;
     const host = o.host === undefined ? '127.0.0.1' : o.host;
     const lines = [`${method} ${target} ${o.version ?? 'HTTP/1.1'}`, ...(host === null ? [] : [`Host: ${host}`]), 'Connection: close', ...headers];
     if (bodyBytes.length) lines.push('Content-Type: application/json', `Content-Length: ${bodyBytes.length}`);
     // The head goes out as latin1, so a header holding UTF-8 bytes is written as "binary" text.
     const res = await rawHttp(port, `${lines.join('\r\n')}\r\n\r\n`, bodyBytes);
     const shown = host === null ? headers : [`Host: ${host}`, ...headers];
-    checkRaw({ kind, method, url: target, headers: Object.fromEntries(shown.map((h) => [h.split(':')[0]!, clip(h.slice(h.indexOf(':') + 1), 80)])), body }, res);
+    checkRaw({ kind, method, url: target, headers: Object.fromEntries(shown.map((h) => [h.split(':')[0]!, clip(h.slice(h.indexOf(':') + 1), 80)])), body: bodyBytes }, res);
+    return res === 'closed' ? undefined : res;
   }
 
   const utf8AsLatin1 = (s: string) => Buffer.from(s, 'utf8').toString('latin1');
@@ -1249,6 +1342,93 @@ describe('fuzz over real HTTP', () => {
     const connections = () => new Promise<number>((resolve, reject) => server.server.getConnections((err, n) => (err ? reject(err) : resolve(n))));
     await waitFor('the hung-up requests to end', async () => ((await connections()) === 0 && answering.size === 0) || undefined);
     for (const line of errorLogs) failures.push(`logged at error level after a hang-up: ${clip(line, 600)}`);
+  });
+
+  fuzz('raw bytes that are not text (lone surrogates, invalid UTF-8) and numbers past a double, in every JSON field: 422 naming the field', async () => {
+    for (const info of INFOS) {
+      if (!info.bodySchema) continue;
+      const cases = untextCases(info);
+      // One fixed, otherwise plain body per route: the first sample of its valid objects.
+      const [base] = fc.sample(validObject(info.bodySchema), { seed: seedOf(`${info.id}: raw not text`), numRuns: 1 });
+      for (const c of cases) {
+        const body = withRawField(base!, c.field, c.raw);
+        const kind = `${info.id}: raw not text`;
+        const auth = [`Authorization: Bearer ${validKey}`];
+        const res = await rawCheck(kind, info.method, fillPath(info.path, {}), auth, body);
+        const control = await rawCheck(`${kind} (control)`, info.method, fillPath(info.path, {}), auth, withRawField(base!, c.field, c.control));
+        if (res && control) expectRefused({ kind: `${kind}: ${c.field} with ${c.what}`, method: info.method, url: info.path, headers: {}, body }, res, control, c.field, c.message);
+      }
+    }
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// Made-up keys from one address, over real HTTP: every route answers them 401, then a well-formed
+// 429 once the address's bound of failed authentications is spent; another address is unaffected
+// ---------------------------------------------------------------------------------------------
+
+describe('made-up keys from one address', () => {
+  const BOUND = 3;
+  let throttled: TestApi;
+  let server: ApiServer;
+  let port = 0;
+
+  beforeAll(async () => {
+    throttled = await testApi({ env: { AUTH_FAILURE_LIMIT_POINTS: String(BOUND), AUTH_FAILURE_LIMIT_WINDOW_SECONDS: '60' } });
+    server = await startApiServer(throttled.app.fetch, { port: 0, hostname: '127.0.0.1' });
+    port = server.port;
+  });
+
+  afterAll(async () => {
+    await server?.close({ timeoutMs: 1000 });
+    await throttled?.close();
+  });
+
+  /** One request over its own connection from `from` (any 127/8 address is this host). */
+  function fromAddress(from: string, method: string, url: string, auth: string): Promise<RawAnswer> {
+    return new Promise((resolve, reject) => {
+      const opened = performance.now();
+      const socket = net.connect({ port, host: '127.0.0.1', localAddress: from });
+      const chunks: Buffer[] = [];
+      socket.on('connect', () => socket.write(`${method} ${url} HTTP/1.1\r\nHost: x\r\nAuthorization: ${auth}\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}`));
+      socket.on('data', (d: Buffer) => chunks.push(d));
+      socket.on('error', reject);
+      socket.on('close', () => {
+        const all = Buffer.concat(chunks).toString('utf8');
+        const split = all.indexOf('\r\n\r\n');
+        const [statusLine, ...lines] = all.slice(0, split).split('\r\n');
+        const headers = new Map(lines.map((l) => [l.slice(0, l.indexOf(':')).trim().toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]));
+        let text = all.slice(split + 4);
+        // Chunked: one chunk of JSON, then the last.
+        if (headers.get('transfer-encoding') === 'chunked') text = text.slice(text.indexOf('\r\n') + 2, text.lastIndexOf('\r\n0\r\n'));
+        resolve({ status: Number(statusLine!.split(' ')[1]), headers: { get: (n: string) => headers.get(n.toLowerCase()) ?? null }, text, raw: all.slice(0, split), ms: performance.now() - opened });
+      });
+    });
+  }
+
+  fuzz('every route: made-up keys are 401 up to the bound, then 429 without code and with Retry-After; a real key from another address still passes', async () => {
+    const { apiKey } = await throttled.newTenant({ credits: 10 });
+    const madeUp = fc.sample(fc.stringMatching(/^[0-9A-Za-z]{16}$/), { seed: seedOf('made-up keys'), numRuns: BOUND + INFOS.length * 2 }).map((id) => `Bearer svc_${id}_${'s'.repeat(43)}`);
+    let sent = 0;
+    for (const info of INFOS) {
+      const url = fillPath(info.path, {});
+      for (let i = 0; i < 2; i++) {
+        const auth = madeUp[sent]!;
+        const res = await fromAddress('127.0.0.1', info.method, url, auth);
+        const p: Probe = { kind: `${info.id}: made-up key flood`, method: info.method, url, headers: { authorization: auth }, body: '{}' };
+        try {
+          verify(p, res);
+        } catch (err) {
+          failures.push(err instanceof Error ? err.message : String(err));
+        }
+        const expected = sent < BOUND ? 401 : 429;
+        if (res.status !== expected) failures.push(`made-up key ${sent + 1}: expected ${expected}, got ${res.status} for ${describeProbe(p)}`);
+        if (res.status === 429 && (res.text.includes('"code"') || !(Number(res.headers.get('retry-after')) > 0))) failures.push(`429 with a code or without Retry-After: ${describeProbe(p)}\n${res.text}`);
+        sent++;
+      }
+      const real = await fromAddress('127.0.0.2', info.method, url, `Bearer ${apiKey}`);
+      if (real.status === 401 || real.status === 429 || real.status >= 500) failures.push(`real key from another address: ${real.status} on ${info.id}`);
+    }
   });
 });
 

@@ -238,6 +238,18 @@ describe('validation messages of every JSON route', () => {
     expect(await json(res)).toMatchObject({ field: 'limit', error: 'Invalid field "limit" in query: expected a number, got "abc"' });
   });
 
+  it('a number too large for a double (1e309 parses as Infinity) is out of range, naming the field, in a body or a query', async () => {
+    const { apiKey } = await t.newTenant();
+    for (const n of ['1e309', '-1e309', `1${'0'.repeat(400)}`]) {
+      const res = await t.request('POST', '/api/v1/api-keys', { key: apiKey, rawBody: `{"name":"k","spendLimitCreditMicros":${n}}`, headers: { 'content-type': 'application/json' } });
+      expect(res.status).toBe(422);
+      expect(await json(res), n).toMatchObject({ code: 'validation_error', field: 'spendLimitCreditMicros', error: 'Invalid field "spendLimitCreditMicros" in body: the number is out of range' });
+    }
+    const res = await t.request('GET', '/api/v1/usage/sessions?limit=1e400', { key: apiKey });
+    expect(res.status).toBe(422);
+    expect(await json(res)).toMatchObject({ field: 'limit', error: 'Invalid field "limit" in query: the number is out of range' });
+  });
+
   it('the examples of the report: wrong types are not "missing"', async () => {
     const { apiKey } = await t.newTenant();
     const cases: [unknown, string, string][] = [

@@ -113,6 +113,12 @@ const schema = z.object({
   LLM_TIMEOUT_SECONDS: envInt(1, 20, 300),
   /** How long speech to text may take over one utterance of a live call before the utterance is dropped (the call goes on). */
   STT_TIMEOUT_SECONDS: envInt(1, 15, 300),
+  /**
+   * A turn's client that reads nothing for this long while the stream waits is stalled: the rest of
+   * the turn is dropped, and the stream ends with an ERROR record; its connection is dropped if it
+   * takes nothing of that record for as long again.
+   */
+  TURN_STALL_SECONDS: envInt(1, 30, 600),
   /** Avatars' frame caches each API process holds open for turns; the least recently used one goes first. */
   REALTIME_MEDIA_CACHE_SIZE: envInt(1, 16, 1000),
 
@@ -185,6 +191,13 @@ const schema = z.object({
   /** Per-key request throttle: 120 requests per 60 s by default (docs/api.md, "Rate limit"). */
   RATE_LIMIT_POINTS: envInt(1, 120),
   RATE_LIMIT_WINDOW_SECONDS: envInt(1, 60),
+  /**
+   * Failed authentications (401) per client address (IPv6: per /64) per window, 30 per 60 s by
+   * default: past it every request from that address is 429 until the window ends, answered before
+   * any key lookup (docs/api.md, "Rate limit").
+   */
+  AUTH_FAILURE_LIMIT_POINTS: envInt(1, 30),
+  AUTH_FAILURE_LIMIT_WINDOW_SECONDS: envInt(1, 60),
   /** Relative billing URL put on 402 errors. */
   BILLING_URL: z.string().min(1).default('/platform/billing'),
 });

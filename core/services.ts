@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { Redis } from 'ioredis';
+import { AuthFailureThrottle } from './auth/failure-throttle.ts';
 import { KeyStore } from './auth/key-store.ts';
 import type { Config } from './config.ts';
 import { memoryRateLimiter, redisRateLimiter, type RateLimiter } from './coord/rate-limiter.ts';
@@ -45,6 +46,8 @@ export interface Services {
   usage: UsageStore;
   idempotency: IdempotencyStore;
   rateLimiter: RateLimiter;
+  /** Failed authentications per client address (made-up keys): blocks a client past its bound. */
+  authFailures: AuthFailureThrottle;
   storage: ObjectStorage;
   /** Tenant assets (rows and bytes): get(tenantId, id), openStream, readBytes. */
   assets: AssetStore;
@@ -98,6 +101,8 @@ export async function createServices(config: Config, opts: CreateServicesOptions
   const redis = config.REDIS_URL ? connectRedis(config.REDIS_URL) : undefined;
   const limits = { points: config.RATE_LIMIT_POINTS, windowSeconds: config.RATE_LIMIT_WINDOW_SECONDS, keyPrefix: `${config.REDIS_KEY_PREFIX}rl` };
   const keys = new KeyStore(db.sql, log);
+  const authFailureLimits = { points: config.AUTH_FAILURE_LIMIT_POINTS, windowSeconds: config.AUTH_FAILURE_LIMIT_WINDOW_SECONDS, keyPrefix: `${config.REDIS_KEY_PREFIX}authfail` };
+  const authFailures = new AuthFailureThrottle(redis ? redisRateLimiter(redis, authFailureLimits) : memoryRateLimiter(authFailureLimits), log);
   if (opts.listen) await keys.listen();
   const ledger = new CreditLedger(db.sql);
   const usage = new UsageStore(db.sql, ledger);
@@ -213,6 +218,7 @@ export async function createServices(config: Config, opts: CreateServicesOptions
     usage,
     idempotency,
     rateLimiter: redis ? redisRateLimiter(redis, limits) : memoryRateLimiter(limits),
+    authFailures,
     storage,
     assets,
     safeFetch,

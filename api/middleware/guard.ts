@@ -1,21 +1,55 @@
+import type { HttpBindings } from '@hono/node-server';
 import type { RouteConfig } from '@hono/zod-openapi';
-import type { MiddlewareHandler } from 'hono';
+import type { Context, MiddlewareHandler } from 'hono';
 import { hasScope } from '../../core/auth/keys.ts';
+import type { Config } from '../../core/config.ts';
 import { ApiError } from '../../core/errors.ts';
 import { orAfter } from '../../core/time.ts';
+import { escapeInvalidUtf8 } from '../schemas/json.ts';
 import type { AppEnv } from '../context.ts';
 import { ROUTE_SCOPES, type OperationId } from '../scopes.ts';
 
 /** Default JSON body cap of routes without a cap of their own (the API documents 8 to 32 KiB for those). */
 export const DEFAULT_BODY_LIMIT = 16 * 1024;
 
-/** Verifies the key, applies the per-key throttle, then checks the operation's scope. */
+/** The peer address of the connection; undefined for in-process requests (`app.request`), which no client sends. */
+function peerAddress(c: Context<AppEnv>): string | undefined {
+  return (c.env as Partial<HttpBindings> | undefined)?.incoming?.socket?.remoteAddress;
+}
+
+/** The 429 of a client address past its bound of failed authentications. */
+function authFailuresExceeded(config: Config, retryAfterMs: number): ApiError {
+  const seconds = Math.max(1, Math.ceil(retryAfterMs / 1000));
+  return new ApiError(
+    'rate_limited',
+    `Too many failed authentications from this address: ${config.AUTH_FAILURE_LIMIT_POINTS} per ${config.AUTH_FAILURE_LIMIT_WINDOW_SECONDS} seconds. Check the API key, and retry after ${seconds} s`,
+    {},
+    { 'Retry-After': String(seconds) },
+  );
+}
+
+/**
+ * Verifies the key, applies the per-key throttle, then checks the operation's scope. A client
+ * address past its bound of failed authentications is refused first, before any key lookup.
+ */
 export function authenticate(operationId: OperationId): MiddlewareHandler<AppEnv> {
   const scope = ROUTE_SCOPES[operationId];
   if (!scope) throw new Error(`Route ${operationId} has no entry in ROUTE_SCOPES`);
   return async (c, next) => {
-    const { keys, rateLimiter, config, log } = c.get('services');
-    const principal = await keys.verify(c.req.header('authorization'));
+    const { keys, rateLimiter, authFailures, config, log } = c.get('services');
+    const address = peerAddress(c);
+    const blockedMs = address ? authFailures.blockedFor(address) : 0;
+    if (blockedMs > 0) throw authFailuresExceeded(config, blockedMs);
+    let principal;
+    try {
+      principal = await keys.verify(c.req.header('authorization'));
+    } catch (err) {
+      if (address && err instanceof ApiError && err.code === 'unauthorized') {
+        const nowBlockedMs = await authFailures.failed(address);
+        if (nowBlockedMs > 0) throw authFailuresExceeded(config, nowBlockedMs);
+      }
+      throw err;
+    }
     let limit;
     try {
       limit = await rateLimiter.consume(principal.apiKeyId);
@@ -109,12 +143,35 @@ export function capBody(maxBytes: number): MiddlewareHandler<AppEnv> {
   };
 }
 
+/** The media types the JSON validator parses (hono's validator: application/json and any +json). */
+const JSON_MEDIA_TYPE = /^application\/([\w.-]+\+)?json$/i;
+
+/**
+ * Reads a JSON body before the validator does, so that invalid UTF-8 in it is refused naming its
+ * field (`escapeInvalidUtf8`) instead of being decoded to U+FFFD and stored. Valid bodies (the
+ * common case) stay in the request's body cache, read once.
+ */
+export function utf8JsonBody(): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    const mediaType = (c.req.header('content-type') ?? '').split(';')[0]!.trim();
+    if (!c.req.raw.body || !JSON_MEDIA_TYPE.test(mediaType)) return next();
+    const escaped = escapeInvalidUtf8(new Uint8Array(await c.req.arrayBuffer()));
+    if (escaped) {
+      delete c.req.bodyCache.arrayBuffer;
+      c.req.raw = new Request(c.req.raw, { body: escaped });
+    }
+    await next();
+  };
+}
+
 /**
  * Adds the guards every /api/v1 route runs, in order: authentication, throttle and scope (from
- * ROUTE_SCOPES by operationId), then the body cap. Returns the route config for `app.openapi`.
+ * ROUTE_SCOPES by operationId), then the body cap and, for a JSON body, its UTF-8 check. Returns
+ * the route config for `app.openapi`.
  */
 export function guarded<R extends RouteConfig>(route: R, opts: { bodyLimit?: number } = {}): R {
   const middleware: MiddlewareHandler<AppEnv>[] = [authenticate(route.operationId as OperationId)];
   if (route.method !== 'get' && route.method !== 'delete') middleware.push(capBody(opts.bodyLimit ?? DEFAULT_BODY_LIMIT));
+  if (route.request?.body?.content && 'application/json' in route.request.body.content) middleware.push(utf8JsonBody());
   return { ...route, middleware: middleware as never };
 }

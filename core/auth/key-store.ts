@@ -102,6 +102,16 @@ interface MinterRow {
 /** Verified keys stay cached this long at most; a change to a key or tenant drops the cache at once (NOTIFY). */
 const CACHE_TTL_MS = 30_000;
 const CACHE_MAX = 50_000;
+/**
+ * Ids that matched no key are remembered this long, so a client repeating a made-up or deleted key
+ * costs no database query; in their own bounded map (oldest out first), so a flood of made-up ids
+ * never evicts the verified keys. A key is never presented before it is minted (its id is random),
+ * so a remembered miss cannot hide a new key.
+ */
+const UNKNOWN_TTL_MS = 10_000;
+const UNKNOWN_MAX = 20_000;
+/** What a presented secret is compared with when no key matched: the same hash and comparison as a found key. */
+const NO_KEY_HASH = Buffer.alloc(32);
 
 const unauthorized = (why: string) => new ApiError('unauthorized', why);
 
@@ -112,6 +122,8 @@ const unauthorized = (why: string) => new ApiError('unauthorized', why);
  */
 export class KeyStore {
   private cache = new Map<string, { row: CachedKey; at: number }>();
+  /** Cache keys of ids that matched no key, with when they were looked up. */
+  private unknown = new Map<string, number>();
   private unlisten?: () => Promise<void>;
 
   constructor(
@@ -121,7 +133,7 @@ export class KeyStore {
 
   /** Subscribes to invalidations; call once per process before serving. */
   async listen(): Promise<void> {
-    const sub = await this.sql.listen('auth_changed', () => this.cache.clear(), () => this.cache.clear());
+    const sub = await this.sql.listen('auth_changed', () => this.forget(), () => this.forget());
     this.unlisten = () => sub.unlisten();
   }
 
@@ -200,7 +212,7 @@ export class KeyStore {
         where old.id = k.id and (k.id = ${id} or ${id} = any(k.ancestor_ids))
         returning k.*, old.status = 'active' as was_active`;
     }) as Promise<(KeyRow & { was_active: boolean })[]>);
-    this.cache.clear();
+    this.forget();
     const self = rows.find((r) => r.id === id);
     if (!self) return undefined;
     const revokedDescendants = rows.filter((r) => r.id !== id && r.was_active).length;
@@ -220,14 +232,10 @@ export class KeyStore {
     if (!parsed) throw unauthorized('Malformed API key: expected svc_<keyId>_<secret>');
 
     const cacheKey = parsed.kind === 'current' ? `k:${parsed.keyId}` : `l:${sha256(parsed.fullKey).toString('hex')}`;
-    let row = this.cached(cacheKey);
-    if (!row) {
-      row = await this.lookup(parsed);
-      if (row) this.remember(cacheKey, row);
-    }
+    const row = await this.find(cacheKey, parsed);
     const presented = parsed.kind === 'current' ? parsed.secret : parsed.fullKey;
     // Hash and compare even when no row was found, so timing does not reveal whether a keyId exists.
-    const matches = secretMatches(presented, row?.secret_hash ?? Buffer.alloc(32));
+    const matches = secretMatches(presented, row?.secret_hash ?? NO_KEY_HASH);
     if (!row || !matches) throw unauthorized('Invalid API key');
     if (row.status !== 'active') throw unauthorized('API key has been revoked');
     if (row.expires_at && row.expires_at.getTime() <= Date.now()) throw unauthorized('API key has expired');
@@ -244,6 +252,37 @@ export class KeyStore {
       scopes: row.scopes,
       spendLimitCreditMicros: row.spend_limit_credit_micros,
     };
+  }
+
+  /**
+   * The key behind `cacheKey`, or undefined: the same steps whether or not it exists (a cache
+   * probe; on a miss one query, whose answer is remembered either way), so that neither the work
+   * nor the time tells a made-up id from a real one.
+   */
+  private async find(cacheKey: string, parsed: NonNullable<ReturnType<typeof parseApiKey>>): Promise<CachedKey | undefined> {
+    const hit = this.cached(cacheKey);
+    if (hit || this.knownUnknown(cacheKey)) return hit;
+    const row = await this.lookup(parsed);
+    if (row) this.remember(cacheKey, row);
+    else {
+      if (this.unknown.size >= UNKNOWN_MAX) this.unknown.delete(this.unknown.keys().next().value!);
+      this.unknown.set(cacheKey, Date.now());
+    }
+    return row;
+  }
+
+  private knownUnknown(key: string): boolean {
+    const at = this.unknown.get(key);
+    if (at === undefined) return false;
+    if (Date.now() - at <= UNKNOWN_TTL_MS) return true;
+    this.unknown.delete(key);
+    return false;
+  }
+
+  /** Drops everything remembered, found or not (a key or tenant changed). */
+  private forget(): void {
+    this.cache.clear();
+    this.unknown.clear();
   }
 
   private cached(key: string): CachedKey | undefined {

@@ -110,3 +110,16 @@ export function endpointKey(ip: string, port: number): string {
   const bare = ip.replace(/^\[|\]$/g, '').toLowerCase();
   return net.isIP(bare) === 6 ? `[${bare}]:${port}` : `${bare}:${port}`;
 }
+
+/**
+ * The client a peer address stands for, as throttles count it: an IPv4 address as is (also when
+ * IPv4-mapped in IPv6), an IPv6 address by its /64, since one subscriber is routinely handed a
+ * whole /64 and could otherwise take a fresh address for every request.
+ */
+export function clientBucket(ip: string): string {
+  const bare = ip.replace(/%.*$/, '');
+  if (net.isIP(bare) !== 6) return bare;
+  const v = v6ToBigInt(bare);
+  if (inV6(v, 0xffff00000000n, 96)) return v4FromLow32(v);
+  return `${(v >> 64n).toString(16).padStart(16, '0')}::/64`;
+}

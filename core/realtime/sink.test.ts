@@ -40,13 +40,44 @@ describe('StreamSink', () => {
     expect(sink.deliveredAudioSamples).toBe(10);
   });
 
-  it('drops a reader that takes nothing for stallMs while data waits', async () => {
+  it('stops a reader that takes nothing for stallMs while data waits: what waited is dropped, the producer ends the stream with its own last record', async () => {
     const stops: StopReason[] = [];
-    const sink = new StreamSink({ maxQueuedBytes: 4, stallMs: 50, onStop: (r) => stops.push(r) });
+    const sink = new StreamSink({ maxQueuedBytes: 4, stallMs: 50, onStop: (r) => stops.push(r), onAbandon: () => expect.unreachable() });
     const reader = sink.readable.getReader();
-    await expect(sink.write(bytes(8))).rejects.toEqual(new StreamStopped('stalled'));
+    await expect(sink.write(bytes(8), { audioSamples: 7 })).rejects.toEqual(new StreamStopped('stalled'));
     expect(stops).toEqual(['stalled']);
-    await expect(reader.read()).rejects.toBeInstanceOf(StreamStopped);
+    // The body is not errored (an HTTP server would append text of its own to it): it ends with the record.
+    sink.end(bytes(3, 9));
+    expect((await reader.read()).value).toEqual(bytes(3, 9));
+    expect((await reader.read()).done).toBe(true);
+    expect(sink.deliveredAudioSamples).toBe(0);
+  });
+
+  it('abandons a stalled reader that takes nothing of the last record either', async () => {
+    let abandoned = 0;
+    const sink = new StreamSink({ maxQueuedBytes: 4, stallMs: 30, onAbandon: () => abandoned++ });
+    const reader = sink.readable.getReader();
+    await expect(sink.write(bytes(8))).rejects.toBeInstanceOf(StreamStopped);
+    sink.end(bytes(3));
+    await new Promise((r) => setTimeout(r, 120));
+    expect(abandoned).toBe(1);
+    expect((await reader.read()).done).toBe(true);
+  });
+
+  it('a producer that broke ends the stream after what is queued, and a reader that left takes no last record', async () => {
+    const sink = new StreamSink({ maxQueuedBytes: 100, stallMs: 60_000 });
+    const reader = sink.readable.getReader();
+    await sink.write(bytes(2, 1));
+    sink.end(bytes(2, 2));
+    expect((await reader.read()).value).toEqual(bytes(2, 1));
+    expect((await reader.read()).value).toEqual(bytes(2, 2));
+    expect((await reader.read()).done).toBe(true);
+
+    const left = new StreamSink({ maxQueuedBytes: 100, stallMs: 60_000 });
+    const r2 = left.readable.getReader();
+    await r2.cancel();
+    left.end(bytes(1));
+    expect(left.deliveredBytes).toBe(0);
   });
 
   it('an idle stream with nothing waiting is not a stall', async () => {

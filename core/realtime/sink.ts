@@ -10,7 +10,11 @@
  *   await sink.close();                          // resolves when all of it was handed over
  *
  * The stream stops when the reader cancels (the client disconnected) or stops reading for
- * `stallMs` while data waits (a stuck client: the stream is then failed, which drops the connection).
+ * `stallMs` while data waits (a stuck client: what waits is dropped). The producer then ends it
+ * with `end(record)`, a last record saying so, as it ends a failed stream: the body is never
+ * errored, since the HTTP server would cut it off with text of its own appended to the bytes. A
+ * reader that takes nothing of that record for `stallMs` either is abandoned (`onAbandon`: the
+ * connection is dropped).
  */
 export type StopReason = 'client_closed' | 'stalled';
 
@@ -33,6 +37,8 @@ export interface StreamSinkOptions {
   stallMs: number;
   /** Called once when the stream stops early (to cancel upstream work at once). */
   onStop?: (reason: StopReason) => void;
+  /** Called once when a stalled reader did not take the stream's last record either: drop its connection. */
+  onAbandon?: () => void;
 }
 
 export class StreamSink {
@@ -67,7 +73,8 @@ export class StreamSink {
           }
           return new Promise<void>((resolve) => (this.reading = resolve));
         },
-        cancel: () => this.stop('client_closed'),
+        // A reader that leaves after a stall leaves nothing to end.
+        cancel: () => (this.stopped ? this.drop() : this.stop('client_closed')),
       },
       // Nothing is buffered inside the stream: a chunk leaves the queue only for a waiting read.
       { highWaterMark: 0 },
@@ -104,13 +111,23 @@ export class StreamSink {
     else await this.wait(() => this.done);
   }
 
-  /** Fails the stream (the connection is dropped): the producer broke. */
-  fail(err: unknown): void {
-    if (this.done || this.stopped) return;
-    this.done = true;
-    clearTimeout(this.stallTimer);
-    this.controller.error(err);
-    this.rejectWaiters(err);
+  /**
+   * Ends the stream with `last` (a record saying why: the producer broke, or the reader stalled)
+   * after whatever is still queued; nothing is queued any more after a stall. A no-op once the
+   * reader left or the stream ended.
+   */
+  end(last: Uint8Array): void {
+    if (this.done || this.stopped === 'client_closed') return;
+    this.closing = true;
+    this.queue.push({ bytes: last, audioSamples: 0 });
+    this.queuedBytes += last.length;
+    if (this.reading) {
+      const resolve = this.reading;
+      this.reading = undefined;
+      this.hand();
+      resolve();
+    }
+    this.armStall();
   }
 
   private hand(): void {
@@ -135,26 +152,33 @@ export class StreamSink {
     this.controller.close();
   }
 
-  /** The stall clock runs while data waits for a reader. */
+  /** The stall clock runs while data waits for a reader: a first stall stops the stream, a second (its last record untaken) abandons it. */
   private armStall(): void {
     clearTimeout(this.stallTimer);
-    if (this.queue.length === 0 || this.done || this.stopped) return;
-    this.stallTimer = setTimeout(() => {
-      const err = new StreamStopped('stalled');
-      this.stop('stalled');
-      try {
-        this.controller.error(err);
-      } catch {
-        // Already closed.
-      }
-    }, this.o.stallMs);
+    if (this.queue.length === 0 || this.done) return;
+    this.stallTimer = setTimeout(() => (this.stopped ? this.abandon() : this.stop('stalled')), this.o.stallMs);
     this.stallTimer.unref();
+  }
+
+  private abandon(): void {
+    this.drop();
+    this.controller.close();
+    this.o.onAbandon?.();
+  }
+
+  /** Nothing more is handed over. */
+  private drop(): void {
+    this.done = true;
+    clearTimeout(this.stallTimer);
+    this.queue.length = 0;
+    this.queuedBytes = 0;
   }
 
   private stop(reason: StopReason): void {
     if (this.stopped || this.done) return;
     this.stopped = reason;
     clearTimeout(this.stallTimer);
+    // Dropped, not delivered: billing counts what the reader took.
     this.queue.length = 0;
     this.queuedBytes = 0;
     this.reading?.();

@@ -11,6 +11,7 @@
  */
 import { EventEmitter } from 'node:events';
 import { estimateSpeechSeconds, isVoice, normalizeText, sentencesOf, splitSentences, synthesize, synthesizeSentences, VOICES, DEFAULT_VOICE, isTtsError, type FliteEngine, type Voice } from '../../render/tts/index.ts';
+import { errorRecord } from '../../render/encode/index.ts';
 import { TurnStream, type TurnError } from '../../render/turn/index.ts';
 import type { Principal } from '../auth/key-store.ts';
 import { loadAvatarPlayback, type AvatarPlayback } from '../avatars/playback.ts';
@@ -33,8 +34,6 @@ export type TurnMode = (typeof TURN_MODES)[number];
 export const TURN_TEXT_MAX_CHARS = 2000;
 /** How far the stream may run ahead of the client. */
 const MAX_QUEUED_BYTES = 1 << 20;
-/** A client that reads nothing for this long while the stream waits is dropped. */
-const STALL_MS = 30_000;
 /** How often a streaming turn reports what it delivered (and extends its reservation). */
 const PROGRESS_EVERY_MS = 2_000;
 /** Beyond its estimate, how long a turn's reservation lasts without a progress report. */
@@ -175,6 +174,12 @@ export class TurnService {
     return row && (row.status === 'released' || row.status === 'failed') ? { status: row.status, billedCreditMicros: row.billedCreditMicros } : undefined;
   }
 
+  /** The ERROR record's content for a client that stopped reading (the rest of its turn was dropped). */
+  private stalled(): TurnError {
+    const seconds = this.d.config.TURN_STALL_SECONDS;
+    return { code: 'stream_stalled', message: `The client read nothing for ${seconds} s while the turn waited: the rest of it was dropped`, retryable: true };
+  }
+
   /** Turns streaming in this process now. */
   get activeTurns(): number {
     return this.active;
@@ -240,7 +245,11 @@ export class TurnService {
    * (404, 409, 422, 503, 402, 502, 504); the returned body then streams the mux. `signal` is the
    * request's (aborted when the client leaves before the stream starts).
    */
-  async start(principal: Principal, input: TurnInput, opts: { idempotencyKey?: string; signal?: AbortSignal; startedAt?: number } = {}): Promise<StartedTurn> {
+  async start(
+    principal: Principal,
+    input: TurnInput,
+    opts: { idempotencyKey?: string; signal?: AbortSignal; startedAt?: number; dropConnection?: () => void } = {},
+  ): Promise<StartedTurn> {
     const startedAt = opts.startedAt ?? performance.now();
     const { config, usage, log } = this.d;
     const playback = await this.readyAvatar(principal.tenantId, input.avatarId);
@@ -321,7 +330,12 @@ export class TurnService {
         },
         describeError: turnError,
       });
-      const sink = new StreamSink({ maxQueuedBytes: MAX_QUEUED_BYTES, stallMs: STALL_MS, onStop: () => controller.abort() });
+      const sink = new StreamSink({
+        maxQueuedBytes: MAX_QUEUED_BYTES,
+        stallMs: this.d.config.TURN_STALL_SECONDS * 1000,
+        onStop: () => controller.abort(),
+        ...(opts.dropConnection ? { onAbandon: opts.dropConnection } : {}),
+      });
       const run = { principal, input, session, held, turn, sink, controller, sampleRate, startedAt };
       this.active++;
       void this.pump(run).finally(() => this.active--);
@@ -349,8 +363,11 @@ export class TurnService {
     let lastReport = performance.now();
     let broken: unknown;
     let settled: Settled | null = null;
+    /** The stream's HEADER record (its first chunk): an ERROR record alone would not be a stream. */
+    let header: Uint8Array | undefined;
     try {
       for await (const chunk of turn.chunks()) {
+        header ??= chunk.bytes;
         if (chunk.final) {
           await sink.drained();
           settled = await this.settle(r, sink.deliveredAudioSamples, turn.stats.outcome === 'error');
@@ -371,8 +388,13 @@ export class TurnService {
       if (!(err instanceof StreamStopped)) {
         broken = err;
         log.error({ err, turnId: session.sessionId }, 'turn stream failed');
-        sink.fail(err);
       }
+      // The mux's own ERROR record ends what the client may still read (nothing once it left). A
+      // stall dropped what waited, the HEADER too if the client took nothing: it goes first then.
+      const stopped = err instanceof StreamStopped;
+      const e = stopped ? this.stalled() : turnError(err);
+      const last = errorRecord(e.code, e.message, { retryable: e.retryable });
+      sink.end(stopped && header && sink.deliveredBytes === 0 ? concatBytes(header, last) : last);
     } finally {
       r.controller.abort();
       r.held.release();
@@ -410,4 +432,11 @@ export class TurnService {
     );
     this.events.emit('ended', summary);
   }
+}
+
+function concatBytes(a: Uint8Array, b: Uint8Array): Uint8Array {
+  const out = new Uint8Array(a.length + b.length);
+  out.set(a, 0);
+  out.set(b, a.length);
+  return out;
 }

@@ -2,7 +2,7 @@
  * Encoders of the frame engine: the turn-stream mux (docs/mux-format.md), MP4 files, JPEG frames
  * for the mux, and I420 frames for LiveKit.
  */
-export { AvatarMuxWriter, framePts } from './mux.ts';
+export { AvatarMuxWriter, errorRecord, framePts } from './mux.ts';
 export type { MuxAudioTrackSpec, MuxTrackSpec, MuxVideoTrackSpec, MuxWriterOptions } from './mux.ts';
 export { Mp4Writer, FfmpegError, resolveFfmpegPath, writeMp4 } from './mp4.ts';
 export type { Mp4Result, Mp4WriterOptions } from './mp4.ts';

@@ -321,8 +321,7 @@ export class AvatarMuxWriter {
   error(code: string, message: string, options: { retryable?: boolean; details?: Record<string, unknown> } = {}): Uint8Array {
     if (this.state === 'closed') throw new Error('mux: the stream is already closed');
     const head = this.state === 'new' ? this.start() : new Uint8Array(0);
-    const json = encoder.encode(JSON.stringify({ ...options.details, code, message, retryable: options.retryable ?? false }));
-    const rec = record(RecordType.ERROR, 0, 0, json.length, (out, at) => out.set(json, at));
+    const rec = errorRecord(code, message, options);
     this.state = 'closed';
     if (head.length === 0) return rec;
     const out = new Uint8Array(head.length + rec.length);
@@ -358,6 +357,15 @@ export class AvatarMuxWriter {
     if (!t || t.spec.kind !== kind) throw new Error(`mux: track ${id} is not a ${kind} track`);
     return t;
   }
+}
+
+/**
+ * An ERROR record on its own, for whoever ends a stream past its writer: the writer stopped where
+ * the stream was cut, or its END record never left (AvatarMuxWriter.error for the writer itself).
+ */
+export function errorRecord(code: string, message: string, options: { retryable?: boolean; details?: Record<string, unknown> } = {}): Uint8Array {
+  const json = encoder.encode(JSON.stringify({ ...options.details, code, message, retryable: options.retryable ?? false }));
+  return record(RecordType.ERROR, 0, 0, json.length, (out, at) => out.set(json, at));
 }
 
 /** One record: header (type, flags, track, length, CRC-32 of header bytes 0-7 and payload) and payload. */

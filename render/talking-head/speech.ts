@@ -56,12 +56,22 @@ export async function decodeAudio(path: string, sampleRate: number, maxSeconds =
     child.on('error', reject);
     child.on('close', (c) => resolve(c ?? -1));
   });
-  if (code !== 0) {
-    const why = stderr.trim().split('\n').pop() ?? 'unreadable';
-    throw new TalkingHeadError('invalid_audio', `The audio could not be decoded: ${why}`);
-  }
+  if (code !== 0) throw new TalkingHeadError('invalid_audio', `The audio could not be decoded: ${decodeFailure(stderr, path)}`);
   if (bytes > maxBytes) throw new TalkingHeadError('audio_too_long', `The audio is longer than ${capSeconds} s`);
   const buf = Buffer.concat(chunks);
   if (buf.length < 2) throw new TalkingHeadError('invalid_audio', 'The audio has no samples');
   return new Int16Array(buf.buffer, buf.byteOffset, buf.length >> 1).slice();
+}
+
+/**
+ * ffmpeg's reason for a failed decode, fit for the caller: its last line that says something (not
+ * a hint about its own options), without the input's path (a server temp file) or the
+ * `[demuxer @ 0x...]` prefixes (memory addresses of the server's process).
+ */
+export function decodeFailure(stderr: string, inputPath: string): string {
+  const lines = stderr
+    .split('\n')
+    .map((l) => l.split(`${inputPath}: `).join('').split(inputPath).join('the audio').replace(/\[[^\]]* @ 0x[0-9a-f]+\] */gi, '').trim())
+    .filter((l) => l && !/^To ignore this/i.test(l));
+  return lines.pop() ?? 'unreadable';
 }

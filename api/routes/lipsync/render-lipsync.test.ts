@@ -196,6 +196,9 @@ describe('POST /lipsync', () => {
     const bad = await lipsync(w.apiKey, { audioUrl: broken, portraitUrl: portrait });
     expect(bad.status, JSON.stringify(bad.body)).toBe(422);
     expect(bad.body).toMatchObject({ code: 'invalid_audio', field: 'audioUrl' });
+    // The decoder's reason, not the server's temp path.
+    expect(bad.body.error).toMatch(/^Invalid field "audioUrl": The audio could not be decoded: \S/);
+    expect(bad.body.error).not.toContain(os.tmpdir());
     expect(await usageRows(w.tenantId)).toHaveLength(0);
     expect(await wallet(w.tenantId)).toMatchObject({ balanceCreditMicros: 30 * MICROS_PER_SECOND, reservedCreditMicros: 0 });
   });

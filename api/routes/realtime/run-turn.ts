@@ -1,3 +1,4 @@
+import type { HttpBindings } from '@hono/node-server';
 import { createRoute, z } from '@hono/zod-openapi';
 import { V1, type App } from '../../context.ts';
 import { guarded } from '../../middleware/guard.ts';
@@ -37,10 +38,12 @@ export function register(app: App) {
     const body = c.req.valid('json');
     const avatarId = checkAvatarId(body.avatar_id);
     const key = c.req.valid('header')['idempotency-key'];
+    // Under the Node server: how a client that stopped reading is let go (in-process requests have none).
+    const outgoing = (c.env as Partial<HttpBindings> | undefined)?.outgoing;
     const turn = await c.get('services').turns.start(
       c.get('principal'),
       { avatarId, mode: body.mode, text: body.text, ...(body.conversation_id ? { conversationId: body.conversation_id } : {}) },
-      { ...(key !== undefined ? { idempotencyKey: key } : {}), signal: c.req.raw.signal, startedAt },
+      { ...(key !== undefined ? { idempotencyKey: key } : {}), signal: c.req.raw.signal, startedAt, ...(outgoing ? { dropConnection: () => outgoing.destroy() } : {}) },
     );
     return c.body(turn.body, 200, { 'Content-Type': 'application/octet-stream', 'X-Turn-Id': turn.turnId });
   });

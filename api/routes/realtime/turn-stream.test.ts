@@ -3,7 +3,8 @@
  * (the first media leave while the answer is still being written), and a client that leaves
  * mid-stream stops the render and pays only for what was delivered.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import net from 'node:net';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { readAvatarMux, type AvatarMuxRecord } from '../../../client/index.ts';
 import type { TurnSummary } from '../../../core/realtime/index.ts';
 import { closeTts, normalizeText, splitSentences, synthesize } from '../../../render/tts/index.ts';
@@ -115,4 +116,102 @@ describe('the turn stream over HTTP', () => {
     expect(row).toEqual({ status: 'failed', billed_credit_micros: 0 });
     expect(await t.services.ledger.balance(tenantId)).toMatchObject({ balanceCreditMicros: 100_000_000, reservedCreditMicros: 0 });
   }, 60_000);
+
+  /**
+   * A raw connection that sends a turn, reads the response head and then nothing: `resume()` reads
+   * the rest (the body de-chunked), `closed` resolves when the server closes the connection.
+   */
+  function stuckTurn(key: string, body: unknown) {
+    const socket = net.connect(server.port, '127.0.0.1');
+    const json = JSON.stringify(body);
+    const chunks: Buffer[] = [];
+    let head = '';
+    const headRead = new Promise<void>((resolve) => {
+      socket.on('data', (d: Buffer) => {
+        chunks.push(d);
+        const all = Buffer.concat(chunks);
+        const at = all.indexOf('\r\n\r\n');
+        if (!head && at !== -1) {
+          head = all.subarray(0, at).toString('latin1');
+          socket.pause();
+          resolve();
+        }
+      });
+    });
+    const closed = new Promise<void>((resolve) => socket.on('close', () => resolve()));
+    socket.on('error', () => {});
+    socket.write(
+      `POST /api/v1/realtime/turn HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(json)}\r\nConnection: close\r\n\r\n${json}`,
+    );
+    const bodyBytes = () => {
+      const all = Buffer.concat(chunks);
+      let rest = all.subarray(all.indexOf('\r\n\r\n') + 4);
+      const parts: Buffer[] = [];
+      for (;;) {
+        const eol = rest.indexOf('\r\n');
+        const size = parseInt(rest.subarray(0, eol).toString('latin1'), 16);
+        if (eol === -1 || !size) break;
+        parts.push(rest.subarray(eol + 2, eol + 2 + size));
+        rest = rest.subarray(eol + 2 + size + 2);
+      }
+      return Buffer.concat(parts);
+    };
+    return { headRead, closed, head: () => head, resume: () => socket.resume(), bodyBytes };
+  }
+
+  const LONG_SPEECH = Array.from({ length: 40 }, (_, i) => `This is sentence number ${i + 1} of a long speech.`).join(' ');
+
+  it('a client that stops reading is stopped: its stream ends with the mux ERROR record stream_stalled, nothing else, and nothing is printed', async () => {
+    const { apiKey, tenantId } = await t.newTenant({ credits: 400 });
+    const { avatarId } = await readyAvatar(t, tenantId);
+    const printed = [vi.spyOn(console, 'error'), vi.spyOn(console, 'info'), vi.spyOn(console, 'log')];
+    const stall = t.services.config.TURN_STALL_SECONDS;
+    t.services.config.TURN_STALL_SECONDS = 1;
+    try {
+      const turn = stuckTurn(apiKey, { avatar_id: avatarId, mode: 'repeat', text: LONG_SPEECH });
+      await turn.headRead;
+      expect(turn.head()).toMatch(/^HTTP\/1\.1 200 /);
+      const turnId = /x-turn-id: (\S+)/i.exec(turn.head())![1]!;
+      const summary = await waitFor('the turn to stall', () => ended.find((s) => s.turnId === turnId));
+      expect(summary.outcome).toBe('stalled');
+      // The client comes back: it reads what had reached its connection, then the ERROR record, and the connection closes.
+      turn.resume();
+      await turn.closed;
+      const records: AvatarMuxRecord[] = [];
+      for await (const r of readAvatarMux(new Response(turn.bodyBytes()).body!)) records.push(r);
+      expect(records[0]!.type).toBe('header');
+      expect(records.at(-1)).toMatchObject({ type: 'error', code: 'stream_stalled', retryable: true });
+      expect(turn.bodyBytes().subarray(-200).toString('latin1')).not.toContain('Error:');
+      expect(summary.usage?.status).toBe('released');
+      for (const spy of printed) expect(spy).not.toHaveBeenCalled();
+    } finally {
+      t.services.config.TURN_STALL_SECONDS = stall;
+      for (const spy of printed) spy.mockRestore();
+    }
+  }, 120_000);
+
+  it('a stalled client that takes nothing of the ERROR record either is disconnected, quietly', async () => {
+    const { apiKey, tenantId } = await t.newTenant({ credits: 400 });
+    const { avatarId } = await readyAvatar(t, tenantId);
+    const printed = [vi.spyOn(console, 'error'), vi.spyOn(console, 'info'), vi.spyOn(console, 'log')];
+    const stall = t.services.config.TURN_STALL_SECONDS;
+    t.services.config.TURN_STALL_SECONDS = 1;
+    try {
+      const turn = stuckTurn(apiKey, { avatar_id: avatarId, mode: 'repeat', text: LONG_SPEECH });
+      await turn.headRead;
+      const turnId = /x-turn-id: (\S+)/i.exec(turn.head())![1]!;
+      expect((await waitFor('the turn to stall', () => ended.find((s) => s.turnId === turnId))).outcome).toBe('stalled');
+      // The server lets go of the connection while the client still reads nothing.
+      const open = () => new Promise<number>((resolve) => server.server.getConnections((_e, n) => resolve(n)));
+      await waitFor('the server to close the connection', async () => ((await open()) === 0 ? true : undefined), { timeoutMs: 30_000 });
+      turn.resume();
+      await turn.closed;
+      // What had reached the connection is all there is: no ERROR record was taken, and no text was added.
+      expect(turn.bodyBytes().subarray(-200).toString('latin1')).not.toContain('Error:');
+      for (const spy of printed) expect(spy).not.toHaveBeenCalled();
+    } finally {
+      t.services.config.TURN_STALL_SECONDS = stall;
+      for (const spy of printed) spy.mockRestore();
+    }
+  }, 120_000);
 });
