@@ -85,15 +85,7 @@ export class StreamSink {
   async write(bytes: Uint8Array, meta: { audioSamples?: number } = {}): Promise<void> {
     if (this.stopped) throw new StreamStopped(this.stopped);
     if (this.closing || this.done) throw new Error('sink: write after close');
-    this.queue.push({ bytes, audioSamples: meta.audioSamples ?? 0 });
-    this.queuedBytes += bytes.length;
-    if (this.reading) {
-      const resolve = this.reading;
-      this.reading = undefined;
-      this.hand();
-      resolve();
-    }
-    this.armStall();
+    this.enqueue(bytes, meta.audioSamples ?? 0);
     if (this.queuedBytes > this.o.maxQueuedBytes) await this.wait(() => this.queuedBytes <= this.o.maxQueuedBytes);
   }
 
@@ -119,8 +111,13 @@ export class StreamSink {
   end(last: Uint8Array): void {
     if (this.done || this.stopped === 'client_closed') return;
     this.closing = true;
-    this.queue.push({ bytes: last, audioSamples: 0 });
-    this.queuedBytes += last.length;
+    this.enqueue(last, 0);
+  }
+
+  /** Queues bytes, hands them straight to a reader that is waiting, and (re)arms the stall timer. */
+  private enqueue(bytes: Uint8Array, audioSamples: number): void {
+    this.queue.push({ bytes, audioSamples });
+    this.queuedBytes += bytes.length;
     if (this.reading) {
       const resolve = this.reading;
       this.reading = undefined;

@@ -161,14 +161,27 @@ describe('the turn stream over HTTP', () => {
 
   const LONG_SPEECH = Array.from({ length: 40 }, (_, i) => `This is sentence number ${i + 1} of a long speech.`).join(' ');
 
-  it('a client that stops reading is stopped: its stream ends with the mux ERROR record stream_stalled, nothing else, and nothing is printed', async () => {
+  /**
+   * Runs `body` against a turn of LONG_SPEECH, with turns stalling after 1 s and the console watched
+   * (a stall prints nothing); the turn is the client's, which reads nothing until it resumes.
+   */
+  async function stalledTurn(body: (turn: ReturnType<typeof stuckTurn>) => Promise<void>): Promise<void> {
     const { apiKey, tenantId } = await t.newTenant({ credits: 400 });
     const { avatarId } = await readyAvatar(t, tenantId);
     const printed = [vi.spyOn(console, 'error'), vi.spyOn(console, 'info'), vi.spyOn(console, 'log')];
     const stall = t.services.config.TURN_STALL_SECONDS;
     t.services.config.TURN_STALL_SECONDS = 1;
     try {
-      const turn = stuckTurn(apiKey, { avatar_id: avatarId, mode: 'repeat', text: LONG_SPEECH });
+      await body(stuckTurn(apiKey, { avatar_id: avatarId, mode: 'repeat', text: LONG_SPEECH }));
+      for (const spy of printed) expect(spy).not.toHaveBeenCalled();
+    } finally {
+      t.services.config.TURN_STALL_SECONDS = stall;
+      for (const spy of printed) spy.mockRestore();
+    }
+  }
+
+  it('a client that stops reading is stopped: its stream ends with the mux ERROR record stream_stalled, nothing else, and nothing is printed', () =>
+    stalledTurn(async (turn) => {
       await turn.headRead;
       expect(turn.head()).toMatch(/^HTTP\/1\.1 200 /);
       const turnId = /x-turn-id: (\S+)/i.exec(turn.head())![1]!;
@@ -183,21 +196,10 @@ describe('the turn stream over HTTP', () => {
       expect(records.at(-1)).toMatchObject({ type: 'error', code: 'stream_stalled', retryable: true });
       expect(turn.bodyBytes().subarray(-200).toString('latin1')).not.toContain('Error:');
       expect(summary.usage?.status).toBe('released');
-      for (const spy of printed) expect(spy).not.toHaveBeenCalled();
-    } finally {
-      t.services.config.TURN_STALL_SECONDS = stall;
-      for (const spy of printed) spy.mockRestore();
-    }
-  }, 120_000);
+    }), 120_000);
 
-  it('a stalled client that takes nothing of the ERROR record either is disconnected, quietly', async () => {
-    const { apiKey, tenantId } = await t.newTenant({ credits: 400 });
-    const { avatarId } = await readyAvatar(t, tenantId);
-    const printed = [vi.spyOn(console, 'error'), vi.spyOn(console, 'info'), vi.spyOn(console, 'log')];
-    const stall = t.services.config.TURN_STALL_SECONDS;
-    t.services.config.TURN_STALL_SECONDS = 1;
-    try {
-      const turn = stuckTurn(apiKey, { avatar_id: avatarId, mode: 'repeat', text: LONG_SPEECH });
+  it('a stalled client that takes nothing of the ERROR record either is disconnected, quietly', () =>
+    stalledTurn(async (turn) => {
       await turn.headRead;
       const turnId = /x-turn-id: (\S+)/i.exec(turn.head())![1]!;
       expect((await waitFor('the turn to stall', () => ended.find((s) => s.turnId === turnId))).outcome).toBe('stalled');
@@ -208,10 +210,5 @@ describe('the turn stream over HTTP', () => {
       await turn.closed;
       // What had reached the connection is all there is: no ERROR record was taken, and no text was added.
       expect(turn.bodyBytes().subarray(-200).toString('latin1')).not.toContain('Error:');
-      for (const spy of printed) expect(spy).not.toHaveBeenCalled();
-    } finally {
-      t.services.config.TURN_STALL_SECONDS = stall;
-      for (const spy of printed) spy.mockRestore();
-    }
-  }, 120_000);
+    }), 120_000);
 });
