@@ -225,6 +225,19 @@ export class KeyStore {
    * revoked or expired key; 403 tenant_not_active for a suspended workspace.
    */
   async verify(authorization: string | undefined): Promise<Principal> {
+    return (await this.check(authorization, false))!;
+  }
+
+  /**
+   * As `verify`, from this process's cache only: undefined (and no query) when the key was not
+   * verified here recently. What a client address blocked for failed authentications still gets:
+   * a real key it shares the address with keeps working, a made-up one costs nothing.
+   */
+  verifyCached(authorization: string | undefined): Promise<Principal | undefined> {
+    return this.check(authorization, true);
+  }
+
+  private async check(authorization: string | undefined, cachedOnly: boolean): Promise<Principal | undefined> {
     if (!authorization) throw unauthorized('Missing API key: send Authorization: Bearer <API_KEY>');
     const m = /^Bearer +(\S+)\s*$/i.exec(authorization);
     if (!m) throw unauthorized('Malformed Authorization header: expected "Bearer <API_KEY>"');
@@ -232,7 +245,8 @@ export class KeyStore {
     if (!parsed) throw unauthorized('Malformed API key: expected svc_<keyId>_<secret>');
 
     const cacheKey = parsed.kind === 'current' ? `k:${parsed.keyId}` : `l:${sha256(parsed.fullKey).toString('hex')}`;
-    const row = await this.find(cacheKey, parsed);
+    const row = cachedOnly ? this.cached(cacheKey) : await this.find(cacheKey, parsed);
+    if (cachedOnly && !row) return undefined;
     const presented = parsed.kind === 'current' ? parsed.secret : parsed.fullKey;
     // Hash and compare even when no row was found, so timing does not reveal whether a keyId exists.
     const matches = secretMatches(presented, row?.secret_hash ?? NO_KEY_HASH);
