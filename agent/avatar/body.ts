@@ -16,6 +16,7 @@ import {
   type Scheduler,
   type SchedulerResult,
 } from '../../clips/behavior/index.ts';
+import { cycleFrames, type SceneContinuation } from '../../core/scenes/types.ts';
 import type { ClipMedia } from './media.ts';
 
 export interface BodyFrame {
@@ -89,9 +90,6 @@ export class BehaviorBody implements Body {
   }
 }
 
-/** How a scene's clip continues at its end: from the start again, or back and forth (seamless for clips that do not loop). */
-export type SceneContinuation = 'loop' | 'pingpong';
-
 /** A scene's body: its one clip, continued as asked; no reactions or actions (nothing to cut to). */
 export class SceneBody implements Body {
   constructor(
@@ -101,12 +99,10 @@ export class SceneBody implements Body {
 
   frameAt(n: number): BodyFrame {
     const count = this.media.frameCount;
-    let index = n % count;
-    if (this.continuation === 'pingpong' && count > 1) {
-      const period = 2 * (count - 1);
-      const k = n % period;
-      index = k < count ? k : period - k;
-    }
+    // One cycle: the frames forwards (loop), or forwards then back without repeating an end (pingpong).
+    const period = cycleFrames(count, this.continuation);
+    const k = n % period;
+    const index = k < count ? k : period - k;
     return { media: this.media, index, clipId: 'scene', kind: 'scene' };
   }
 

@@ -3,14 +3,13 @@
  * where its lifecycle and recording are reported (the database, in the worker; memory in tests).
  */
 import type { AvatarPlayback } from '../../core/avatars/playback.ts';
-import type { SceneContinuation } from './body.ts';
-
-export type CallMode = 'conversation' | 'provider';
+import type { LiveSessionMode } from '../../core/live/sessions.ts';
+import type { SceneContinuation } from '../../core/scenes/types.ts';
 
 export interface CallSpec {
   sessionId: string;
   tenantId: string;
-  mode: CallMode;
+  mode: LiveSessionMode;
   roomName: string;
   /** The avatar's participant identity (the grant's `avatar_identity`). */
   avatarIdentity: string;

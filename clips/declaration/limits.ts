@@ -7,6 +7,10 @@
 export const ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
 export const ID_MAX = 64;
 export const ACTION_DESCRIPTION_MAX = 512;
+/**
+ * The motion prompt limit of render's generator (render/generate/prompt.ts MOTION_PROMPT_MAX), which
+ * clips/ may not import: core/avatars/screen.test.ts holds the two equal.
+ */
 export const MOTION_PROMPT_MAX = 1_200;
 export const ASSET_ID_MAX = 160;
 export const DURATION_MIN_SECONDS = 4;
@@ -16,7 +20,7 @@ export const DEFAULT_DURATION_SECONDS = 5;
 export const CLIP_LIST_MAX = 32;
 export const WEIGHT_MIN = 0;
 export const WEIGHT_MAX = 100;
-/** JSON body cap of the route (413 above it); enforced by the route, not here. */
+/** JSON body cap of the route (413 above it); enforced by the route (api/routes/avatars/put-clips.ts), not here. */
 export const DECLARATION_BODY_CAP_BYTES = 64 * 1024;
 
 /** The source loop's member id in the idle pool, and an idle member's weight when none is declared: shared with the behaviour engine. */

@@ -3,6 +3,8 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../log.ts';
 import { testApi, type TestApi } from '../../test/helpers.ts';
+import { MOTION_PROMPT_MAX as DECLARED_MOTION_PROMPT_MAX } from '../../clips/declaration/limits.ts';
+import { MOTION_PROMPT_MAX } from '../../render/generate/prompt.ts';
 import { localVerdict, ModerationPromptScreen } from './screen.ts';
 import { ApiError } from '../errors.ts';
 
@@ -31,6 +33,10 @@ beforeAll(async () => {
 afterAll(() => new Promise<void>((r) => server.close(() => r())));
 
 describe('local prompt rules', () => {
+  it("limits a prompt as render's generator does, and as a clip declaration does", () => {
+    expect(MOTION_PROMPT_MAX).toBe(1200);
+    expect(DECLARED_MOTION_PROMPT_MAX).toBe(MOTION_PROMPT_MAX);
+  });
   it('accepts ordinary direction, trimmed', () => {
     expect(localVerdict('  calm, smiling, nods now and then ')).toEqual({ ok: true, text: 'calm, smiling, nods now and then' });
     expect(localVerdict('x'.repeat(1200)).ok).toBe(true);

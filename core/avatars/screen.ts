@@ -1,3 +1,4 @@
+import { MOTION_PROMPT_MAX } from '../../render/generate/prompt.ts';
 import { ApiError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 
@@ -13,8 +14,6 @@ export interface PromptScreen {
   /** The trimmed text when accepted. Throws ApiError clip_screen_unavailable when it cannot decide. */
   screen(text: string): Promise<ScreenVerdict>;
 }
-
-export const PROMPT_MAX = 1_200;
 
 /**
  * Disallowed content of the local rule set (whole words, case-insensitive): sexual content,
@@ -55,11 +54,11 @@ export const DISALLOWED_TERMS = [
 
 const DISALLOWED_RE = new RegExp(`(?<![\\p{L}\\p{N}])(${DISALLOWED_TERMS.map((t) => t.replace(/[-\s]/g, '[-\\s]+')).join('|')})(?![\\p{L}\\p{N}])`, 'iu');
 
-/** The built-in rules: trimmed, nonempty, at most 1,200 characters, none of DISALLOWED_TERMS. */
+/** The built-in rules: trimmed, nonempty, at most MOTION_PROMPT_MAX (render's generator limit) characters, none of DISALLOWED_TERMS. */
 export function localVerdict(text: string): ScreenVerdict {
   const t = text.trim();
   if (t.length === 0) return { ok: false, reason: 'The motion prompt is empty: describe the motion, e.g. "calm, smiling, glances aside now and then"' };
-  if (t.length > PROMPT_MAX) return { ok: false, reason: `The motion prompt is ${t.length} characters long; at most ${PROMPT_MAX} are allowed` };
+  if (t.length > MOTION_PROMPT_MAX) return { ok: false, reason: `The motion prompt is ${t.length} characters long; at most ${MOTION_PROMPT_MAX} are allowed` };
   const hit = DISALLOWED_RE.exec(t);
   if (hit) return { ok: false, reason: `The motion prompt asks for disallowed content ("${hit[1]}")` };
   return { ok: true, text: t };

@@ -1,12 +1,12 @@
 /** What a scene call plays: the scene's frame cache, by the `video_cache_id` a mint passed. */
 import type { Sql, Tx } from '../db/index.ts';
-import type { SceneStatus } from './types.ts';
+import type { SceneContinuation, SceneStatus } from './types.ts';
 
 export interface SceneMedia {
   sceneId: string;
   /** Storage prefix of the scene's frame cache. */
   cacheKey: string;
-  continuation: 'loop' | 'pingpong';
+  continuation: SceneContinuation;
 }
 
 /** The ready, unexpired scene of the workspace with this `video_cache_id`, or undefined. */

@@ -1,10 +1,10 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import { DeclarationBodySchema } from '../../../clips/declaration/index.ts';
+import { DECLARATION_BODY_CAP_BYTES, DeclarationBodySchema } from '../../../clips/declaration/index.ts';
 import { V1, type App } from '../../context.ts';
 import { guarded } from '../../middleware/guard.ts';
 import { errorResponses, IdempotencyKeyHeader } from '../../schemas/common.ts';
 import { StorableJsonBody } from '../../schemas/json.ts';
-import { AvatarIdParam, checkAvatarId, CLIP_LIBRARY_BODY_LIMIT, ClipPutAnswerSchema } from './schemas.ts';
+import { AvatarIdParam, checkAvatarId, ClipPutAnswerSchema } from './schemas.ts';
 
 /**
  * The documented body: the strict declaration schema itself (named here, at the API layer). The
@@ -50,7 +50,7 @@ export function register(app: App) {
   // Documented as `route`; registered with the raw-body check in place of the declaration schema (see above).
   app.openAPIRegistry.registerPath(route);
   const served = { ...route, hide: true, request: { ...route.request, body: { required: true, content: { 'application/json': { schema: StorableJsonBody } } } } };
-  app.openapi(guarded(served, { bodyLimit: CLIP_LIBRARY_BODY_LIMIT }), async (c) => {
+  app.openapi(guarded(served, { bodyLimit: DECLARATION_BODY_CAP_BYTES }), async (c) => {
     const avatarId = checkAvatarId(c.req.valid('param').avatarId);
     // The raw parse (JSON.parse keeps a `__proto__` own key; the zod output above would not).
     const raw: unknown = await c.req.json();

@@ -1,14 +1,15 @@
 import { z } from '@hono/zod-openapi';
-import { PROFILE_LIMITS, PROMPT_MAX } from '../../../core/avatars/index.ts';
+import { PROFILE_LIMITS } from '../../../core/avatars/index.ts';
 import { AVATAR_STATUSES, CLIP_STATUSES, IDLE_VIDEO_STATUSES, type Avatar } from '../../../core/avatars/types.ts';
 import { notFound } from '../../../core/errors.ts';
+import { MOTION_PROMPT_MAX } from '../../../render/generate/index.ts';
 import { Timestamp } from '../../schemas/common.ts';
 
 /** Loose bound only: the prompt screen owns the real rules (nonempty, at most 1,200 characters: 422 loop_prompt_rejected). */
 export const MotionPromptInput = z
   .string()
-  .max(PROMPT_MAX * 4)
-  .openapi({ description: `Art-directs the generated loop. Trimmed, nonempty, at most ${PROMPT_MAX} characters; screened (422 loop_prompt_rejected).` });
+  .max(MOTION_PROMPT_MAX * 4)
+  .openapi({ description: `Art-directs the generated loop. Trimmed, nonempty, at most ${MOTION_PROMPT_MAX} characters; screened (422 loop_prompt_rejected).` });
 
 /**
  * A string of at most `max` UTF-16 code units (JavaScript length), the unit of every profile text limit.
@@ -91,9 +92,6 @@ export const toAvatarWire = (avatar: Avatar): AvatarWire => avatar as AvatarWire
 
 /** Body cap of avatar create and update: 128 KiB. */
 export const AVATAR_BODY_LIMIT = 128 * 1024;
-
-/** Body cap of PUT /avatars/{avatarId}/clips: 64 KiB. */
-export const CLIP_LIBRARY_BODY_LIMIT = 64 * 1024;
 
 /** Body cap of POST /avatars/{avatarId}/clips/review: 4 KiB. */
 export const CLIP_REVIEW_BODY_LIMIT = 4 * 1024;
