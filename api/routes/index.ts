@@ -36,6 +36,36 @@ export interface RouteModule {
   register(app: App): void;
 }
 
-/** Every /api/v1 route. Adding a route means adding its module here. */
-export const ROUTES: RouteModule[] = [getCreditBalance, listSessionUsage, createApiKey, listAvatars, createAvatar, getAvatar, updateAvatar, deleteAvatar, redirectAvatarLoop, getClipLibrary, putClipLibrary, reviewClip, listAssets, getAsset, deleteAsset, uploadAsset, createRemoteAsset, renderLipsync, mintLiveSession, releaseLiveSession, getLiveCapacity, getConnectionHistory, prepareRealtime, runTurn, planVideoCache];
-ROUTES.push(createScene, getScene, listRecordings, getRecording, getRecordingAccess);
+/** Every /api/v1 route, in the order the OpenAPI document lists them. Adding a route means adding its module here. */
+export const ROUTES: readonly RouteModule[] = [
+  getCreditBalance,
+  listSessionUsage,
+  createApiKey,
+  listAvatars,
+  createAvatar,
+  getAvatar,
+  updateAvatar,
+  deleteAvatar,
+  redirectAvatarLoop,
+  getClipLibrary,
+  putClipLibrary,
+  reviewClip,
+  listAssets,
+  getAsset,
+  deleteAsset,
+  uploadAsset,
+  createRemoteAsset,
+  renderLipsync,
+  mintLiveSession,
+  releaseLiveSession,
+  getLiveCapacity,
+  getConnectionHistory,
+  prepareRealtime,
+  runTurn,
+  planVideoCache,
+  createScene,
+  getScene,
+  listRecordings,
+  getRecording,
+  getRecordingAccess,
+];
