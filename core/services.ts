@@ -185,7 +185,6 @@ export async function createServices(config: Config, opts: CreateServicesOptions
     config,
     usage,
     ledger,
-    idempotency,
     media: realtimeMedia,
     conversations: new ConversationStore(db.sql),
     log: log.child({ component: 'turns' }),

@@ -4,7 +4,7 @@
  * caches); `VideoCachePlanner` and `VideoCacheWorker` keep avatars' frame caches at other settings.
  */
 export { TurnService, TURN_MODES, TURN_TEXT_MAX_CHARS, turnError, voiceOf } from './turns.ts';
-export type { PrepareAnswer, StartedTurn, TurnInput, TurnMode, TurnServiceDeps, TurnSummary } from './turns.ts';
+export type { CheckedTurn, PrepareAnswer, StartedTurn, TurnInput, TurnMode, TurnServiceDeps, TurnSummary } from './turns.ts';
 export { RealtimeMedia } from './media.ts';
 export { fetchFrameCache } from '../storage/frame-caches.ts';
 export type { HeldMedia, RealtimeMediaOptions } from './media.ts';

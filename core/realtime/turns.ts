@@ -19,7 +19,6 @@ import type { Config } from '../config.ts';
 import { MICROS_PER_SECOND, type CreditLedger } from '../credits/ledger.ts';
 import type { Sql } from '../db/index.ts';
 import { ApiError, notFound } from '../errors.ts';
-import type { Claim, IdempotencyStore } from '../idempotency.ts';
 import type { Logger } from '../log.ts';
 import type { UsageStore } from '../usage.ts';
 import type { ConversationStore, HistoryMessage } from './conversations.ts';
@@ -46,6 +45,13 @@ export interface TurnInput {
   mode: TurnMode;
   text: string;
   conversationId?: string;
+}
+
+/** A turn past TurnService.check: its avatar is ready and its input can run. */
+export interface CheckedTurn {
+  principal: Principal;
+  input: TurnInput;
+  playback: AvatarPlayback & { loopCacheKey: string };
 }
 
 export interface StartedTurn {
@@ -103,7 +109,6 @@ export interface TurnServiceDeps {
   config: Config;
   usage: UsageStore;
   ledger: CreditLedger;
-  idempotency: IdempotencyStore;
   media: RealtimeMedia;
   conversations: ConversationStore;
   log: Logger;
@@ -241,37 +246,32 @@ export class TurnService {
   }
 
   /**
-   * POST /realtime/turn: everything that can refuse the turn happens here, before a byte is sent
-   * (404, 409, 422, 503, 402, 502, 504); the returned body then streams the mux. `signal` is the
-   * request's (aborted when the client leaves before the stream starts).
+   * POST /realtime/turn, first step: the refusals that need no resource (404, 409 avatar not ready,
+   * 422, 503 llm_not_configured). The API claims the turn's Idempotency-Key after them.
    */
-  async start(
-    principal: Principal,
-    input: TurnInput,
-    opts: { idempotencyKey?: string; signal?: AbortSignal; startedAt?: number; dropConnection?: () => void } = {},
-  ): Promise<StartedTurn> {
-    const startedAt = opts.startedAt ?? performance.now();
-    const { config, usage, log } = this.d;
+  async check(principal: Principal, input: TurnInput): Promise<CheckedTurn> {
     const playback = await this.readyAvatar(principal.tenantId, input.avatarId);
     if (input.mode === 'repeat' && !/[A-Za-z0-9]/.test(normalizeText(input.text))) {
       throw new ApiError('validation_error', 'Invalid field "text" in body: it has nothing to speak (no letters or digits once folded to ASCII)', { field: 'text' });
     }
-    if (input.mode === 'talk' && (!this.d.chat || !llmConfigured(config))) {
+    if (input.mode === 'talk' && (!this.d.chat || !llmConfigured(this.d.config))) {
       throw new ApiError('llm_not_configured', 'Talk turns need an LLM: set OPENAI_BASE_URL (an OpenAI-compatible endpoint) and/or OPENAI_API_KEY, or use mode "repeat"');
     }
-    let claim: Extract<Claim, { kind: 'run' }> | undefined;
-    if (opts.idempotencyKey !== undefined) {
-      const c = await this.d.idempotency.claim({
-        tenantId: principal.tenantId,
-        scope: 'POST /realtime/turn',
-        key: opts.idempotencyKey,
-        request: JSON.stringify(input),
-        mode: 'reject',
-      });
-      if (c.kind !== 'run') throw new ApiError('idempotency_conflict', 'This Idempotency-Key was already used: send a fresh key for a new request');
-      claim = c;
-    }
+    return { principal, input, playback };
+  }
 
+  /**
+   * POST /realtime/turn, second step: everything else that can refuse the turn happens here, before
+   * a byte is sent (402, 502, 504); `started` runs once the turn is sure to stream (its usage
+   * started), and a throw there refuses it too; the returned body then streams the mux. `signal` is
+   * the request's (aborted when the client leaves before the stream starts).
+   */
+  async start(
+    { principal, input, playback }: CheckedTurn,
+    opts: { started?: (turnId: string) => Promise<void>; signal?: AbortSignal; startedAt?: number; dropConnection?: () => void } = {},
+  ): Promise<StartedTurn> {
+    const startedAt = opts.startedAt ?? performance.now();
+    const { config, usage, log } = this.d;
     const voice = voiceOf(playback);
     const sampleRate = VOICES[voice].sampleRate;
     // The most speech this turn may carry: an upper bound of the text's speech, or the talk cap.
@@ -306,7 +306,7 @@ export class TurnService {
         sentences = splitSentences(normalizeText(input.text));
       }
       await usage.start(session.sessionId);
-      await claim?.release({ status: 200, body: { turn_id: session.sessionId } });
+      await opts.started?.(session.sessionId);
       opts.signal?.removeEventListener('abort', onAbort);
 
       const body = held.body;
@@ -345,8 +345,6 @@ export class TurnService {
       opts.signal?.removeEventListener('abort', onAbort);
       held?.release();
       if (session) await usage.finish(session.sessionId, { status: 'failed', billableMs: 0 }).catch((e: unknown) => log.error({ err: e }, 'turn usage could not be settled'));
-      // Nothing was streamed: the key may be used again.
-      await claim?.release();
       throw err;
     }
   }

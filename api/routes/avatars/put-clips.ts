@@ -1,6 +1,7 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { DECLARATION_BODY_CAP_BYTES, DeclarationBodySchema } from '../../../clips/declaration/index.ts';
 import { V1, type App } from '../../context.ts';
+import { withIdempotency } from '../../idempotency.ts';
 import { guarded } from '../../middleware/guard.ts';
 import { errorResponses, IdempotencyKeyHeader } from '../../schemas/common.ts';
 import { StorableJsonBody } from '../../schemas/json.ts';
@@ -55,25 +56,15 @@ export function register(app: App) {
     // The raw parse (JSON.parse keeps a `__proto__` own key; the zod output above would not).
     const raw: unknown = await c.req.json();
     const principal = c.get('principal');
-    const { clipLibrary, idempotency } = c.get('services');
-    const key = c.req.header('idempotency-key');
-    if (key === undefined) return c.json((await clipLibrary.declare(principal, avatarId, raw)) as Answer, 202);
-    const claim = await idempotency.claim({
-      tenantId: principal.tenantId,
-      scope: 'PUT /avatars/{avatarId}/clips',
-      key,
-      request: JSON.stringify({ avatarId, body: raw }),
-      mode: 'replay',
-    });
-    if (claim.kind === 'replay') return c.json(claim.body as Answer, 202);
-    try {
-      const answer = await clipLibrary.declare(principal, avatarId, raw);
-      await claim.release({ status: 202, body: answer });
-      return c.json(answer as Answer, 202);
-    } catch (err) {
-      // Errors are not stored: nothing was written, so the same key may be retried.
-      await claim.release();
-      throw err;
-    }
+    const answer = await withIdempotency(
+      c,
+      { scope: 'PUT /avatars/{avatarId}/clips', request: { avatarId, body: raw }, replay: (stored) => stored.body as Answer },
+      async (settle) => {
+        const declared = (await c.get('services').clipLibrary.declare(principal, avatarId, raw)) as Answer;
+        await settle({ status: 202, body: declared });
+        return declared;
+      },
+    );
+    return c.json(answer, 202);
   });
 }

@@ -1,5 +1,6 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { V1, type App } from '../../context.ts';
+import { withIdempotency } from '../../idempotency.ts';
 import { guarded } from '../../middleware/guard.ts';
 import { errorResponses, IdempotencyKeyHeader } from '../../schemas/common.ts';
 import { AvatarIdParam, AvatarSchema, checkAvatarId, MotionPromptInput, toAvatarWire, type AvatarWire } from './schemas.ts';
@@ -31,25 +32,15 @@ export function register(app: App) {
     const avatarId = checkAvatarId(c.req.valid('param').avatarId);
     const { motionPrompt } = c.req.valid('json');
     const principal = c.get('principal');
-    const { avatars, idempotency } = c.get('services');
-    const key = c.req.header('idempotency-key');
-    if (key === undefined) return c.json(toAvatarWire(await avatars.redirectLoop(principal, avatarId, motionPrompt)), 202);
-    const claim = await idempotency.claim({
-      tenantId: principal.tenantId,
-      scope: 'PUT /avatars/{avatarId}/loop',
-      key,
-      request: JSON.stringify({ avatarId, motionPrompt }),
-      mode: 'replay',
-    });
-    if (claim.kind === 'replay') return c.json(claim.body as AvatarWire, 202);
-    try {
-      const avatar = toAvatarWire(await avatars.redirectLoop(principal, avatarId, motionPrompt));
-      await claim.release({ status: 202, body: avatar });
-      return c.json(avatar, 202);
-    } catch (err) {
-      // Errors are not stored: nothing was written, so the same key may be retried.
-      await claim.release();
-      throw err;
-    }
+    const avatar = await withIdempotency(
+      c,
+      { scope: 'PUT /avatars/{avatarId}/loop', request: { avatarId, motionPrompt }, replay: (stored) => stored.body as AvatarWire },
+      async (settle) => {
+        const answer = toAvatarWire(await c.get('services').avatars.redirectLoop(principal, avatarId, motionPrompt));
+        await settle({ status: 202, body: answer });
+        return answer;
+      },
+    );
+    return c.json(avatar, 202);
   });
 }

@@ -1,6 +1,7 @@
 import type { HttpBindings } from '@hono/node-server';
 import { createRoute, z } from '@hono/zod-openapi';
 import { V1, type App } from '../../context.ts';
+import { withIdempotency } from '../../idempotency.ts';
 import { guarded } from '../../middleware/guard.ts';
 import { errorResponses } from '../../schemas/common.ts';
 import { checkAvatarId } from '../avatars/schemas.ts';
@@ -37,13 +38,19 @@ export function register(app: App) {
     const startedAt = performance.now();
     const body = c.req.valid('json');
     const avatarId = checkAvatarId(body.avatar_id);
-    const key = c.req.valid('header')['idempotency-key'];
+    const input = { avatarId, mode: body.mode, text: body.text, ...(body.conversation_id ? { conversationId: body.conversation_id } : {}) };
     // Under the Node server: how a client that stopped reading is let go (in-process requests have none).
     const outgoing = (c.env as Partial<HttpBindings> | undefined)?.outgoing;
-    const turn = await c.get('services').turns.start(
-      c.get('principal'),
-      { avatarId, mode: body.mode, text: body.text, ...(body.conversation_id ? { conversationId: body.conversation_id } : {}) },
-      { ...(key !== undefined ? { idempotencyKey: key } : {}), signal: c.req.raw.signal, startedAt, ...(outgoing ? { dropConnection: () => outgoing.destroy() } : {}) },
+    const { turns } = c.get('services');
+    const checked = await turns.check(c.get('principal'), input);
+    // No replay: a turn's stream cannot be sent twice, so any reuse of its key is 409.
+    const turn = await withIdempotency(c, { scope: 'POST /realtime/turn', request: input }, (settle) =>
+      turns.start(checked, {
+        started: (turnId) => settle({ status: 200, body: { turn_id: turnId } }),
+        signal: c.req.raw.signal,
+        startedAt,
+        ...(outgoing ? { dropConnection: () => outgoing.destroy() } : {}),
+      }),
     );
     return c.body(turn.body, 200, { 'Content-Type': 'application/octet-stream', 'X-Turn-Id': turn.turnId });
   });
