@@ -20,8 +20,9 @@ export interface AvatarRow {
   idle_video_status: IdleVideoStatus;
   error: string | null;
   default_voice_id: string | null;
-  voice: unknown;
-  llm: unknown;
+  /** A JSON object as create or update stored it (CreateAvatarInput), or null. */
+  voice: Record<string, unknown> | null;
+  llm: Record<string, unknown> | null;
   settings: Record<string, unknown>;
   metadata: Record<string, unknown>;
   personality: string | null;
@@ -68,8 +69,9 @@ export interface Avatar {
   artDirection: string | null;
   replyStyle: string | null;
   anchorTimeMs: number | null;
-  voice: unknown;
-  llm: unknown;
+  /** A JSON object as create or update stored it (CreateAvatarInput), or null. */
+  voice: Record<string, unknown> | null;
+  llm: Record<string, unknown> | null;
   settings: Record<string, unknown>;
   metadata: Record<string, unknown>;
   createdAt: string;

@@ -3,7 +3,7 @@ import { V1, type App } from '../../context.ts';
 import { guarded } from '../../middleware/guard.ts';
 import { errorResponses } from '../../schemas/common.ts';
 import { FreeJsonObject } from '../../schemas/json.ts';
-import { AVATAR_BODY_LIMIT, AvatarSchema, DisplayName, toAvatarWire, MotionPromptInput, VoiceId } from './schemas.ts';
+import { AVATAR_BODY_LIMIT, AvatarSchema, DisplayName, toWire, MotionPromptInput, VoiceId } from './schemas.ts';
 
 const CreateAvatarBody = z
   .object({
@@ -40,6 +40,6 @@ export function register(app: App) {
   app.openapi(guarded(route, { bodyLimit: AVATAR_BODY_LIMIT }), async (c) => {
     const body = c.req.valid('json');
     const avatar = await c.get('services').avatars.create(c.get('principal'), body);
-    return c.json(toAvatarWire(avatar), 201);
+    return c.json(toWire(avatar), 201);
   });
 }

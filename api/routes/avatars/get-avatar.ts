@@ -2,7 +2,7 @@ import { createRoute } from '@hono/zod-openapi';
 import { V1, type App } from '../../context.ts';
 import { guarded } from '../../middleware/guard.ts';
 import { errorResponses } from '../../schemas/common.ts';
-import { AvatarIdParam, AvatarSchema, checkAvatarId, toAvatarWire } from './schemas.ts';
+import { AvatarIdParam, AvatarSchema, checkAvatarId, toWire } from './schemas.ts';
 
 export const route = createRoute({
   operationId: 'getAvatar',
@@ -22,6 +22,6 @@ export const route = createRoute({
 export function register(app: App) {
   app.openapi(guarded(route), async (c) => {
     const avatarId = checkAvatarId(c.req.valid('param').avatarId);
-    return c.json(toAvatarWire(await c.get('services').avatars.get(c.get('principal').tenantId, avatarId)), 200);
+    return c.json(toWire(await c.get('services').avatars.get(c.get('principal').tenantId, avatarId)), 200);
   });
 }

@@ -2,7 +2,7 @@ import { createRoute, z } from '@hono/zod-openapi';
 import { V1, type App } from '../../context.ts';
 import { guarded } from '../../middleware/guard.ts';
 import { errorResponses } from '../../schemas/common.ts';
-import { AvatarSchema, toAvatarWire } from './schemas.ts';
+import { AvatarSchema, toWire } from './schemas.ts';
 
 export const route = createRoute({
   operationId: 'listAvatars',
@@ -21,6 +21,6 @@ export const route = createRoute({
 export function register(app: App) {
   app.openapi(guarded(route), async (c) => {
     const data = await c.get('services').avatars.list(c.get('principal').tenantId);
-    return c.json({ data: data.map(toAvatarWire) }, 200);
+    return c.json({ data: data.map(toWire) }, 200);
   });
 }

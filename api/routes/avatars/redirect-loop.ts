@@ -3,7 +3,7 @@ import { V1, type App } from '../../context.ts';
 import { withIdempotency } from '../../idempotency.ts';
 import { guarded } from '../../middleware/guard.ts';
 import { errorResponses, IdempotencyKeyHeader } from '../../schemas/common.ts';
-import { AvatarIdParam, AvatarSchema, checkAvatarId, MotionPromptInput, toAvatarWire, type AvatarWire } from './schemas.ts';
+import { AvatarIdParam, AvatarSchema, checkAvatarId, MotionPromptInput, toWire, type AvatarWire } from './schemas.ts';
 
 const RedirectLoopBody = z.object({ motionPrompt: MotionPromptInput }).strict().openapi('RedirectLoopRequest');
 
@@ -36,7 +36,7 @@ export function register(app: App) {
       c,
       { scope: 'PUT /avatars/{avatarId}/loop', request: { avatarId, motionPrompt }, replay: (stored) => stored.body as AvatarWire },
       async (settle) => {
-        const answer = toAvatarWire(await c.get('services').avatars.redirectLoop(principal, avatarId, motionPrompt));
+        const answer = toWire(await c.get('services').avatars.redirectLoop(principal, avatarId, motionPrompt));
         await settle({ status: 202, body: answer });
         return answer;
       },

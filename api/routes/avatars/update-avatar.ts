@@ -4,7 +4,7 @@ import { V1, type App } from '../../context.ts';
 import { guarded } from '../../middleware/guard.ts';
 import { errorResponses } from '../../schemas/common.ts';
 import { FreeJsonObject } from '../../schemas/json.ts';
-import { AVATAR_BODY_LIMIT, AvatarIdParam, AvatarSchema, checkAvatarId, DisplayName, MotionPromptInput, toAvatarWire, utf16Max, VoiceId } from './schemas.ts';
+import { AVATAR_BODY_LIMIT, AvatarIdParam, AvatarSchema, checkAvatarId, DisplayName, MotionPromptInput, toWire, utf16Max, VoiceId } from './schemas.ts';
 
 const text = (max: number, what: string) =>
   utf16Max(z.string(), max).nullable().optional().openapi({ description: `${what}. At most ${max} UTF-16 code units; null clears it.` });
@@ -56,6 +56,6 @@ export function register(app: App) {
   app.openapi(guarded(route, { bodyLimit: AVATAR_BODY_LIMIT }), async (c) => {
     const avatarId = checkAvatarId(c.req.valid('param').avatarId);
     const avatar = await c.get('services').avatars.update(c.get('principal'), avatarId, c.req.valid('json'));
-    return c.json(toAvatarWire(avatar), 200);
+    return c.json(toWire(avatar), 200);
   });
 }
