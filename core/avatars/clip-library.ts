@@ -24,7 +24,8 @@ import { clipPrefix, enqueueClip, enqueueClipCache } from './clips.ts';
 import type { PortraitAssets } from './ports.ts';
 import type { PromptScreen } from './screen.ts';
 import { sourceReviewed } from './source-check.ts';
-import type { AvatarClipRow, AvatarRow } from './types.ts';
+import type { Behavior } from '../../clips/behavior/index.ts';
+import type { AvatarClipRow, AvatarRow, ClipPoseCheck } from './types.ts';
 import { deleteObjects, renderObjectKeys } from './render-outputs.ts';
 import { UPLOAD_CLIP_MAX_BYTES } from './upload-pose.ts';
 
@@ -40,7 +41,19 @@ export interface ClipAnchor {
   url: string | null;
 }
 
-export type ClipPutAnswer = ClipEnvelope & { plan: ClipPlan };
+/** A row of the clip library as the API shows it: clips' envelope row, with its pose check typed. */
+export interface ClipLibraryRow extends Omit<ClipEnvelopeRow, 'poseCheck'> {
+  poseCheck: ClipPoseCheck | null;
+}
+
+/** The clip library as GET /avatars/{id}/clips shows it: clips' envelope, with its rows, anchor and behavior typed. */
+export interface ClipLibraryEnvelope extends Omit<ClipEnvelope, 'data' | 'anchor' | 'behavior'> {
+  data: ClipLibraryRow[];
+  anchor: ClipAnchor;
+  behavior: Behavior;
+}
+
+export type ClipPutAnswer = ClipLibraryEnvelope & { plan: ClipPlan };
 
 /** The body of POST /avatars/{id}/clips/review. */
 export interface ClipReviewInput {
@@ -76,15 +89,15 @@ export class ClipLibrary {
   }
 
   /** The GET envelope; readable whatever the switch (then `clipLibraryEligible` is false). */
-  async envelope(tenantId: string, avatarId: string): Promise<ClipEnvelope> {
+  async envelope(tenantId: string, avatarId: string): Promise<ClipLibraryEnvelope> {
     const row = await this.avatarRow(this.d.sql, tenantId, avatarId);
     return this.toEnvelope(this.d.sql, row, await this.switchOn(this.d.sql, tenantId));
   }
 
-  private async toEnvelope(q: Sql | Tx, avatar: AvatarRow, switchOn: boolean): Promise<ClipEnvelope> {
+  private async toEnvelope(q: Sql | Tx, avatar: AvatarRow, switchOn: boolean): Promise<ClipLibraryEnvelope> {
     const rows = await q<AvatarClipRow[]>`
       select * from avatar_clips where avatar_id = ${avatar.id} and retired_at is null order by created_at, clip_id`;
-    const data: ClipEnvelopeRow[] = [];
+    const data: ClipLibraryRow[] = [];
     for (const r of rows) {
       data.push({
         clipId: r.clip_id,
@@ -114,7 +127,7 @@ export class ClipLibrary {
       anchor,
       clipLibraryEligible: switchOn && avatar.source_asset_id !== null,
       defaultSourceAssetId: avatar.source_asset_id,
-      behavior: (avatar.clip_behavior as ClipEnvelope['behavior']) ?? {},
+      behavior: avatar.clip_behavior ?? {},
     };
   }
 

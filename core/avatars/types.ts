@@ -1,4 +1,6 @@
+import type { Behavior } from '../../clips/behavior/index.ts';
 import type { ClipStatus } from '../../clips/declaration/index.ts';
+import type { UploadPoseCheck } from './upload-pose.ts';
 
 /** A clip's status is defined with the clip rules (clips/), which the api and the agent share. */
 export { CLIP_STATUSES, type ClipStatus } from '../../clips/declaration/index.ts';
@@ -7,6 +9,17 @@ export const AVATAR_STATUSES = ['draft', 'preprocessing', 'ready', 'failed', 'di
 export type AvatarStatus = (typeof AVATAR_STATUSES)[number];
 export const IDLE_VIDEO_STATUSES = ['none', 'queued', 'generating', 'ready', 'failed'] as const;
 export type IdleVideoStatus = (typeof IDLE_VIDEO_STATUSES)[number];
+
+/** Who accepted an uploaded clip against its pose check (POST /avatars/{id}/clips/review). */
+export interface ClipReview {
+  reason: string;
+  at: string;
+  /** The id of the API key that accepted it. */
+  by: string;
+}
+
+/** An uploaded clip's stored pose verdict: the machine's (or pending, when a review came first), with the review that accepted it, if any. */
+export type ClipPoseCheck = (UploadPoseCheck | { verdict: 'pending' }) & { review?: ClipReview };
 
 export interface AvatarRow {
   id: string;
@@ -42,7 +55,7 @@ export interface AvatarRow {
   /** Accepted clip-library declarations so far (migration 0007). */
   clip_revision: number;
   /** The declared behaviour (idle / on / actions), null before the first declaration (migration 0007). */
-  clip_behavior: unknown;
+  clip_behavior: Behavior | null;
   /** The clip anchor (portrait) version: moved by a portrait swap. */
   anchor_version: number;
 }
@@ -107,7 +120,8 @@ export interface AvatarClipRow {
   /** The render that produced mp4_key/cache_key. */
   generation_id: string | null;
   anchor_version: number;
-  pose_check: unknown;
+  /** The stored pose verdict of an uploaded clip (ClipPoseCheck), null until one ran or a review accepted it. */
+  pose_check: ClipPoseCheck | null;
   error: string | null;
   is_default: boolean;
   retired_at: Date | null;

@@ -1,4 +1,4 @@
-import { createRoute, type z } from '@hono/zod-openapi';
+import { createRoute } from '@hono/zod-openapi';
 import { V1, type App } from '../../context.ts';
 import { guarded } from '../../middleware/guard.ts';
 import { errorResponses } from '../../schemas/common.ts';
@@ -24,6 +24,6 @@ export function register(app: App) {
   app.openapi(guarded(route), async (c) => {
     const avatarId = checkAvatarId(c.req.valid('param').avatarId);
     const envelope = await c.get('services').clipLibrary.envelope(c.get('principal').tenantId, avatarId);
-    return c.json(envelope as z.infer<typeof ClipEnvelopeSchema>, 200);
+    return c.json(envelope, 200);
   });
 }

@@ -60,7 +60,7 @@ export function register(app: App) {
       c,
       { scope: 'PUT /avatars/{avatarId}/clips', request: { avatarId, body: raw }, replay: (stored) => stored.body as Answer },
       async (settle) => {
-        const declared = (await c.get('services').clipLibrary.declare(principal, avatarId, raw)) as Answer;
+        const declared: Answer = await c.get('services').clipLibrary.declare(principal, avatarId, raw);
         await settle({ status: 202, body: declared });
         return declared;
       },
