@@ -3,20 +3,9 @@ import { DEFAULT_POOL } from '../../../core/live/capacity.ts';
 import { V1, type App } from '../../context.ts';
 import { guarded } from '../../middleware/guard.ts';
 import { errorResponses } from '../../schemas/common.ts';
-import { CapacityPoolName } from './livekit-schemas.ts';
+import { CapacityPoolName, CapacitySchema, toCapacityWire } from './livekit-schemas.ts';
 
 const Query = z.object({ capacity_pool: CapacityPoolName.optional() }).strict();
-
-const CapacitySchema = z
-  .object({
-    capacity_pool: z.string(),
-    slots: z.number().int().openapi({ description: "The pool's calls at once: the operator's count, else what its live agent workers declare." }),
-    in_use: z.number().int(),
-    available: z.number().int().openapi({ description: 'max(0, slots - in_use).' }),
-    queue_size: z.number().int().openapi({ description: 'Mints queued for the pool.' }),
-    workers: z.number().int().openapi({ description: 'Live agent workers serving the pool.' }),
-  })
-  .openapi('LiveCapacity');
 
 export const route = createRoute({
   operationId: 'getLiveCapacity',
@@ -36,7 +25,6 @@ export const route = createRoute({
 export function register(app: App) {
   app.openapi(guarded(route), async (c) => {
     const pool = c.req.valid('query').capacity_pool ?? DEFAULT_POOL;
-    const s = await c.get('services').capacity.snapshot(pool);
-    return c.json({ capacity_pool: pool, slots: s.slots, in_use: s.inUse, available: Math.max(0, s.slots - s.inUse), queue_size: s.queueSize, workers: s.workers }, 200);
+    return c.json(toCapacityWire(await c.get('services').capacity.snapshot(pool)), 200);
   });
 }

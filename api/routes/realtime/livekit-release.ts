@@ -2,8 +2,8 @@ import { createRoute, z } from '@hono/zod-openapi';
 import { RELEASE_REASONS } from '../../../core/live/calls.ts';
 import { V1, type App } from '../../context.ts';
 import { guarded } from '../../middleware/guard.ts';
-import { errorResponses, Timestamp } from '../../schemas/common.ts';
-import { CapacityPoolName, QueueTicketId, RELEASE_BODY_LIMIT, SessionId } from './livekit-schemas.ts';
+import { errorResponses } from '../../schemas/common.ts';
+import { CapacityPoolName, LeftQueue, QueueTicketId, RELEASE_BODY_LIMIT, ReleasedSession, SessionId, toReleaseWire } from './livekit-schemas.ts';
 
 const ReleaseBody = z
   .object({
@@ -19,26 +19,6 @@ const ReleaseBody = z
     }
   })
   .openapi('LiveSessionReleaseRequest');
-
-const ReleasedSession = z
-  .object({
-    session_id: z.string(),
-    state: z.literal('ended'),
-    end_reason: z.string().openapi({ description: 'Why the call ended: the release reason, or what ended it first (user_left, room_finished, max_duration, worker_lost, failed, ...).' }),
-    ended_at: Timestamp,
-    usage_status: z.enum(['released', 'failed', 'reserved', 'started']).openapi({ description: 'The usage row: released (billed what ran), failed (never started, 0).' }),
-    billed_credit_micros: z.number().int(),
-    capacity_pool: z.string(),
-  })
-  .openapi('LiveSessionReleased');
-
-const LeftQueue = z
-  .object({
-    queue_ticket_id: z.string(),
-    state: z.literal('left_queue'),
-    capacity_pool: z.string(),
-  })
-  .openapi('LiveQueueLeft');
 
 export const route = createRoute({
   operationId: 'releaseLiveSession',
@@ -61,18 +41,6 @@ export function register(app: App) {
   app.openapi(guarded(route, { bodyLimit: RELEASE_BODY_LIMIT }), async (c) => {
     const body = c.req.valid('json');
     const out = await c.get('services').liveCalls.release(c.get('principal'), { sessionId: body.session_id, ticketId: body.queue_ticket_id, reason: body.reason });
-    if (out.kind === 'ticket') return c.json({ queue_ticket_id: out.ticketId, state: 'left_queue' as const, capacity_pool: out.capacityPool }, 200);
-    return c.json(
-      {
-        session_id: out.sessionId,
-        state: 'ended' as const,
-        end_reason: out.endReason,
-        ended_at: out.endedAt,
-        usage_status: out.status,
-        billed_credit_micros: out.billedCreditMicros,
-        capacity_pool: out.capacityPool,
-      },
-      200,
-    );
+    return c.json(toReleaseWire(out), 200);
   });
 }

@@ -3,9 +3,9 @@ import { ApiError } from '../../../core/errors.ts';
 import { DEFAULT_POOL } from '../../../core/live/capacity.ts';
 import { V1, type App } from '../../context.ts';
 import { guarded } from '../../middleware/guard.ts';
-import { errorResponses, ErrorSchema, Timestamp } from '../../schemas/common.ts';
+import { errorResponses, ErrorSchema } from '../../schemas/common.ts';
 import { checkAvatarId } from '../avatars/schemas.ts';
-import { CapacityPoolName, MINT_BODY_LIMIT, QueueTicketId, QueueTicketSchema } from './livekit-schemas.ts';
+import { CapacityPoolName, GrantSchema, MINT_BODY_LIMIT, QueueTicketId, QueueTicketSchema, toGrantWire } from './livekit-schemas.ts';
 
 const Identity = z.string().regex(/^[A-Za-z0-9_.:@-]{1,128}$/, 'must be 1 to 128 letters, digits, _ . : @ or -');
 
@@ -45,20 +45,6 @@ const MintBody = z
   })
   .strict()
   .openapi('LiveSessionMintRequest');
-
-export const GrantSchema = z
-  .object({
-    session_id: z.string().openapi({ description: 'The call (and its usage row): ses_...' }),
-    room_name: z.string(),
-    server_url: z.string().openapi({ description: 'The LiveKit server to connect to.' }),
-    participant_token: z.string().nullable().openapi({ description: 'The user\'s LiveKit token (join, publish the microphone, subscribe, data). Null in provider mode.' }),
-    participant_identity: z.string().nullable().openapi({ description: "The user's identity in the room. Null in provider mode." }),
-    avatar_identity: z.string().openapi({ description: 'The identity the avatar joins with.' }),
-    capacity_pool: z.string().openapi({ description: 'The pool the call runs in (another than the asked one after a failover).' }),
-    expires_at: Timestamp.openapi({ description: 'Join before this time: the token expires then (a connected call goes on).' }),
-    max_duration_seconds: z.number().int().openapi({ description: 'What the reservation pays for: the call ends at this length.' }),
-  })
-  .openapi('LiveSessionGrant');
 
 export const route = createRoute({
   operationId: 'mintLiveSession',
@@ -103,19 +89,6 @@ export function register(app: App) {
       room: body.room && { name: body.room.name, agentIdentity: body.room.agent_identity },
     });
     c.header('Server-Timing', `own;dur=${timing.ownMs.toFixed(2)}, livekit-room;dur=${timing.roomMs.toFixed(2)}, livekit-dispatch;dur=${timing.dispatchMs.toFixed(2)}`);
-    return c.json(
-      {
-        session_id: grant.sessionId,
-        room_name: grant.roomName,
-        server_url: grant.serverUrl,
-        participant_token: grant.participantToken,
-        participant_identity: grant.participantIdentity,
-        avatar_identity: grant.avatarIdentity,
-        capacity_pool: grant.capacityPool,
-        expires_at: grant.expiresAt,
-        max_duration_seconds: grant.maxDurationSeconds,
-      },
-      200,
-    );
+    return c.json(toGrantWire(grant), 200);
   });
 }
