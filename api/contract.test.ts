@@ -2,7 +2,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { stillMp4 } from '../core/avatars/upload-pose.test-support.ts';
+import { stillMp4 } from '../core/avatars/test-support.ts';
 import { SafeFetcher } from '../core/net/safe-fetch.ts';
 import type { ContractChecker, Schema as JsonSchema } from '../test/contract.ts';
 import { closeTts } from '../render/tts/index.ts';
@@ -12,7 +12,7 @@ import { liveKitEnv } from '../test/livekit.ts';
 import { multipart, png } from './routes/assets/test-media.ts';
 import { portraitAsset } from './routes/avatars/test-support.ts';
 import { recordingFixtures } from './routes/recordings/test-support.ts';
-import { readyAvatar } from './routes/realtime/live-test-support.ts';
+import { readyAvatar } from './routes/realtime/test-support.ts';
 import { readyAvatar as readyTurnAvatar } from '../test/realtime.ts';
 import { ROUTES } from './routes/index.ts';
 

@@ -8,7 +8,7 @@ import { ClipCacheWorker } from './clip-cache.ts';
 import { ClipWorker } from './clips.ts';
 import { loadAvatarPlayback } from './playback.ts';
 import { RenderProcesses } from './render-process.ts';
-import { stillMp4 } from './upload-pose.test-support.ts';
+import { stillMp4 } from './test-support.ts';
 
 /**
  * Frame caches of accepted uploaded clips, end to end on the durable job queue: a declared upload

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { FIXTURES, stillMp4 } from './upload-pose.test-support.ts';
+import { FIXTURES, stillMp4 } from './test-support.ts';
 import { anchorPose, checkUploadedClip, UPLOAD_CLIP_MAX_BYTES } from './upload-pose.ts';
 
 describe('checkUploadedClip', () => {

@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { ClipWorker } from '../../../core/avatars/clips.ts';
 import { RenderProcesses } from '../../../core/avatars/render-process.ts';
-import { stillMp4 } from '../../../core/avatars/upload-pose.test-support.ts';
+import { stillMp4 } from '../../../core/avatars/test-support.ts';
 import { testApi } from '../../../test/helpers.ts';
 import { call, portraitAsset } from './test-support.ts';
 

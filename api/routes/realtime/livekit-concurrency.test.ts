@@ -7,7 +7,7 @@ import { json, testApi, waitFor, type TestApi } from '../../../test/helpers.ts';
 import { checkLedgerInvariants } from '../../../test/ledger-invariants.ts';
 import { liveKitEnv } from '../../../test/livekit.ts';
 import { runJanitorOnce } from '../../janitor.ts';
-import { MINT, readyAvatar, RELEASE, setSlots, type GrantBody, type QueueBody } from './live-test-support.ts';
+import { MINT, readyAvatar, RELEASE, setSlots, type GrantBody, type QueueBody } from './test-support.ts';
 
 /**
  * Two API processes (two apps, each with its own database pool and its own LISTEN connection) on

@@ -9,7 +9,7 @@ import { json, testApi, waitFor } from '../../../test/helpers.ts';
 import { checkLedgerInvariants } from '../../../test/ledger-invariants.ts';
 import { liveKitEnv, receiveLiveKitWebhooks } from '../../../test/livekit.ts';
 import { runJanitorOnce } from '../../janitor.ts';
-import { MINT, readyAvatar, RELEASE, setSlots, type GrantBody } from './live-test-support.ts';
+import { MINT, readyAvatar, RELEASE, setSlots, type GrantBody } from './test-support.ts';
 
 /**
  * A call's life after the mint: LiveKit's real webhooks (through the test run's relay) recorded as

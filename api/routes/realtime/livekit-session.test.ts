@@ -7,7 +7,7 @@ import { LIVEKIT_DEV_KEY, LIVEKIT_DEV_SECRET, freePort } from '../../../test/dep
 import { json, testApi, waitFor, type TestApi } from '../../../test/helpers.ts';
 import { checkLedgerInvariants } from '../../../test/ledger-invariants.ts';
 import { captureDispatches, liveKitEnv, receiveLiveKitWebhooks } from '../../../test/livekit.ts';
-import { CAPACITY, changesNothing, footprint, MINT, readyAvatar, RELEASE, scene, setSlots, type GrantBody } from './live-test-support.ts';
+import { CAPACITY, changesNothing, footprint, MINT, readyAvatar, RELEASE, scene, setSlots, type GrantBody } from './test-support.ts';
 
 const SEC = MICROS_PER_SECOND;
 const env = liveKitEnv();
