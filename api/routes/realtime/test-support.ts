@@ -1,30 +1,18 @@
 /** What the live-call tests share: ready avatars and scenes as rows, and the state a refused request must not touch. */
+import type { z } from '@hono/zod-openapi';
 import { expect } from 'vitest';
 import { newId } from '../../../core/ids.ts';
 import type { TestApi } from '../../../test/helpers.ts';
 import { readyAvatar as storedAvatar, type ReadyAvatarOptions } from '../../../test/realtime.ts';
+import type { GrantSchema, QueueTicketSchema } from './livekit-schemas.ts';
 
 export const MINT = '/api/v1/realtime/livekit/session';
 export const RELEASE = '/api/v1/realtime/livekit/session/release';
 export const CAPACITY = '/api/v1/realtime/livekit/capacity';
 
-export interface GrantBody {
-  session_id: string;
-  room_name: string;
-  server_url: string;
-  participant_token: string | null;
-  participant_identity: string | null;
-  avatar_identity: string;
-  capacity_pool: string;
-  expires_at: string;
-  max_duration_seconds: number;
-}
-
-export interface QueueBody {
-  queue_ticket_id: string;
-  queue_size: number;
-  recommended_retry_ms: number;
-}
+/** The wire bodies the tests read, as the route schemas type them. */
+export type GrantBody = z.infer<typeof GrantSchema>;
+export type QueueBody = z.infer<typeof QueueTicketSchema>;
 
 /**
  * An avatar as a finished generation leaves it (status ready, a serving loop), as rows only: a call
