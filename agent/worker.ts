@@ -128,13 +128,11 @@ export async function startAgentWorker(services: Services, opts: AgentWorkerOpti
       await live.end(sessionId, reason, at);
     },
   });
-  const recordingSink: CallRecordingSink = {
-    begin: () => recordings.begin(recordingSessionId.current!),
+  const recordingSink = (sessionId: string): CallRecordingSink => ({
+    begin: () => recordings.begin(sessionId),
     ready: (recordingId, info) => recordings.ready(recordingId, info),
     failed: (recordingId, reason) => recordings.failed(recordingId, reason),
-  };
-  // begin() knows its call through a sink per call (below); this holder keeps the type simple.
-  const recordingSessionId: { current: string | null } = { current: null };
+  });
 
   const callSpec = async (s: LiveSession): Promise<CallSpec> => {
     const playback = await loadAvatarPlayback(services.sql, s.tenantId, s.avatarId);
@@ -164,8 +162,7 @@ export async function startAgentWorker(services: Services, opts: AgentWorkerOpti
     const clog = log.child({ sessionId: s.id });
     try {
       const spec = await callSpec(s);
-      const sink: CallRecordingSink | null = s.record ? { ...recordingSink, begin: () => recordings.begin(s.id) } : null;
-      const runner = await host.startCall(spec, reporter(s.id), sink);
+      const runner = await host.startCall(spec, reporter(s.id), s.record ? recordingSink(s.id) : null);
       clog.info({ reason: await runner.ended }, 'call ended');
     } catch (err) {
       clog.error({ err }, 'call failed');

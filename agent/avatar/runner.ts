@@ -521,15 +521,6 @@ export class AvatarRunner {
     void u.close();
   }
 
-  /** The LLM asked for an action (from the voice agent over RPC). */
-  requestAction(actionId: string) {
-    return this.body.requestAction(actionId);
-  }
-
-  actionMenu() {
-    return this.body.actionMenu();
-  }
-
   private observe(identity: string, role: ParticipantRole, kind: 'joined' | 'left' | 'reconnected'): void {
     this.reporter.observe({ participantIdentity: identity, role, kind, at: new Date() }).catch((err: unknown) => this.log.warn({ err }, 'could not record a connection observation'));
   }
