@@ -43,6 +43,9 @@ const LIVEKIT_TARGET_LOAD = 0.7;
 /** Consecutive failed connections to LiveKit before the worker gives up (about 5 minutes). */
 const LIVEKIT_RECONNECT_ATTEMPTS = 35;
 
+/** What the worker needs of the process's services (core's Services is one). */
+export type AgentDeps = Pick<Services, 'config' | 'log' | 'sql' | 'storage' | 'usage'>;
+
 export interface AgentWorkerOptions {
   log?: Logger;
   /** Test and benchmark aids passed to the avatar host. */
@@ -76,7 +79,7 @@ async function voiceJobEntry(log: Logger): Promise<string> {
   }
 }
 
-export async function startAgentWorker(services: Services, opts: AgentWorkerOptions = {}): Promise<AgentWorker> {
+export async function startAgentWorker(services: AgentDeps, opts: AgentWorkerOptions = {}): Promise<AgentWorker> {
   const { config } = services;
   const log = (opts.log ?? services.log).child({ component: 'agent' });
   if (!config.LIVEKIT_URL || !config.LIVEKIT_API_KEY || !config.LIVEKIT_API_SECRET) {
