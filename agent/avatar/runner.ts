@@ -6,9 +6,6 @@
  * (with every other call's) and hands them back through `due` / `show`.
  */
 import { createHash } from 'node:crypto';
-import { mkdir, rm } from 'node:fs/promises';
-import { createReadStream } from 'node:fs';
-import path from 'node:path';
 import type { VAD } from '@livekit/agents';
 import {
   AudioFrame,
@@ -45,8 +42,9 @@ import { BehaviorBody, SceneBody, type Body } from './body.ts';
 import type { CallRecordingSink, CallReporter, CallSpec, EndReason, ParticipantRole } from './call.ts';
 import type { ClipMedia, MediaCache } from './media.ts';
 import { SpeechPlayout, type AudioSink, type MouthStream, type PlayoutHealth } from './playout.ts';
+import { CallRecording } from './call-recording.ts';
 import { AvatarAudioReceiver } from './receiver.ts';
-import { CallRecorder } from './recorder.ts';
+import type { CallRecorder } from './recorder.ts';
 import type { FrameJob } from './renderer.ts';
 import { UserAudio } from './user-audio.ts';
 
@@ -157,8 +155,8 @@ export class AvatarRunner {
   private readonly held: string[] = [];
   private readonly loaded = new Map<string, ClipMedia>();
   private readonly userAudio = new Map<string, UserAudio>();
-  private recorder: CallRecorder | null = null;
-  private recording: { recordingId: string; storageKey: string; path: string } | null = null;
+  /** The call's recording, when it is to be recorded; it starts with the user's arrival. */
+  private readonly recording: CallRecording | null;
   private startedAt: Date | null = null;
   private timers: NodeJS.Timeout[] = [];
   private ending: Promise<void> | null = null;
@@ -171,13 +169,22 @@ export class AvatarRunner {
     private readonly ctx: HostContext,
     spec: CallSpec,
     private readonly reporter: CallReporter,
-    private readonly recordingSink: CallRecordingSink | null,
+    recordingSink: CallRecordingSink | null,
     /** Called once the call is over (the host drops it). */
     private readonly onEnd: (runner: AvatarRunner) => void,
   ) {
     this.spec = spec;
     this.log = ctx.log.child({ sessionId: spec.sessionId, room: spec.roomName });
     this.ended = new Promise((r) => (this.resolveEnded = r));
+    this.recording =
+      spec.record && recordingSink
+        ? new CallRecording({ sink: recordingSink, storage: ctx.storage, workDir: ctx.workDir, fps: ctx.fps, sampleRate: ctx.sampleRate, log: this.log })
+        : null;
+  }
+
+  /** What writes the recording now; null unless recording. */
+  private get recorder(): CallRecorder | null {
+    return this.recording?.recorder ?? null;
   }
 
   /** Loads the picture, joins the room, publishes, and reports the avatar joined. Throws when it cannot. */
@@ -381,7 +388,7 @@ export class AvatarRunner {
       for (const key of this.held) this.ctx.media.release(key);
       this.onEnd(this);
       this.resolveEnded(reason);
-      await this.finishRecording(endSample);
+      await this.recording?.finish(endSample);
     })();
     return this.ending;
   }
@@ -483,7 +490,7 @@ export class AvatarRunner {
   private async onStarted(at: Date): Promise<void> {
     await this.reporter.started(at).catch((err: unknown) => this.log.error({ err }, 'could not report the call started'));
     this.timers.push(setTimeout(() => void this.end('max_duration'), this.spec.maxDurationSeconds * 1000));
-    if (this.spec.record && this.recordingSink) await this.startRecording();
+    await this.recording?.start(this.width, this.height, this.lastShown + 1);
   }
 
   /** The avatar hears the user's audio for its own VAD (provider mode) and for the recording; nothing else. */
@@ -532,45 +539,6 @@ export class AvatarRunner {
       if (ended) await this.end('released');
     } catch (err) {
       this.log.warn({ err }, 'heartbeat failed');
-    }
-  }
-
-  private async startRecording(): Promise<void> {
-    try {
-      const begun = await this.recordingSink!.begin();
-      await mkdir(this.ctx.workDir, { recursive: true });
-      const file = path.join(this.ctx.workDir, `${begun.recordingId}.mp4`);
-      this.recording = { ...begun, path: file };
-      this.recorder = new CallRecorder({
-        path: file,
-        width: this.width,
-        height: this.height,
-        fps: this.ctx.fps,
-        sampleRate: this.ctx.sampleRate,
-        startFrame: this.lastShown + 1,
-        startSample: Math.round(((this.lastShown + 1) * this.ctx.sampleRate) / this.ctx.fps),
-      });
-    } catch (err) {
-      this.log.error({ err }, 'could not start the recording');
-    }
-  }
-
-  private async finishRecording(endSample: number): Promise<void> {
-    const rec = this.recording;
-    const recorder = this.recorder;
-    if (!rec || !recorder) return;
-    this.recorder = null;
-    try {
-      const result = await recorder.finish(endSample);
-      await this.ctx.storage.put(rec.storageKey, createReadStream(result.path), { contentType: 'video/mp4' });
-      await this.recordingSink!.ready(rec.recordingId, { durationSeconds: result.durationSeconds, sizeBytes: result.sizeBytes });
-      this.log.info({ recordingId: rec.recordingId, seconds: result.durationSeconds }, 'recording ready');
-    } catch (err) {
-      this.log.error({ err, recordingId: rec.recordingId }, 'recording failed');
-      await recorder.abort().catch(() => {});
-      await this.recordingSink!.failed(rec.recordingId, err instanceof Error ? err.message : String(err)).catch(() => {});
-    } finally {
-      await rm(rec.path, { force: true });
     }
   }
 }
