@@ -10,24 +10,18 @@ import type { VAD } from '@livekit/agents';
 import {
   AudioFrame,
   AudioSource,
-  LocalAudioTrack,
-  LocalVideoTrack,
   ParticipantKind,
   Room,
   RoomEvent,
   TrackKind,
-  TrackPublishOptions,
-  TrackSource,
   VideoBufferType,
-  VideoCodec,
   VideoFrame,
   VideoSource,
   type RemoteParticipant,
   type RemoteTrack,
   type RemoteTrackPublication,
 } from '@livekit/rtc-node';
-import { AccessToken, RoomServiceClient } from 'livekit-server-sdk';
-import type { Config } from '../../core/config.ts';
+import { RoomServiceClient } from 'livekit-server-sdk';
 import type { Logger } from '../../core/log.ts';
 import type { ObjectStorage } from '../../core/storage/index.ts';
 import { orAfter } from '../../core/time.ts';
@@ -37,7 +31,7 @@ import { i420Planes, i420Size } from '../../render/encode/index.ts';
 import { frameAudioSpan } from '../../render/lipsync/index.ts';
 import { isNeutral } from '../../render/synth/index.ts';
 import { mouthShape } from '../../render/talking-head/index.ts';
-import { RPC_PLAY_ACTION, RPC_USER_SPEECH_STARTED } from '../protocol.ts';
+import { answerAgentRpcs, avatarToken, publishAvatarTracks, type VideoCodecName } from './avatar-room.ts';
 import { BehaviorBody, SceneBody, type Body } from './body.ts';
 import type { CallRecordingSink, CallReporter, CallSpec, EndReason, ParticipantRole } from './call.ts';
 import type { ClipMedia, MediaCache } from './media.ts';
@@ -97,10 +91,6 @@ export interface DueFrame extends FrameJob {
   epoch: number;
 }
 
-const VIDEO_MAX_BITRATE = 1_200_000n;
-
-export type VideoCodecName = Config['AGENT_VIDEO_CODEC'];
-const VIDEO_CODECS: Record<VideoCodecName, VideoCodec> = { h264: VideoCodec.H264, vp8: VideoCodec.VP8 };
 /** How long a step of ending a call (or of leaving a room a failed join left) may take before the call goes on without it. */
 const STEP_MS = 5000;
 /** Tries at joining a call's room (connect and publish) before the call fails. */
@@ -251,35 +241,12 @@ export class AvatarRunner {
 
     // Subscribed to nothing by default: a subscribed audio track costs the worker its receipt and
     // decoding (about 8 ms of CPU a second) though nothing reads it.
-    await room.connect(this.ctx.livekit.url, await this.token(), { autoSubscribe: false, dynacast: false });
+    await room.connect(this.ctx.livekit.url, await avatarToken(this.ctx.livekit, this.spec, this.ctx.userJoinTimeoutMs), { autoSubscribe: false, dynacast: false });
     for (const p of room.remoteParticipants.values()) for (const pub of p.trackPublications.values()) this.subscribeIfHeard(pub, p);
     this.receiver.start();
     const lp = room.localParticipant!;
-    lp.registerRpcMethod(RPC_PLAY_ACTION, async (data) => {
-      if (data.callerIdentity !== this.spec.agentIdentity) return 'reject';
-      let actionId: unknown;
-      try {
-        actionId = (JSON.parse(data.payload) as { action_id?: unknown }).action_id;
-      } catch {
-        // answered below
-      }
-      if (typeof actionId !== 'string') return JSON.stringify({ accepted: false, reason: 'unknown_action' });
-      return JSON.stringify(this.body.requestAction(actionId));
-    });
-    // In conversation mode our voice agent hears the user (its VAD) and says when they start speaking.
-    lp.registerRpcMethod(RPC_USER_SPEECH_STARTED, async (data) => {
-      if (data.callerIdentity !== this.spec.agentIdentity) return 'reject';
-      this.body.userSpeechStarted();
-      return 'ok';
-    });
-    // One stream for both tracks, so receivers that synchronise playout (browsers) keep the lips on the audio;
-    // one video layer (no simulcast): one encode per frame, which is what bounds calls per core.
-    const stream = `${this.spec.avatarIdentity}-av`;
-    await lp.publishTrack(LocalAudioTrack.createAudioTrack('avatar_audio', this.audioSource), new TrackPublishOptions({ source: TrackSource.SOURCE_MICROPHONE, stream }));
-    await lp.publishTrack(
-      LocalVideoTrack.createVideoTrack('avatar_video', this.videoSource),
-      new TrackPublishOptions({ source: TrackSource.SOURCE_CAMERA, stream, simulcast: false, videoCodec: VIDEO_CODECS[this.ctx.videoCodec], videoEncoding: { maxFramerate: this.ctx.fps, maxBitrate: VIDEO_MAX_BITRATE } }),
-    );
+    answerAgentRpcs(lp, this.spec.agentIdentity, this.body);
+    await publishAvatarTracks(lp, this.spec.avatarIdentity, { audio: this.audioSource, video: this.videoSource }, { codec: this.ctx.videoCodec, fps: this.ctx.fps });
   }
 
   /**
@@ -409,18 +376,6 @@ export class AvatarRunner {
   }
 
   // ---------------------------------------------------------------------------------------------
-
-  private async token(): Promise<string> {
-    const at = new AccessToken(this.ctx.livekit.apiKey, this.ctx.livekit.apiSecret, {
-      identity: this.spec.avatarIdentity,
-      name: this.spec.avatarName,
-      attributes: { 'lk.publish_on_behalf': this.spec.agentIdentity },
-      ttl: this.spec.maxDurationSeconds + Math.ceil(this.ctx.userJoinTimeoutMs / 1000) + 600,
-    });
-    at.kind = 'agent';
-    at.addGrant({ room: this.spec.roomName, roomJoin: true, canPublish: true, canSubscribe: true, canPublishData: true });
-    return at.toJwt();
-  }
 
   private async hold(cacheKey: string): Promise<ClipMedia> {
     const media = await this.ctx.media.acquire(cacheKey);
