@@ -6,7 +6,8 @@
  * it joins the room as the avatar and publishes its video and audio. A conversation-mode call also
  * gets a voice agent in an agents-js job process (agent/voice/job.ts) that speaks to the avatar over
  * LiveKit's avatar protocol; a provider-mode call's avatar speaks for the customer's agent instead.
- * The call's lifecycle goes to the database (core/live), where the API settles it.
+ * The call's lifecycle goes to the database (core/live), where the API settles it (agent/calls.ts
+ * runs each call).
  */
 import { hostname } from 'node:os';
 import path from 'node:path';
@@ -14,19 +15,17 @@ import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { AgentServer, ServerOptions, initializeLogger, type JobRequest, type VAD } from '@livekit/agents';
 import * as silero from '@livekit/agents-plugin-silero';
-import { loadAvatarPlayback } from '../core/avatars/playback.ts';
 import type { Config } from '../core/config.ts';
 import { newId } from '../core/ids.ts';
-import { heartbeatIntervalMs, LiveSessionStore, type LiveSession } from '../core/live/sessions.ts';
-import { AgentWorkerRegistry } from '../core/live/workers.ts';
+import { heartbeatIntervalMs, LiveSessionStore } from '../core/live/sessions.ts';
+import { AgentWorkerRegistry, type WorkerDeclaration } from '../core/live/workers.ts';
 import type { Logger } from '../core/log.ts';
 import { RecordingStore } from '../core/recordings/store.ts';
-import { loadSceneMedia } from '../core/scenes/media.ts';
 import type { Services } from '../core/services.ts';
 import { createLipSyncThreads, type LipSyncEngine } from '../render/lipsync/index.ts';
 import { createAudioVisemeThread } from '../render/visemes/index.ts';
-import type { CallRecordingSink, CallReporter, CallSpec } from './avatar/call.ts';
 import { AvatarHost } from './avatar/host.ts';
+import { runCall, type CallStores } from './calls.ts';
 import { quietRtcLogs } from './rtc-logs.ts';
 import { parseDispatchMetadata } from './voice/job.ts';
 import { bundleForProcesses, withoutTsx } from './voice/job-bundle.ts';
@@ -42,6 +41,9 @@ const LATE_DISPATCH_MS = 5_000;
 const LIVEKIT_TARGET_LOAD = 0.7;
 /** Consecutive failed connections to LiveKit before the worker gives up (about 5 minutes). */
 const LIVEKIT_RECONNECT_ATTEMPTS = 35;
+
+/** What the worker needs of the process's services (core's Services is one). */
+export type AgentDeps = Pick<Services, 'config' | 'log' | 'sql' | 'storage' | 'usage'>;
 
 export interface AgentWorkerOptions {
   log?: Logger;
@@ -76,124 +78,22 @@ async function voiceJobEntry(log: Logger): Promise<string> {
   }
 }
 
-export async function startAgentWorker(services: Services, opts: AgentWorkerOptions = {}): Promise<AgentWorker> {
-  const { config } = services;
-  const log = (opts.log ?? services.log).child({ component: 'agent' });
-  if (!config.LIVEKIT_URL || !config.LIVEKIT_API_KEY || !config.LIVEKIT_API_SECRET) {
-    throw new Error('The agent worker needs LIVEKIT_URL, LIVEKIT_API_KEY and LIVEKIT_API_SECRET');
-  }
-  const livekit = { url: config.LIVEKIT_URL, apiKey: config.LIVEKIT_API_KEY, apiSecret: config.LIVEKIT_API_SECRET };
+export async function startAgentWorker(deps: AgentDeps, opts: AgentWorkerOptions = {}): Promise<AgentWorker> {
+  const { config } = deps;
+  const log = (opts.log ?? deps.log).child({ component: 'agent' });
+  const livekit = liveKitOf(config);
   initializeLogger({ pretty: false, level: config.LOG_LEVEL === 'silent' ? 'fatal' : config.LOG_LEVEL });
   // Before any connection, and before the voice job processes are forked (they inherit RUST_LOG).
   quietRtcLogs();
 
   await warmProcessStats();
   const voiceJob = await voiceJobEntry(log);
-  const lipsync = await liveLipSync(config, log);
-  const mouthAnalysis = await createAudioVisemeThread();
-  const vad: VAD = await silero.VAD.load();
-  const host = new AvatarHost({
-    lipsync,
-    vad,
-    storage: services.storage,
-    livekit,
-    log,
-    workDir: path.join(config.dataDir, 'agent'),
-    userJoinTimeoutMs: config.USER_JOIN_TIMEOUT_SECONDS * 1000,
-    frameMemoryBytes: config.AGENT_FRAME_MEMORY_MB * 2 ** 20,
-    audioQueueMs: config.AGENT_AUDIO_QUEUE_MS,
-    speechStartMs: config.AGENT_SPEECH_START_MS,
-    videoCodec: config.AGENT_VIDEO_CODEC,
-    mouthAnalysis,
-    heartbeatMs: heartbeatIntervalMs(config.LIVE_HEARTBEAT_TIMEOUT_SECONDS),
-    ...(opts.syncMarker ? { syncMarker: true } : {}),
-  });
-  const live = new LiveSessionStore(services.sql, services.usage);
-  const recordings = new RecordingStore(services.sql);
-  const registry = new AgentWorkerRegistry(services.sql);
+  const { host, release } = await startHost(deps, livekit, log, opts);
+  const stores: CallStores = { sql: deps.sql, live: new LiveSessionStore(deps.sql, deps.usage), recordings: new RecordingStore(deps.sql) };
+  const registry = new AgentWorkerRegistry(deps.sql);
   const id = newId('worker');
-  const declaration = { id, capacityPool: config.CAPACITY_POOL, slots: config.AGENT_SLOTS, hostname: hostname() };
-  await registry.declare(declaration);
-  const declaring = setInterval(() => {
-    if (!draining) registry.declare(declaration).catch((err: unknown) => log.warn({ err }, 'could not declare the worker'));
-  }, DECLARE_EVERY_MS);
-  let draining = false;
-
-  const reporter = (sessionId: string): CallReporter => ({
-    joined: () => live.joined(sessionId),
-    started: (at) => live.started(sessionId, at),
-    heartbeat: () => live.heartbeat(sessionId),
-    observe: (o) => live.observe(sessionId, { ...o, occurredAt: o.at, source: 'worker' }),
-    ended: async (reason, at) => {
-      await live.end(sessionId, reason, at);
-    },
-  });
-  const recordingSink: CallRecordingSink = {
-    begin: () => recordings.begin(recordingSessionId.current!),
-    ready: (recordingId, info) => recordings.ready(recordingId, info),
-    failed: (recordingId, reason) => recordings.failed(recordingId, reason),
-  };
-  // begin() knows its call through a sink per call (below); this holder keeps the type simple.
-  const recordingSessionId: { current: string | null } = { current: null };
-
-  const callSpec = async (s: LiveSession): Promise<CallSpec> => {
-    const playback = await loadAvatarPlayback(services.sql, s.tenantId, s.avatarId);
-    if (!playback) throw new Error(`Avatar ${s.avatarId} of session ${s.id} is gone`);
-    const base = {
-      sessionId: s.id,
-      tenantId: s.tenantId,
-      mode: s.mode,
-      roomName: s.roomName,
-      avatarIdentity: s.avatarIdentity,
-      avatarName: playback.displayName,
-      agentIdentity: s.agentIdentity ?? `agent-${s.id}`,
-      userIdentity: s.mode === 'conversation' ? s.userIdentity : null,
-      maxDurationSeconds: s.maxDurationSeconds,
-      record: s.record,
-      ownsRoom: s.mode === 'conversation',
-    };
-    if (s.videoCacheId) {
-      const scene = await loadSceneMedia(services.sql, s.tenantId, s.videoCacheId);
-      if (!scene) throw new Error(`Scene ${s.videoCacheId} of session ${s.id} is not ready`);
-      return { ...base, body: { kind: 'scene', cacheKey: scene.cacheKey, continuation: scene.continuation } };
-    }
-    return { ...base, body: { kind: 'avatar', playback } };
-  };
-
-  const runCall = async (s: LiveSession): Promise<void> => {
-    const clog = log.child({ sessionId: s.id });
-    try {
-      const spec = await callSpec(s);
-      const sink: CallRecordingSink | null = s.record ? { ...recordingSink, begin: () => recordings.begin(s.id) } : null;
-      const runner = await host.startCall(spec, reporter(s.id), sink);
-      clog.info({ reason: await runner.ended }, 'call ended');
-    } catch (err) {
-      clog.error({ err }, 'call failed');
-      await live.end(s.id, 'failed').catch((e: unknown) => clog.error({ err: e }, 'could not settle the failed call'));
-    }
-  };
-
-  const requestFunc = async (req: JobRequest): Promise<void> => {
-    const receivedAt = Date.now();
-    const meta = parseDispatchMetadata(req.job.metadata);
-    if (!meta || draining || host.calls.length >= config.AGENT_SLOTS) return req.reject();
-    const session = await live.claim(meta.session_id, id).catch((err: unknown) => {
-      log.error({ err }, 'could not claim a dispatched call');
-      return undefined;
-    });
-    // Ended before it got here (released), unknown, or another worker's: not ours to run.
-    if (!session) return req.reject();
-    // The caller waits from the mint: a dispatch that took seconds is worth a line. dispatchMs is
-    // LiveKit's part (mint to job request; its room log tells why), claimMs the database's.
-    const claimMs = Date.now() - receivedAt;
-    const dispatchMs = receivedAt - session.createdAt.getTime();
-    if (dispatchMs + claimMs > LATE_DISPATCH_MS) log.warn({ sessionId: session.id, room: session.roomName, dispatchMs, claimMs }, 'call dispatched late');
-    // Accept at once (LiveKit waits on the answer); the avatar starts meanwhile. The job process
-    // becomes the call's voice agent, or (provider mode) ends at once: the avatar needs no job.
-    void runCall(session);
-    const identity = session.mode === 'conversation' ? (session.agentIdentity ?? `agent-${session.id}`) : `${session.avatarIdentity}-dispatch`;
-    await req.accept('voice', identity);
-  };
+  const state = { draining: false };
+  const declaring = await declareWorker(registry, { id, capacityPool: config.CAPACITY_POOL, slots: config.AGENT_SLOTS, hostname: hostname() }, state, log);
 
   const server = new AgentServer(
     new ServerOptions({
@@ -208,8 +108,8 @@ export async function startAgentWorker(services: Services, opts: AgentWorkerOpti
       logLevel: config.LOG_LEVEL === 'silent' ? 'fatal' : config.LOG_LEVEL,
       production: config.NODE_ENV === 'production',
       loadThreshold: LIVEKIT_TARGET_LOAD,
-      loadFunc: async () => (draining ? 1 : Math.min(1, (LIVEKIT_TARGET_LOAD * host.calls.length) / config.AGENT_SLOTS)),
-      requestFunc,
+      loadFunc: async () => (state.draining ? 1 : Math.min(1, (LIVEKIT_TARGET_LOAD * host.calls.length) / config.AGENT_SLOTS)),
+      requestFunc: (req) => takeCall(req, { workerId: id, slots: config.AGENT_SLOTS, host, stores, state, log }),
       // Reconnect through a LiveKit restart or outage of a few minutes (back-off up to 10 s each).
       maxRetry: LIVEKIT_RECONNECT_ATTEMPTS,
     }),
@@ -223,23 +123,106 @@ export async function startAgentWorker(services: Services, opts: AgentWorkerOpti
     id,
     host,
     stopped: running.then(() => {
-      if (!draining) throw new Error('The agent worker stopped');
+      if (!state.draining) throw new Error('The agent worker stopped');
     }),
     drain: async (timeoutMs) => {
-      draining = true;
+      state.draining = true;
       clearInterval(declaring);
       await registry.drain(id).catch(() => {});
-      const deadline = Date.now() + timeoutMs;
-      while (host.calls.length > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
-      if (host.calls.length > 0) log.info({ calls: host.calls.length }, 'drain time is up, ending the remaining calls');
-      await host.close('worker_shutdown');
+      await finishCalls(host, timeoutMs, log);
       await server.close();
       await running.catch(() => {});
       await registry.remove(id).catch(() => {});
-      await lipsync.release().catch(() => {});
-      await mouthAnalysis.release().catch(() => {});
+      await release();
     },
   };
+}
+
+type LiveKitCredentials = { url: string; apiKey: string; apiSecret: string };
+
+function liveKitOf(config: Config): LiveKitCredentials {
+  if (!config.LIVEKIT_URL || !config.LIVEKIT_API_KEY || !config.LIVEKIT_API_SECRET) {
+    throw new Error('The agent worker needs LIVEKIT_URL, LIVEKIT_API_KEY and LIVEKIT_API_SECRET');
+  }
+  return { url: config.LIVEKIT_URL, apiKey: config.LIVEKIT_API_KEY, apiSecret: config.LIVEKIT_API_SECRET };
+}
+
+/** The host of this worker's calls, with its engines (lip-sync, mouth analysis, VAD); `release` frees the engines' threads. */
+async function startHost(deps: AgentDeps, livekit: LiveKitCredentials, log: Logger, opts: AgentWorkerOptions): Promise<{ host: AvatarHost; release(): Promise<void> }> {
+  const { config } = deps;
+  const lipsync = await liveLipSync(config, log);
+  const mouthAnalysis = await createAudioVisemeThread();
+  const vad: VAD = await silero.VAD.load();
+  const host = new AvatarHost({
+    lipsync,
+    vad,
+    storage: deps.storage,
+    livekit,
+    log,
+    workDir: path.join(config.dataDir, 'agent'),
+    userJoinTimeoutMs: config.USER_JOIN_TIMEOUT_SECONDS * 1000,
+    frameMemoryBytes: config.AGENT_FRAME_MEMORY_MB * 2 ** 20,
+    audioQueueMs: config.AGENT_AUDIO_QUEUE_MS,
+    speechStartMs: config.AGENT_SPEECH_START_MS,
+    videoCodec: config.AGENT_VIDEO_CODEC,
+    mouthAnalysis,
+    heartbeatMs: heartbeatIntervalMs(config.LIVE_HEARTBEAT_TIMEOUT_SECONDS),
+    ...(opts.syncMarker ? { syncMarker: true } : {}),
+  });
+  const release = async () => {
+    await lipsync.release().catch(() => {});
+    await mouthAnalysis.release().catch(() => {});
+  };
+  return { host, release };
+}
+
+/** Declares the worker's slots now and every DECLARE_EVERY_MS until it drains (the API counts capacity from them). */
+async function declareWorker(registry: AgentWorkerRegistry, declaration: WorkerDeclaration, state: { draining: boolean }, log: Logger): Promise<NodeJS.Timeout> {
+  await registry.declare(declaration);
+  return setInterval(() => {
+    if (!state.draining) registry.declare(declaration).catch((err: unknown) => log.warn({ err }, 'could not declare the worker'));
+  }, DECLARE_EVERY_MS);
+}
+
+interface CallIntake {
+  workerId: string;
+  slots: number;
+  host: AvatarHost;
+  stores: CallStores;
+  state: { draining: boolean };
+  log: Logger;
+}
+
+/** LiveKit offers a call: taken when a slot is free and the session is ours to claim; its avatar starts as the job is accepted. */
+async function takeCall(req: JobRequest, intake: CallIntake): Promise<void> {
+  const { host, stores, log } = intake;
+  const receivedAt = Date.now();
+  const meta = parseDispatchMetadata(req.job.metadata);
+  if (!meta || intake.state.draining || host.calls.length >= intake.slots) return req.reject();
+  const session = await stores.live.claim(meta.session_id, intake.workerId).catch((err: unknown) => {
+    log.error({ err }, 'could not claim a dispatched call');
+    return undefined;
+  });
+  // Ended before it got here (released), unknown, or another worker's: not ours to run.
+  if (!session) return req.reject();
+  // The caller waits from the mint: a dispatch that took seconds is worth a line. dispatchMs is
+  // LiveKit's part (mint to job request; its room log tells why), claimMs the database's.
+  const claimMs = Date.now() - receivedAt;
+  const dispatchMs = receivedAt - session.createdAt.getTime();
+  if (dispatchMs + claimMs > LATE_DISPATCH_MS) log.warn({ sessionId: session.id, room: session.roomName, dispatchMs, claimMs }, 'call dispatched late');
+  // Accept at once (LiveKit waits on the answer); the avatar starts meanwhile. The job process
+  // becomes the call's voice agent, or (provider mode) ends at once: the avatar needs no job.
+  void runCall(stores, host, session, log);
+  const identity = session.mode === 'conversation' ? (session.agentIdentity ?? `agent-${session.id}`) : `${session.avatarIdentity}-dispatch`;
+  await req.accept('voice', identity);
+}
+
+/** Lets the calls in progress finish for up to `timeoutMs`, then ends the rest and closes the host. */
+async function finishCalls(host: AvatarHost, timeoutMs: number, log: Logger): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (host.calls.length > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+  if (host.calls.length > 0) log.info({ calls: host.calls.length }, 'drain time is up, ending the remaining calls');
+  await host.close('worker_shutdown');
 }
 
 /**

@@ -12,7 +12,6 @@ import {
   type Availability,
   type Behavior,
   type Play,
-  type ReactionPicker,
   type Scheduler,
   type SchedulerResult,
 } from '../../clips/behavior/index.ts';
@@ -36,14 +35,11 @@ export interface Body {
   userSpeechStarted(): void;
   /** The LLM asked for an action: accepted (it plays at the next clip boundary) or why not. */
   requestAction(actionId: string): ActionAnswer;
-  /** The actions on offer now (those with a playable take), for the LLM's tools. */
-  actionMenu(): { id: string; description: string }[];
 }
 
 /** An avatar's body: clips chosen by its behaviour engine. `media(clipId)` is the loaded clip ('source' is the idle loop). */
 export class BehaviorBody implements Body {
   private readonly scheduler: Scheduler;
-  private readonly picker: ReactionPicker;
   private current: { play: Play; media: ClipMedia; start: number } | null = null;
 
   /** `availability` must call a clip ready only once its media is loaded (`media(clipId)` returns it). */
@@ -54,8 +50,7 @@ export class BehaviorBody implements Body {
     seed: number,
     private readonly onPlay?: (play: Play) => void,
   ) {
-    this.picker = createReactionPicker(behavior, availability, seed);
-    this.scheduler = schedulerFrom({ idle: createIdleSelector(behavior, availability, seed), picker: this.picker });
+    this.scheduler = schedulerFrom({ idle: createIdleSelector(behavior, availability, seed), picker: createReactionPicker(behavior, availability, seed) });
   }
 
   frameAt(n: number): BodyFrame {
@@ -75,10 +70,6 @@ export class BehaviorBody implements Body {
 
   requestAction(actionId: string): ActionAnswer {
     return this.scheduler.handle({ type: 'actionRequested', actionId }).action!;
-  }
-
-  actionMenu(): { id: string; description: string }[] {
-    return this.picker.actionMenu();
   }
 
   private begin(play: Play, start: number): void {
@@ -110,9 +101,5 @@ export class SceneBody implements Body {
 
   requestAction(): ActionAnswer {
     return { accepted: false, reason: 'no_available_take' };
-  }
-
-  actionMenu(): { id: string; description: string }[] {
-    return [];
   }
 }

@@ -6,31 +6,22 @@
  * (with every other call's) and hands them back through `due` / `show`.
  */
 import { createHash } from 'node:crypto';
-import { mkdir, rm } from 'node:fs/promises';
-import { createReadStream } from 'node:fs';
-import path from 'node:path';
 import type { VAD } from '@livekit/agents';
 import {
   AudioFrame,
   AudioSource,
-  LocalAudioTrack,
-  LocalVideoTrack,
   ParticipantKind,
   Room,
   RoomEvent,
   TrackKind,
-  TrackPublishOptions,
-  TrackSource,
   VideoBufferType,
-  VideoCodec,
   VideoFrame,
   VideoSource,
   type RemoteParticipant,
   type RemoteTrack,
   type RemoteTrackPublication,
 } from '@livekit/rtc-node';
-import { AccessToken, RoomServiceClient } from 'livekit-server-sdk';
-import type { Config } from '../../core/config.ts';
+import { RoomServiceClient } from 'livekit-server-sdk';
 import type { Logger } from '../../core/log.ts';
 import type { ObjectStorage } from '../../core/storage/index.ts';
 import { orAfter } from '../../core/time.ts';
@@ -40,13 +31,14 @@ import { i420Planes, i420Size } from '../../render/encode/index.ts';
 import { frameAudioSpan } from '../../render/lipsync/index.ts';
 import { isNeutral } from '../../render/synth/index.ts';
 import { mouthShape } from '../../render/talking-head/index.ts';
-import { RPC_PLAY_ACTION, RPC_USER_SPEECH_STARTED } from '../protocol.ts';
+import { answerAgentRpcs, avatarToken, publishAvatarTracks, type VideoCodecName } from './avatar-room.ts';
 import { BehaviorBody, SceneBody, type Body } from './body.ts';
 import type { CallRecordingSink, CallReporter, CallSpec, EndReason, ParticipantRole } from './call.ts';
+import { CallRecording } from './call-recording.ts';
 import type { ClipMedia, MediaCache } from './media.ts';
 import { SpeechPlayout, type AudioSink, type MouthStream, type PlayoutHealth } from './playout.ts';
 import { AvatarAudioReceiver } from './receiver.ts';
-import { CallRecorder } from './recorder.ts';
+import type { CallRecorder } from './recorder.ts';
 import type { FrameJob } from './renderer.ts';
 import { UserAudio } from './user-audio.ts';
 
@@ -99,10 +91,6 @@ export interface DueFrame extends FrameJob {
   epoch: number;
 }
 
-const VIDEO_MAX_BITRATE = 1_200_000n;
-
-export type VideoCodecName = Config['AGENT_VIDEO_CODEC'];
-const VIDEO_CODECS: Record<VideoCodecName, VideoCodec> = { h264: VideoCodec.H264, vp8: VideoCodec.VP8 };
 /** How long a step of ending a call (or of leaving a room a failed join left) may take before the call goes on without it. */
 const STEP_MS = 5000;
 /** Tries at joining a call's room (connect and publish) before the call fails. */
@@ -157,8 +145,8 @@ export class AvatarRunner {
   private readonly held: string[] = [];
   private readonly loaded = new Map<string, ClipMedia>();
   private readonly userAudio = new Map<string, UserAudio>();
-  private recorder: CallRecorder | null = null;
-  private recording: { recordingId: string; storageKey: string; path: string } | null = null;
+  /** The call's recording, when it is to be recorded; it starts with the user's arrival. */
+  private readonly recording: CallRecording | null;
   private startedAt: Date | null = null;
   private timers: NodeJS.Timeout[] = [];
   private ending: Promise<void> | null = null;
@@ -171,13 +159,22 @@ export class AvatarRunner {
     private readonly ctx: HostContext,
     spec: CallSpec,
     private readonly reporter: CallReporter,
-    private readonly recordingSink: CallRecordingSink | null,
+    recordingSink: CallRecordingSink | null,
     /** Called once the call is over (the host drops it). */
     private readonly onEnd: (runner: AvatarRunner) => void,
   ) {
     this.spec = spec;
     this.log = ctx.log.child({ sessionId: spec.sessionId, room: spec.roomName });
     this.ended = new Promise((r) => (this.resolveEnded = r));
+    this.recording =
+      spec.record && recordingSink
+        ? new CallRecording({ sink: recordingSink, storage: ctx.storage, workDir: ctx.workDir, fps: ctx.fps, sampleRate: ctx.sampleRate, log: this.log })
+        : null;
+  }
+
+  /** What writes the recording now; null unless recording. */
+  private get recorder(): CallRecorder | null {
+    return this.recording?.recorder ?? null;
   }
 
   /** Loads the picture, joins the room, publishes, and reports the avatar joined. Throws when it cannot. */
@@ -244,35 +241,12 @@ export class AvatarRunner {
 
     // Subscribed to nothing by default: a subscribed audio track costs the worker its receipt and
     // decoding (about 8 ms of CPU a second) though nothing reads it.
-    await room.connect(this.ctx.livekit.url, await this.token(), { autoSubscribe: false, dynacast: false });
+    await room.connect(this.ctx.livekit.url, await avatarToken(this.ctx.livekit, this.spec, this.ctx.userJoinTimeoutMs), { autoSubscribe: false, dynacast: false });
     for (const p of room.remoteParticipants.values()) for (const pub of p.trackPublications.values()) this.subscribeIfHeard(pub, p);
     this.receiver.start();
     const lp = room.localParticipant!;
-    lp.registerRpcMethod(RPC_PLAY_ACTION, async (data) => {
-      if (data.callerIdentity !== this.spec.agentIdentity) return 'reject';
-      let actionId: unknown;
-      try {
-        actionId = (JSON.parse(data.payload) as { action_id?: unknown }).action_id;
-      } catch {
-        // answered below
-      }
-      if (typeof actionId !== 'string') return JSON.stringify({ accepted: false, reason: 'unknown_action' });
-      return JSON.stringify(this.body.requestAction(actionId));
-    });
-    // In conversation mode our voice agent hears the user (its VAD) and says when they start speaking.
-    lp.registerRpcMethod(RPC_USER_SPEECH_STARTED, async (data) => {
-      if (data.callerIdentity !== this.spec.agentIdentity) return 'reject';
-      this.body.userSpeechStarted();
-      return 'ok';
-    });
-    // One stream for both tracks, so receivers that synchronise playout (browsers) keep the lips on the audio;
-    // one video layer (no simulcast): one encode per frame, which is what bounds calls per core.
-    const stream = `${this.spec.avatarIdentity}-av`;
-    await lp.publishTrack(LocalAudioTrack.createAudioTrack('avatar_audio', this.audioSource), new TrackPublishOptions({ source: TrackSource.SOURCE_MICROPHONE, stream }));
-    await lp.publishTrack(
-      LocalVideoTrack.createVideoTrack('avatar_video', this.videoSource),
-      new TrackPublishOptions({ source: TrackSource.SOURCE_CAMERA, stream, simulcast: false, videoCodec: VIDEO_CODECS[this.ctx.videoCodec], videoEncoding: { maxFramerate: this.ctx.fps, maxBitrate: VIDEO_MAX_BITRATE } }),
-    );
+    answerAgentRpcs(lp, this.spec.agentIdentity, this.body);
+    await publishAvatarTracks(lp, this.spec.avatarIdentity, { audio: this.audioSource, video: this.videoSource }, { codec: this.ctx.videoCodec, fps: this.ctx.fps });
   }
 
   /**
@@ -381,7 +355,7 @@ export class AvatarRunner {
       for (const key of this.held) this.ctx.media.release(key);
       this.onEnd(this);
       this.resolveEnded(reason);
-      await this.finishRecording(endSample);
+      await this.recording?.finish(endSample);
     })();
     return this.ending;
   }
@@ -402,18 +376,6 @@ export class AvatarRunner {
   }
 
   // ---------------------------------------------------------------------------------------------
-
-  private async token(): Promise<string> {
-    const at = new AccessToken(this.ctx.livekit.apiKey, this.ctx.livekit.apiSecret, {
-      identity: this.spec.avatarIdentity,
-      name: this.spec.avatarName,
-      attributes: { 'lk.publish_on_behalf': this.spec.agentIdentity },
-      ttl: this.spec.maxDurationSeconds + Math.ceil(this.ctx.userJoinTimeoutMs / 1000) + 600,
-    });
-    at.kind = 'agent';
-    at.addGrant({ room: this.spec.roomName, roomJoin: true, canPublish: true, canSubscribe: true, canPublishData: true });
-    return at.toJwt();
-  }
 
   private async hold(cacheKey: string): Promise<ClipMedia> {
     const media = await this.ctx.media.acquire(cacheKey);
@@ -483,7 +445,7 @@ export class AvatarRunner {
   private async onStarted(at: Date): Promise<void> {
     await this.reporter.started(at).catch((err: unknown) => this.log.error({ err }, 'could not report the call started'));
     this.timers.push(setTimeout(() => void this.end('max_duration'), this.spec.maxDurationSeconds * 1000));
-    if (this.spec.record && this.recordingSink) await this.startRecording();
+    await this.recording?.start(this.width, this.height, this.lastShown + 1);
   }
 
   /** The avatar hears the user's audio for its own VAD (provider mode) and for the recording; nothing else. */
@@ -521,15 +483,6 @@ export class AvatarRunner {
     void u.close();
   }
 
-  /** The LLM asked for an action (from the voice agent over RPC). */
-  requestAction(actionId: string) {
-    return this.body.requestAction(actionId);
-  }
-
-  actionMenu() {
-    return this.body.actionMenu();
-  }
-
   private observe(identity: string, role: ParticipantRole, kind: 'joined' | 'left' | 'reconnected'): void {
     this.reporter.observe({ participantIdentity: identity, role, kind, at: new Date() }).catch((err: unknown) => this.log.warn({ err }, 'could not record a connection observation'));
   }
@@ -541,45 +494,6 @@ export class AvatarRunner {
       if (ended) await this.end('released');
     } catch (err) {
       this.log.warn({ err }, 'heartbeat failed');
-    }
-  }
-
-  private async startRecording(): Promise<void> {
-    try {
-      const begun = await this.recordingSink!.begin();
-      await mkdir(this.ctx.workDir, { recursive: true });
-      const file = path.join(this.ctx.workDir, `${begun.recordingId}.mp4`);
-      this.recording = { ...begun, path: file };
-      this.recorder = new CallRecorder({
-        path: file,
-        width: this.width,
-        height: this.height,
-        fps: this.ctx.fps,
-        sampleRate: this.ctx.sampleRate,
-        startFrame: this.lastShown + 1,
-        startSample: Math.round(((this.lastShown + 1) * this.ctx.sampleRate) / this.ctx.fps),
-      });
-    } catch (err) {
-      this.log.error({ err }, 'could not start the recording');
-    }
-  }
-
-  private async finishRecording(endSample: number): Promise<void> {
-    const rec = this.recording;
-    const recorder = this.recorder;
-    if (!rec || !recorder) return;
-    this.recorder = null;
-    try {
-      const result = await recorder.finish(endSample);
-      await this.ctx.storage.put(rec.storageKey, createReadStream(result.path), { contentType: 'video/mp4' });
-      await this.recordingSink!.ready(rec.recordingId, { durationSeconds: result.durationSeconds, sizeBytes: result.sizeBytes });
-      this.log.info({ recordingId: rec.recordingId, seconds: result.durationSeconds }, 'recording ready');
-    } catch (err) {
-      this.log.error({ err, recordingId: rec.recordingId }, 'recording failed');
-      await recorder.abort().catch(() => {});
-      await this.recordingSink!.failed(rec.recordingId, err instanceof Error ? err.message : String(err)).catch(() => {});
-    } finally {
-      await rm(rec.path, { force: true });
     }
   }
 }

@@ -24,7 +24,7 @@ import { ApiError, notFound } from '../errors.ts';
 import { newId } from '../ids.ts';
 import type { Logger } from '../log.ts';
 import type { UsageStore } from '../usage.ts';
-import type { LiveCapacity } from './capacity.ts';
+import type { LiveCapacity, PoolSlots } from './capacity.ts';
 import type { LiveKit } from './livekit.ts';
 import {
   endStaleSessions,
@@ -106,6 +106,41 @@ export type ReleaseOutcome =
     }
   | { kind: 'ticket'; ticketId: string; capacityPool: string };
 
+/** A call's names, fixed before anything is checked: its session id, room and participants. */
+interface PlannedCall {
+  sessionId: string;
+  mode: LiveSessionMode;
+  roomName: string;
+  identities: { user: string | null; avatar: string; agent: string };
+}
+
+function plannedCall(input: MintInput): PlannedCall {
+  const sessionId = newId('session');
+  const mode: LiveSessionMode = input.room ? 'provider' : 'conversation';
+  return {
+    sessionId,
+    mode,
+    roomName: input.room?.name ?? `avatar-${sessionId}`,
+    identities: {
+      user: mode === 'conversation' ? `user-${sessionId}` : null,
+      avatar: `avatar-${sessionId}`,
+      agent: input.room?.agentIdentity ?? `agent-${sessionId}`,
+    },
+  };
+}
+
+/** What the policy checks allow a call. */
+interface Allowed {
+  sceneId: string | null;
+  record: boolean;
+  seconds: number;
+}
+
+/** An admitted call: allowed, with the pool whose slot it holds. */
+interface Admitted extends Allowed {
+  pool: string;
+}
+
 interface TenantPolicy {
   scene_sessions_enabled: boolean;
   recordings_enabled: boolean;
@@ -133,139 +168,165 @@ export class LiveCalls {
 
   /** Mints a call; refusals in order: avatar, scene, recording policy, idle pool, credits, plan concurrency, capacity. */
   async mint(caller: Caller, input: MintInput): Promise<{ grant: Grant; timing: MintTiming }> {
-    const { sql, config, capacity, livekit } = this.d;
+    const { config, livekit } = this.d;
     const t0 = performance.now();
-    const sessionId = newId('session');
-    const mode: LiveSessionMode = input.room ? 'provider' : 'conversation';
-    const roomName = input.room?.name ?? `avatar-${sessionId}`;
-    const identities = {
-      user: mode === 'conversation' ? `user-${sessionId}` : null,
-      avatar: `avatar-${sessionId}`,
-      agent: input.room?.agentIdentity ?? `agent-${sessionId}`,
-    };
-    let granted: string | undefined;
-    let created: { pool: string; seconds: number };
+    const call = plannedCall(input);
     // Read before the transaction: while it holds a database connection, a mint uses no other.
-    const pools = await capacity.pools();
+    const pools = await this.d.capacity.pools();
+    const admitted = await this.admit(caller, input, call, pools);
+    const t1 = performance.now();
+    const { roomMs, dispatchMs } = await this.dispatch(call, admitted.pool);
+    const t2 = performance.now();
+    const token = call.identities.user ? await livekit!.userToken(call.roomName, call.identities.user, config.LIVE_TOKEN_TTL_SECONDS) : null;
+    const ownMs = t1 - t0 + (performance.now() - t2);
+    return {
+      grant: {
+        sessionId: call.sessionId,
+        roomName: call.roomName,
+        serverUrl: livekit!.serverUrl,
+        participantToken: token,
+        participantIdentity: call.identities.user,
+        avatarIdentity: call.identities.avatar,
+        capacityPool: admitted.pool,
+        expiresAt: new Date(Date.now() + config.LIVE_TOKEN_TTL_SECONDS * 1000).toISOString(),
+        maxDurationSeconds: admitted.seconds,
+      },
+      timing: { ownMs, roomMs, dispatchMs },
+    };
+  }
+
+  /**
+   * A mint's transaction, under the tenant's lock: its policy checks, its capacity slot, and its
+   * rows. A slot taken is freed again when anything after it fails, before the error is answered.
+   */
+  private async admit(caller: Caller, input: MintInput, call: PlannedCall, pools: Map<string, PoolSlots>): Promise<Admitted> {
+    let granted: string | undefined;
     try {
-      created = await sql.begin(async (tx) => {
-        // The tenant's lock: its wallet row, taken first by every credit operation too.
-        await tx`select 1 from credit_wallets where tenant_id = ${caller.tenantId} for update`;
-        const [policy] = await tx<TenantPolicy[]>`
-          select scene_sessions_enabled, recordings_enabled, max_concurrent_sessions, max_concurrent_scene_sessions
-          from tenants where id = ${caller.tenantId}`;
-        if (!policy) throw notFound('Tenant');
-
-        const playback = await loadAvatarPlayback(tx, caller.tenantId, input.avatarId);
-        if (!playback) throw notFound(`Avatar ${input.avatarId.slice(0, 80)}`);
-        if (playback.status !== 'ready') {
-          throw new ApiError('avatar_state_conflict', `Avatar ${input.avatarId} is ${playback.status}, not ready: a call can start once it is ready`);
-        }
-        const counts = await liveCounts(tx, caller.tenantId);
-        const scene = input.videoCacheId ? await this.checkScene(tx, caller.tenantId, input.videoCacheId, policy, counts.scene) : undefined;
-        if (input.record === true && !policy.recordings_enabled) {
-          throw new ApiError('recordings_not_enabled', 'Recording is not enabled for this workspace: omit record (or send false), or ask an operator to enable recordings');
-        }
-        const record = input.record ?? policy.recordings_enabled;
-        if (!scene) checkIdlePool(playback.behavior, playback.availability);
-        const seconds = await this.affordableSeconds(tx, caller, input.maxDurationSeconds);
-        const live = counts.pending + counts.connecting + counts.active;
-        if (live >= policy.max_concurrent_sessions) {
-          throw new ApiError(
-            'concurrency_limit_reached',
-            `The plan's limit of ${policy.max_concurrent_sessions} concurrent sessions is reached (pending and connecting sessions count): end or release a session first`,
-            {
-              maxConcurrentSessions: policy.max_concurrent_sessions,
-              liveSessions: live,
-              activeSessions: counts.active,
-              connectingSessions: counts.connecting,
-              pendingSessions: counts.pending,
-            },
-          );
-        }
-        if (!livekit) throw new ApiError('capacity_unavailable', 'Live calls are not available: this server has no LiveKit configured (LIVEKIT_URL)');
-
-        const decision = await capacity.acquire({ pool: input.capacityPool, holder: sessionId, tenantId: caller.tenantId, ticketId: input.queueTicketId }, pools);
-        if (decision.status === 'unavailable') {
-          throw new ApiError('capacity_unavailable', 'No capacity: no agent worker serves any pool and no pool has configured slots. Retry with backoff');
-        }
-        if (decision.status === 'queued') {
-          const retryMs = recommendedRetryMs(decision.position, config.QUEUE_TICKET_TTL_SECONDS);
-          throw new ApiError(
-            'capacity_queued',
-            'Capacity is full: queued',
-            { queue_ticket_id: decision.ticketId, queue_size: decision.position, recommended_retry_ms: retryMs },
-            { 'Retry-After': String(Math.ceil(retryMs / 1000)) },
-          );
-        }
-        granted = decision.pool;
-
-        await this.d.usage.open(
-          {
-            sessionId,
-            tenantId: caller.tenantId,
-            apiKeyId: caller.apiKeyId,
-            kind: 'live',
-            avatarId: input.avatarId,
-            endUserId: input.endUserId ?? null,
-            reserveCreditMicros: seconds * MICROS_PER_SECOND,
-            ttlSeconds: seconds + config.LIVE_JOIN_TIMEOUT_SECONDS + config.USER_JOIN_TIMEOUT_SECONDS + RESERVATION_SLACK_SECONDS,
-          },
-          tx,
-        );
-        await tx`
-          insert into live_sessions (id, tenant_id, api_key_id, avatar_id, capacity_pool, mode, room_name, user_identity, avatar_identity,
-                                     agent_identity, scene_id, video_cache_id, record, max_duration_seconds, state)
-          values (${sessionId}, ${caller.tenantId}, ${caller.apiKeyId}, ${input.avatarId}, ${decision.pool}, ${mode}, ${roomName},
-                  ${identities.user}, ${identities.avatar}, ${identities.agent}, ${scene?.id ?? null}, ${scene ? input.videoCacheId! : null},
-                  ${record}, ${seconds}, 'pending')`;
-        return { pool: decision.pool, seconds };
+      return await this.d.sql.begin(async (tx) => {
+        const allowed = await this.checkPolicy(tx, caller, input);
+        granted = await this.takeSlot(caller, input, call.sessionId, pools);
+        const admitted: Admitted = { ...allowed, pool: granted };
+        await this.insertCall(tx, caller, input, call, admitted);
+        return admitted;
       });
     } catch (err) {
-      if (granted) await capacity.release(granted, sessionId).catch((e: unknown) => this.d.log.error({ err: e, sessionId }, 'could not free the slot of a failed mint'));
+      if (granted) {
+        await this.d.capacity.release(granted, call.sessionId).catch((e: unknown) => this.d.log.error({ err: e, sessionId: call.sessionId }, 'could not free the slot of a failed mint'));
+      }
       throw err;
     }
-    const t1 = performance.now();
+  }
 
-    let roomMs = 0;
-    let dispatchMs = 0;
+  /** What the tenant's policy, the avatar, the scene and the credits allow this call; each refusal an ApiError, in mint's order. */
+  private async checkPolicy(tx: Tx, caller: Caller, input: MintInput): Promise<Allowed> {
+    // The tenant's lock: its wallet row, taken first by every credit operation too.
+    await tx`select 1 from credit_wallets where tenant_id = ${caller.tenantId} for update`;
+    const [policy] = await tx<TenantPolicy[]>`
+      select scene_sessions_enabled, recordings_enabled, max_concurrent_sessions, max_concurrent_scene_sessions
+      from tenants where id = ${caller.tenantId}`;
+    if (!policy) throw notFound('Tenant');
+
+    const playback = await loadAvatarPlayback(tx, caller.tenantId, input.avatarId);
+    if (!playback) throw notFound(`Avatar ${input.avatarId.slice(0, 80)}`);
+    if (playback.status !== 'ready') {
+      throw new ApiError('avatar_state_conflict', `Avatar ${input.avatarId} is ${playback.status}, not ready: a call can start once it is ready`);
+    }
+    const counts = await liveCounts(tx, caller.tenantId);
+    const scene = input.videoCacheId ? await this.checkScene(tx, caller.tenantId, input.videoCacheId, policy, counts.scene) : undefined;
+    if (input.record === true && !policy.recordings_enabled) {
+      throw new ApiError('recordings_not_enabled', 'Recording is not enabled for this workspace: omit record (or send false), or ask an operator to enable recordings');
+    }
+    const record = input.record ?? policy.recordings_enabled;
+    if (!scene) checkIdlePool(playback.behavior, playback.availability);
+    const seconds = await this.affordableSeconds(tx, caller, input.maxDurationSeconds);
+    const live = counts.pending + counts.connecting + counts.active;
+    if (live >= policy.max_concurrent_sessions) {
+      throw new ApiError(
+        'concurrency_limit_reached',
+        `The plan's limit of ${policy.max_concurrent_sessions} concurrent sessions is reached (pending and connecting sessions count): end or release a session first`,
+        {
+          maxConcurrentSessions: policy.max_concurrent_sessions,
+          liveSessions: live,
+          activeSessions: counts.active,
+          connectingSessions: counts.connecting,
+          pendingSessions: counts.pending,
+        },
+      );
+    }
+    if (!this.d.livekit) throw new ApiError('capacity_unavailable', 'Live calls are not available: this server has no LiveKit configured (LIVEKIT_URL)');
+    return { sceneId: scene?.id ?? null, record, seconds };
+  }
+
+  /** The call's capacity slot (the pool that granted it), or the refusal: unavailable, or queued with a ticket. */
+  private async takeSlot(caller: Caller, input: MintInput, sessionId: string, pools: Map<string, PoolSlots>): Promise<string> {
+    const decision = await this.d.capacity.acquire({ pool: input.capacityPool, holder: sessionId, tenantId: caller.tenantId, ticketId: input.queueTicketId }, pools);
+    if (decision.status === 'unavailable') {
+      throw new ApiError('capacity_unavailable', 'No capacity: no agent worker serves any pool and no pool has configured slots. Retry with backoff');
+    }
+    if (decision.status === 'queued') {
+      const retryMs = recommendedRetryMs(decision.position, this.d.config.QUEUE_TICKET_TTL_SECONDS);
+      throw new ApiError(
+        'capacity_queued',
+        'Capacity is full: queued',
+        { queue_ticket_id: decision.ticketId, queue_size: decision.position, recommended_retry_ms: retryMs },
+        { 'Retry-After': String(Math.ceil(retryMs / 1000)) },
+      );
+    }
+    return decision.pool;
+  }
+
+  /** The call's credit reservation (its session_usage row) and its live_sessions row, pending. */
+  private async insertCall(tx: Tx, caller: Caller, input: MintInput, call: PlannedCall, admitted: Admitted): Promise<void> {
+    const { config } = this.d;
+    const { sessionId, mode, roomName, identities } = call;
+    await this.d.usage.open(
+      {
+        sessionId,
+        tenantId: caller.tenantId,
+        apiKeyId: caller.apiKeyId,
+        kind: 'live',
+        avatarId: input.avatarId,
+        endUserId: input.endUserId ?? null,
+        reserveCreditMicros: admitted.seconds * MICROS_PER_SECOND,
+        ttlSeconds: admitted.seconds + config.LIVE_JOIN_TIMEOUT_SECONDS + config.USER_JOIN_TIMEOUT_SECONDS + RESERVATION_SLACK_SECONDS,
+      },
+      tx,
+    );
+    await tx`
+      insert into live_sessions (id, tenant_id, api_key_id, avatar_id, capacity_pool, mode, room_name, user_identity, avatar_identity,
+                                 agent_identity, scene_id, video_cache_id, record, max_duration_seconds, state)
+      values (${sessionId}, ${caller.tenantId}, ${caller.apiKeyId}, ${input.avatarId}, ${admitted.pool}, ${mode}, ${roomName},
+              ${identities.user}, ${identities.avatar}, ${identities.agent}, ${admitted.sceneId}, ${admitted.sceneId ? input.videoCacheId! : null},
+              ${admitted.record}, ${admitted.seconds}, 'pending')`;
+  }
+
+  /**
+   * The committed call's room (conversation mode) and its agent's dispatch. When either fails, the
+   * call ends `failed` (nothing billed), its slot and room are freed: 503 session_dispatch_failed.
+   */
+  private async dispatch(call: PlannedCall, pool: string): Promise<{ roomMs: number; dispatchMs: number }> {
+    const { config, capacity } = this.d;
+    const livekit = this.d.livekit!;
+    const { sessionId, mode, roomName } = call;
+    const t0 = performance.now();
     try {
       if (mode === 'conversation') {
-        await livekit!.createRoom(roomName, {
+        await livekit.createRoom(roomName, {
           emptyTimeoutSeconds: config.LIVE_JOIN_TIMEOUT_SECONDS,
           departureTimeoutSeconds: ROOM_DEPARTURE_TIMEOUT_SECONDS,
           maxParticipants: ROOM_MAX_PARTICIPANTS,
         });
       }
-      const t2 = performance.now();
-      roomMs = t2 - t1;
-      await livekit!.dispatchAgent(roomName, sessionId);
-      dispatchMs = performance.now() - t2;
+      const t1 = performance.now();
+      await livekit.dispatchAgent(roomName, sessionId);
+      return { roomMs: t1 - t0, dispatchMs: performance.now() - t1 };
     } catch (err) {
       this.d.log.error({ err, sessionId, room: roomName }, 'live call dispatch failed');
       await this.d.sessions.end(sessionId, 'dispatch_failed');
-      await capacity.release(created.pool, sessionId);
-      if (mode === 'conversation') await livekit!.deleteRoom(roomName).catch(() => {});
+      await capacity.release(pool, sessionId);
+      if (mode === 'conversation') await livekit.deleteRoom(roomName).catch(() => {});
       throw new ApiError('session_dispatch_failed', 'The call could not be set up on LiveKit (room or agent dispatch failed); nothing was charged. Retry with backoff');
     }
-
-    const t3 = performance.now();
-    const token = identities.user ? await livekit!.userToken(roomName, identities.user, config.LIVE_TOKEN_TTL_SECONDS) : null;
-    const ownMs = t1 - t0 + (performance.now() - t3);
-    return {
-      grant: {
-        sessionId,
-        roomName,
-        serverUrl: livekit!.serverUrl,
-        participantToken: token,
-        participantIdentity: identities.user,
-        avatarIdentity: identities.avatar,
-        capacityPool: created.pool,
-        expiresAt: new Date(Date.now() + config.LIVE_TOKEN_TTL_SECONDS * 1000).toISOString(),
-        maxDurationSeconds: created.seconds,
-      },
-      timing: { ownMs, roomMs, dispatchMs },
-    };
   }
 
   /** The scene a mint plays, or the refusal: 403 not enabled, 404 unknown/expired/failed, 409 building, 429 over the scene-call limit. */

@@ -3,7 +3,6 @@ export const GENERATE_ERROR_CODES = [
   'invalid_duration',
   'invalid_prompt',
   'invalid_options',
-  'invalid_plan',
 ] as const;
 export type GenerateErrorCode = (typeof GENERATE_ERROR_CODES)[number];
 

@@ -130,23 +130,9 @@ describe('motion clips', () => {
     }
   });
 
-  it('reports unrecognised words and lets a refiner rewrite the plan (validated)', async () => {
+  it('reports unrecognised words', async () => {
     const clip = await generateClip(astro, { motionPrompt: 'nod then moonwalk', durationSeconds: 4, fps: 10 });
     expect(clip.unrecognized).toEqual(['moonwalk']);
-    const refined = await generateClip(astro, {
-      motionPrompt: 'moonwalk',
-      durationSeconds: 4,
-      fps: 10,
-      refine: async (_prompt, draft) => ({
-        ...draft,
-        segments: [{ start: 0.5, end: 3.5, text: 'shake', actions: [{ kind: 'shake', intensity: 1, tempo: 1 }] }],
-      }),
-    });
-    expect(refined.plan?.source).toBe('refined');
-    expect(Math.max(...refined.params.map((q) => Math.abs(q.yaw)))).toBeGreaterThan(5);
-    await expect(
-      generateClip(astro, { motionPrompt: 'x', durationSeconds: 4, refine: async (_p, d) => ({ ...d, durationSeconds: 9 }) }),
-    ).rejects.toMatchObject({ code: 'invalid_plan' });
   });
 
   it('refuses bad durations and prompts with clear errors', async () => {

@@ -9,8 +9,8 @@ import type { FramedPortrait, FramingOptions } from './framing.ts';
 import { framePortrait } from './framing.ts';
 import type { MotionFrame, MotionParams } from './motion.ts';
 import { MotionModel, clampParams } from './motion.ts';
-import type { MotionPlan, PlanRefiner } from './prompt.ts';
-import { idleStyleFromPrompt, normalizePrompt, planFromPrompt, planTrack, validatePlan } from './prompt.ts';
+import type { MotionPlan } from './prompt.ts';
+import { idleStyleFromPrompt, normalizePrompt, planFromPrompt, planTrack } from './prompt.ts';
 import { addTracks, idleLayer } from './track.ts';
 
 export const DEFAULT_FPS = 25;
@@ -158,8 +158,6 @@ export interface ClipOptions {
   durationSeconds?: number;
   fps?: number;
   seed?: number | string;
-  /** Optional plan refinement (an LLM); its result is validated. Not called by default. */
-  refine?: PlanRefiner;
   framing?: FramingOptions;
 }
 
@@ -186,11 +184,7 @@ export async function generateClip(portrait: PortraitInput, options: ClipOptions
   const duration = checkClipDuration(options.durationSeconds);
   const fps = checkFps(options.fps);
   const seed = checkSeed(options.seed);
-  let plan = planFromPrompt(prompt, duration, seed);
-  if (options.refine) {
-    const refined = await options.refine(prompt, structuredClone(plan));
-    plan = { ...validatePlan(refined, duration), source: 'refined' };
-  }
+  const plan = planFromPrompt(prompt, duration, seed);
   const p = await prepared(portrait, options.framing);
   const frames = duration * fps;
   // A quieter idle layer under the gestures; blinks keep clear of the ends.

@@ -31,9 +31,8 @@ export {
   normalizePrompt,
   planFromPrompt,
   planTrack,
-  validatePlan,
 } from './prompt.ts';
-export type { ActionKind, Direction, MotionPlan, PlanRefiner, PlanSegment, PlannedAction } from './prompt.ts';
+export type { ActionKind, Direction, MotionPlan, PlanSegment, PlannedAction } from './prompt.ts';
 export { blinkShape, scheduleBlinks } from './track.ts';
 export { GenerateError, GENERATE_ERROR_CODES, isGenerateError } from './errors.ts';
 export type { GenerateErrorCode } from './errors.ts';

@@ -62,11 +62,8 @@ export interface MotionPlan {
   recognized: string[];
   /** Words that mapped to nothing (the API layer may reject a prompt on these). */
   unrecognized: string[];
-  source: 'rules' | 'refined';
+  source: 'rules';
 }
-
-/** Hook for an LLM (or anything else) to rewrite the draft plan; must return a valid plan. */
-export type PlanRefiner = (prompt: string, draft: MotionPlan) => Promise<MotionPlan>;
 
 interface Rule {
   kind: ActionKind;
@@ -248,33 +245,6 @@ export function idleStyleFromPrompt(prompt: string | undefined): { style: IdleSt
     style.blinkRate = 1.5;
   }
   return { style, plan };
-}
-
-/** Throws GenerateError('invalid_plan') unless `plan` is well formed for this clip. */
-export function validatePlan(plan: MotionPlan, durationSeconds: number): MotionPlan {
-  const bad = (why: string): never => {
-    throw new GenerateError('invalid_plan', `The refined motion plan is invalid: ${why}.`);
-  };
-  if (!plan || typeof plan !== 'object' || !Array.isArray(plan.segments)) bad('no segments');
-  if (plan.durationSeconds !== durationSeconds) bad(`durationSeconds must stay ${durationSeconds}`);
-  for (const s of plan.segments) {
-    if (!(Number.isFinite(s.start) && Number.isFinite(s.end) && s.start >= 0 && s.end > s.start && s.end <= durationSeconds)) {
-      bad(`segment times ${s.start}..${s.end} outside 0..${durationSeconds}`);
-    }
-    if (!Array.isArray(s.actions)) bad('segment without actions');
-    for (const a of s.actions) {
-      if (!ACTION_KINDS.includes(a.kind)) bad(`unknown action ${String(a.kind)}`);
-      if (!(a.intensity >= 0.2 && a.intensity <= 2)) bad(`intensity ${a.intensity} outside 0.2..2`);
-      if (!(a.tempo >= 0.3 && a.tempo <= 3)) bad(`tempo ${a.tempo} outside 0.3..3`);
-      if (a.direction !== undefined && !['left', 'right', 'up', 'down'].includes(a.direction)) bad(`direction ${String(a.direction)}`);
-      if (a.repeats !== undefined && !(Number.isInteger(a.repeats) && a.repeats >= 1 && a.repeats <= 6)) bad(`repeats ${a.repeats}`);
-    }
-  }
-  return {
-    ...plan,
-    recognized: Array.isArray(plan.recognized) ? plan.recognized : [],
-    unrecognized: Array.isArray(plan.unrecognized) ? plan.unrecognized : [],
-  };
 }
 
 /** Ease in and out over `ramp` seconds inside [0, len]. */

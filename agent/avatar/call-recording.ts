@@ -1,0 +1,72 @@
+/**
+ * A call's recording, from the user's arrival to the call's end: its row (through the sink), its
+ * MP4 written locally by a CallRecorder, then put in storage. A recording that cannot start leaves
+ * the call running unrecorded; one that fails at the end is marked failed, never retried.
+ */
+import { createReadStream } from 'node:fs';
+import { mkdir, rm } from 'node:fs/promises';
+import path from 'node:path';
+import type { Logger } from '../../core/log.ts';
+import type { ObjectStorage } from '../../core/storage/index.ts';
+import type { CallRecordingSink } from './call.ts';
+import { CallRecorder } from './recorder.ts';
+
+export interface CallRecordingOptions {
+  sink: CallRecordingSink;
+  storage: ObjectStorage;
+  /** Where the MP4 is written before it goes to storage. */
+  workDir: string;
+  fps: number;
+  sampleRate: number;
+  log: Logger;
+}
+
+export class CallRecording {
+  private file: { recordingId: string; storageKey: string; path: string } | null = null;
+  /** Writing while the call records: from `start` until `finish`. */
+  recorder: CallRecorder | null = null;
+
+  constructor(private readonly o: CallRecordingOptions) {}
+
+  /** Begins recording at video frame `startFrame` of the call (the first one not yet shown). */
+  async start(width: number, height: number, startFrame: number): Promise<void> {
+    const { fps, sampleRate } = this.o;
+    try {
+      const begun = await this.o.sink.begin();
+      await mkdir(this.o.workDir, { recursive: true });
+      const file = path.join(this.o.workDir, `${begun.recordingId}.mp4`);
+      this.file = { ...begun, path: file };
+      this.recorder = new CallRecorder({
+        path: file,
+        width,
+        height,
+        fps,
+        sampleRate,
+        startFrame,
+        startSample: Math.round((startFrame * sampleRate) / fps),
+      });
+    } catch (err) {
+      this.o.log.error({ err }, 'could not start the recording');
+    }
+  }
+
+  /** Ends the MP4 at playout sample `endSample` and stores it; marks the recording ready, or failed. */
+  async finish(endSample: number): Promise<void> {
+    const rec = this.file;
+    const recorder = this.recorder;
+    if (!rec || !recorder) return;
+    this.recorder = null;
+    try {
+      const result = await recorder.finish(endSample);
+      await this.o.storage.put(rec.storageKey, createReadStream(result.path), { contentType: 'video/mp4' });
+      await this.o.sink.ready(rec.recordingId, { durationSeconds: result.durationSeconds, sizeBytes: result.sizeBytes });
+      this.o.log.info({ recordingId: rec.recordingId, seconds: result.durationSeconds }, 'recording ready');
+    } catch (err) {
+      this.o.log.error({ err, recordingId: rec.recordingId }, 'recording failed');
+      await recorder.abort().catch(() => {});
+      await this.o.sink.failed(rec.recordingId, err instanceof Error ? err.message : String(err)).catch(() => {});
+    } finally {
+      await rm(rec.path, { force: true });
+    }
+  }
+}

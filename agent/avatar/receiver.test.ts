@@ -1,0 +1,183 @@
+import type { ByteStreamReader, Room, RpcInvocationData } from '@livekit/rtc-node';
+import { describe, expect, it } from 'vitest';
+import { createLogger } from '../../core/log.ts';
+import type { SpeechPlayout } from './playout.ts';
+import { AUDIO_STREAM_TOPIC, AvatarAudioReceiver, MAX_PENDING_SEGMENTS, RPC_CLEAR_BUFFER, RPC_PLAYBACK_FINISHED, RPC_PLAYBACK_STARTED } from './receiver.ts';
+
+const AGENT = 'agent-1';
+const SR = 24_000;
+
+type ByteHandler = (reader: ByteStreamReader, from: { identity: string }) => void;
+type RpcHandler = (data: RpcInvocationData) => Promise<string>;
+
+/** The parts of a Room the receiver touches, in memory: handlers are kept, RPCs sent are listed. */
+function fakeRoom() {
+  const byteHandlers = new Map<string, ByteHandler>();
+  const rpcMethods = new Map<string, RpcHandler>();
+  const sent: { method: string; payload: string }[] = [];
+  let rpcFailure: { code: number } | null = null;
+  const room = {
+    isConnected: true,
+    registerByteStreamHandler: (topic: string, h: ByteHandler) => byteHandlers.set(topic, h),
+    unregisterByteStreamHandler: (topic: string) => byteHandlers.delete(topic),
+    registerTextStreamHandler: () => {},
+    localParticipant: {
+      registerRpcMethod: (method: string, h: RpcHandler) => rpcMethods.set(method, h),
+      unregisterRpcMethod: (method: string) => rpcMethods.delete(method),
+      performRpc: async ({ method, payload }: { method: string; payload: string }) => {
+        sent.push({ method, payload });
+        if (rpcFailure) throw rpcFailure;
+        return '';
+      },
+    },
+  };
+  return {
+    room: room as unknown as Room,
+    byteHandlers,
+    rpcMethods,
+    sent,
+    failRpcsWith: (err: { code: number } | null) => (rpcFailure = err),
+  };
+}
+
+/** A playout that records what the receiver hands it; `accepts` samples at most before it refuses more. */
+function fakePlayout(accepts = Infinity) {
+  const calls: string[] = [];
+  const pushed: number[] = [];
+  let interrupts = 0;
+  const playout = {
+    sampleRate: SR,
+    bufferedSeconds: 0,
+    begin: (id: string) => calls.push(`begin ${id}`),
+    end: (id: string) => calls.push(`end ${id}`),
+    push: (_id: string, pcm: Int16Array) => {
+      pushed.push(...pcm);
+      return pushed.length <= accepts;
+    },
+    interrupt: () => interrupts++,
+  };
+  return { playout: playout as unknown as SpeechPlayout, calls, pushed, interrupts: () => interrupts };
+}
+
+/** A byte stream of `chunks`, as rtc-node's reader hands them over. */
+function stream(id: string, chunks: Uint8Array[], attributes: Record<string, string> = { sample_rate: String(SR), num_channels: '1' }) {
+  let closed = false;
+  const reader = {
+    info: { streamId: id, attributes },
+    close: async () => void (closed = true),
+    readAll: async () => chunks,
+    async *[Symbol.asyncIterator]() {
+      for (const c of chunks) {
+        if (closed) return;
+        yield c;
+      }
+    },
+  };
+  return { reader: reader as unknown as ByteStreamReader, closed: () => closed };
+}
+
+function pcmBytes(samples: number[]): Uint8Array {
+  return new Uint8Array(Int16Array.from(samples).buffer);
+}
+
+function started(accepts?: number) {
+  const r = fakeRoom();
+  const p = fakePlayout(accepts);
+  const receiver = new AvatarAudioReceiver({ room: r.room, playout: p.playout, senderIdentity: AGENT, log: createLogger('silent') });
+  receiver.start();
+  const send = (from: string, s: ReturnType<typeof stream>) => r.byteHandlers.get(AUDIO_STREAM_TOPIC)!(s.reader, { identity: from });
+  return { ...r, ...p, receiver, send };
+}
+
+const settle = () => new Promise((resolve) => setImmediate(resolve));
+
+describe('AvatarAudioReceiver', () => {
+  it("plays the agent's stream as one segment, a sample split across chunks included", async () => {
+    const t = started();
+    const bytes = pcmBytes([1, -2, 300, -400]);
+    t.send(AGENT, stream('s1', [bytes.slice(0, 3), bytes.slice(3)]));
+    await settle();
+    expect(t.calls).toEqual(['begin s1', 'end s1']);
+    expect(t.pushed).toEqual([1, -2, 300, -400]);
+  });
+
+  it('mixes a stereo stream down to mono', async () => {
+    const t = started();
+    t.send(AGENT, stream('s1', [pcmBytes([100, 300, -10, -30])], { sample_rate: String(SR), num_channels: '2' }));
+    await settle();
+    expect(t.pushed).toEqual([200, -20]);
+  });
+
+  it('closes a stream from anyone but its agent, unplayed', async () => {
+    const t = started();
+    const s = stream('s1', [pcmBytes([1, 2])]);
+    t.send('someone-else', s);
+    await settle();
+    expect(s.closed()).toBe(true);
+    expect(t.calls).toEqual([]);
+  });
+
+  it('answers a stream with unusable attributes as played, without reading it', async () => {
+    const t = started();
+    const s = stream('s1', [pcmBytes([1, 2])], { sample_rate: '100' });
+    t.send(AGENT, s);
+    await settle();
+    expect(t.calls).toEqual(['begin s1', 'end s1']);
+    expect(t.pushed).toEqual([]);
+    expect(s.closed()).toBe(true);
+  });
+
+  it('stops reading a stream once the playout holds all it may', async () => {
+    const t = started(2);
+    const s = stream('s1', [pcmBytes([1, 2]), pcmBytes([3, 4]), pcmBytes([5, 6])]);
+    t.send(AGENT, s);
+    await settle();
+    expect(t.pushed).toEqual([1, 2, 3, 4]);
+    expect(s.closed()).toBe(true);
+    expect(t.calls).toEqual(['begin s1', 'end s1']);
+  });
+
+  it(`answers streams beyond ${MAX_PENDING_SEGMENTS} unfinished ones at once`, async () => {
+    const t = started();
+    for (let i = 0; i <= MAX_PENDING_SEGMENTS; i++) t.send(AGENT, stream(`s${i}`, [pcmBytes([i])]));
+    await settle();
+    // Every stream is answered; the last one without its audio reaching the playout.
+    expect(t.calls.filter((c) => c.startsWith('end'))).toHaveLength(MAX_PENDING_SEGMENTS + 1);
+    expect(t.pushed).not.toContain(MAX_PENDING_SEGMENTS);
+  });
+
+  it('clears the playout for its agent only', async () => {
+    const t = started();
+    const clear = t.rpcMethods.get(RPC_CLEAR_BUFFER)!;
+    expect(await clear({ callerIdentity: 'someone-else' } as RpcInvocationData)).toBe('reject');
+    expect(t.interrupts()).toBe(0);
+    expect(await clear({ callerIdentity: AGENT } as RpcInvocationData)).toBe('ok');
+    expect(t.interrupts()).toBe(1);
+  });
+
+  it('tells the agent a segment finished with exactly the keys agents accept', () => {
+    const t = started();
+    t.receiver.onPlayoutEvent({ type: 'finished', segmentId: 's1', positionSeconds: 1.5, interrupted: true });
+    expect(t.sent).toEqual([{ method: RPC_PLAYBACK_FINISHED, payload: JSON.stringify({ playback_position: 1.5, interrupted: true, synchronized_transcript: null }) }]);
+  });
+
+  it('stops telling an agent segments started once it does not support it', async () => {
+    const t = started();
+    t.failRpcsWith({ code: 1400 });
+    t.receiver.onPlayoutEvent({ type: 'started', segmentId: 's1' });
+    await settle();
+    t.failRpcsWith(null);
+    t.receiver.onPlayoutEvent({ type: 'started', segmentId: 's2' });
+    t.receiver.onPlayoutEvent({ type: 'finished', segmentId: 's2', positionSeconds: 0, interrupted: false });
+    expect(t.sent.map((s) => s.method)).toEqual([RPC_PLAYBACK_STARTED, RPC_PLAYBACK_FINISHED]);
+  });
+
+  it('sends nothing and takes no more streams once stopped', () => {
+    const t = started();
+    t.receiver.stop();
+    t.receiver.onPlayoutEvent({ type: 'finished', segmentId: 's1', positionSeconds: 0, interrupted: false });
+    expect(t.sent).toEqual([]);
+    expect(t.byteHandlers.has(AUDIO_STREAM_TOPIC)).toBe(false);
+    expect(t.rpcMethods.has(RPC_CLEAR_BUFFER)).toBe(false);
+  });
+});
