@@ -25,11 +25,18 @@ const renderOutside = climbsInto(
 );
 const renderClient = { regex: '^(\\./)?(\\.\\./)+client(/(?!format\\.ts$)|$)', message: RENDER_IMPORTS };
 const coreUp = climbsInto(['api', 'agent'], 'core/ never imports api/ or agent/ (they build on core)');
+const apiToAgent = climbsInto(['agent'], 'api/ never imports agent/: both build on core/, clips/ and render/');
+const agentToApi = climbsInto(['api'], 'agent/ never imports api/: both build on core/, clips/ and render/');
 
 // ONNX Runtime's telemetry is turned off before it loads (render/onnx/runtime.ts); types are free.
 const ortDirect = { name: 'onnxruntime-node', allowTypeImports: true, message: "import ort from render/onnx/runtime.ts: it loads ONNX Runtime with its telemetry off" };
 
-const layers = (files, patterns, paths = []) => ({ files, rules: { 'no-restricted-imports': ['error', { patterns, paths }] } });
+const layers = (files, patterns, paths = [], ignores = []) => ({ files, ignores, rules: { 'no-restricted-imports': ['error', { patterns, paths }] } });
+
+// Production code never reaches into the test harness, the benchmarks or the CLI: only tests and
+// the test-support.ts modules beside them do (render/, clips/ and client/ refuse every folder of ours already).
+const NOT_PRODUCTION = ['**/*.test.ts', '**/test-support.ts'];
+const toolsOut = climbsInto(['test', 'bench', 'cli'], 'production code never imports test/, bench/ or cli/ (tests and test-support.ts modules may)');
 
 export default tseslint.config(
   { ignores: ['node_modules/', 'data/', '**/dist/', 'coverage/', '**/*.py'] },
@@ -75,10 +82,13 @@ export default tseslint.config(
       ],
     },
   },
-  layers(['core/**'], [coreUp]),
+  layers(['core/**'], [coreUp, toolsOut], [], NOT_PRODUCTION),
+  layers(['core/**/test-support.ts'], [coreUp]),
   // Core's integration tests drive the services through the HTTP API, as a user does (test/helpers
   // testApi, api test support); they still never import agent/.
   layers(['core/**/*.test.ts'], [climbsInto(['agent'], 'core/ never imports agent/')]),
-  layers(['api/**'], [climbsInto(['agent'], 'api/ never imports agent/: both build on core/, clips/ and render/')]),
-  layers(['agent/**'], [climbsInto(['api'], 'agent/ never imports api/: both build on core/, clips/ and render/')]),
+  layers(['api/**'], [apiToAgent, toolsOut], [], NOT_PRODUCTION),
+  layers(NOT_PRODUCTION.map((p) => `api/${p}`), [apiToAgent]),
+  layers(['agent/**'], [agentToApi, toolsOut], [], NOT_PRODUCTION),
+  layers(NOT_PRODUCTION.map((p) => `agent/${p}`), [agentToApi]),
 );

@@ -140,3 +140,24 @@ describe('layering lint: api/ and agent/ never import each other', () => {
     }
   });
 });
+
+describe('layering lint: production code never imports test/, bench/ or cli/', () => {
+  it('refuses them from api/, agent/ and core/ code', async () => {
+    for (const [file, up] of [['api/routes/avatars/x.ts', '../../../'], ['agent/avatar/x.ts', '../../'], ['core/avatars/x.ts', '../../']] as const) {
+      for (const folder of ['test/helpers.ts', 'bench/run.ts', 'cli/admin.ts']) {
+        await refused(file, importing(`${up}${folder}`), /production code never imports test\/, bench\/ or cli\//);
+      }
+    }
+    // The folder rules still hold beside it.
+    await refused('api/routes/avatars/x.ts', importing('../../../agent/worker.ts'), /api\/ never imports agent\//);
+    await refused('core/avatars/x.ts', importing('../../api/errors.ts'), /core\//);
+  });
+
+  it('lets tests and the test-support.ts modules beside them use the test harness', async () => {
+    await allowed('api/routes/avatars/x.test.ts', importing('../../../test/helpers.ts'));
+    await allowed('api/routes/avatars/test-support.ts', importing('../../../test/helpers.ts'));
+    await allowed('agent/test-support.ts', importing('../test/helpers.ts'));
+    await allowed('core/avatars/x.test.ts', importing('../../test/helpers.ts'));
+    await refused('agent/test-support.ts', importing('../api/app.ts'), /agent\/ never imports api\//);
+  });
+});
