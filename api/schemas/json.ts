@@ -33,6 +33,11 @@ export const NUMBER_OUT_OF_RANGE = 'the number is out of range';
 
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
+/** `s` with each unpaired surrogate replaced by U+FFFD (String.prototype.toWellFormed, which ES2022 typings lack). */
+export function wellFormed(s: string): string {
+  return s.replace(new RegExp(LONE_SURROGATE.source, 'g'), '\uFFFD');
+}
+
 function stringProblem(s: string): 'nul' | 'lone_surrogate' | undefined {
   if (s.includes('\u0000')) return 'nul';
   if (LONE_SURROGATE.test(s)) return 'lone_surrogate';

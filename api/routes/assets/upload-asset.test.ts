@@ -59,6 +59,13 @@ function streamOf(head: Buffer, total: number): ReadableStream<Uint8Array> {
 }
 
 describe('POST /assets (multipart upload)', () => {
+  it('happy: keeps a file name as the browser sent it, in UTF-8 (accents and emoji included)', async () => {
+    const { apiKey } = await t.newTenant();
+    const { res, body } = await upload(apiKey, [{ name: 'file', value: await png(8, 8), filename: 'Portrait de Zoë 😀.png' }]);
+    expect(res.status).toBe(201);
+    expect(body.originalFilename).toBe('Portrait de Zoë 😀.png');
+  });
+
   it('happy: stores a PNG, sniffed and hashed, as a ready asset whose signed publicUrl serves the bytes', async () => {
     const { apiKey, tenantId } = await t.newTenant();
     const file = await png(16, 16);

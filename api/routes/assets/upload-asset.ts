@@ -9,6 +9,7 @@ import { SizeLimitError } from '../../../core/storage/index.ts';
 import { V1, type App, type AppEnv } from '../../context.ts';
 import { authenticate } from '../../middleware/guard.ts';
 import { errorResponses } from '../../schemas/common.ts';
+import { wellFormed } from '../../schemas/json.ts';
 import { assetError, AssetSchema, CAPS_TEXT, toWire } from './common.ts';
 
 /**
@@ -60,8 +61,9 @@ const tooLarge = () =>
 
 /** A file name safe to keep and echo: no control characters, at most 255 characters. */
 function cleanFilename(name: string | undefined): string | null {
+  // (only unpaired surrogates are replaced: an emoji's pair is text; the cut at 255 may split a pair, so after it)
   // eslint-disable-next-line no-control-regex
-  const cleaned = (name ?? '').replace(/[\u0000-\u001f\u007f]/g, '').replace(/[\uD800-\uDFFF]/g, '\uFFFD').trim().slice(0, 255);
+  const cleaned = wellFormed((name ?? '').replace(/[\u0000-\u001f\u007f]/g, '').trim().slice(0, 255));
   return cleaned || null;
 }
 
@@ -77,7 +79,7 @@ function receive(c: Context<AppEnv>, contentType: string): Promise<AssetRecord> 
 
   let bb: busboy.Busboy;
   try {
-    bb = busboy({ headers: { 'content-type': contentType }, limits: { files: 1, fields: 4, parts: 5, fieldSize: 1024, fieldNameSize: 100, headerPairs: 20 } });
+    bb = busboy({ headers: { 'content-type': contentType }, defParamCharset: 'utf8', limits: { files: 1, fields: 4, parts: 5, fieldSize: 1024, fieldNameSize: 100, headerPairs: 20 } });
   } catch {
     return Promise.reject(new ApiError('bad_request', 'Malformed multipart/form-data: the Content-Type needs a boundary'));
   }
