@@ -1,8 +1,9 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { ApiError } from '../../../core/errors.ts';
-import { decodeCursor, effectiveWindow } from '../../../core/usage.ts';
+import { effectiveWindow } from '../../../core/usage.ts';
 import { V1, type App } from '../../context.ts';
 import { guarded } from '../../middleware/guard.ts';
+import { pageAfter } from '../../schemas/paging.ts';
 import { errorResponses, Timestamp, TimestampInput } from '../../schemas/common.ts';
 
 const Query = z
@@ -59,8 +60,7 @@ export function register(app: App) {
     if (window.from > window.to) {
       throw new ApiError('validation_error', 'Invalid field "from" in query: must not be after "to" (which defaults to now)', { field: 'from' });
     }
-    const after = q.cursor ? decodeCursor(q.cursor) : undefined;
-    if (q.cursor && !after) throw new ApiError('validation_error', 'Invalid field "cursor" in query: not a cursor this API returned', { field: 'cursor' });
+    const after = pageAfter(q.cursor);
     const page = await c.get('services').usage.list(c.get('principal').tenantId, {
       window,
       endUserId: q.endUserId,
