@@ -11,7 +11,20 @@ import tseslint from 'typescript-eslint';
  * top-level folder of ours (agent/ is reserved for the LiveKit agent worker); test/layering.test.ts
  * fails when a folder holding TypeScript is missing from it.
  */
-const OUR_FOLDERS = ['agent', 'api', 'bench', 'cli', 'client', 'clips', 'core', 'docker', 'docs', 'render', 'scripts', 'test'];
+const OUR_FOLDERS = [
+  'agent',
+  'api',
+  'bench',
+  'cli',
+  'client',
+  'clips',
+  'core',
+  'docker',
+  'docs',
+  'render',
+  'scripts',
+  'test',
+];
 
 /** A no-restricted-imports pattern: any import that climbs into one of `folders`. */
 function climbsInto(folders, message) {
@@ -29,14 +42,25 @@ const apiToAgent = climbsInto(['agent'], 'api/ never imports agent/: both build 
 const agentToApi = climbsInto(['api'], 'agent/ never imports api/: both build on core/, clips/ and render/');
 
 // ONNX Runtime's telemetry is turned off before it loads (render/onnx/runtime.ts); types are free.
-const ortDirect = { name: 'onnxruntime-node', allowTypeImports: true, message: "import ort from render/onnx/runtime.ts: it loads ONNX Runtime with its telemetry off" };
+const ortDirect = {
+  name: 'onnxruntime-node',
+  allowTypeImports: true,
+  message: 'import ort from render/onnx/runtime.ts: it loads ONNX Runtime with its telemetry off',
+};
 
-const layers = (files, patterns, paths = [], ignores = []) => ({ files, ignores, rules: { 'no-restricted-imports': ['error', { patterns, paths }] } });
+const layers = (files, patterns, paths = [], ignores = []) => ({
+  files,
+  ignores,
+  rules: { 'no-restricted-imports': ['error', { patterns, paths }] },
+});
 
 // Production code never reaches into the test harness, the benchmarks or the CLI: only tests and
 // the test-support.ts modules beside them do (render/, clips/ and client/ refuse every folder of ours already).
 const NOT_PRODUCTION = ['**/*.test.ts', '**/test-support.ts'];
-const toolsOut = climbsInto(['test', 'bench', 'cli'], 'production code never imports test/, bench/ or cli/ (tests and test-support.ts modules may)');
+const toolsOut = climbsInto(
+  ['test', 'bench', 'cli'],
+  'production code never imports test/, bench/ or cli/ (tests and test-support.ts modules may)',
+);
 
 export default tseslint.config(
   { ignores: ['node_modules/', 'data/', '**/dist/', 'coverage/', '**/*.py'] },
@@ -61,7 +85,12 @@ export default tseslint.config(
   layers(['render/onnx/runtime.ts'], [renderOutside, renderClient]),
   layers(
     ['clips/**'],
-    [climbsInto(OUR_FOLDERS.filter((f) => f !== 'clips'), 'clips/ imports nothing of ours: it is pure logic shared by api/ and agent/')],
+    [
+      climbsInto(
+        OUR_FOLDERS.filter((f) => f !== 'clips'),
+        'clips/ imports nothing of ours: it is pure logic shared by api/ and agent/',
+      ),
+    ],
     [{ name: '@hono/zod-openapi', message: 'clips/ uses plain zod: OpenAPI names belong to api/' }],
   ),
   // The client library is published on its own and loaded by browsers: nothing of ours outside
@@ -74,10 +103,26 @@ export default tseslint.config(
         'error',
         {
           patterns: [
-            climbsInto(OUR_FOLDERS.filter((f) => f !== 'client'), 'client/ is published alone: it imports nothing of ours outside client/'),
+            climbsInto(
+              OUR_FOLDERS.filter((f) => f !== 'client'),
+              'client/ is published alone: it imports nothing of ours outside client/',
+            ),
             { regex: '^node:', message: 'client/ runs in browsers: no Node built-ins' },
           ],
-          paths: ['fs', 'path', 'os', 'crypto', 'stream', 'buffer', 'http', 'https', 'net', 'url', 'util', 'child_process'].map((name) => ({ name, message: 'client/ runs in browsers: no Node built-ins' })),
+          paths: [
+            'fs',
+            'path',
+            'os',
+            'crypto',
+            'stream',
+            'buffer',
+            'http',
+            'https',
+            'net',
+            'url',
+            'util',
+            'child_process',
+          ].map((name) => ({ name, message: 'client/ runs in browsers: no Node built-ins' })),
         },
       ],
     },
@@ -88,7 +133,13 @@ export default tseslint.config(
   // testApi, api test support); they still never import agent/.
   layers(['core/**/*.test.ts'], [climbsInto(['agent'], 'core/ never imports agent/')]),
   layers(['api/**'], [apiToAgent, toolsOut], [], NOT_PRODUCTION),
-  layers(NOT_PRODUCTION.map((p) => `api/${p}`), [apiToAgent]),
+  layers(
+    NOT_PRODUCTION.map((p) => `api/${p}`),
+    [apiToAgent],
+  ),
   layers(['agent/**'], [agentToApi, toolsOut], [], NOT_PRODUCTION),
-  layers(NOT_PRODUCTION.map((p) => `agent/${p}`), [agentToApi]),
+  layers(
+    NOT_PRODUCTION.map((p) => `agent/${p}`),
+    [agentToApi],
+  ),
 );

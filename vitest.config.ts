@@ -17,11 +17,23 @@ export default defineConfig({
     projects: [
       {
         extends: true,
-        test: { name: 'suite', include: ['**/*.test.ts'], exclude: ['node_modules/**', 'data/**', '**/*.realtime.test.ts'], maxWorkers: 2, sequence: { groupOrder: 0 } },
+        test: {
+          name: 'suite',
+          include: ['**/*.test.ts'],
+          exclude: ['node_modules/**', 'data/**', '**/*.realtime.test.ts'],
+          maxWorkers: 2,
+          sequence: { groupOrder: 0 },
+        },
       },
       {
         extends: true,
-        test: { name: 'realtime', include: ['**/*.realtime.test.ts'], setupFiles: ['test/quiet-rtc-logs.ts'], fileParallelism: false, sequence: { groupOrder: 1 } },
+        test: {
+          name: 'realtime',
+          include: ['**/*.realtime.test.ts'],
+          setupFiles: ['test/quiet-rtc-logs.ts'],
+          fileParallelism: false,
+          sequence: { groupOrder: 1 },
+        },
       },
     ],
   },

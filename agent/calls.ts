@@ -69,10 +69,16 @@ export async function runCall(stores: CallStores, host: AvatarHost, s: LiveSessi
   const clog = log.child({ sessionId: s.id });
   try {
     const spec = await callSpec(stores.sql, s);
-    const runner = await host.startCall(spec, callReporter(stores.live, s.id), s.record ? recordingSink(stores.recordings, s.id) : null);
+    const runner = await host.startCall(
+      spec,
+      callReporter(stores.live, s.id),
+      s.record ? recordingSink(stores.recordings, s.id) : null,
+    );
     clog.info({ reason: await runner.ended }, 'call ended');
   } catch (err) {
     clog.error({ err }, 'call failed');
-    await stores.live.end(s.id, 'failed').catch((e: unknown) => clog.error({ err: e }, 'could not settle the failed call'));
+    await stores.live
+      .end(s.id, 'failed')
+      .catch((e: unknown) => clog.error({ err: e }, 'could not settle the failed call'));
   }
 }

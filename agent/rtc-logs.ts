@@ -31,11 +31,14 @@ export function quietRtcLogs(): void {
   // rtc-node's FFI client starts the engine (capture on) on first use, and keeps itself here.
   void new AudioSource(24_000, 1).close();
   const client = (globalThis as { _ffiClientInstance?: FfiClient })._ffiClientInstance;
-  if (!client) throw new Error("rtc-node's FFI client is not where it keeps it: check quietRtcLogs against this rtc-node version");
+  if (!client)
+    throw new Error("rtc-node's FFI client is not where it keeps it: check quietRtcLogs against this rtc-node version");
   // The engine's configuration is its event callback and the capture flag, replaced as a whole:
   // the same callback as rtc-node's (decode, hand to its client), capture off.
   const rtcNode = createRequire(import.meta.url).resolve('@livekit/rtc-node');
   const bindings = createRequire(rtcNode)('@livekit/rtc-ffi-bindings') as FfiBindings;
-  const { version } = JSON.parse(readFileSync(path.join(path.dirname(rtcNode), '..', 'package.json'), 'utf8')) as { version: string };
+  const { version } = JSON.parse(readFileSync(path.join(path.dirname(rtcNode), '..', 'package.json'), 'utf8')) as {
+    version: string;
+  };
   bindings.livekitInitialize((data) => client.emit('ffi_event', bindings.FfiEvent.fromBinary(data)), false, version);
 }

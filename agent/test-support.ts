@@ -3,7 +3,17 @@
  */
 import { createWriteStream } from 'node:fs';
 import path from 'node:path';
-import { AudioFrame, AudioStream, Room, RoomEvent, TrackKind, VideoBufferType, VideoStream, type AudioSource, type RemoteTrack } from '@livekit/rtc-node';
+import {
+  AudioFrame,
+  AudioStream,
+  Room,
+  RoomEvent,
+  TrackKind,
+  VideoBufferType,
+  VideoStream,
+  type AudioSource,
+  type RemoteTrack,
+} from '@livekit/rtc-node';
 import { AccessToken } from 'livekit-server-sdk';
 import { availabilityFrom } from '../clips/behavior/index.ts';
 import type { AvatarPlayback } from '../core/avatars/playback.ts';
@@ -14,7 +24,10 @@ import { LIVEKIT_DEV_KEY as DEV_KEY, LIVEKIT_DEV_SECRET as DEV_SECRET, livekitLo
 export { DEV_KEY, DEV_SECRET };
 
 /** A ready avatar that plays its idle loop (`loopKey`, a stored frame cache) and nothing else: no clips, no voice or LLM of its own. */
-export function loopOnlyPlayback(loopKey: string, who: { avatarId: string; tenantId: string; displayName: string }): AvatarPlayback {
+export function loopOnlyPlayback(
+  loopKey: string,
+  who: { avatarId: string; tenantId: string; displayName: string },
+): AvatarPlayback {
   return {
     ...who,
     status: 'ready',
@@ -30,8 +43,15 @@ export function loopOnlyPlayback(loopKey: string, who: { avatarId: string; tenan
   };
 }
 
-export async function token(room: string, identity: string, opts: { agent?: boolean; attributes?: Record<string, string> } = {}): Promise<string> {
-  const at = new AccessToken(DEV_KEY, DEV_SECRET, { identity, ...(opts.attributes ? { attributes: opts.attributes } : {}) });
+export async function token(
+  room: string,
+  identity: string,
+  opts: { agent?: boolean; attributes?: Record<string, string> } = {},
+): Promise<string> {
+  const at = new AccessToken(DEV_KEY, DEV_SECRET, {
+    identity,
+    ...(opts.attributes ? { attributes: opts.attributes } : {}),
+  });
   if (opts.agent) at.kind = 'agent';
   at.addGrant({ room, roomJoin: true, canPublish: true, canSubscribe: true, canPublishData: true });
   return at.toJwt();
@@ -109,7 +129,14 @@ export class Viewer {
   private async readVideo(track: RemoteTrack): Promise<void> {
     for await (const ev of new VideoStream(track)) {
       if (this.opts.timingOnly) {
-        this.frames.push({ at: performance.now(), width: ev.frame.width, height: ev.frame.height, marker: false, mouthLuma: Number.NaN, thumb: new Uint8Array(0) });
+        this.frames.push({
+          at: performance.now(),
+          width: ev.frame.width,
+          height: ev.frame.height,
+          marker: false,
+          mouthLuma: Number.NaN,
+          thumb: new Uint8Array(0),
+        });
         continue;
       }
       const rgba = ev.frame.convert(VideoBufferType.RGBA);
@@ -127,7 +154,9 @@ export class Viewer {
         }
       }
       const thumb = new Uint8Array(64);
-      for (let ty = 0; ty < 8; ty++) for (let tx = 0; tx < 8; tx++) thumb[ty * 8 + tx] = px(Math.floor(((tx + 0.5) * width) / 8), Math.floor(((ty + 0.5) * height) / 8));
+      for (let ty = 0; ty < 8; ty++)
+        for (let tx = 0; tx < 8; tx++)
+          thumb[ty * 8 + tx] = px(Math.floor(((tx + 0.5) * width) / 8), Math.floor(((ty + 0.5) * height) / 8));
       this.frames.push({ at: performance.now(), width, height, marker: px(12, 12) > 128, mouthLuma: mouth / n, thumb });
     }
   }
@@ -165,7 +194,8 @@ export async function within<T>(p: Promise<T>, ms: number, what: string): Promis
 }
 
 /** When the viewer first heard the avatar speak (audible audio) after `after` (ms, performance.now()), if it has. */
-export const avatarLoudAfter = (viewer: Viewer, after: number): number | undefined => viewer.audio.find((a) => a.at > after && a.level > 400)?.at;
+export const avatarLoudAfter = (viewer: Viewer, after: number): number | undefined =>
+  viewer.audio.find((a) => a.at > after && a.level > 400)?.at;
 
 /** A user's utterance: `text` spoken by the embedded TTS. */
 export async function speech(text: string): Promise<{ pcm: Int16Array; sampleRate: number; seconds: number }> {
@@ -239,7 +269,8 @@ export interface WorkerProcess {
 }
 
 /** WORKER_CPU_PROFILE_DIR: a CPU profile of the worker and of each of its job processes (they inherit its flags), written as each exits. */
-const cpuProfileArgs = () => (process.env.WORKER_CPU_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.WORKER_CPU_PROFILE_DIR}`] : []);
+const cpuProfileArgs = () =>
+  process.env.WORKER_CPU_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.WORKER_CPU_PROFILE_DIR}`] : [];
 
 export async function startWorkerProcess(env: Record<string, string>, readyTimeoutMs = 90_000): Promise<WorkerProcess> {
   const { spawn } = await import('node:child_process');
@@ -258,7 +289,8 @@ export async function startWorkerProcess(env: Record<string, string>, readyTimeo
     const lines = (partial + text).split('\n');
     partial = lines.pop()!;
     // pino's warnings and errors, and the WebRTC engine's (its own logger, on stderr: agent/rtc-logs.ts).
-    for (const line of lines) if (/"level":(4|5|6)0\b|^\[\S+ (WARN|ERROR) /.test(line)) problems.push(line.slice(0, 2000));
+    for (const line of lines)
+      if (/"level":(4|5|6)0\b|^\[\S+ (WARN|ERROR) /.test(line)) problems.push(line.slice(0, 2000));
     problems.splice(0, Math.max(0, problems.length - 30));
   };
   child.stdout!.on('data', keep);
@@ -271,7 +303,10 @@ export async function startWorkerProcess(env: Record<string, string>, readyTimeo
   }
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`agent worker not ready in ${readyTimeoutMs} ms:\n${logs.slice(-4000)}`)), readyTimeoutMs);
+    const timer = setTimeout(
+      () => reject(new Error(`agent worker not ready in ${readyTimeoutMs} ms:\n${logs.slice(-4000)}`)),
+      readyTimeoutMs,
+    );
     child.on('message', (m) => {
       if (m === 'ready') {
         clearTimeout(timer);
@@ -288,11 +323,21 @@ export async function startWorkerProcess(env: Record<string, string>, readyTimeo
     logs: () => logs,
     diagnosis: (tailChars = 3000) => {
       // The periodic render stats would fill the tail and push out what the call did.
-      const tail = logs.split('\n').filter((l) => !l.includes('"msg":"render stats"')).join('\n').slice(-tailChars);
+      const tail = logs
+        .split('\n')
+        .filter((l) => !l.includes('"msg":"render stats"'))
+        .join('\n')
+        .slice(-tailChars);
       // The rooms of the last warnings, as the LiveKit server saw them (LIVEKIT_LOG: CI sets it).
-      const rooms = [...new Set(problems.map((l) => /"room":"([^"]+)"/.exec(l)?.[1]).filter((r): r is string => !!r))].slice(-2);
+      const rooms = [
+        ...new Set(problems.map((l) => /"room":"([^"]+)"/.exec(l)?.[1]).filter((r): r is string => !!r)),
+      ].slice(-2);
       const server = rooms.map((r) => `livekit log of ${r}:\n${livekitLogFor(r)}`).filter((t) => !t.endsWith(':\n'));
-      return [`worker warnings:\n${problems.join('\n')}`, `worker log (render stats left out):\n${tail}`, ...server].join('\n');
+      return [
+        `worker warnings:\n${problems.join('\n')}`,
+        `worker log (render stats left out):\n${tail}`,
+        ...server,
+      ].join('\n');
     },
     exited,
     stop: async (signal = 'SIGTERM') => {

@@ -89,11 +89,20 @@ export async function startAgentWorker(deps: AgentDeps, opts: AgentWorkerOptions
   await warmProcessStats();
   const voiceJob = await voiceJobEntry(log);
   const { host, release } = await startHost(deps, livekit, log, opts);
-  const stores: CallStores = { sql: deps.sql, live: new LiveSessionStore(deps.sql, deps.usage), recordings: new RecordingStore(deps.sql) };
+  const stores: CallStores = {
+    sql: deps.sql,
+    live: new LiveSessionStore(deps.sql, deps.usage),
+    recordings: new RecordingStore(deps.sql),
+  };
   const registry = new AgentWorkerRegistry(deps.sql);
   const id = newId('worker');
   const state = { draining: false };
-  const declaring = await declareWorker(registry, { id, capacityPool: config.CAPACITY_POOL, slots: config.AGENT_SLOTS, hostname: hostname() }, state, log);
+  const declaring = await declareWorker(
+    registry,
+    { id, capacityPool: config.CAPACITY_POOL, slots: config.AGENT_SLOTS, hostname: hostname() },
+    state,
+    log,
+  );
 
   const server = new AgentServer(
     new ServerOptions({
@@ -108,7 +117,8 @@ export async function startAgentWorker(deps: AgentDeps, opts: AgentWorkerOptions
       logLevel: config.LOG_LEVEL === 'silent' ? 'fatal' : config.LOG_LEVEL,
       production: config.NODE_ENV === 'production',
       loadThreshold: LIVEKIT_TARGET_LOAD,
-      loadFunc: async () => (state.draining ? 1 : Math.min(1, (LIVEKIT_TARGET_LOAD * host.calls.length) / config.AGENT_SLOTS)),
+      loadFunc: async () =>
+        state.draining ? 1 : Math.min(1, (LIVEKIT_TARGET_LOAD * host.calls.length) / config.AGENT_SLOTS),
       requestFunc: (req) => takeCall(req, { workerId: id, slots: config.AGENT_SLOTS, host, stores, state, log }),
       // Reconnect through a LiveKit restart or outage of a few minutes (back-off up to 10 s each).
       maxRetry: LIVEKIT_RECONNECT_ATTEMPTS,
@@ -116,8 +126,14 @@ export async function startAgentWorker(deps: AgentDeps, opts: AgentWorkerOptions
   );
   const registered = new Promise<void>((resolve) => server.event.once('worker_registered' as never, () => resolve()));
   const running = server.run();
-  await Promise.race([registered, running.then(() => Promise.reject(new Error('The agent worker stopped before it registered with LiveKit')))]);
-  log.info({ workerId: id, agentName: config.AGENT_NAME, capacityPool: config.CAPACITY_POOL, slots: config.AGENT_SLOTS }, 'agent worker registered');
+  await Promise.race([
+    registered,
+    running.then(() => Promise.reject(new Error('The agent worker stopped before it registered with LiveKit'))),
+  ]);
+  log.info(
+    { workerId: id, agentName: config.AGENT_NAME, capacityPool: config.CAPACITY_POOL, slots: config.AGENT_SLOTS },
+    'agent worker registered',
+  );
 
   return {
     id,
@@ -148,7 +164,12 @@ function liveKitOf(config: Config): LiveKitCredentials {
 }
 
 /** The host of this worker's calls, with its engines (lip-sync, mouth analysis, VAD); `release` frees the engines' threads. */
-async function startHost(deps: AgentDeps, livekit: LiveKitCredentials, log: Logger, opts: AgentWorkerOptions): Promise<{ host: AvatarHost; release(): Promise<void> }> {
+async function startHost(
+  deps: AgentDeps,
+  livekit: LiveKitCredentials,
+  log: Logger,
+  opts: AgentWorkerOptions,
+): Promise<{ host: AvatarHost; release(): Promise<void> }> {
   const { config } = deps;
   const lipsync = await liveLipSync(config, log);
   const mouthAnalysis = await createAudioVisemeThread();
@@ -177,10 +198,16 @@ async function startHost(deps: AgentDeps, livekit: LiveKitCredentials, log: Logg
 }
 
 /** Declares the worker's slots now and every DECLARE_EVERY_MS until it drains (the API counts capacity from them). */
-async function declareWorker(registry: AgentWorkerRegistry, declaration: WorkerDeclaration, state: { draining: boolean }, log: Logger): Promise<NodeJS.Timeout> {
+async function declareWorker(
+  registry: AgentWorkerRegistry,
+  declaration: WorkerDeclaration,
+  state: { draining: boolean },
+  log: Logger,
+): Promise<NodeJS.Timeout> {
   await registry.declare(declaration);
   return setInterval(() => {
-    if (!state.draining) registry.declare(declaration).catch((err: unknown) => log.warn({ err }, 'could not declare the worker'));
+    if (!state.draining)
+      registry.declare(declaration).catch((err: unknown) => log.warn({ err }, 'could not declare the worker'));
   }, DECLARE_EVERY_MS);
 }
 
@@ -209,11 +236,15 @@ async function takeCall(req: JobRequest, intake: CallIntake): Promise<void> {
   // LiveKit's part (mint to job request; its room log tells why), claimMs the database's.
   const claimMs = Date.now() - receivedAt;
   const dispatchMs = receivedAt - session.createdAt.getTime();
-  if (dispatchMs + claimMs > LATE_DISPATCH_MS) log.warn({ sessionId: session.id, room: session.roomName, dispatchMs, claimMs }, 'call dispatched late');
+  if (dispatchMs + claimMs > LATE_DISPATCH_MS)
+    log.warn({ sessionId: session.id, room: session.roomName, dispatchMs, claimMs }, 'call dispatched late');
   // Accept at once (LiveKit waits on the answer); the avatar starts meanwhile. The job process
   // becomes the call's voice agent, or (provider mode) ends at once: the avatar needs no job.
   void runCall(stores, host, session, log);
-  const identity = session.mode === 'conversation' ? (session.agentIdentity ?? `agent-${session.id}`) : `${session.avatarIdentity}-dispatch`;
+  const identity =
+    session.mode === 'conversation'
+      ? (session.agentIdentity ?? `agent-${session.id}`)
+      : `${session.avatarIdentity}-dispatch`;
   await req.accept('voice', identity);
 }
 
@@ -231,8 +262,20 @@ async function finishCalls(host: AvatarHost, timeoutMs: number, log: Logger): Pr
  * carry their audio to those threads, which compute each mel window there.
  */
 async function liveLipSync(config: Config, log: Logger): Promise<LipSyncEngine> {
-  const engine = await createLipSyncThreads(config.LIPSYNC_MODEL, { executionProvider: config.RENDER_DEVICE }, config.AGENT_LIPSYNC_THREADS);
-  log.info({ lipsync: engine.kind, model: config.LIPSYNC_MODEL, device: config.RENDER_DEVICE, threads: config.AGENT_LIPSYNC_THREADS }, 'lip-sync engine loaded');
+  const engine = await createLipSyncThreads(
+    config.LIPSYNC_MODEL,
+    { executionProvider: config.RENDER_DEVICE },
+    config.AGENT_LIPSYNC_THREADS,
+  );
+  log.info(
+    {
+      lipsync: engine.kind,
+      model: config.LIPSYNC_MODEL,
+      device: config.RENDER_DEVICE,
+      threads: config.AGENT_LIPSYNC_THREADS,
+    },
+    'lip-sync engine loaded',
+  );
   return engine;
 }
 

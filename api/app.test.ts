@@ -34,7 +34,12 @@ describe('conventions on every /api/v1 response', () => {
       expect(id).toMatch(/^req_/);
       if (res.status >= 400) {
         const body = await json(res);
-        expect(body).toMatchObject({ status: res.status, requestId: id, retryable: expect.any(Boolean), error: expect.any(String) });
+        expect(body).toMatchObject({
+          status: res.status,
+          requestId: id,
+          retryable: expect.any(Boolean),
+          error: expect.any(String),
+        });
       }
     }
   });
@@ -104,7 +109,11 @@ describe('body caps', () => {
         c.enqueue(chunk);
       },
     });
-    const res = await t.request('POST', '/api/v1/api-keys', { key: apiKey, rawBody: stream, headers: { 'content-type': 'application/json' } });
+    const res = await t.request('POST', '/api/v1/api-keys', {
+      key: apiKey,
+      rawBody: stream,
+      headers: { 'content-type': 'application/json' },
+    });
     expect(res.status).toBe(413);
     expect(await json(res)).toMatchObject({ code: 'payload_too_large', maxBytes: 16 * 1024 });
   });
@@ -118,7 +127,9 @@ describe('rate limit', () => {
     const limited: Response[] = [];
     for (let batch = 0; batch < 13; batch++) {
       const rs = await Promise.all(
-        Array.from({ length: 10 }, (_, i) => ((batch + i) % 2 ? t : t2).request('GET', '/api/v1/credits/balance', { key: apiKey })),
+        Array.from({ length: 10 }, (_, i) =>
+          ((batch + i) % 2 ? t : t2).request('GET', '/api/v1/credits/balance', { key: apiKey }),
+        ),
       );
       for (const r of rs) {
         statuses.push(r.status);

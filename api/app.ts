@@ -29,7 +29,11 @@ function describeApi(app: OpenAPIHono<AppEnv>): void {
 
 /** The document's top-level fields, with the origin clients call. */
 function documentConfig(serverUrl: string) {
-  return { openapi: '3.1.0', info: { title: 'Avatar Realtime Service', version: API_VERSION }, servers: [{ url: serverUrl }] };
+  return {
+    openapi: '3.1.0',
+    info: { title: 'Avatar Realtime Service', version: API_VERSION },
+    servers: [{ url: serverUrl }],
+  };
 }
 
 /**
@@ -60,7 +64,12 @@ export function createApp(services: Services) {
     if (allowed.length > 0) {
       return errorResponse(
         c,
-        new ApiError('method_not_allowed', `Method ${c.req.method} is not allowed here: use ${allowed.join(', ')}`, {}, { Allow: allowed.join(', ') }),
+        new ApiError(
+          'method_not_allowed',
+          `Method ${c.req.method} is not allowed here: use ${allowed.join(', ')}`,
+          {},
+          { Allow: allowed.join(', ') },
+        ),
       );
     }
     const hint = c.req.path.startsWith(V1) ? '' : ` (every endpoint lives under ${V1})`;
@@ -73,8 +82,12 @@ export function createApp(services: Services) {
     // answered already (api/server.ts). Either way this answer reaches no one.
     const cut = bodyCutOff((c.env as Partial<HttpBindings> | undefined)?.incoming);
     if (cut) {
-      if (cut === 'client') services.log.info({ requestId: c.get('requestId'), method: c.req.method, path: c.req.path }, 'request aborted');
-      return errorResponse(c, new ApiError('request_aborted', 'Request aborted: the connection closed before the request arrived in full'));
+      if (cut === 'client')
+        services.log.info({ requestId: c.get('requestId'), method: c.req.method, path: c.req.path }, 'request aborted');
+      return errorResponse(
+        c,
+        new ApiError('request_aborted', 'Request aborted: the connection closed before the request arrived in full'),
+      );
     }
     const apiError = toApiError(err);
     const where = { requestId: c.get('requestId'), path: c.req.path };
@@ -82,7 +95,8 @@ export function createApp(services: Services) {
     // failed) is the operator's to notice, not a bug: a warning with its code and reason, no trace.
     // Anything else is a bug: an error, with its stack.
     if (apiError.status >= 500) {
-      if (err instanceof ApiError && err.code !== 'internal_error') services.log.warn({ ...where, code: err.code, reason: err.message }, 'request failed upstream');
+      if (err instanceof ApiError && err.code !== 'internal_error')
+        services.log.warn({ ...where, code: err.code, reason: err.message }, 'request failed upstream');
       else services.log.error({ err, ...where }, 'request failed');
     }
     return errorResponse(c, apiError);

@@ -27,12 +27,21 @@ const logged = (requestId: string) => lines.filter((l) => l.requestId === reques
 describe('what a failed request logs', () => {
   it('an expected upstream failure (a remote that cannot be reached) is a warning with its code and reason, no stack', async () => {
     const { apiKey } = await t.newTenant();
-    const res = await t.request('POST', '/api/v1/assets/remote', { key: apiKey, body: { kind: 'image', remoteUrl: 'http://127.0.0.1:1/p.png' } });
+    const res = await t.request('POST', '/api/v1/assets/remote', {
+      key: apiKey,
+      body: { kind: 'image', remoteUrl: 'http://127.0.0.1:1/p.png' },
+    });
     expect(res.status).toBe(502);
     expect(await json(res)).toMatchObject({ code: 'upstream_unreachable' });
     const [line, ...more] = logged(res.headers.get('x-request-id')!);
     expect(more).toEqual([]);
-    expect(line).toMatchObject({ level: WARN, msg: 'request failed upstream', code: 'upstream_unreachable', path: '/api/v1/assets/remote', reason: expect.any(String) });
+    expect(line).toMatchObject({
+      level: WARN,
+      msg: 'request failed upstream',
+      code: 'upstream_unreachable',
+      path: '/api/v1/assets/remote',
+      reason: expect.any(String),
+    });
     expect(JSON.stringify(line)).not.toMatch(/stack|\n\s+at /);
   });
 
@@ -43,7 +52,11 @@ describe('what a failed request logs', () => {
       const res = await t.request('GET', '/api/v1/credits/balance', { key: apiKey });
       expect(res.status).toBe(500);
       const [line] = logged(res.headers.get('x-request-id')!);
-      expect(line).toMatchObject({ level: ERROR, msg: 'request failed', err: { message: 'boom', stack: expect.stringContaining('Error: boom') } });
+      expect(line).toMatchObject({
+        level: ERROR,
+        msg: 'request failed',
+        err: { message: 'boom', stack: expect.stringContaining('Error: boom') },
+      });
     } finally {
       broken.mockRestore();
     }

@@ -5,14 +5,20 @@ import { ApiError } from '../core/errors.ts';
 import type { AppEnv } from './context.ts';
 import { describeJsonProblem, fieldPath, findJsonProblem, NUMBER_OUT_OF_RANGE } from './schemas/json.ts';
 
-
-const TARGET_LABEL: Record<string, string> = { json: 'body', query: 'query', param: 'path', header: 'header', form: 'form' };
+const TARGET_LABEL: Record<string, string> = {
+  json: 'body',
+  query: 'query',
+  param: 'path',
+  header: 'header',
+  form: 'form',
+};
 
 /** The value at `path` in the input as received, or `present: false` where the key is absent. */
 function valueAt(input: unknown, path: readonly PropertyKey[]): { present: true; value: unknown } | { present: false } {
   let value = input;
   for (const key of path) {
-    if (value === null || typeof value !== 'object' || typeof key === 'symbol' || !Object.hasOwn(value, key)) return { present: false };
+    if (value === null || typeof value !== 'object' || typeof key === 'symbol' || !Object.hasOwn(value, key))
+      return { present: false };
     value = (value as Record<string | number, unknown>)[key];
   }
   return { present: true, value };
@@ -58,7 +64,12 @@ function describeReceived(value: unknown, o: { target: string; expected?: string
 
 /** A number too large for a double (JSON's 1e309, or a query's "1e400"), which parses as ±Infinity. */
 function outOfRange(value: unknown, target: string): boolean {
-  const n = typeof value === 'number' ? value : typeof value === 'string' && target !== 'json' && target !== 'form' ? Number(value) : NaN;
+  const n =
+    typeof value === 'number'
+      ? value
+      : typeof value === 'string' && target !== 'json' && target !== 'form'
+        ? Number(value)
+        : NaN;
   return n === Infinity || n === -Infinity;
 }
 
@@ -76,24 +87,38 @@ export function validationError(error: z.ZodError, target = 'json', input?: unkn
     const key = issue.keys[0]!;
     field = field ? `${field}.${key}` : key;
     message = `Unknown field "${field}" in ${where} (field names are case-sensitive)`;
-  } else if ((issue.code === 'invalid_type' || issue.code === 'invalid_value' || issue.code === 'invalid_union') && !received.present) {
+  } else if (
+    (issue.code === 'invalid_type' || issue.code === 'invalid_value' || issue.code === 'invalid_union') &&
+    !received.present
+  ) {
     message = `Missing required field "${field}" in ${where}`;
   } else if (issue.code === 'invalid_type' && received.present && outOfRange(received.value, target)) {
     // 1e309 is valid JSON, parsed as Infinity: a number, but none that fits (zod only says "expected a number").
-    message = field ? `Invalid field "${field}" in ${where}: ${NUMBER_OUT_OF_RANGE}` : `Invalid ${where}: ${NUMBER_OUT_OF_RANGE}`;
+    message = field
+      ? `Invalid field "${field}" in ${where}: ${NUMBER_OUT_OF_RANGE}`
+      : `Invalid ${where}: ${NUMBER_OUT_OF_RANGE}`;
   } else if (issue.code === 'invalid_type' && received.present) {
     const expected = EXPECTED[issue.expected] ?? issue.expected;
     const got = describeReceived(received.value, { target, expected: issue.expected });
-    if (!field && target === 'json' && (issue.expected === 'object' || issue.expected === 'record')) message = `The request body must be a JSON object, got ${got}`;
-    else message = field ? `Invalid field "${field}" in ${where}: expected ${expected}, got ${got}` : `Invalid ${where}: expected ${expected}, got ${got}`;
+    if (!field && target === 'json' && (issue.expected === 'object' || issue.expected === 'record'))
+      message = `The request body must be a JSON object, got ${got}`;
+    else
+      message = field
+        ? `Invalid field "${field}" in ${where}: expected ${expected}, got ${got}`
+        : `Invalid ${where}: expected ${expected}, got ${got}`;
   } else if (issue.code === 'invalid_value') {
     const values = issue.values.map((v) => JSON.stringify(v)).join(', ');
     const expected = `${issue.values.length === 1 ? values : `one of ${values}`}, got ${describeReceived(received.present ? received.value : undefined, { target, showStrings: true })}`;
-    message = field ? `Invalid field "${field}" in ${where}: expected ${expected}` : `Invalid ${where}: expected ${expected}`;
+    message = field
+      ? `Invalid field "${field}" in ${where}: expected ${expected}`
+      : `Invalid ${where}: expected ${expected}`;
   } else {
     message = field ? `Invalid field "${field}" in ${where}: ${issue.message}` : `Invalid ${where}: ${issue.message}`;
   }
-  return new ApiError('validation_error', message, { field: field || null, ...(error.issues.length > 1 ? { issues: error.issues.length } : {}) });
+  return new ApiError('validation_error', message, {
+    field: field || null,
+    ...(error.issues.length > 1 ? { issues: error.issues.length } : {}),
+  });
 }
 
 /**
@@ -101,7 +126,9 @@ export function validationError(error: z.ZodError, target = 'json', input?: unkn
  * character anywhere in validated input (checked here once, not per schema: see schemas/json.ts).
  */
 export function validationHook(
-  result: { success: true; data: unknown; target: string } | { success: false; error: z.ZodError; data: unknown; target: string },
+  result:
+    | { success: true; data: unknown; target: string }
+    | { success: false; error: z.ZodError; data: unknown; target: string },
 ): void {
   // On failure `data` is the input as received (zod-validator passes it to the hook).
   if (!result.success) throw validationError(result.error, result.target, result.data);
@@ -109,9 +136,15 @@ export function validationHook(
   if (found) {
     const field = fieldPath(found.path);
     const where = TARGET_LABEL[result.target] ?? result.target;
-    throw new ApiError('validation_error', field ? `Invalid field "${field}" in ${where}: ${describeJsonProblem(found)}` : `Invalid ${where}: ${describeJsonProblem(found)}`, {
-      field: field || null,
-    });
+    throw new ApiError(
+      'validation_error',
+      field
+        ? `Invalid field "${field}" in ${where}: ${describeJsonProblem(found)}`
+        : `Invalid ${where}: ${describeJsonProblem(found)}`,
+      {
+        field: field || null,
+      },
+    );
   }
 }
 
@@ -131,7 +164,10 @@ export function toApiError(err: unknown): ApiError {
     }
   }
   if (err instanceof Error && err.name === 'AbortError') return new ApiError('request_aborted', 'Request aborted');
-  return new ApiError('internal_error', 'Internal error: the request could not be completed. Retry, and quote the requestId if it persists');
+  return new ApiError(
+    'internal_error',
+    'Internal error: the request could not be completed. Retry, and quote the requestId if it persists',
+  );
 }
 
 export function errorResponse(c: Context<AppEnv>, err: ApiError): Response {

@@ -61,7 +61,8 @@ function clip(s: string, max = 300): string {
 }
 
 function describeProbe(p: Probe): string {
-  const body = p.body === undefined ? undefined : typeof p.body === 'string' ? clip(p.body) : `<${p.body.length} bytes>`;
+  const body =
+    p.body === undefined ? undefined : typeof p.body === 'string' ? clip(p.body) : `<${p.body.length} bytes>`;
   const headers = Object.fromEntries(Object.entries(p.headers).map(([k, v]) => [k, clip(v, 120)]));
   return JSON.stringify({ kind: p.kind, method: p.method, url: clip(p.url), headers, body });
 }
@@ -129,7 +130,9 @@ function fuzz(name: string, fn: () => Promise<void>): void {
     failures = [];
     if (found.length) {
       const shown = found.slice(0, 12).join('\n\n');
-      throw new Error(`${found.length} bad answer(s) (base seed ${BASE_SEED}):\n\n${shown}${found.length > 12 ? `\n\n... and ${found.length - 12} more` : ''}`);
+      throw new Error(
+        `${found.length} bad answer(s) (base seed ${BASE_SEED}):\n\n${shown}${found.length > 12 ? `\n\n... and ${found.length - 12} more` : ''}`,
+      );
     }
   });
 }
@@ -366,12 +369,26 @@ function validValue(s: JsonSchema | undefined, depth = 0): fc.Arbitrary<unknown>
         /* a pattern JavaScript cannot compile */
       }
     }
-    const edges = [...HOSTILE_STRINGS, ...HOSTILE_DATES, ...OPAQUE_TOKENS, 'a'.repeat(min), 'a'.repeat(max), '💥'.repeat(Math.floor(max / 2))].filter(fits);
+    const edges = [
+      ...HOSTILE_STRINGS,
+      ...HOSTILE_DATES,
+      ...OPAQUE_TOKENS,
+      'a'.repeat(min),
+      'a'.repeat(max),
+      '💥'.repeat(Math.floor(max / 2)),
+    ].filter(fits);
     if (edges.length) options.push(fc.constantFrom(...edges), fc.constantFrom(...edges));
     // What text columns refuse (NUL) or mangle (lone surrogates), wherever the schema lets it through.
-    const unstorable = ['\u0000', 'a\u0000b', '\uD800', 'x\uDFFFy', `${'a'.repeat(Math.max(0, max - 1))}\u0000`].filter(fits);
+    const unstorable = ['\u0000', 'a\u0000b', '\uD800', 'x\uDFFFy', `${'a'.repeat(Math.max(0, max - 1))}\u0000`].filter(
+      fits,
+    );
     if (unstorable.length) options.push(fc.constantFrom(...unstorable));
-    if (s.format === 'date-time') options.push(fc.date({ min: new Date('2000-01-01'), max: new Date('2100-01-01'), noInvalidDate: true }).map((d) => d.toISOString()));
+    if (s.format === 'date-time')
+      options.push(
+        fc
+          .date({ min: new Date('2000-01-01'), max: new Date('2100-01-01'), noInvalidDate: true })
+          .map((d) => d.toISOString()),
+      );
     else if (!s.pattern) {
       const c = { minLength: min, maxLength: Math.min(max, 64) };
       options.push(fc.oneof(fc.string({ unit: 'grapheme', ...c }), fc.string({ unit: 'binary', ...c })).filter(fits));
@@ -382,7 +399,9 @@ function validValue(s: JsonSchema | undefined, depth = 0): fc.Arbitrary<unknown>
     const min = Math.max(s.minimum ?? -(2 ** 31), Number.MIN_SAFE_INTEGER);
     const max = Math.min(s.maximum ?? 2 ** 31, Number.MAX_SAFE_INTEGER);
     const edges = fc.constantFrom(min, max, ...[0, -0, 1].filter((v) => v >= min && v <= max));
-    return t === 'integer' ? fc.oneof(edges, fc.integer({ min: Math.max(min, -(2 ** 31)), max: Math.min(max, 2 ** 31) })) : fc.oneof(edges, fc.double({ min, max, noNaN: true }));
+    return t === 'integer'
+      ? fc.oneof(edges, fc.integer({ min: Math.max(min, -(2 ** 31)), max: Math.min(max, 2 ** 31) }))
+      : fc.oneof(edges, fc.double({ min, max, noNaN: true }));
   }
   if (t === 'boolean') return fc.boolean();
   if (t === 'null') return fc.constant(null);
@@ -401,7 +420,9 @@ function validObject(s: JsonSchema, depth = 0): fc.Arbitrary<Record<string, unkn
   const props = s.properties ?? {};
   const required = new Set(s.required ?? []);
   const fields = Object.keys(props).map((name) =>
-    fc.record({ present: required.has(name) ? fc.constant(true) : fc.boolean(), value: validValue(props[name], depth) }).map((f) => ({ name, ...f })),
+    fc
+      .record({ present: required.has(name) ? fc.constant(true) : fc.boolean(), value: validValue(props[name], depth) })
+      .map((f) => ({ name, ...f })),
   );
   return fc.tuple(...fields).map((fs) => Object.fromEntries(fs.filter((f) => f.present).map((f) => [f.name, f.value])));
 }
@@ -440,7 +461,11 @@ function nearValue(s: JsonSchema | undefined, depth = 0): fc.Arbitrary<unknown> 
     if (t === 'string') {
       const min = s.minLength ?? 0;
       const max = s.maxLength ?? 64;
-      if (s.format === 'date-time') options.push(fc.constantFrom(...HOSTILE_DATES), fc.date({ noInvalidDate: true }).map((d) => d.toISOString()));
+      if (s.format === 'date-time')
+        options.push(
+          fc.constantFrom(...HOSTILE_DATES),
+          fc.date({ noInvalidDate: true }).map((d) => d.toISOString()),
+        );
       if (s.pattern) {
         try {
           options.push(fc.stringMatching(new RegExp(s.pattern), { size: 'small' }));
@@ -479,7 +504,20 @@ function nearValue(s: JsonSchema | undefined, depth = 0): fc.Arbitrary<unknown> 
   return fc.oneof({ arbitrary: fc.oneof(...options), weight: 5 }, { arbitrary: wildJson, weight: 1 });
 }
 
-const EXTRA_KEYS = ['__proto__', 'constructor', 'prototype', 'Name', 'NAME', 'id', 'tenantId', '', ' ', 'a.b', '\u0000', 'é'];
+const EXTRA_KEYS = [
+  '__proto__',
+  'constructor',
+  'prototype',
+  'Name',
+  'NAME',
+  'id',
+  'tenantId',
+  '',
+  ' ',
+  'a.b',
+  '\u0000',
+  'é',
+];
 
 /** An object with the schema's properties (a random subset, required ones mostly present), sometimes an extra key. */
 function nearObject(s: JsonSchema, depth = 0): fc.Arbitrary<Record<string, unknown>> {
@@ -492,7 +530,9 @@ function nearObject(s: JsonSchema, depth = 0): fc.Arbitrary<Record<string, unkno
       .record({ roll: fc.integer({ min: 0, max: 9 }), value: nearValue(props[name], depth) })
       .map((f) => ({ name, present: required.has(name) ? f.roll > 0 : f.roll >= 5, value: f.value })),
   );
-  const extra = fc.option(fc.tuple(fc.oneof(fc.constantFrom(...EXTRA_KEYS), fc.string({ maxLength: 12 })), wildJson), { freq: 4 });
+  const extra = fc.option(fc.tuple(fc.oneof(fc.constantFrom(...EXTRA_KEYS), fc.string({ maxLength: 12 })), wildJson), {
+    freq: 4,
+  });
   return fc.tuple(fc.tuple(...fields), extra).map(([fs, ex]) => {
     const out: Record<string, unknown> = {};
     for (const f of fs) if (f.present) out[f.name] = f.value;
@@ -536,7 +576,9 @@ function splice(objectText: string, fragment: string): string {
 }
 
 function deepNesting(depth: number, kind: 'array' | 'object'): string {
-  return kind === 'array' ? `${'['.repeat(depth)}${']'.repeat(depth)}` : `${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}`;
+  return kind === 'array'
+    ? `${'['.repeat(depth)}${']'.repeat(depth)}`
+    : `${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}`;
 }
 
 /** A JSON body text for the route: near-valid, random, hostile-spliced, deeply nested or huge. */
@@ -550,21 +592,29 @@ function bodyText(info: RouteInfo): fc.Arbitrary<string> {
     { arbitrary: near.map((v) => JSON.stringify(v) ?? 'null'), weight: 2 },
     { arbitrary: wildJson.map((v) => JSON.stringify(v) ?? 'null'), weight: 2 },
     {
-      arbitrary: fc.tuple(near, fc.constantFrom(...hostileFragments(keys))).map(([v, frag]) => splice(JSON.stringify(v) ?? '{}', frag)),
+      arbitrary: fc
+        .tuple(near, fc.constantFrom(...hostileFragments(keys)))
+        .map(([v, frag]) => splice(JSON.stringify(v) ?? '{}', frag)),
       weight: 3,
     },
     {
-      arbitrary: fc.tuple(fc.integer({ min: 10, max: 7000 }), fc.constantFrom<'array' | 'object'>('array', 'object'), fc.constantFrom(...keys, '')).map(
-        ([d, kind, key]) => {
+      arbitrary: fc
+        .tuple(
+          fc.integer({ min: 10, max: 7000 }),
+          fc.constantFrom<'array' | 'object'>('array', 'object'),
+          fc.constantFrom(...keys, ''),
+        )
+        .map(([d, kind, key]) => {
           const nested = deepNesting(d, kind);
           return key ? `{${JSON.stringify(key)}:${nested}}` : nested;
-        },
-      ),
+        }),
       weight: 1,
     },
     {
       // Over every route's cap (16 KiB is the default; 128 KiB, on avatar create and update, the largest).
-      arbitrary: fc.constantFrom(20_000, 70_000, 140_000).map((n) => JSON.stringify({ [keys[0] ?? 'name']: 'x'.repeat(n) })),
+      arbitrary: fc
+        .constantFrom(20_000, 70_000, 140_000)
+        .map((n) => JSON.stringify({ [keys[0] ?? 'name']: 'x'.repeat(n) })),
       weight: 1,
     },
   );
@@ -578,7 +628,8 @@ function admits(s: JsonSchema | undefined, t: string): boolean {
   return types.includes(t) || (t === 'number' && types.includes('integer'));
 }
 
-const utf8 = (...parts: (string | number[])[]) => Buffer.concat(parts.map((p) => (typeof p === 'string' ? Buffer.from(p, 'utf8') : Buffer.from(p))));
+const utf8 = (...parts: (string | number[])[]) =>
+  Buffer.concat(parts.map((p) => (typeof p === 'string' ? Buffer.from(p, 'utf8') : Buffer.from(p))));
 
 /**
  * Raw JSON values a text field must refuse by name (422, `field`), never store as U+FFFD: lone
@@ -614,15 +665,34 @@ function withRawField(obj: Record<string, unknown>, field: string, raw: Buffer):
  * format, a length, a rule across fields); `message` is what the probe must say otherwise (none
  * for a field with a pattern of allowed characters: its own refusal says what is wrong).
  */
-function untextCases(info: RouteInfo): { field: string; what: string; raw: Buffer; control: Buffer; message?: string }[] {
+function untextCases(
+  info: RouteInfo,
+): { field: string; what: string; raw: Buffer; control: Buffer; message?: string }[] {
   const props = Object.entries(info.bodySchema?.properties ?? {});
   // A pattern of allowed characters refuses what is not text itself, in its own words.
-  const patterned = (s: JsonSchema): boolean => Boolean(s.pattern) || [...(s.anyOf ?? []), ...(s.oneOf ?? [])].some(patterned);
+  const patterned = (s: JsonSchema): boolean =>
+    Boolean(s.pattern) || [...(s.anyOf ?? []), ...(s.oneOf ?? [])].some(patterned);
   return [
     ...props
       .filter(([, s]) => admits(s, 'string'))
-      .flatMap(([field, s]) => NOT_TEXT.map(([what, raw]) => ({ field, what, raw, control: utf8('"abc"'), ...(patterned(s) ? {} : { message: NOT_TEXT_MESSAGE }) }))),
-    ...props.flatMap(([field, s]) => HUGE_NUMBERS.map(([what, raw]) => ({ field, what, raw, control: utf8(admits(s, 'number') ? '1' : 'true'), message: HUGE_NUMBER_MESSAGE }))),
+      .flatMap(([field, s]) =>
+        NOT_TEXT.map(([what, raw]) => ({
+          field,
+          what,
+          raw,
+          control: utf8('"abc"'),
+          ...(patterned(s) ? {} : { message: NOT_TEXT_MESSAGE }),
+        })),
+      ),
+    ...props.flatMap(([field, s]) =>
+      HUGE_NUMBERS.map(([what, raw]) => ({
+        field,
+        what,
+        raw,
+        control: utf8(admits(s, 'number') ? '1' : 'true'),
+        message: HUGE_NUMBER_MESSAGE,
+      })),
+    ),
   ];
 }
 
@@ -635,10 +705,14 @@ function untextCases(info: RouteInfo): { field: string; what: string; raw: Buffe
 function expectRefused(p: Probe, res: Answer, control: Answer, field: string, message: string | undefined): void {
   // 413: a body the generator made over the route's cap, refused before it is parsed.
   if (res.status === 413) return;
-  if (res.status !== 422) return void failures.push(`expected 422, got ${res.status} for ${describeProbe(p)}\nresponse: ${clip(res.text, 300)}`);
+  if (res.status !== 422)
+    return void failures.push(
+      `expected 422, got ${res.status} for ${describeProbe(p)}\nresponse: ${clip(res.text, 300)}`,
+    );
   const body = JSON.parse(res.text) as { field?: string; error?: string };
   const ownRule = control.status === 422 && (JSON.parse(control.text) as { field?: string }).field === field;
-  if (message && body.field === field && !ownRule && body.error !== `Invalid field "${field}" in body: ${message}`) failures.push(`wrong message for ${describeProbe(p)}: ${body.error}`);
+  if (message && body.field === field && !ownRule && body.error !== `Invalid field "${field}" in body: ${message}`)
+    failures.push(`wrong message for ${describeProbe(p)}: ${body.error}`);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -715,7 +789,13 @@ function authHeader(): fc.Arbitrary<string | undefined> {
     { arbitrary: fc.constant(undefined), weight: 1 },
     { arbitrary: fc.constantFrom(...GARBAGE_AUTH), weight: 4 },
     { arbitrary: fc.constantFrom(...keyVariants(validKey)), weight: 3 },
-    { arbitrary: fc.string({ unit: 'binary-ascii', maxLength: 200 }).map((s) => `Bearer ${s}`).filter(isHeaderValue), weight: 2 },
+    {
+      arbitrary: fc
+        .string({ unit: 'binary-ascii', maxLength: 200 })
+        .map((s) => `Bearer ${s}`)
+        .filter(isHeaderValue),
+      weight: 2,
+    },
     { arbitrary: fc.string({ unit: 'binary-ascii', maxLength: 200 }).filter(isHeaderValue), weight: 1 },
     { arbitrary: fc.stringMatching(/^svc_[0-9A-Za-z_-]{0,80}$/).map((s) => `Bearer ${s}`), weight: 2 },
   );
@@ -753,9 +833,25 @@ const rawBytes = fc.oneof(
     new Uint8Array([0x7b, 0x22, 0x6e, 0x22, 0x3a, 0x22, 0xff, 0x22, 0x7d]), // {"n":"\xff"}
     new Uint8Array(0),
   ),
-  fc.constantFrom('{', '}', '{"a":', '[1,2', 'nul', 'tru', '"unterminated', "{'a':1}", '{a:1}', '{"a":1,}', 'NaN', '\u0000', '  ', 'a=1&b=2', '<x/>').map(
-    (s) => new TextEncoder().encode(s),
-  ),
+  fc
+    .constantFrom(
+      '{',
+      '}',
+      '{"a":',
+      '[1,2',
+      'nul',
+      'tru',
+      '"unterminated',
+      "{'a':1}",
+      '{a:1}',
+      '{"a":1,}',
+      'NaN',
+      '\u0000',
+      '  ',
+      'a=1&b=2',
+      '<x/>',
+    )
+    .map((s) => new TextEncoder().encode(s)),
 );
 
 /** encodeURIComponent, except that a lone surrogate becomes its (invalid) CESU-8 bytes instead of throwing. */
@@ -766,7 +862,8 @@ function uriEncode(s: string): string {
     return [...s]
       .map((ch) => {
         const c = ch.charCodeAt(0);
-        if (ch.length === 1 && c >= 0xd800 && c <= 0xdfff) return `%${(0xe0 | (c >> 12)).toString(16)}%${(0x80 | ((c >> 6) & 0x3f)).toString(16)}%${(0x80 | (c & 0x3f)).toString(16)}`.toUpperCase();
+        if (ch.length === 1 && c >= 0xd800 && c <= 0xdfff)
+          return `%${(0xe0 | (c >> 12)).toString(16)}%${(0x80 | ((c >> 6) & 0x3f)).toString(16)}%${(0x80 | (c & 0x3f)).toString(16)}`.toUpperCase();
         return encodeURIComponent(ch);
       })
       .join('');
@@ -779,19 +876,51 @@ function queryString(info: RouteInfo): fc.Arbitrary<string> {
   const names = Object.keys(props);
   const keyArb = fc.oneof(
     { arbitrary: names.length ? fc.constantFrom(...names) : fc.constant('q'), weight: 5 },
-    { arbitrary: fc.constantFrom(...names.map((n) => `${n}[]`), ...names.map((n) => `${n}[0]`), ...names.map(mutateCase), ...EXTRA_KEYS, 'a'), weight: 2 },
+    {
+      arbitrary: fc.constantFrom(
+        ...names.map((n) => `${n}[]`),
+        ...names.map((n) => `${n}[0]`),
+        ...names.map(mutateCase),
+        ...EXTRA_KEYS,
+        'a',
+      ),
+      weight: 2,
+    },
     { arbitrary: fc.string({ unit: 'grapheme', maxLength: 10 }), weight: 1 },
   );
   const valueFor = (key: string) => {
     const base = props[key.replace(/\[.*$/, '')];
     return fc.oneof(
-      { arbitrary: nearValue(base).map((v) => (typeof v === 'string' ? v : JSON.stringify(v) ?? '')), weight: 4 },
+      { arbitrary: nearValue(base).map((v) => (typeof v === 'string' ? v : (JSON.stringify(v) ?? ''))), weight: 4 },
       { arbitrary: hostileString, weight: 2 },
-      { arbitrary: fc.constantFrom('', '1e400', '-1', '0', '101', '1.5', '00001', ' 5', '5 ', '0x1', '1_000', 'Infinity', '9'.repeat(400)), weight: 2 },
+      {
+        arbitrary: fc.constantFrom(
+          '',
+          '1e400',
+          '-1',
+          '0',
+          '101',
+          '1.5',
+          '00001',
+          ' 5',
+          '5 ',
+          '0x1',
+          '1_000',
+          'Infinity',
+          '9'.repeat(400),
+        ),
+        weight: 2,
+      },
       { arbitrary: fc.constantFrom('x'.repeat(600), 'x'.repeat(9_000)), weight: 1 },
     );
   };
-  const encoding = fc.constantFrom<'component' | 'raw' | 'plus' | 'broken'>('component', 'component', 'raw', 'plus', 'broken');
+  const encoding = fc.constantFrom<'component' | 'raw' | 'plus' | 'broken'>(
+    'component',
+    'component',
+    'raw',
+    'plus',
+    'broken',
+  );
   const pair = keyArb.chain((k) =>
     fc.tuple(fc.constant(k), valueFor(k), encoding, fc.constantFrom('kv', 'kv', 'kv', 'k', 'k=', '=v')),
   );
@@ -814,10 +943,15 @@ function queryString(info: RouteInfo): fc.Arbitrary<string> {
   );
   if (!info.querySchema || names.length === 0) return chaotic;
   // Accepted (or one-field-off) queries, so the handler and the database see the hostile values.
-  const asText = (v: unknown) => (typeof v === 'string' ? v : JSON.stringify(v) ?? '');
+  const asText = (v: unknown) => (typeof v === 'string' ? v : (JSON.stringify(v) ?? ''));
   const schemaShaped = fc
     .oneof(validObject(info.querySchema), mutatedObject(info.querySchema), mutatedObject(info.querySchema))
-    .map((o) => `?${Object.entries(o).map(([k, v]) => `${uriEncode(k)}=${uriEncode(asText(v))}`).join('&')}`);
+    .map(
+      (o) =>
+        `?${Object.entries(o)
+          .map(([k, v]) => `${uriEncode(k)}=${uriEncode(asText(v))}`)
+          .join('&')}`,
+    );
   return fc.oneof({ arbitrary: schemaShaped, weight: 3 }, { arbitrary: chaotic, weight: 2 });
 }
 
@@ -851,17 +985,25 @@ function paramValue(info: RouteInfo, name: string): fc.Arbitrary<string> {
   const schema = info.paramSchema?.properties?.[name];
   return fc.oneof(
     { arbitrary: fc.constantFrom(...PARAM_VALUES), weight: 3 },
-    { arbitrary: nearValue(schema).map((v) => uriEncode(typeof v === 'string' ? v : JSON.stringify(v) ?? '')), weight: 2 },
-    { arbitrary: validValue(schema ?? { type: 'string' }).map((v) => uriEncode(typeof v === 'string' ? v : JSON.stringify(v) ?? '')), weight: 2 },
+    {
+      arbitrary: nearValue(schema).map((v) => uriEncode(typeof v === 'string' ? v : (JSON.stringify(v) ?? ''))),
+      weight: 2,
+    },
+    {
+      arbitrary: validValue(schema ?? { type: 'string' }).map((v) =>
+        uriEncode(typeof v === 'string' ? v : (JSON.stringify(v) ?? '')),
+      ),
+      weight: 2,
+    },
     { arbitrary: fc.webSegment(), weight: 1 },
   );
 }
 
 function pathFor(info: RouteInfo): fc.Arbitrary<string> {
   if (info.params.length === 0) return fc.constant(info.path);
-  return fc.tuple(...info.params.map((p) => paramValue(info, p))).map((vals) =>
-    fillPath(info.path, Object.fromEntries(info.params.map((p, i) => [p, vals[i]!]))),
-  );
+  return fc
+    .tuple(...info.params.map((p) => paramValue(info, p)))
+    .map((vals) => fillPath(info.path, Object.fromEntries(info.params.map((p, i) => [p, vals[i]!]))));
 }
 
 const PATH_SUFFIXES = [
@@ -887,7 +1029,21 @@ const PATH_SUFFIXES = [
   '#fragment',
 ];
 
-const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS', 'PROPFIND', 'FOO', 'patch', 'QUERY', 'X-CUSTOM', 'M-SEARCH'];
+const METHODS = [
+  'GET',
+  'POST',
+  'PUT',
+  'PATCH',
+  'DELETE',
+  'HEAD',
+  'OPTIONS',
+  'PROPFIND',
+  'FOO',
+  'patch',
+  'QUERY',
+  'X-CUSTOM',
+  'M-SEARCH',
+];
 
 function headersOf(auth: string | undefined, extra: Record<string, string> = {}): Record<string, string> {
   const h: Record<string, string> = { ...extra };
@@ -910,14 +1066,23 @@ const errorSink = new Writable({
 
 beforeAll(async () => {
   // No throttle in the way: the probes send many bad keys from one address (the made-up-key flood has its own section).
-  api = await testApi({ env: { RATE_LIMIT_POINTS: '1000000', AUTH_FAILURE_LIMIT_POINTS: '1000000' }, log: pino({ level: 'error' }, errorSink) });
+  api = await testApi({
+    env: { RATE_LIMIT_POINTS: '1000000', AUTH_FAILURE_LIMIT_POINTS: '1000000' },
+    log: pino({ level: 'error' }, errorSink),
+  });
   validKey = (await api.newTenant({ credits: 1_000 })).apiKey;
 });
 
 afterAll(async () => {
   await api?.close();
   if (process.env.FUZZ_SUMMARY) {
-    const lines = [...stats].map(([kind, m]) => `${kind.padEnd(48)} ${[...m].sort((a, b) => a[0] - b[0]).map(([s, n]) => `${s}x${n}`).join(' ')}`);
+    const lines = [...stats].map(
+      ([kind, m]) =>
+        `${kind.padEnd(48)} ${[...m]
+          .sort((a, b) => a[0] - b[0])
+          .map(([s, n]) => `${s}x${n}`)
+          .join(' ')}`,
+    );
     console.error(`fuzz summary (status x count):\n${lines.join('\n')}`);
   }
 });
@@ -936,40 +1101,74 @@ for (const info of INFOS) {
     if (info.hasBody) {
       fuzz('random, hostile, nested and huge JSON bodies with a valid key', async () => {
         await fc.assert(
-          fc.asyncProperty(pathFor(info), bodyText(info), fc.constantFrom('application/json', 'application/json; charset=utf-8'), async (path, body, ct) => {
-            await check({ kind: name('json body'), method: info.method, url: path, headers: headersOf(`Bearer ${validKey}`, { 'content-type': ct }), body });
-          }),
+          fc.asyncProperty(
+            pathFor(info),
+            bodyText(info),
+            fc.constantFrom('application/json', 'application/json; charset=utf-8'),
+            async (path, body, ct) => {
+              await check({
+                kind: name('json body'),
+                method: info.method,
+                url: path,
+                headers: headersOf(`Bearer ${validKey}`, { 'content-type': ct }),
+                body,
+              });
+            },
+          ),
           { seed: seedOf(name('json body')), numRuns: runs(110) },
         );
       });
 
       const untext = untextCases(info);
       if (untext.length > 0 && info.bodySchema) {
-        fuzz('text fields with lone surrogates or invalid UTF-8, number fields past a double: 422 naming the field', async () => {
-          await fc.assert(
-            fc.asyncProperty(validObject(info.bodySchema!), fc.constantFrom(...untext), async (base, c) => {
-              const p: Probe = { kind: name('not text'), method: info.method, url: fillPath(info.path, {}), headers: headersOf(`Bearer ${validKey}`, { 'content-type': 'application/json' }), body: withRawField(base, c.field, c.raw) };
-              const res = await send(p);
-              try {
-                verify(p, res);
-              } catch (err) {
-                failures.push(err instanceof Error ? err.message : String(err));
-              }
-              const control = await send({ ...p, body: withRawField(base, c.field, c.control) });
-              expectRefused({ ...p, kind: `${p.kind}: ${c.field} with ${c.what}` }, res, control, c.field, c.message);
-            }),
-            { seed: seedOf(name('not text')), numRuns: runs(Math.min(80, untext.length * 2)) },
-          );
-        });
+        fuzz(
+          'text fields with lone surrogates or invalid UTF-8, number fields past a double: 422 naming the field',
+          async () => {
+            await fc.assert(
+              fc.asyncProperty(validObject(info.bodySchema!), fc.constantFrom(...untext), async (base, c) => {
+                const p: Probe = {
+                  kind: name('not text'),
+                  method: info.method,
+                  url: fillPath(info.path, {}),
+                  headers: headersOf(`Bearer ${validKey}`, { 'content-type': 'application/json' }),
+                  body: withRawField(base, c.field, c.raw),
+                };
+                const res = await send(p);
+                try {
+                  verify(p, res);
+                } catch (err) {
+                  failures.push(err instanceof Error ? err.message : String(err));
+                }
+                const control = await send({ ...p, body: withRawField(base, c.field, c.control) });
+                expectRefused({ ...p, kind: `${p.kind}: ${c.field} with ${c.what}` }, res, control, c.field, c.message);
+              }),
+              { seed: seedOf(name('not text')), numRuns: runs(Math.min(80, untext.length * 2)) },
+            );
+          },
+        );
       }
 
       fuzz('non-JSON bytes and wrong content types', async () => {
         const payload = fc.oneof(rawBytes, bodyText(info));
         await fc.assert(
-          fc.asyncProperty(fc.option(fc.constantFrom(...CONTENT_TYPES), { freq: 6 }), payload, fc.boolean(), async (ct, body, authed) => {
-            const headers = headersOf(authed ? `Bearer ${validKey}` : undefined, ct === null ? {} : { 'content-type': ct });
-            await check({ kind: name('bytes and content types'), method: info.method, url: fillPath(info.path, {}), headers, body });
-          }),
+          fc.asyncProperty(
+            fc.option(fc.constantFrom(...CONTENT_TYPES), { freq: 6 }),
+            payload,
+            fc.boolean(),
+            async (ct, body, authed) => {
+              const headers = headersOf(
+                authed ? `Bearer ${validKey}` : undefined,
+                ct === null ? {} : { 'content-type': ct },
+              );
+              await check({
+                kind: name('bytes and content types'),
+                method: info.method,
+                url: fillPath(info.path, {}),
+                headers,
+                body,
+              });
+            },
+          ),
           { seed: seedOf(name('bytes')), numRuns: runs(50) },
         );
       });
@@ -977,12 +1176,17 @@ for (const info of INFOS) {
 
     fuzz('random query strings', async () => {
       await fc.assert(
-        fc.asyncProperty(pathFor(info), queryString(info), fc.integer({ min: 0, max: 9 }), async (path, query, roll) => {
-          const headers = headersOf(roll > 0 ? `Bearer ${validKey}` : undefined);
-          const body = info.hasBody ? '{}' : undefined;
-          if (body) headers['content-type'] = 'application/json';
-          await check({ kind: name('query'), method: info.method, url: path + query, headers, body });
-        }),
+        fc.asyncProperty(
+          pathFor(info),
+          queryString(info),
+          fc.integer({ min: 0, max: 9 }),
+          async (path, query, roll) => {
+            const headers = headersOf(roll > 0 ? `Bearer ${validKey}` : undefined);
+            const body = info.hasBody ? '{}' : undefined;
+            if (body) headers['content-type'] = 'application/json';
+            await check({ kind: name('query'), method: info.method, url: path + query, headers, body });
+          },
+        ),
         { seed: seedOf(name('query')), numRuns: runs(info.hasBody ? 40 : 150) },
       );
     });
@@ -996,7 +1200,13 @@ for (const info of INFOS) {
           if (how === 'upper') p = p.toUpperCase();
           if (how === 'double-slash') p = p.replace(`${V1}/`, `${V1}//`);
           const headers = headersOf(`Bearer ${validKey}`, info.hasBody ? { 'content-type': 'application/json' } : {});
-          await check({ kind: name('path'), method: info.method, url: p, headers, body: info.hasBody ? '{}' : undefined });
+          await check({
+            kind: name('path'),
+            method: info.method,
+            url: p,
+            headers,
+            body: info.hasBody ? '{}' : undefined,
+          });
         }),
         { seed: seedOf(name('path')), numRuns: runs(30) },
       );
@@ -1007,7 +1217,13 @@ for (const info of INFOS) {
       await fc.assert(
         fc.asyncProperty(authHeader(), body, async (auth, b) => {
           const headers = headersOf(auth, b === null ? {} : { 'content-type': 'application/json' });
-          await check({ kind: name('authorization'), method: info.method, url: fillPath(info.path, {}), headers, body: b ?? undefined });
+          await check({
+            kind: name('authorization'),
+            method: info.method,
+            url: fillPath(info.path, {}),
+            headers,
+            body: b ?? undefined,
+          });
         }),
         { seed: seedOf(name('auth')), numRuns: runs(45) },
       );
@@ -1016,7 +1232,13 @@ for (const info of INFOS) {
     fuzz('other methods on the route path', async () => {
       for (const method of METHODS.filter((m) => m !== info.method)) {
         for (const auth of [undefined, `Bearer ${validKey}`]) {
-          await check({ kind: name('other methods'), method, url: fillPath(info.path, {}), headers: headersOf(auth, { 'content-type': 'application/json' }), body: '{}' });
+          await check({
+            kind: name('other methods'),
+            method,
+            url: fillPath(info.path, {}),
+            headers: headersOf(auth, { 'content-type': 'application/json' }),
+            body: '{}',
+          });
         }
       }
     });
@@ -1025,16 +1247,46 @@ for (const info of INFOS) {
 
 describe('fuzz: unknown paths and methods', () => {
   fuzz('answers unknown paths under /api/v1 and elsewhere with a 404 or 405 body', async () => {
-    const segment = fc.oneof(fc.webSegment(), fc.constantFrom(...PARAM_VALUES), fc.string({ unit: 'grapheme', maxLength: 12 }).map(uriEncode));
+    const segment = fc.oneof(
+      fc.webSegment(),
+      fc.constantFrom(...PARAM_VALUES),
+      fc.string({ unit: 'grapheme', maxLength: 12 }).map(uriEncode),
+    );
     const path = fc.oneof(
       { arbitrary: fc.array(segment, { minLength: 0, maxLength: 6 }).map((s) => `${V1}/${s.join('/')}`), weight: 4 },
       { arbitrary: fc.array(segment, { minLength: 0, maxLength: 4 }).map((s) => `/${s.join('/')}`), weight: 1 },
-      { arbitrary: fc.constantFrom('/api', '/api/', '/api/v2/credits/balance', '/api/V1/credits/balance', '/v1/credits/balance', `${V1}`, `${V1}/`, `${V1}%2fcredits%2fbalance`, '/%00', '/%', `/${'a'.repeat(20_000)}`), weight: 1 },
+      {
+        arbitrary: fc.constantFrom(
+          '/api',
+          '/api/',
+          '/api/v2/credits/balance',
+          '/api/V1/credits/balance',
+          '/v1/credits/balance',
+          `${V1}`,
+          `${V1}/`,
+          `${V1}%2fcredits%2fbalance`,
+          '/%00',
+          '/%',
+          `/${'a'.repeat(20_000)}`,
+        ),
+        weight: 1,
+      },
     );
     await fc.assert(
-      fc.asyncProperty(fc.constantFrom(...METHODS), path, fc.option(authHeader(), { freq: 2 }), async (method, p, auth) => {
-        await check({ kind: 'unknown path', method, url: p, headers: headersOf(auth ?? undefined, { 'content-type': 'application/json' }), body: '{"a":1}' });
-      }),
+      fc.asyncProperty(
+        fc.constantFrom(...METHODS),
+        path,
+        fc.option(authHeader(), { freq: 2 }),
+        async (method, p, auth) => {
+          await check({
+            kind: 'unknown path',
+            method,
+            url: p,
+            headers: headersOf(auth ?? undefined, { 'content-type': 'application/json' }),
+            body: '{"a":1}',
+          });
+        },
+      ),
       { seed: seedOf('unknown paths'), numRuns: runs(150) },
     );
   });
@@ -1062,7 +1314,11 @@ interface RawAnswer extends Answer {
  * connection's close: 'closed' when it closed without a byte. Rejects when it is still open after
  * `withinMs`: a server that holds a client is a failure too.
  */
-function rawTalk(port: number, talk: (socket: net.Socket, closed: Promise<void>) => unknown, withinMs = 10_000): Promise<RawAnswer | 'closed'> {
+function rawTalk(
+  port: number,
+  talk: (socket: net.Socket, closed: Promise<void>) => unknown,
+  withinMs = 10_000,
+): Promise<RawAnswer | 'closed'> {
   return new Promise((resolve, reject) => {
     const socket = net.connect(port, '127.0.0.1');
     const chunks: Buffer[] = [];
@@ -1081,7 +1337,8 @@ function rawTalk(port: number, talk: (socket: net.Socket, closed: Promise<void>)
       let all = Buffer.concat(chunks);
       if (all.length === 0) return resolve('closed');
       // Interim answers (100 Continue) come before the answer.
-      while (/^HTTP\/1\.[01] 1\d\d /.test(all.subarray(0, 16).toString('latin1')) && all.includes('\r\n\r\n')) all = all.subarray(all.indexOf('\r\n\r\n') + 4);
+      while (/^HTTP\/1\.[01] 1\d\d /.test(all.subarray(0, 16).toString('latin1')) && all.includes('\r\n\r\n'))
+        all = all.subarray(all.indexOf('\r\n\r\n') + 4);
       const split = all.indexOf('\r\n\r\n');
       const headText = all.subarray(0, split === -1 ? all.length : split).toString('latin1');
       let payload = split === -1 ? Buffer.alloc(0) : all.subarray(split + 4);
@@ -1115,10 +1372,17 @@ function rawTalk(port: number, talk: (socket: net.Socket, closed: Promise<void>)
   });
 }
 
-const rawHttp = (port: number, head: string, body: Buffer = Buffer.alloc(0)) => rawTalk(port, (socket) => socket.write(Buffer.concat([Buffer.from(head, 'latin1'), body])));
+const rawHttp = (port: number, head: string, body: Buffer = Buffer.alloc(0)) =>
+  rawTalk(port, (socket) => socket.write(Buffer.concat([Buffer.from(head, 'latin1'), body])));
 
 /** `bytes` written `size` at a time, `everyMs` apart, until the connection closes. */
-async function trickle(socket: net.Socket, closed: Promise<void>, bytes: Buffer, size: number, everyMs: number): Promise<void> {
+async function trickle(
+  socket: net.Socket,
+  closed: Promise<void>,
+  bytes: Buffer,
+  size: number,
+  everyMs: number,
+): Promise<void> {
   let open = true;
   void closed.then(() => (open = false));
   for (let i = 0; i < bytes.length && open; i += size) {
@@ -1131,7 +1395,12 @@ async function trickle(socket: net.Socket, closed: Promise<void>, bytes: Buffer,
  * The real server's bounds, shortened so that a stalled probe is answered within a second or two:
  * a head within 800 ms, a whole request within 3 s, a body advancing by 100 bytes/s over any 500 ms.
  */
-const RAW_LIMITS: HttpLimits = { headersTimeoutMs: 800, requestTimeoutMs: 3000, bodyStallMs: 500, bodyMinBytesPerSecond: 100 };
+const RAW_LIMITS: HttpLimits = {
+  headersTimeoutMs: 800,
+  requestTimeoutMs: 3000,
+  bodyStallMs: 500,
+  bodyMinBytesPerSecond: 100,
+};
 
 describe('fuzz over real HTTP', () => {
   let server: ApiServer;
@@ -1174,15 +1443,36 @@ describe('fuzz over real HTTP', () => {
    * Sends one raw request: its request line, a Host header (`host`; null: none) and `headers`.
    * Whatever refuses it (Node's parser, the request adapter, the app), the answer is the error body.
    */
-  async function rawCheck(kind: string, method: string, target: string, headers: string[], body: string | Buffer = '', o: { host?: string | null; version?: string } = {}): Promise<RawAnswer | undefined> {
+  async function rawCheck(
+    kind: string,
+    method: string,
+    target: string,
+    headers: string[],
+    body: string | Buffer = '',
+    o: { host?: string | null; version?: string } = {},
+  ): Promise<RawAnswer | undefined> {
     const bodyBytes = typeof body === 'string' ? Buffer.from(body, 'utf8') : body;
     const host = o.host === undefined ? '127.0.0.1' : o.host;
-    const lines = [`${method} ${target} ${o.version ?? 'HTTP/1.1'}`, ...(host === null ? [] : [`Host: ${host}`]), 'Connection: close', ...headers];
+    const lines = [
+      `${method} ${target} ${o.version ?? 'HTTP/1.1'}`,
+      ...(host === null ? [] : [`Host: ${host}`]),
+      'Connection: close',
+      ...headers,
+    ];
     if (bodyBytes.length) lines.push('Content-Type: application/json', `Content-Length: ${bodyBytes.length}`);
     // The head goes out as latin1, so a header holding UTF-8 bytes is written as "binary" text.
     const res = await rawHttp(port, `${lines.join('\r\n')}\r\n\r\n`, bodyBytes);
     const shown = host === null ? headers : [`Host: ${host}`, ...headers];
-    checkRaw({ kind, method, url: target, headers: Object.fromEntries(shown.map((h) => [h.split(':')[0]!, clip(h.slice(h.indexOf(':') + 1), 80)])), body: bodyBytes }, res);
+    checkRaw(
+      {
+        kind,
+        method,
+        url: target,
+        headers: Object.fromEntries(shown.map((h) => [h.split(':')[0]!, clip(h.slice(h.indexOf(':') + 1), 80)])),
+        body: bodyBytes,
+      },
+      res,
+    );
     return res === 'closed' ? undefined : res;
   }
 
@@ -1216,7 +1506,13 @@ describe('fuzz over real HTTP', () => {
         await rawCheck(`${info.id}: raw path`, info.method, target, [`Authorization: Bearer ${key}`], body);
       }
       // Duplicate Authorization headers (Node keeps the first).
-      await rawCheck(`${info.id}: raw duplicate auth`, info.method, path, ['Authorization: Bearer garbage', `Authorization: Bearer ${key}`], body);
+      await rawCheck(
+        `${info.id}: raw duplicate auth`,
+        info.method,
+        path,
+        ['Authorization: Bearer garbage', `Authorization: Bearer ${key}`],
+        body,
+      );
       for (const method of ['TRACE', 'PROPFIND', 'MKCOL', 'PURGE', 'LINK', 'QUERY']) {
         await rawCheck(`${info.id}: raw method`, method, path, [`Authorization: Bearer ${key}`]);
       }
@@ -1240,78 +1536,158 @@ describe('fuzz over real HTTP', () => {
     }
   });
 
-  fuzz('unparseable URLs and Host headers, no Host at all, and expectations Node does not know are answered with the error body', async () => {
-    const hosts = ['[::1', 'a b', '127.0.0.1:99999', '127.0.0.1:-1', 'user@127.0.0.1', 'x/y', 'x?y', 'x#y', '', '..', utf8AsLatin1('ключ.рф'), 'x'.repeat(300), '[::1]:80', 'EXAMPLE.com.'];
-    for (const info of INFOS) {
-      const path = fillPath(info.path, {});
-      const body = info.hasBody ? '{"name":"raw"}' : '';
-      for (const auth of [[], [`Authorization: Bearer ${validKey}`]]) {
-        for (const host of hosts) await rawCheck(`${info.id}: raw host`, info.method, path, auth, body, { host });
-        // No Host: HTTP/1.1 requires one; HTTP/1.0 may omit it, but the server has no other to build the URL from.
-        await rawCheck(`${info.id}: raw no host`, info.method, path, auth, body, { host: null });
-        await rawCheck(`${info.id}: raw no host`, info.method, path, auth, body, { host: null, version: 'HTTP/1.0' });
-        for (const target of [`http://[::1${path}`, `http://127.0.0.1:99999${path}`, `http://127.0.0.1${path}`, `https://a b${path}`, `${path}\\x`, `\\${path}`, '*', path.slice(1), `ftp://127.0.0.1${path}`]) {
-          await rawCheck(`${info.id}: raw target`, info.method, target, auth, body);
-        }
-        for (const expectation of ['something', '100-continue', '']) {
-          await rawCheck(`${info.id}: raw expect`, info.method, path, [...auth, `Expect: ${expectation}`], body);
+  fuzz(
+    'unparseable URLs and Host headers, no Host at all, and expectations Node does not know are answered with the error body',
+    async () => {
+      const hosts = [
+        '[::1',
+        'a b',
+        '127.0.0.1:99999',
+        '127.0.0.1:-1',
+        'user@127.0.0.1',
+        'x/y',
+        'x?y',
+        'x#y',
+        '',
+        '..',
+        utf8AsLatin1('ключ.рф'),
+        'x'.repeat(300),
+        '[::1]:80',
+        'EXAMPLE.com.',
+      ];
+      for (const info of INFOS) {
+        const path = fillPath(info.path, {});
+        const body = info.hasBody ? '{"name":"raw"}' : '';
+        for (const auth of [[], [`Authorization: Bearer ${validKey}`]]) {
+          for (const host of hosts) await rawCheck(`${info.id}: raw host`, info.method, path, auth, body, { host });
+          // No Host: HTTP/1.1 requires one; HTTP/1.0 may omit it, but the server has no other to build the URL from.
+          await rawCheck(`${info.id}: raw no host`, info.method, path, auth, body, { host: null });
+          await rawCheck(`${info.id}: raw no host`, info.method, path, auth, body, { host: null, version: 'HTTP/1.0' });
+          for (const target of [
+            `http://[::1${path}`,
+            `http://127.0.0.1:99999${path}`,
+            `http://127.0.0.1${path}`,
+            `https://a b${path}`,
+            `${path}\\x`,
+            `\\${path}`,
+            '*',
+            path.slice(1),
+            `ftp://127.0.0.1${path}`,
+          ]) {
+            await rawCheck(`${info.id}: raw target`, info.method, target, auth, body);
+          }
+          for (const expectation of ['something', '100-continue', '']) {
+            await rawCheck(`${info.id}: raw expect`, info.method, path, [...auth, `Expect: ${expectation}`], body);
+          }
         }
       }
-    }
-  });
+    },
+  );
 
   /** One probe that talks over time, checked like the others, and on how long it held its connection. */
-  async function slowCheck(kind: string, info: RouteInfo, head: string, talk: (socket: net.Socket, closed: Promise<void>) => unknown, heldAtMostMs: number): Promise<void> {
-    const probe: Probe = { kind, method: info.method, url: fillPath(info.path, {}), headers: { head: clip(head, 200) } };
+  async function slowCheck(
+    kind: string,
+    info: RouteInfo,
+    head: string,
+    talk: (socket: net.Socket, closed: Promise<void>) => unknown,
+    heldAtMostMs: number,
+  ): Promise<void> {
+    const probe: Probe = {
+      kind,
+      method: info.method,
+      url: fillPath(info.path, {}),
+      headers: { head: clip(head, 200) },
+    };
     const res = await rawTalk(port, talk, heldAtMostMs + 2000).catch((err: unknown) => {
       failures.push(`${String(err)}: ${describeProbe(probe)}`);
       return undefined;
     });
     if (!res) return;
     checkRaw(probe, res);
-    if (res !== 'closed' && res.ms > heldAtMostMs) failures.push(`held ${Math.round(res.ms)} ms (at most ${heldAtMostMs}): ${describeProbe(probe)}`);
+    if (res !== 'closed' && res.ms > heldAtMostMs)
+      failures.push(`held ${Math.round(res.ms)} ms (at most ${heldAtMostMs}): ${describeProbe(probe)}`);
   }
 
-  fuzz('stalled and trickled heads and bodies are answered (408, or earlier) and hold no connection past their bounds', async () => {
-    // Slack over each bound, generous for a loaded machine: the bounds' defaults are minutes.
-    const SLACK = 10_000;
-    const probes: Promise<void>[] = [];
-    for (const info of INFOS) {
-      const path = fillPath(info.path, {});
-      const line = `${info.method} ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\n`;
-      const fullHead = `${line}Authorization: Bearer ${validKey}\r\n\r\n`;
-      probes.push(
-        slowCheck(`${info.id}: stalled head`, info, line, (s) => s.write(`${line}Authoriz`), RAW_LIMITS.headersTimeoutMs + SLACK),
-        slowCheck(`${info.id}: trickled head`, info, line, (s, closed) => trickle(s, closed, Buffer.from(fullHead), 1, 25), RAW_LIMITS.headersTimeoutMs + SLACK),
-      );
-      if (!info.hasBody) continue;
-      // A body of each type the route reads, sent the way each probe says; the key is valid, so the
-      // body is what the request waits on.
-      const multipart = info.id === 'uploadAsset';
-      const boundary = 'fuzzboundary';
-      const body = Buffer.from(
-        multipart
-          ? `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="a.bin"\r\nContent-Type: application/octet-stream\r\n\r\n${'\u0000'.repeat(6000)}\r\n--${boundary}--\r\n`
-          : `{"name":"${'n'.repeat(6000)}"}`,
-        'latin1',
-      );
-      const type = multipart ? `multipart/form-data; boundary=${boundary}` : 'application/json';
-      const head = (framing: string) => `${line}Authorization: Bearer ${validKey}\r\nContent-Type: ${type}\r\n${framing}\r\n\r\n`;
-      const sized = head(`Content-Length: ${body.length}`);
-      const chunked = head('Transfer-Encoding: chunked');
-      const firstChunk = Buffer.concat([Buffer.from(`${(100).toString(16)}\r\n`), body.subarray(0, 100)]);
-      const bodyBound = RAW_LIMITS.bodyStallMs * 1.25 + SLACK;
-      probes.push(
-        slowCheck(`${info.id}: stalled body`, info, sized, (s) => s.write(Buffer.concat([Buffer.from(sized), body.subarray(0, 100)])), bodyBound),
-        slowCheck(`${info.id}: stalled chunked body`, info, chunked, (s) => s.write(Buffer.concat([Buffer.from(chunked), firstChunk])), bodyBound),
-        // 20 bytes/s: under the rate, a stall after one window.
-        slowCheck(`${info.id}: body trickled under the rate`, info, sized, (s, closed) => (s.write(sized), trickle(s, closed, body, 1, 50)), bodyBound),
-        // 250 bytes/s: over the rate, but 6 KiB takes 24 s, far past the whole request's bound.
-        slowCheck(`${info.id}: body trickled past the request's time`, info, sized, (s, closed) => (s.write(sized), trickle(s, closed, body, 25, 100)), RAW_LIMITS.requestTimeoutMs + SLACK),
-      );
-    }
-    await Promise.all(probes);
-  });
+  fuzz(
+    'stalled and trickled heads and bodies are answered (408, or earlier) and hold no connection past their bounds',
+    async () => {
+      // Slack over each bound, generous for a loaded machine: the bounds' defaults are minutes.
+      const SLACK = 10_000;
+      const probes: Promise<void>[] = [];
+      for (const info of INFOS) {
+        const path = fillPath(info.path, {});
+        const line = `${info.method} ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\n`;
+        const fullHead = `${line}Authorization: Bearer ${validKey}\r\n\r\n`;
+        probes.push(
+          slowCheck(
+            `${info.id}: stalled head`,
+            info,
+            line,
+            (s) => s.write(`${line}Authoriz`),
+            RAW_LIMITS.headersTimeoutMs + SLACK,
+          ),
+          slowCheck(
+            `${info.id}: trickled head`,
+            info,
+            line,
+            (s, closed) => trickle(s, closed, Buffer.from(fullHead), 1, 25),
+            RAW_LIMITS.headersTimeoutMs + SLACK,
+          ),
+        );
+        if (!info.hasBody) continue;
+        // A body of each type the route reads, sent the way each probe says; the key is valid, so the
+        // body is what the request waits on.
+        const multipart = info.id === 'uploadAsset';
+        const boundary = 'fuzzboundary';
+        const body = Buffer.from(
+          multipart
+            ? `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="a.bin"\r\nContent-Type: application/octet-stream\r\n\r\n${'\u0000'.repeat(6000)}\r\n--${boundary}--\r\n`
+            : `{"name":"${'n'.repeat(6000)}"}`,
+          'latin1',
+        );
+        const type = multipart ? `multipart/form-data; boundary=${boundary}` : 'application/json';
+        const head = (framing: string) =>
+          `${line}Authorization: Bearer ${validKey}\r\nContent-Type: ${type}\r\n${framing}\r\n\r\n`;
+        const sized = head(`Content-Length: ${body.length}`);
+        const chunked = head('Transfer-Encoding: chunked');
+        const firstChunk = Buffer.concat([Buffer.from(`${(100).toString(16)}\r\n`), body.subarray(0, 100)]);
+        const bodyBound = RAW_LIMITS.bodyStallMs * 1.25 + SLACK;
+        probes.push(
+          slowCheck(
+            `${info.id}: stalled body`,
+            info,
+            sized,
+            (s) => s.write(Buffer.concat([Buffer.from(sized), body.subarray(0, 100)])),
+            bodyBound,
+          ),
+          slowCheck(
+            `${info.id}: stalled chunked body`,
+            info,
+            chunked,
+            (s) => s.write(Buffer.concat([Buffer.from(chunked), firstChunk])),
+            bodyBound,
+          ),
+          // 20 bytes/s: under the rate, a stall after one window.
+          slowCheck(
+            `${info.id}: body trickled under the rate`,
+            info,
+            sized,
+            (s, closed) => (s.write(sized), trickle(s, closed, body, 1, 50)),
+            bodyBound,
+          ),
+          // 250 bytes/s: over the rate, but 6 KiB takes 24 s, far past the whole request's bound.
+          slowCheck(
+            `${info.id}: body trickled past the request's time`,
+            info,
+            sized,
+            (s, closed) => (s.write(sized), trickle(s, closed, body, 25, 100)),
+            RAW_LIMITS.requestTimeoutMs + SLACK,
+          ),
+        );
+      }
+      await Promise.all(probes);
+    },
+  );
 
   fuzz('a client that hangs up mid-head or mid-body is never a 5xx or an error-level log line', async () => {
     errorLogs = [];
@@ -1328,38 +1704,69 @@ describe('fuzz over real HTTP', () => {
       probes.push(hangUp(line, 50));
       if (!info.hasBody) continue;
       const type = info.id === 'uploadAsset' ? 'multipart/form-data; boundary=fuzzboundary' : 'application/json';
-      const start = info.id === 'uploadAsset' ? '--fuzzboundary\r\nContent-Disposition: form-data; name="file"; filename="a.bin"\r\n\r\n\u0000\u0000' : '{"name":"cut';
+      const start =
+        info.id === 'uploadAsset'
+          ? '--fuzzboundary\r\nContent-Disposition: form-data; name="file"; filename="a.bin"\r\n\r\n\u0000\u0000'
+          : '{"name":"cut';
       for (const afterMs of [0, 100, 300]) {
         probes.push(
           hangUp(`${line}Content-Type: ${type}\r\nContent-Length: 4096\r\n\r\n${start}`, afterMs),
-          hangUp(`${line}Content-Type: ${type}\r\nTransfer-Encoding: chunked\r\n\r\n${start.length.toString(16)}\r\n${start}\r\n`, afterMs),
+          hangUp(
+            `${line}Content-Type: ${type}\r\nTransfer-Encoding: chunked\r\n\r\n${start.length.toString(16)}\r\n${start}\r\n`,
+            afterMs,
+          ),
         );
       }
     }
     await Promise.all(probes);
     // The app's side of a hang-up ends after the connection, once its read of the body fails: every
     // connection closed on the server's side (each request handed to the app), every answer made.
-    const connections = () => new Promise<number>((resolve, reject) => server.server.getConnections((err, n) => (err ? reject(err) : resolve(n))));
-    await waitFor('the hung-up requests to end', async () => ((await connections()) === 0 && answering.size === 0) || undefined);
+    const connections = () =>
+      new Promise<number>((resolve, reject) =>
+        server.server.getConnections((err, n) => (err ? reject(err) : resolve(n))),
+      );
+    await waitFor(
+      'the hung-up requests to end',
+      async () => ((await connections()) === 0 && answering.size === 0) || undefined,
+    );
     for (const line of errorLogs) failures.push(`logged at error level after a hang-up: ${clip(line, 600)}`);
   });
 
-  fuzz('raw bytes that are not text (lone surrogates, invalid UTF-8) and numbers past a double, in every JSON field: 422 naming the field', async () => {
-    for (const info of INFOS) {
-      if (!info.bodySchema) continue;
-      const cases = untextCases(info);
-      // One fixed, otherwise plain body per route: the first sample of its valid objects.
-      const [base] = fc.sample(validObject(info.bodySchema), { seed: seedOf(`${info.id}: raw not text`), numRuns: 1 });
-      for (const c of cases) {
-        const body = withRawField(base!, c.field, c.raw);
-        const kind = `${info.id}: raw not text`;
-        const auth = [`Authorization: Bearer ${validKey}`];
-        const res = await rawCheck(kind, info.method, fillPath(info.path, {}), auth, body);
-        const control = await rawCheck(`${kind} (control)`, info.method, fillPath(info.path, {}), auth, withRawField(base!, c.field, c.control));
-        if (res && control) expectRefused({ kind: `${kind}: ${c.field} with ${c.what}`, method: info.method, url: info.path, headers: {}, body }, res, control, c.field, c.message);
+  fuzz(
+    'raw bytes that are not text (lone surrogates, invalid UTF-8) and numbers past a double, in every JSON field: 422 naming the field',
+    async () => {
+      for (const info of INFOS) {
+        if (!info.bodySchema) continue;
+        const cases = untextCases(info);
+        // One fixed, otherwise plain body per route: the first sample of its valid objects.
+        const [base] = fc.sample(validObject(info.bodySchema), {
+          seed: seedOf(`${info.id}: raw not text`),
+          numRuns: 1,
+        });
+        for (const c of cases) {
+          const body = withRawField(base!, c.field, c.raw);
+          const kind = `${info.id}: raw not text`;
+          const auth = [`Authorization: Bearer ${validKey}`];
+          const res = await rawCheck(kind, info.method, fillPath(info.path, {}), auth, body);
+          const control = await rawCheck(
+            `${kind} (control)`,
+            info.method,
+            fillPath(info.path, {}),
+            auth,
+            withRawField(base!, c.field, c.control),
+          );
+          if (res && control)
+            expectRefused(
+              { kind: `${kind}: ${c.field} with ${c.what}`, method: info.method, url: info.path, headers: {}, body },
+              res,
+              control,
+              c.field,
+              c.message,
+            );
+        }
       }
-    }
-  });
+    },
+  );
 });
 
 // ---------------------------------------------------------------------------------------------
@@ -1374,7 +1781,9 @@ describe('made-up keys from one address', () => {
   let port = 0;
 
   beforeAll(async () => {
-    throttled = await testApi({ env: { AUTH_FAILURE_LIMIT_POINTS: String(BOUND), AUTH_FAILURE_LIMIT_WINDOW_SECONDS: '60' } });
+    throttled = await testApi({
+      env: { AUTH_FAILURE_LIMIT_POINTS: String(BOUND), AUTH_FAILURE_LIMIT_WINDOW_SECONDS: '60' },
+    });
     server = await startApiServer(throttled.app.fetch, { port: 0, hostname: '127.0.0.1' });
     port = server.port;
   });
@@ -1390,46 +1799,76 @@ describe('made-up keys from one address', () => {
       const opened = performance.now();
       const socket = net.connect({ port, host: '127.0.0.1', localAddress: from });
       const chunks: Buffer[] = [];
-      socket.on('connect', () => socket.write(`${method} ${url} HTTP/1.1\r\nHost: x\r\nAuthorization: ${auth}\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}`));
+      socket.on('connect', () =>
+        socket.write(
+          `${method} ${url} HTTP/1.1\r\nHost: x\r\nAuthorization: ${auth}\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}`,
+        ),
+      );
       socket.on('data', (d: Buffer) => chunks.push(d));
       socket.on('error', reject);
       socket.on('close', () => {
         const all = Buffer.concat(chunks).toString('utf8');
         const split = all.indexOf('\r\n\r\n');
         const [statusLine, ...lines] = all.slice(0, split).split('\r\n');
-        const headers = new Map(lines.map((l) => [l.slice(0, l.indexOf(':')).trim().toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]));
+        const headers = new Map(
+          lines.map((l) => [l.slice(0, l.indexOf(':')).trim().toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]),
+        );
         let text = all.slice(split + 4);
         // Chunked: one chunk of JSON, then the last.
-        if (headers.get('transfer-encoding') === 'chunked') text = text.slice(text.indexOf('\r\n') + 2, text.lastIndexOf('\r\n0\r\n'));
-        resolve({ status: Number(statusLine!.split(' ')[1]), headers: { get: (n: string) => headers.get(n.toLowerCase()) ?? null }, text, raw: all.slice(0, split), ms: performance.now() - opened });
+        if (headers.get('transfer-encoding') === 'chunked')
+          text = text.slice(text.indexOf('\r\n') + 2, text.lastIndexOf('\r\n0\r\n'));
+        resolve({
+          status: Number(statusLine!.split(' ')[1]),
+          headers: { get: (n: string) => headers.get(n.toLowerCase()) ?? null },
+          text,
+          raw: all.slice(0, split),
+          ms: performance.now() - opened,
+        });
       });
     });
   }
 
-  fuzz('every route: made-up keys are 401 up to the bound, then 429 without code and with Retry-After; a real key from another address still passes', async () => {
-    const { apiKey } = await throttled.newTenant({ credits: 10 });
-    const madeUp = fc.sample(fc.stringMatching(/^[0-9A-Za-z]{16}$/), { seed: seedOf('made-up keys'), numRuns: BOUND + INFOS.length * 2 }).map((id) => `Bearer svc_${id}_${'s'.repeat(43)}`);
-    let sent = 0;
-    for (const info of INFOS) {
-      const url = fillPath(info.path, {});
-      for (let i = 0; i < 2; i++) {
-        const auth = madeUp[sent]!;
-        const res = await fromAddress('127.0.0.1', info.method, url, auth);
-        const p: Probe = { kind: `${info.id}: made-up key flood`, method: info.method, url, headers: { authorization: auth }, body: '{}' };
-        try {
-          verify(p, res);
-        } catch (err) {
-          failures.push(err instanceof Error ? err.message : String(err));
+  fuzz(
+    'every route: made-up keys are 401 up to the bound, then 429 without code and with Retry-After; a real key from another address still passes',
+    async () => {
+      const { apiKey } = await throttled.newTenant({ credits: 10 });
+      const madeUp = fc
+        .sample(fc.stringMatching(/^[0-9A-Za-z]{16}$/), {
+          seed: seedOf('made-up keys'),
+          numRuns: BOUND + INFOS.length * 2,
+        })
+        .map((id) => `Bearer svc_${id}_${'s'.repeat(43)}`);
+      let sent = 0;
+      for (const info of INFOS) {
+        const url = fillPath(info.path, {});
+        for (let i = 0; i < 2; i++) {
+          const auth = madeUp[sent]!;
+          const res = await fromAddress('127.0.0.1', info.method, url, auth);
+          const p: Probe = {
+            kind: `${info.id}: made-up key flood`,
+            method: info.method,
+            url,
+            headers: { authorization: auth },
+            body: '{}',
+          };
+          try {
+            verify(p, res);
+          } catch (err) {
+            failures.push(err instanceof Error ? err.message : String(err));
+          }
+          const expected = sent < BOUND ? 401 : 429;
+          if (res.status !== expected)
+            failures.push(`made-up key ${sent + 1}: expected ${expected}, got ${res.status} for ${describeProbe(p)}`);
+          if (res.status === 429 && (res.text.includes('"code"') || !(Number(res.headers.get('retry-after')) > 0)))
+            failures.push(`429 with a code or without Retry-After: ${describeProbe(p)}\n${res.text}`);
+          sent++;
         }
-        const expected = sent < BOUND ? 401 : 429;
-        if (res.status !== expected) failures.push(`made-up key ${sent + 1}: expected ${expected}, got ${res.status} for ${describeProbe(p)}`);
-        if (res.status === 429 && (res.text.includes('"code"') || !(Number(res.headers.get('retry-after')) > 0))) failures.push(`429 with a code or without Retry-After: ${describeProbe(p)}\n${res.text}`);
-        sent++;
+        const real = await fromAddress('127.0.0.2', info.method, url, `Bearer ${apiKey}`);
+        if (real.status === 401 || real.status === 429 || real.status >= 500)
+          failures.push(`real key from another address: ${real.status} on ${info.id}`);
       }
-      const real = await fromAddress('127.0.0.2', info.method, url, `Bearer ${apiKey}`);
-      if (real.status === 401 || real.status === 429 || real.status >= 500) failures.push(`real key from another address: ${real.status} on ${info.id}`);
-    }
-  });
+    },
+  );
 });
 
 // ---------------------------------------------------------------------------------------------
@@ -1460,7 +1899,13 @@ describe('rate-limited answers', () => {
       }
       const probes: Probe[] = [
         { kind: `${info.id}: 429`, method: info.method, url, headers, body },
-        { kind: `${info.id}: 429`, method: info.method, url: `${url}?${'x'.repeat(3_000)}=1`, headers: { ...headers, 'content-type': 'text/plain' }, body: info.hasBody ? '\u0000not json' : undefined },
+        {
+          kind: `${info.id}: 429`,
+          method: info.method,
+          url: `${url}?${'x'.repeat(3_000)}=1`,
+          headers: { ...headers, 'content-type': 'text/plain' },
+          body: info.hasBody ? '\u0000not json' : undefined,
+        },
       ];
       for (const p of probes) {
         const res = await limited.request(p.method, p.url, { headers: p.headers, rawBody: p.body });

@@ -24,7 +24,10 @@ function headersOf(error: ApiError, requestId: string, body: string): Record<str
 /** The answer as bytes, for a socket no response object owns. */
 function rawAnswer(error: ApiError, requestId: string): string {
   const body = JSON.stringify(error.toBody(requestId));
-  const head = [`HTTP/1.1 ${error.status} ${STATUS_CODES[error.status]}`, ...Object.entries(headersOf(error, requestId, body)).map(([k, v]) => `${k}: ${v}`)];
+  const head = [
+    `HTTP/1.1 ${error.status} ${STATUS_CODES[error.status]}`,
+    ...Object.entries(headersOf(error, requestId, body)).map(([k, v]) => `${k}: ${v}`),
+  ];
   return `${head.join('\r\n')}\r\n\r\n${body}`;
 }
 

@@ -18,7 +18,15 @@ export interface HttpLimits {
   bodyMinBytesPerSecond: number;
 }
 
-export function httpLimits(config: Pick<Config, 'HTTP_HEADERS_TIMEOUT_SECONDS' | 'HTTP_REQUEST_TIMEOUT_SECONDS' | 'HTTP_BODY_STALL_SECONDS' | 'HTTP_BODY_MIN_BYTES_PER_SECOND'>): HttpLimits {
+export function httpLimits(
+  config: Pick<
+    Config,
+    | 'HTTP_HEADERS_TIMEOUT_SECONDS'
+    | 'HTTP_REQUEST_TIMEOUT_SECONDS'
+    | 'HTTP_BODY_STALL_SECONDS'
+    | 'HTTP_BODY_MIN_BYTES_PER_SECOND'
+  >,
+): HttpLimits {
   return {
     headersTimeoutMs: config.HTTP_HEADERS_TIMEOUT_SECONDS * 1000,
     requestTimeoutMs: config.HTTP_REQUEST_TIMEOUT_SECONDS * 1000,

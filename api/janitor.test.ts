@@ -15,7 +15,10 @@ async function tenantWith(seconds: number): Promise<{ tenantId: string; apiKeyId
 }
 
 /** A holder that opened and started a session, reported progress, then died without finishing. */
-async function crashedHolder(t: { tenantId: string; apiKeyId: string }, o: { reserveSeconds: number; progressSeconds: number; ttlSeconds?: number }) {
+async function crashedHolder(
+  t: { tenantId: string; apiKeyId: string },
+  o: { reserveSeconds: number; progressSeconds: number; ttlSeconds?: number },
+) {
   const opened = await s.usage.open({
     ...t,
     kind: 'live',
@@ -50,7 +53,10 @@ describe('janitor: crashed holders', () => {
     const row = await s.usage.get(t.tenantId, h.sessionId);
     expect(row).toMatchObject({ status: 'released', billedCreditMicros: 4.5 * SEC, billableSeconds: 4.5 });
     expect(row?.endedAt).not.toBeNull();
-    expect(await s.ledger.getReservation(h.reservationId)).toMatchObject({ status: 'expired', settledCreditMicros: 4.5 * SEC });
+    expect(await s.ledger.getReservation(h.reservationId)).toMatchObject({
+      status: 'expired',
+      settledCreditMicros: 4.5 * SEC,
+    });
     expect(await s.ledger.balance(t.tenantId)).toMatchObject({
       balanceCreditMicros: 25.5 * SEC,
       reservedCreditMicros: 0,
@@ -64,8 +70,15 @@ describe('janitor: crashed holders', () => {
     const h = await crashedHolder(t, { reserveSeconds: 10, progressSeconds: 0 });
     await expire(h.reservationId);
     await runJanitorOnce(s);
-    expect(await s.usage.get(t.tenantId, h.sessionId)).toMatchObject({ status: 'failed', billedCreditMicros: 0, billableSeconds: 0 });
-    expect(await s.ledger.balance(t.tenantId)).toMatchObject({ balanceCreditMicros: 30 * SEC, reservedCreditMicros: 0 });
+    expect(await s.usage.get(t.tenantId, h.sessionId)).toMatchObject({
+      status: 'failed',
+      billedCreditMicros: 0,
+      billableSeconds: 0,
+    });
+    expect(await s.ledger.balance(t.tenantId)).toMatchObject({
+      balanceCreditMicros: 30 * SEC,
+      reservedCreditMicros: 0,
+    });
     expect(await keyRow(t.apiKeyId)).toEqual({ spent: 0, reserved: 0 });
   });
 
@@ -73,11 +86,19 @@ describe('janitor: crashed holders', () => {
     const t = await tenantWith(30);
     const h = await crashedHolder(t, { reserveSeconds: 3, progressSeconds: 9, ttlSeconds: 0.2 });
     await waitFor('the reservation to pass its expiry on the database clock', async () =>
-      (await s.sql`select 1 from credit_reservations where id = ${h.reservationId} and expires_at <= now()`).length > 0 ? true : undefined,
+      (await s.sql`select 1 from credit_reservations where id = ${h.reservationId} and expires_at <= now()`).length > 0
+        ? true
+        : undefined,
     );
     await runJanitorOnce(s);
-    expect(await s.usage.get(t.tenantId, h.sessionId)).toMatchObject({ status: 'released', billedCreditMicros: 3 * SEC });
-    expect(await s.ledger.balance(t.tenantId)).toMatchObject({ balanceCreditMicros: 27 * SEC, reservedCreditMicros: 0 });
+    expect(await s.usage.get(t.tenantId, h.sessionId)).toMatchObject({
+      status: 'released',
+      billedCreditMicros: 3 * SEC,
+    });
+    expect(await s.ledger.balance(t.tenantId)).toMatchObject({
+      balanceCreditMicros: 27 * SEC,
+      reservedCreditMicros: 0,
+    });
   });
 
   it('leaves live holders (unexpired reservations) alone', async () => {
@@ -85,7 +106,10 @@ describe('janitor: crashed holders', () => {
     const h = await crashedHolder(t, { reserveSeconds: 10, progressSeconds: 2 });
     await runJanitorOnce(s);
     expect(await s.usage.get(t.tenantId, h.sessionId)).toMatchObject({ status: 'started', billedCreditMicros: 0 });
-    expect(await s.ledger.balance(t.tenantId)).toMatchObject({ balanceCreditMicros: 30 * SEC, reservedCreditMicros: 10 * SEC });
+    expect(await s.ledger.balance(t.tenantId)).toMatchObject({
+      balanceCreditMicros: 30 * SEC,
+      reservedCreditMicros: 10 * SEC,
+    });
   });
 
   it('does not touch sessions that already finished, and a late finish after the janitor changes nothing', async () => {
@@ -96,10 +120,16 @@ describe('janitor: crashed holders', () => {
     await expire(dead.reservationId);
     await runJanitorOnce(s);
 
-    expect(await s.usage.get(t.tenantId, done.sessionId)).toMatchObject({ status: 'released', billedCreditMicros: 3 * SEC });
+    expect(await s.usage.get(t.tenantId, done.sessionId)).toMatchObject({
+      status: 'released',
+      billedCreditMicros: 3 * SEC,
+    });
     const late = await s.usage.finish(dead.sessionId, { status: 'released', billableMs: 5_000 });
     expect(late).toMatchObject({ status: 'released', billedCreditMicros: 2 * SEC });
-    expect(await s.ledger.balance(t.tenantId)).toMatchObject({ balanceCreditMicros: 25 * SEC, reservedCreditMicros: 0 });
+    expect(await s.ledger.balance(t.tenantId)).toMatchObject({
+      balanceCreditMicros: 25 * SEC,
+      reservedCreditMicros: 0,
+    });
   });
 
   it('janitors running in several processes at once settle each crashed holder once', async () => {
@@ -109,9 +139,15 @@ describe('janitor: crashed holders', () => {
     for (const h of holders) await expire(h.reservationId);
     await Promise.all([runJanitorOnce(s), runJanitorOnce(s), runJanitorOnce(s)]);
     for (const h of holders) {
-      expect(await s.usage.get(t.tenantId, h.sessionId)).toMatchObject({ status: 'released', billedCreditMicros: 1 * SEC });
+      expect(await s.usage.get(t.tenantId, h.sessionId)).toMatchObject({
+        status: 'released',
+        billedCreditMicros: 1 * SEC,
+      });
     }
-    expect(await s.ledger.balance(t.tenantId)).toMatchObject({ balanceCreditMicros: 45 * SEC, reservedCreditMicros: 0 });
+    expect(await s.ledger.balance(t.tenantId)).toMatchObject({
+      balanceCreditMicros: 45 * SEC,
+      reservedCreditMicros: 0,
+    });
   });
 
   it('the periodic janitor settles a crashed holder within its interval', async () => {
@@ -120,11 +156,18 @@ describe('janitor: crashed holders', () => {
     await expire(h.reservationId);
     const janitor = startJanitor(s, 50);
     try {
-      await waitFor('the periodic janitor to settle the holder', async () => ((await s.usage.get(t.tenantId, h.sessionId))?.status === 'started' ? undefined : true), { intervalMs: 25 });
+      await waitFor(
+        'the periodic janitor to settle the holder',
+        async () => ((await s.usage.get(t.tenantId, h.sessionId))?.status === 'started' ? undefined : true),
+        { intervalMs: 25 },
+      );
     } finally {
       await janitor.stop();
     }
-    expect(await s.usage.get(t.tenantId, h.sessionId)).toMatchObject({ status: 'released', billedCreditMicros: 1 * SEC });
+    expect(await s.usage.get(t.tenantId, h.sessionId)).toMatchObject({
+      status: 'released',
+      billedCreditMicros: 1 * SEC,
+    });
   });
 });
 
@@ -134,7 +177,13 @@ describe('janitor crash window', () => {
     try {
       const tenant = await j.tenants.create('orphan');
       await j.ledger.grant(tenant.id, 10_000_000);
-      const { sessionId, reservationId } = await j.usage.open({ tenantId: tenant.id, apiKeyId: null, kind: 'live', reserveCreditMicros: 5_000_000, ttlSeconds: 60 });
+      const { sessionId, reservationId } = await j.usage.open({
+        tenantId: tenant.id,
+        apiKeyId: null,
+        kind: 'live',
+        reserveCreditMicros: 5_000_000,
+        ttlSeconds: 60,
+      });
       await j.usage.start(sessionId);
       await j.ledger.reportProgress(reservationId, 2_000_000);
       await j.sql`update credit_reservations set expires_at = now() - interval '1 second' where id = ${reservationId}`;
@@ -142,7 +191,10 @@ describe('janitor crash window', () => {
       expect(await j.ledger.expireDue()).toEqual([reservationId]);
       expect((await j.usage.get(tenant.id, sessionId))?.status).toBe('started');
       await runJanitorOnce(j);
-      expect(await j.usage.get(tenant.id, sessionId)).toMatchObject({ status: 'released', billedCreditMicros: 2_000_000 });
+      expect(await j.usage.get(tenant.id, sessionId)).toMatchObject({
+        status: 'released',
+        billedCreditMicros: 2_000_000,
+      });
     } finally {
       await j.close();
     }

@@ -9,12 +9,18 @@ export const JANITOR_INTERVAL_MS = 15_000;
  * reported), closes their sessions, and drops stale idempotency answers. Safe to run in every
  * process at once: each step locks rows, and a call ends exactly once.
  */
-export async function runJanitorOnce(services: Services): Promise<{ expired: number; liveEnded: number; slotsFreed: number }> {
+export async function runJanitorOnce(
+  services: Services,
+): Promise<{ expired: number; liveEnded: number; slotsFreed: number }> {
   const live = await services.liveCalls.sweep();
   const expired = await services.ledger.expireDue();
   await services.usage.closeOrphaned();
   await services.idempotency.purgeExpired();
-  return { expired: expired.length, liveEnded: live.overdue.length + live.lost.length + live.unjoined.length, slotsFreed: live.slotsFreed };
+  return {
+    expired: expired.length,
+    liveEnded: live.overdue.length + live.lost.length + live.unjoined.length,
+    slotsFreed: live.slotsFreed,
+  };
 }
 
 export function startJanitor(services: Services, intervalMs = JANITOR_INTERVAL_MS): { stop(): Promise<void> } {

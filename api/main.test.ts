@@ -40,7 +40,11 @@ function clusterStopped(dir: string): boolean {
 
 async function startServer(dir: string, opts: { detached?: boolean } = {}) {
   const port = await freePort();
-  const server = startEntryPoint('api/main.ts', { DATA_DIR: dir, PORT: String(port), HOST: '127.0.0.1', DATABASE_URL: '', REDIS_URL: '', LOG_LEVEL: 'info' }, opts);
+  const server = startEntryPoint(
+    'api/main.ts',
+    { DATA_DIR: dir, PORT: String(port), HOST: '127.0.0.1', DATABASE_URL: '', REDIS_URL: '', LOG_LEVEL: 'info' },
+    opts,
+  );
   await server.logged('api listening');
   return { server, base: `http://127.0.0.1:${port}` };
 }
@@ -48,7 +52,10 @@ async function startServer(dir: string, opts: { detached?: boolean } = {}) {
 /** A tenant and a key, written straight into the server's embedded database. */
 async function apiKeyFor(dir: string): Promise<string> {
   const record = JSON.parse(readFileSync(path.join(dir, 'postgres.json'), 'utf8')) as EmbeddedRecord;
-  const sql = connect(`postgres://${record.user}:${encodeURIComponent(record.password)}@127.0.0.1:${record.port}/${record.database}`, 1);
+  const sql = connect(
+    `postgres://${record.user}:${encodeURIComponent(record.password)}@127.0.0.1:${record.port}/${record.database}`,
+    1,
+  );
   try {
     const tenant = await new TenantStore(sql).create('stop test');
     return (await new KeyStore(sql).create({ tenantId: tenant.id, name: 'stop', scopes: ['*'] })).apiKey;
@@ -68,7 +75,13 @@ interface RawAnswer {
  * server has answered 100 Continue, that is, once it holds the request; `finish` then sends the body
  * and reads the answer to the end of the connection (the server closes it).
  */
-async function openRequest(base: string, method: string, target: string, headers: Record<string, string>, body: string) {
+async function openRequest(
+  base: string,
+  method: string,
+  target: string,
+  headers: Record<string, string>,
+  body: string,
+) {
   const url = new URL(base);
   const socket = net.connect(Number(url.port), url.hostname);
   let received = Buffer.alloc(0);
@@ -85,7 +98,12 @@ async function openRequest(base: string, method: string, target: string, headers
         else reject(new Error(`expected 100 Continue, got ${received.toString('latin1')}`));
       }
     });
-    const head = [`${method} ${target} HTTP/1.1`, `Host: ${url.host}`, 'Expect: 100-continue', `Content-Length: ${Buffer.byteLength(body)}`];
+    const head = [
+      `${method} ${target} HTTP/1.1`,
+      `Host: ${url.host}`,
+      'Expect: 100-continue',
+      `Content-Length: ${Buffer.byteLength(body)}`,
+    ];
     for (const [k, v] of Object.entries(headers)) head.push(`${k}: ${v}`);
     socket.write(`${head.join('\r\n')}\r\n\r\n`);
   });
@@ -96,7 +114,9 @@ async function openRequest(base: string, method: string, target: string, headers
       const text = received.subarray(CONTINUE.length).toString('utf8');
       const split = text.indexOf('\r\n\r\n');
       const [statusLine, ...headerLines] = text.slice(0, split).split('\r\n');
-      const map = new Map(headerLines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]));
+      const map = new Map(
+        headerLines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]),
+      );
       return { status: Number(statusLine!.split(' ')[1]), headers: map, body: text.slice(split + 4) };
     },
   };
@@ -121,7 +141,13 @@ describe('the API server stops cleanly', { timeout: 300_000 }, () => {
 
         // A request in flight when the signal comes: the server has taken it (its 100 Continue is
         // the proof) and waits for the body, which comes only once the shutdown has begun.
-        const inFlight = await openRequest(base, 'POST', '/api/v1/api-keys', { ...auth, 'content-type': 'application/json' }, JSON.stringify({ name: 'made while stopping', scopes: ['credits:read'] }));
+        const inFlight = await openRequest(
+          base,
+          'POST',
+          '/api/v1/api-keys',
+          { ...auth, 'content-type': 'application/json' },
+          JSON.stringify({ name: 'made while stopping', scopes: ['credits:read'] }),
+        );
         server.child.kill(signal);
         await server.logged('shutting down');
         const answered = await inFlight.finish();
@@ -141,7 +167,7 @@ describe('the API server stops cleanly', { timeout: 300_000 }, () => {
     });
   }
 
-  it("on Ctrl-C in a terminal (SIGINT to the whole process group): exits 0 with no error logged, and stops its database", async () => {
+  it('on Ctrl-C in a terminal (SIGINT to the whole process group): exits 0 with no error logged, and stops its database', async () => {
     const dir = dataDir();
     const { server, base } = await startServer(dir, { detached: true });
     try {
@@ -162,7 +188,12 @@ describe('the job worker stops cleanly', { timeout: 300_000 }, () => {
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     it(`on ${signal}: exits 0 with no error logged, and stops its database`, async () => {
       const dir = dataDir();
-      const worker = startEntryPoint('core/jobs/worker-main.ts', { DATA_DIR: dir, DATABASE_URL: '', REDIS_URL: '', LOG_LEVEL: 'info' });
+      const worker = startEntryPoint('core/jobs/worker-main.ts', {
+        DATA_DIR: dir,
+        DATABASE_URL: '',
+        REDIS_URL: '',
+        LOG_LEVEL: 'info',
+      });
       try {
         await worker.logged('job worker started');
         worker.child.kill(signal);

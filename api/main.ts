@@ -20,8 +20,21 @@ runEntryPoint(log, async () => {
   const janitor = startJanitor(services);
   // Background jobs (avatar loop generation; each render runs in a child process). JOB_WORKERS=0 leaves them to core/jobs/worker-main.ts.
   const workers = config.JOB_WORKERS > 0 ? await startJobWorkers(services) : undefined;
-  const server = await startApiServer(app.fetch, { port: config.PORT, hostname: config.HOST, limits: httpLimits(config), log });
-  log.info({ port: server.port, publicBaseUrl: config.publicBaseUrl, database: config.DATABASE_URL ? 'external' : 'embedded', redis: Boolean(config.REDIS_URL) }, 'api listening');
+  const server = await startApiServer(app.fetch, {
+    port: config.PORT,
+    hostname: config.HOST,
+    limits: httpLimits(config),
+    log,
+  });
+  log.info(
+    {
+      port: server.port,
+      publicBaseUrl: config.publicBaseUrl,
+      database: config.DATABASE_URL ? 'external' : 'embedded',
+      redis: Boolean(config.REDIS_URL),
+    },
+    'api listening',
+  );
 
   // In order: no new connections and the requests in flight answered, then no background work,
   // then the key listener, the pools and the database (services.close).

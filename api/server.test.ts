@@ -29,7 +29,12 @@ let base = '';
  * The same app behind bounds a test can outwait: a head within 600 ms, a whole request within
  * 2.5 s, a body advancing by 100 bytes/s over any 400 ms.
  */
-const LIMITS: HttpLimits = { headersTimeoutMs: 600, requestTimeoutMs: 2500, bodyStallMs: 400, bodyMinBytesPerSecond: 100 };
+const LIMITS: HttpLimits = {
+  headersTimeoutMs: 600,
+  requestTimeoutMs: 2500,
+  bodyStallMs: 400,
+  bodyMinBytesPerSecond: 100,
+};
 let limited: ApiServer;
 beforeAll(async () => {
   server = await startApiServer(t.app.fetch, { port: 0, hostname: '127.0.0.1', log: t.services.log });
@@ -86,7 +91,11 @@ describe('an over-cap body on a keep-alive connection', () => {
             body: typeof big.body === 'string' ? big.body : big.body(),
           });
           expect(tooLarge.statusCode, big.label).toBe(413);
-          expect(await tooLarge.body.json(), big.label).toMatchObject({ status: 413, code: 'payload_too_large', maxBytes: DEFAULT_BODY_LIMIT });
+          expect(await tooLarge.body.json(), big.label).toMatchObject({
+            status: 413,
+            code: 'payload_too_large',
+            maxBytes: DEFAULT_BODY_LIMIT,
+          });
 
           const created = await send(`a request after ${big.label}`, `${base}/api/v1/api-keys`, {
             method: 'POST',
@@ -96,7 +105,9 @@ describe('an over-cap body on a keep-alive connection', () => {
           expect(created.statusCode, `after ${big.label}`).toBe(201);
           expect(((await created.body.json()) as { name: string }).name).toBe(`key ${round * 10 + i}`);
 
-          const balance = await send(`a second request after ${big.label}`, `${base}/api/v1/credits/balance`, { headers: auth });
+          const balance = await send(`a second request after ${big.label}`, `${base}/api/v1/credits/balance`, {
+            headers: auth,
+          });
           expect(balance.statusCode, `after ${big.label}`).toBe(200);
           await balance.body.dump();
         }
@@ -108,7 +119,9 @@ describe('an over-cap body on a keep-alive connection', () => {
     // The same connection throughout: no 413 cost the client its connection.
     expect(connections).toBe(1);
     // Nothing of the refused bodies was written.
-    expect((await t.services.keys.list(tenantId)).map((k) => k.name).sort()).toEqual(['test', ...[0, 1, 2, 10, 11, 12, 20, 21, 22].map((n) => `key ${n}`)].sort());
+    expect((await t.services.keys.list(tenantId)).map((k) => k.name).sort()).toEqual(
+      ['test', ...[0, 1, 2, 10, 11, 12, 20, 21, 22].map((n) => `key ${n}`)].sort(),
+    );
   });
 });
 
@@ -121,7 +134,9 @@ describe('a body declared beyond what is worth draining', () => {
     const closed = new Promise<void>((resolve) => socket.on('close', () => resolve()));
     const length = DEFAULT_BODY_LIMIT + DRAIN_MAX_BYTES + 1;
     // Only the head: the server must not wait for the body it will not read.
-    socket.write(`POST /api/v1/api-keys HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${apiKey}\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n\r\n`);
+    socket.write(
+      `POST /api/v1/api-keys HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${apiKey}\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n\r\n`,
+    );
     await closed;
     const [head, body] = received.split('\r\n\r\n');
     expect(head).toMatch(/^HTTP\/1\.1 413 /);
@@ -143,7 +158,12 @@ interface RawAnswer {
  * answer to the end of the connection. Fails when the connection is still open after `withinMs`:
  * a server that holds a stalled client is what these tests look for.
  */
-async function rawSession(port: number, talk: (socket: net.Socket, closed: Promise<void>) => unknown, withinMs = 20_000, o: { allowHalfOpen?: boolean } = {}): Promise<RawAnswer> {
+async function rawSession(
+  port: number,
+  talk: (socket: net.Socket, closed: Promise<void>) => unknown,
+  withinMs = 20_000,
+  o: { allowHalfOpen?: boolean } = {},
+): Promise<RawAnswer> {
   const socket = net.connect({ port, host: '127.0.0.1', allowHalfOpen: o.allowHalfOpen ?? false });
   await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
   const start = performance.now();
@@ -157,9 +177,17 @@ async function rawSession(port: number, talk: (socket: net.Socket, closed: Promi
   await closed;
   clearTimeout(timer);
   const ms = performance.now() - start;
-  if (ms >= withinMs) throw new Error(`the connection was still open after ${withinMs} ms (received: ${JSON.stringify(received.slice(0, 200))})`);
+  if (ms >= withinMs)
+    throw new Error(
+      `the connection was still open after ${withinMs} ms (received: ${JSON.stringify(received.slice(0, 200))})`,
+    );
   const [head, body] = received.split('\r\n\r\n');
-  const headers = new Map(head!.split('\r\n').slice(1).map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]));
+  const headers = new Map(
+    head!
+      .split('\r\n')
+      .slice(1)
+      .map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]),
+  );
   return { head: head!, headers, body: body ?? '', ms };
 }
 
@@ -167,7 +195,13 @@ async function rawSession(port: number, talk: (socket: net.Socket, closed: Promi
 const rawExchange = (bytes: string) => rawSession(server.port, (socket) => socket.write(bytes));
 
 /** `bytes` written `size` at a time, `everyMs` apart, until the connection closes. */
-async function trickle(socket: net.Socket, closed: Promise<void>, bytes: Buffer, size: number, everyMs: number): Promise<void> {
+async function trickle(
+  socket: net.Socket,
+  closed: Promise<void>,
+  bytes: Buffer,
+  size: number,
+  everyMs: number,
+): Promise<void> {
   let open = true;
   void closed.then(() => (open = false));
   for (let i = 0; i < bytes.length && open; i += size) {
@@ -192,8 +226,14 @@ function expectErrorAnswer(res: RawAnswer, code: string, status: number): void {
 describe("requests Node's parser refuses", () => {
   it('431 for oversized headers and 400 for a malformed request, each with the error body, its request id and Connection: close', async () => {
     const cases = [
-      { bytes: `GET /api/v1/credits/balance HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${'x'.repeat(20_000)}\r\n\r\n`, error: new ApiError('headers_too_large', 'Request headers too large') },
-      { bytes: 'GET /api/v1/credits/balance HTTP/1.1\r\nBad Header: x\r\n\r\n', error: new ApiError('bad_request', 'Malformed HTTP request') },
+      {
+        bytes: `GET /api/v1/credits/balance HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${'x'.repeat(20_000)}\r\n\r\n`,
+        error: new ApiError('headers_too_large', 'Request headers too large'),
+      },
+      {
+        bytes: 'GET /api/v1/credits/balance HTTP/1.1\r\nBad Header: x\r\n\r\n',
+        error: new ApiError('bad_request', 'Malformed HTTP request'),
+      },
     ];
     for (const { bytes, error } of cases) {
       const res = await rawExchange(bytes);
@@ -229,7 +269,9 @@ describe('requests whose URL or Host cannot be parsed', () => {
     }
     // An expectation Node does not know reaches the app (RFC 9110 lets a server ignore it), which
     // answers the request as it is: here, without a key.
-    const expect417 = await rawExchange('GET /api/v1/credits/balance HTTP/1.1\r\nHost: x\r\nExpect: something\r\nConnection: close\r\n\r\n');
+    const expect417 = await rawExchange(
+      'GET /api/v1/credits/balance HTTP/1.1\r\nHost: x\r\nExpect: something\r\nConnection: close\r\n\r\n',
+    );
     expectErrorAnswer(expect417, 'unauthorized', 401);
   });
 });
@@ -239,24 +281,49 @@ describe('a client that hangs up mid-body', () => {
     const { apiKey } = await t.newTenant();
     const { body: form, contentType } = multipart([{ name: 'file', value: wav(64_000), filename: 'a.wav' }]);
     const cases = [
-      { path: '/api/v1/api-keys', head: 'Content-Type: application/json\r\nTransfer-Encoding: chunked', part: '10\r\n{"name":"cut off' },
-      { path: '/api/v1/api-keys', head: 'Content-Type: application/json\r\nContent-Length: 200', part: '{"name":"cut off' },
-      { path: '/api/v1/assets', head: `Content-Type: ${contentType}\r\nContent-Length: ${form.length}`, part: form.subarray(0, 20_000).toString('latin1') },
+      {
+        path: '/api/v1/api-keys',
+        head: 'Content-Type: application/json\r\nTransfer-Encoding: chunked',
+        part: '10\r\n{"name":"cut off',
+      },
+      {
+        path: '/api/v1/api-keys',
+        head: 'Content-Type: application/json\r\nContent-Length: 200',
+        part: '{"name":"cut off',
+      },
+      {
+        path: '/api/v1/assets',
+        head: `Content-Type: ${contentType}\r\nContent-Length: ${form.length}`,
+        part: form.subarray(0, 20_000).toString('latin1'),
+      },
     ];
     for (const c of cases) {
       logs = [];
       const received = new Promise<IncomingMessage>((resolve) => server.server.once('request', resolve));
       await rawSession(server.port, async (socket) => {
-        socket.write(`POST ${c.path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${apiKey}\r\n${c.head}\r\n\r\n${c.part}`, 'latin1');
+        socket.write(
+          `POST ${c.path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${apiKey}\r\n${c.head}\r\n\r\n${c.part}`,
+          'latin1',
+        );
         // Hangs up once the app is reading the body.
         const req = await received;
         await waitFor('the app reading the body', () => req.readableDidRead || undefined);
         socket.destroy();
       });
-      await waitFor(`the abort of ${c.head} logged`, () => logs.find((l) => l.msg === 'request aborted' || l.level >= 50), { timeoutMs: 20_000 });
+      await waitFor(
+        `the abort of ${c.head} logged`,
+        () => logs.find((l) => l.msg === 'request aborted' || l.level >= 50),
+        { timeoutMs: 20_000 },
+      );
       const where = `${c.head}: ${JSON.stringify(logs)}`;
-      expect(logs.filter((l) => l.level >= 50), where).toEqual([]);
-      expect(logs.find((l) => l.msg === 'request aborted'), where).toMatchObject({ level: 30, path: c.path });
+      expect(
+        logs.filter((l) => l.level >= 50),
+        where,
+      ).toEqual([]);
+      expect(
+        logs.find((l) => l.msg === 'request aborted'),
+        where,
+      ).toMatchObject({ level: 30, path: c.path });
     }
   });
 });
@@ -266,13 +333,25 @@ describe('a stalled or trickled request', () => {
   beforeAll(async () => {
     apiKey = (await t.newTenant()).apiKey;
   });
-  const post = (path: string, head: string) => `POST ${path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${apiKey}\r\n${head}\r\n\r\n`;
-  const json = (declared: number) => post('/api/v1/api-keys', `Content-Type: application/json\r\nContent-Length: ${declared}`);
+  const post = (path: string, head: string) =>
+    `POST ${path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${apiKey}\r\n${head}\r\n\r\n`;
+  const json = (declared: number) =>
+    post('/api/v1/api-keys', `Content-Type: application/json\r\nContent-Length: ${declared}`);
 
   it('a head that stops, or trickles a byte at a time, is answered 408 once its time is up and the connection closed', async () => {
-    const stopped = await rawSession(limited.port, (socket) => socket.write('GET /api/v1/credits/balance HTTP/1.1\r\nHost: x\r\nAuthoriz'));
+    const stopped = await rawSession(limited.port, (socket) =>
+      socket.write('GET /api/v1/credits/balance HTTP/1.1\r\nHost: x\r\nAuthoriz'),
+    );
     expectErrorAnswer(stopped, 'request_aborted', 408);
-    const trickled = await rawSession(limited.port, (socket, closed) => trickle(socket, closed, Buffer.from(`GET /api/v1/credits/balance HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${apiKey}\r\n\r\n`), 1, 20));
+    const trickled = await rawSession(limited.port, (socket, closed) =>
+      trickle(
+        socket,
+        closed,
+        Buffer.from(`GET /api/v1/credits/balance HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${apiKey}\r\n\r\n`),
+        1,
+        20,
+      ),
+    );
     expectErrorAnswer(trickled, 'request_aborted', 408);
     // A connection that sends nothing at all.
     expectErrorAnswer(await rawSession(limited.port, () => {}), 'request_aborted', 408);
@@ -302,13 +381,21 @@ describe('a stalled or trickled request', () => {
       const res = await rawSession(limited.port, (socket) => socket.write(start, 'latin1'));
       expectErrorAnswer(res, 'request_aborted', 408);
       // Logged at info under the id the app gave the request, the one the answer carries.
-      expect(logs.filter((l) => l.level >= 50), JSON.stringify(logs)).toEqual([]);
-      expect(logs.find((l) => l.msg === 'request body stalled')).toMatchObject({ level: 30, requestId: res.headers.get('x-request-id') });
+      expect(
+        logs.filter((l) => l.level >= 50),
+        JSON.stringify(logs),
+      ).toEqual([]);
+      expect(logs.find((l) => l.msg === 'request body stalled')).toMatchObject({
+        level: 30,
+        requestId: res.headers.get('x-request-id'),
+      });
     }
   });
 
   it('a body trickled under the minimum rate is answered 408 after a window, not once it has trickled in full', async () => {
-    const body = Buffer.from(JSON.stringify({ name: 'a trickle of a name, one byte at a time', scopes: ['credits:read'] }));
+    const body = Buffer.from(
+      JSON.stringify({ name: 'a trickle of a name, one byte at a time', scopes: ['credits:read'] }),
+    );
     // 20 bytes/s against the 100 required: the whole body would take 4 s.
     const res = await rawSession(limited.port, (socket, closed) => {
       socket.write(json(body.length));
@@ -333,7 +420,9 @@ describe('a stalled or trickled request', () => {
   it('a slow upload that keeps the rate is served: multipart asset and JSON bodies over several windows', async () => {
     const { body: form, contentType } = multipart([{ name: 'file', value: wav(16_000), filename: 'slow.wav' }]);
     const upload = await rawSession(limited.port, (socket, closed) => {
-      socket.write(post('/api/v1/assets', `Content-Type: ${contentType}\r\nContent-Length: ${form.length}\r\nConnection: close`));
+      socket.write(
+        post('/api/v1/assets', `Content-Type: ${contentType}\r\nContent-Length: ${form.length}\r\nConnection: close`),
+      );
       // About 1.2 s for the body: three stall windows.
       return trickle(socket, closed, form, Math.ceil(form.length / 12), 100);
     });
@@ -343,7 +432,12 @@ describe('a stalled or trickled request', () => {
     // JSON padded with whitespace to 500 bytes: 1.25 s at 400 bytes/s, four times the rate asked.
     const body = Buffer.from(JSON.stringify({ name: 'slow', scopes: ['credits:read'] }).padEnd(500, ' '));
     const created = await rawSession(limited.port, (socket, closed) => {
-      socket.write(post('/api/v1/api-keys', `Content-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close`));
+      socket.write(
+        post(
+          '/api/v1/api-keys',
+          `Content-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close`,
+        ),
+      );
       return trickle(socket, closed, body, 20, 50);
     });
     expect(created.head, created.body).toMatch(/^HTTP\/1\.1 201 /);

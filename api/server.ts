@@ -38,8 +38,14 @@ function parserError(err: NodeJS.ErrnoException, limits: HttpLimits, inFlight: b
       return new ApiError('headers_too_large', 'Request headers too large');
     case 'ERR_HTTP_REQUEST_TIMEOUT':
       return inFlight
-        ? new ApiError('request_aborted', `The request did not arrive in full within ${limits.requestTimeoutMs / 1000} s`)
-        : new ApiError('request_aborted', `The request headers did not arrive within ${limits.headersTimeoutMs / 1000} s`);
+        ? new ApiError(
+            'request_aborted',
+            `The request did not arrive in full within ${limits.requestTimeoutMs / 1000} s`,
+          )
+        : new ApiError(
+            'request_aborted',
+            `The request headers did not arrive within ${limits.headersTimeoutMs / 1000} s`,
+          );
     default:
       return new ApiError('bad_request', 'Malformed HTTP request');
   }
@@ -47,16 +53,26 @@ function parserError(err: NodeJS.ErrnoException, limits: HttpLimits, inFlight: b
 
 /** The adapter's refusals (an unparseable URL or Host) and any failure of the app outside its own error handler. */
 function adapterError(err: unknown, log: Logger | undefined): ApiError {
-  if (err instanceof RequestError) return new ApiError('bad_request', /host/i.test(err.message) ? 'Malformed or missing Host header' : 'Malformed request URL');
+  if (err instanceof RequestError)
+    return new ApiError(
+      'bad_request',
+      /host/i.test(err.message) ? 'Malformed or missing Host header' : 'Malformed request URL',
+    );
   log?.error({ err }, 'request failed outside the app');
-  return new ApiError('internal_error', 'Internal error: the request could not be completed. Retry, and quote the requestId if it persists');
+  return new ApiError(
+    'internal_error',
+    'Internal error: the request could not be completed. Retry, and quote the requestId if it persists',
+  );
 }
 
 /** Serves `fetch` (the Hono app) over Node's HTTP server on `port` and `hostname`. */
 export async function startApiServer(fetch: Fetch, opts: ApiServerOptions): Promise<ApiServer> {
   const limits = opts.limits ?? httpLimits(loadConfig({}));
   const { log } = opts;
-  const server = createServer(nodeServerOptions(limits), getRequestListener(fetch, { errorHandler: (err) => errorAsResponse(adapterError(err, log)) }));
+  const server = createServer(
+    nodeServerOptions(limits),
+    getRequestListener(fetch, { errorHandler: (err) => errorAsResponse(adapterError(err, log)) }),
+  );
   let closing: Promise<void> | undefined;
   const inFlight = new Set<ServerResponse>();
   // The response of the request each connection is receiving: what a refusal mid-request answers.
@@ -71,7 +87,10 @@ export async function startApiServer(fetch: Fetch, opts: ApiServerOptions): Prom
     if (closing) res.shouldKeepAlive = false;
     const stopWatch = hasBody(req)
       ? watchBody(req, limits, () => {
-          log?.info({ requestId: res.getHeader('x-request-id'), method: req.method, path: req.url?.split('?')[0] }, 'request body stalled');
+          log?.info(
+            { requestId: res.getHeader('x-request-id'), method: req.method, path: req.url?.split('?')[0] },
+            'request body stalled',
+          );
           cutOff(res, stalledBody(limits));
         })
       : undefined;
@@ -95,13 +114,16 @@ export async function startApiServer(fetch: Fetch, opts: ApiServerOptions): Prom
     const hungUp = !refused || (res !== undefined && err.code === 'HPE_INVALID_EOF_STATE');
     if (hungUp || !socket.writable) return socket.destroy();
     const error = parserError(err, limits, res !== undefined);
-    if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') log?.info({ requestId: res?.getHeader('x-request-id'), phase: res ? 'body' : 'headers' }, 'request timed out');
+    if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT')
+      log?.info({ requestId: res?.getHeader('x-request-id'), phase: res ? 'body' : 'headers' }, 'request timed out');
     if (res) cutOff(res, error);
     else answerOnSocket(socket, error);
   });
 
   // CONNECT is for proxies; Node would drop the connection without a word.
-  server.on('connect', (_req: IncomingMessage, socket: Duplex) => answerOnSocket(socket, new ApiError('bad_request', 'CONNECT is not supported: this is an API, not a proxy')));
+  server.on('connect', (_req: IncomingMessage, socket: Duplex) =>
+    answerOnSocket(socket, new ApiError('bad_request', 'CONNECT is not supported: this is an API, not a proxy')),
+  );
 
   // An Expect other than 100-continue: Node would answer a bare 417. RFC 9110 lets a server ignore
   // it; the app then answers the request as it is.

@@ -111,13 +111,18 @@ function fieldProbes(base: unknown, schema: Schema): Probe[] {
     if (Array.isArray(value) && s.items && value.length > 0) walk(value[0], s.items, [...path, 0]);
     if (value && typeof value === 'object' && !Array.isArray(value)) {
       for (const [k, v] of Object.entries(value)) {
-        const prop = s.properties?.[k] ?? (typeof s.additionalProperties === 'object' ? s.additionalProperties : undefined);
+        const prop =
+          s.properties?.[k] ?? (typeof s.additionalProperties === 'object' ? s.additionalProperties : undefined);
         if (prop) walk(v, prop, [...path, k]);
       }
       for (const k of s.required ?? []) {
         if (!(k in value)) continue;
         const field = fieldPath([...path, k]);
-        probes.push({ body: withValue(base, [...path, k], undefined, true), field, message: new RegExp(`^Missing required field "${esc(field)}" in body$`) });
+        probes.push({
+          body: withValue(base, [...path, k], undefined, true),
+          field,
+          message: new RegExp(`^Missing required field "${esc(field)}" in body$`),
+        });
       }
     }
   };
@@ -135,9 +140,21 @@ const ROOTS: [unknown, string][] = [
 /** A body the route's schema accepts, with every optional field present so that each is probed. */
 const future = new Date(Date.now() + 86_400_000).toISOString();
 const VALID_BODIES: Record<string, (ctx: { avatarId: string }) => { url?: string; body: unknown }> = {
-  createApiKey: () => ({ body: { name: 'k', scopes: ['credits:read'], spendLimitCreditMicros: 5, expiresAt: future, environment: 'live' } }),
+  createApiKey: () => ({
+    body: { name: 'k', scopes: ['credits:read'], spendLimitCreditMicros: 5, expiresAt: future, environment: 'live' },
+  }),
   createAvatar: () => ({
-    body: { displayName: 'Ada', sourceKind: 'image', sourceAssetId: 'ast_x', motionPrompt: 'nod', voice: { a: 1 }, defaultVoiceId: 'v', llm: { m: 'x' }, settings: { s: [1] }, metadata: { k: 'v' } },
+    body: {
+      displayName: 'Ada',
+      sourceKind: 'image',
+      sourceAssetId: 'ast_x',
+      motionPrompt: 'nod',
+      voice: { a: 1 },
+      defaultVoiceId: 'v',
+      llm: { m: 'x' },
+      settings: { s: [1] },
+      metadata: { k: 'v' },
+    },
   }),
   updateAvatar: () => ({
     body: {
@@ -163,16 +180,35 @@ const VALID_BODIES: Record<string, (ctx: { avatarId: string }) => { url?: string
     url: `/api/v1/avatars/${avatarId}/clips`,
     body: {
       expectedRevision: 0,
-      clips: { look: { source: { motionPrompt: 'look left', durationSeconds: 5 } }, wave: { source: { assetId: 'ast_x' } } },
+      clips: {
+        look: { source: { motionPrompt: 'look left', durationSeconds: 5 } },
+        wave: { source: { assetId: 'ast_x' } },
+      },
       idle: { clips: ['look'], weights: { source: 2, look: 1 } },
       on: { userSpeechStarted: { clips: ['look'] } },
       actions: { greet: { description: 'Wave hello', clips: ['wave'] } },
     },
   }),
-  reviewClip: () => ({ body: { clipId: 'wave', uploadAssetId: 'ast_x', expectedRevision: 0, expectedAnchorVersion: 1, reason: 'a person checked it' } }),
-  createRemoteAsset: () => ({ body: { kind: 'image', remoteUrl: 'https://example.com/p.png', originalFilename: 'p.png', metadata: { k: [1] } } }),
+  reviewClip: () => ({
+    body: {
+      clipId: 'wave',
+      uploadAssetId: 'ast_x',
+      expectedRevision: 0,
+      expectedAnchorVersion: 1,
+      reason: 'a person checked it',
+    },
+  }),
+  createRemoteAsset: () => ({
+    body: { kind: 'image', remoteUrl: 'https://example.com/p.png', originalFilename: 'p.png', metadata: { k: [1] } },
+  }),
   renderLipsync: ({ avatarId }) => ({ body: { audioUrl: 'https://example.com/a.wav', avatarId } }),
-  createScene: () => ({ body: { source: { url: 'https://example.com/clip.mp4', md5: '9e107d9d372bb6826bd81d3542a419d6', bytes: 1000 }, continuation: 'loop', profile: 'scene-v0' } }),
+  createScene: () => ({
+    body: {
+      source: { url: 'https://example.com/clip.mp4', md5: '9e107d9d372bb6826bd81d3542a419d6', bytes: 1000 },
+      continuation: 'loop',
+      profile: 'scene-v0',
+    },
+  }),
   mintLiveSession: ({ avatarId }) => ({
     body: {
       avatar_id: avatarId,
@@ -187,14 +223,20 @@ const VALID_BODIES: Record<string, (ctx: { avatarId: string }) => { url?: string
   }),
   releaseLiveSession: () => ({ body: { session_id: 'ses_x', reason: 'manual', capacity_pool: 'primary' } }),
   prepareRealtime: ({ avatarId }) => ({ body: { avatar_id: avatarId } }),
-  runTurn: ({ avatarId }) => ({ body: { avatar_id: avatarId, mode: 'repeat', text: 'Hello.', conversation_id: 'c-1' } }),
-  planVideoCache: ({ avatarId }) => ({ body: { avatar_id: avatarId, video_cache: { fps: 25, width: 256, height: 256, quality: 80 } } }),
+  runTurn: ({ avatarId }) => ({
+    body: { avatar_id: avatarId, mode: 'repeat', text: 'Hello.', conversation_id: 'c-1' },
+  }),
+  planVideoCache: ({ avatarId }) => ({
+    body: { avatar_id: avatarId, video_cache: { fps: 25, width: 256, height: 256, quality: 80 } },
+  }),
 };
 
 /** Routes whose body is validated by the clip declaration rules (422 clip_declaration_rejected), past the route's own JSON-object check. */
 const DECLARATION_ROUTES = new Set(['putClipLibrary']);
 
-const jsonRoutes = ROUTES.filter(({ route }) => route.request?.body && 'application/json' in (route.request.body.content ?? {}));
+const jsonRoutes = ROUTES.filter(
+  ({ route }) => route.request?.body && 'application/json' in (route.request.body.content ?? {}),
+);
 
 describe('validation messages of every JSON route', () => {
   it('every JSON route has a valid body in the table', () => {
@@ -205,18 +247,31 @@ describe('validation messages of every JSON route', () => {
     it(`${route.operationId}: wrong types, missing fields and non-object bodies are 422 saying what is wrong`, async () => {
       const { apiKey, tenantId } = await t.newTenant();
       const asset = await portraitAsset(t, tenantId);
-      const created = await t.request('POST', '/api/v1/avatars', { key: apiKey, body: { displayName: 'Ada', sourceKind: 'image', sourceAssetId: asset } });
+      const created = await t.request('POST', '/api/v1/avatars', {
+        key: apiKey,
+        body: { displayName: 'Ada', sourceKind: 'image', sourceAssetId: asset },
+      });
       expect(created.status).toBe(201);
       const avatarId = (await json<{ id: string }>(created)).id;
-      const { url = route.path.replace('{avatarId}', avatarId), body } = VALID_BODIES[route.operationId as string]!({ avatarId });
+      const { url = route.path.replace('{avatarId}', avatarId), body } = VALID_BODIES[route.operationId as string]!({
+        avatarId,
+      });
       const op = doc.paths[route.path]![route.method]!;
       const schema = op.requestBody!.content['application/json']!.schema;
 
-      const probes: Probe[] = ROOTS.map(([root, got]) => ({ body: root, field: null, message: new RegExp(`^The request body must be a JSON object, got ${esc(got)}$`) }));
+      const probes: Probe[] = ROOTS.map(([root, got]) => ({
+        body: root,
+        field: null,
+        message: new RegExp(`^The request body must be a JSON object, got ${esc(got)}$`),
+      }));
       const fields = fieldProbes(body, schema);
       expect(fields.length, 'probes derived from the document').toBeGreaterThan(0);
       for (const p of [...probes, ...fields]) {
-        const res = await t.request(route.method.toUpperCase(), url, { key: apiKey, rawBody: JSON.stringify(p.body), headers: { 'content-type': 'application/json' } });
+        const res = await t.request(route.method.toUpperCase(), url, {
+          key: apiKey,
+          rawBody: JSON.stringify(p.body),
+          headers: { 'content-type': 'application/json' },
+        });
         const answer = await json<{ error: string; field: string | null; code: string }>(res);
         const what = `${route.operationId} ${JSON.stringify(p.body)}: ${JSON.stringify(answer)}`;
         expect(res.status, what).toBe(422);
@@ -235,19 +290,33 @@ describe('validation messages of every JSON route', () => {
     const { apiKey } = await t.newTenant();
     const res = await t.request('GET', '/api/v1/usage/sessions?limit=abc', { key: apiKey });
     expect(res.status).toBe(422);
-    expect(await json(res)).toMatchObject({ field: 'limit', error: 'Invalid field "limit" in query: expected a number, got "abc"' });
+    expect(await json(res)).toMatchObject({
+      field: 'limit',
+      error: 'Invalid field "limit" in query: expected a number, got "abc"',
+    });
   });
 
   it('a number too large for a double (1e309 parses as Infinity) is out of range, naming the field, in a body or a query', async () => {
     const { apiKey } = await t.newTenant();
     for (const n of ['1e309', '-1e309', `1${'0'.repeat(400)}`]) {
-      const res = await t.request('POST', '/api/v1/api-keys', { key: apiKey, rawBody: `{"name":"k","spendLimitCreditMicros":${n}}`, headers: { 'content-type': 'application/json' } });
+      const res = await t.request('POST', '/api/v1/api-keys', {
+        key: apiKey,
+        rawBody: `{"name":"k","spendLimitCreditMicros":${n}}`,
+        headers: { 'content-type': 'application/json' },
+      });
       expect(res.status).toBe(422);
-      expect(await json(res), n).toMatchObject({ code: 'validation_error', field: 'spendLimitCreditMicros', error: 'Invalid field "spendLimitCreditMicros" in body: the number is out of range' });
+      expect(await json(res), n).toMatchObject({
+        code: 'validation_error',
+        field: 'spendLimitCreditMicros',
+        error: 'Invalid field "spendLimitCreditMicros" in body: the number is out of range',
+      });
     }
     const res = await t.request('GET', '/api/v1/usage/sessions?limit=1e400', { key: apiKey });
     expect(res.status).toBe(422);
-    expect(await json(res)).toMatchObject({ field: 'limit', error: 'Invalid field "limit" in query: the number is out of range' });
+    expect(await json(res)).toMatchObject({
+      field: 'limit',
+      error: 'Invalid field "limit" in query: the number is out of range',
+    });
   });
 
   it('the examples of the report: wrong types are not "missing"', async () => {
@@ -255,9 +324,21 @@ describe('validation messages of every JSON route', () => {
     const cases: [unknown, string, string][] = [
       [{ name: 5 }, 'name', 'Invalid field "name" in body: expected a string, got a number'],
       [{ name: ['a'] }, 'name', 'Invalid field "name" in body: expected a string, got an array'],
-      [{ name: 'k', spendLimitCreditMicros: 'abc' }, 'spendLimitCreditMicros', 'Invalid field "spendLimitCreditMicros" in body: expected a number, got a string'],
-      [{ name: 'k', spendLimitCreditMicros: 1.5 }, 'spendLimitCreditMicros', 'Invalid field "spendLimitCreditMicros" in body: expected an integer, got 1.5'],
-      [{ name: 'k', scopes: ['credits:read', 7] }, 'scopes[1]', 'Invalid field "scopes[1]" in body: expected one of "*", "api_keys:write", "credits:read", "avatars:read", "avatars:write", "realtime:write", "usage:read", "usage:write", "recordings:read", got a number'],
+      [
+        { name: 'k', spendLimitCreditMicros: 'abc' },
+        'spendLimitCreditMicros',
+        'Invalid field "spendLimitCreditMicros" in body: expected a number, got a string',
+      ],
+      [
+        { name: 'k', spendLimitCreditMicros: 1.5 },
+        'spendLimitCreditMicros',
+        'Invalid field "spendLimitCreditMicros" in body: expected an integer, got 1.5',
+      ],
+      [
+        { name: 'k', scopes: ['credits:read', 7] },
+        'scopes[1]',
+        'Invalid field "scopes[1]" in body: expected one of "*", "api_keys:write", "credits:read", "avatars:read", "avatars:write", "realtime:write", "usage:read", "usage:write", "recordings:read", got a number',
+      ],
       [{}, 'name', 'Missing required field "name" in body'],
     ];
     for (const [body, field, error] of cases) {
@@ -266,9 +347,17 @@ describe('validation messages of every JSON route', () => {
       expect(await json(res), JSON.stringify(body)).toMatchObject({ code: 'validation_error', field, error });
     }
     for (const [body, got] of ROOTS) {
-      const res = await t.request('POST', '/api/v1/api-keys', { key: apiKey, rawBody: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
+      const res = await t.request('POST', '/api/v1/api-keys', {
+        key: apiKey,
+        rawBody: JSON.stringify(body),
+        headers: { 'content-type': 'application/json' },
+      });
       expect(res.status).toBe(422);
-      expect(await json(res)).toMatchObject({ code: 'validation_error', field: null, error: `The request body must be a JSON object, got ${got}` });
+      expect(await json(res)).toMatchObject({
+        code: 'validation_error',
+        field: null,
+        error: `The request body must be a JSON object, got ${got}`,
+      });
     }
   });
 });

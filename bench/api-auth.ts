@@ -65,7 +65,11 @@ async function startServer(env: Record<string, string>, pin: boolean, profileDir
   const entry = path.join(ROOT, 'bench', 'api-server.ts');
   const nodeArgs = [...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []), '--import', 'tsx', entry];
   const [cmd, args] = pin ? ['taskset', ['-c', '0', process.execPath, ...nodeArgs]] : [process.execPath, nodeArgs];
-  const child = spawn(cmd, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const child = spawn(cmd, args, {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
   const ready = await new Promise<{ apiPort: number; barePort: number; pid: number }>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error('bench server did not start within 60 s')), 60_000);
     child.once('exit', (code) => reject(new Error(`bench server exited with code ${code}`)));
@@ -141,7 +145,10 @@ export const apiAuth: BenchModule = {
     try {
       const t0 = Date.now();
       const [pg, redis] = await Promise.all([startEmbeddedPostgres({ dir }), startRedis()]);
-      cleanups.push(() => pg.stop(), () => redis.stop());
+      cleanups.push(
+        () => pg.stop(),
+        () => redis.stop(),
+      );
       const sql = connect(pg.url, 16);
       cleanups.push(() => sql.end({ timeout: 2 }));
       await migrate(sql);
@@ -160,7 +167,11 @@ export const apiAuth: BenchModule = {
         for (let i = apiKeys.length; i < upTo; i += 32) {
           const batch = await Promise.all(
             Array.from({ length: Math.min(32, upTo - i) }, (_, j) =>
-              keys.create({ tenantId: tenantIds[(i + j) % TENANTS]!, name: `bench ${i + j}`, scopes: ['credits:read'] }),
+              keys.create({
+                tenantId: tenantIds[(i + j) % TENANTS]!,
+                name: `bench ${i + j}`,
+                scopes: ['credits:read'],
+              }),
             ),
           );
           apiKeys.push(...batch.map((k) => k.apiKey));
@@ -197,7 +208,13 @@ export const apiAuth: BenchModule = {
       });
 
       const targets: Record<VariantId, LoadTarget> = {
-        a: { port: server.apiPort, next: (i) => ({ path: '/api/v1/credits/balance', headers: { authorization: `Bearer ${apiKeys[i % apiKeys.length]}` } }) },
+        a: {
+          port: server.apiPort,
+          next: (i) => ({
+            path: '/api/v1/credits/balance',
+            headers: { authorization: `Bearer ${apiKeys[i % apiKeys.length]}` },
+          }),
+        },
         b: { port: server.barePort, next: (i) => ({ path: `/bench/balance/${tenantIds[i % TENANTS]}` }) },
         c: { port: server.apiPort, next: (i) => ({ path: `/bench/app-balance/${tenantIds[i % TENANTS]}` }) },
       };
@@ -206,7 +223,9 @@ export const apiAuth: BenchModule = {
       // Sanity: each variant answers 200 with a balance before anything is timed.
       for (const v of Object.keys(targets) as VariantId[]) {
         const req = targets[v].next(0);
-        const res = await fetch(`http://127.0.0.1:${targets[v].port}${req.path}`, { headers: req.headers as Record<string, string> });
+        const res = await fetch(`http://127.0.0.1:${targets[v].port}${req.path}`, {
+          headers: req.headers as Record<string, string>,
+        });
         const body = (await res.json()) as { balanceCreditMicros?: number };
         if (res.status !== 200 || typeof body.balanceCreditMicros !== 'number') {
           throw new Error(`variant ${v} answered ${res.status} ${JSON.stringify(body)}`);
@@ -218,8 +237,15 @@ export const apiAuth: BenchModule = {
       // cache (30 s) sees each key about as often as the throttle allows (a few % of misses, as in
       // production at this rate, where at most 120 requests a minute come from one key).
       const loadBefore = loadAverage();
-      const probe = await closedLoop(targets.a, { connections: closedConnections, durationMs: 1_000, counter: counters.a });
-      if (probe.non200 || probe.errors) failures.push(`probe: ${probe.non200} non-200 ${JSON.stringify(probe.statuses)}, ${probe.errors} transport errors`);
+      const probe = await closedLoop(targets.a, {
+        connections: closedConnections,
+        durationMs: 1_000,
+        counter: counters.a,
+      });
+      if (probe.non200 || probe.errors)
+        failures.push(
+          `probe: ${probe.non200} non-200 ${JSON.stringify(probe.statuses)}, ${probe.errors} transport errors`,
+        );
       // (the probe runs cold, so it may read low: three times it, and at least 1,000 req/s, as the bound)
       const fast = 3 * Math.max(probe.rps, 1_000);
       const pacedBound = Math.min(Number(flags.rate ?? TARGET_RPS), fast);
@@ -235,8 +261,15 @@ export const apiAuth: BenchModule = {
         const started = Date.now();
         let w: PhaseResult;
         do {
-          w = await closedLoop(targets[v], { connections: closedConnections, durationMs: warmupS * 1000, counter: counters[v] });
-          if (w.non200 || w.errors) failures.push(`${VARIANTS[v]} warm-up: ${w.non200} non-200 ${JSON.stringify(w.statuses)}, ${w.errors} transport errors`);
+          w = await closedLoop(targets[v], {
+            connections: closedConnections,
+            durationMs: warmupS * 1000,
+            counter: counters[v],
+          });
+          if (w.non200 || w.errors)
+            failures.push(
+              `${VARIANTS[v]} warm-up: ${w.non200} non-200 ${JSON.stringify(w.statuses)}, ${w.errors} transport errors`,
+            );
         } while (v === 'a' && counters.a.i < keyCount + probe.completed && Date.now() - started < 20_000);
         warm[v] = w.rps;
       }
@@ -259,8 +292,17 @@ export const apiAuth: BenchModule = {
             const before = cpuNow();
             const res =
               mode === 'closed'
-                ? await closedLoop(targets[v], { connections: closedConnections, durationMs: seconds * 1000, counter: counters[v] })
-                : await paced(targets[v], { rps: rate, durationMs: seconds * 1000, connections: pacedConnections, counter: counters[v] });
+                ? await closedLoop(targets[v], {
+                    connections: closedConnections,
+                    durationMs: seconds * 1000,
+                    counter: counters[v],
+                  })
+                : await paced(targets[v], {
+                    rps: rate,
+                    durationMs: seconds * 1000,
+                    connections: pacedConnections,
+                    counter: counters[v],
+                  });
             const after = cpuNow();
             const per = (x: number) => (x * 1000) / Math.max(1, res.completed);
             rows.push({
@@ -287,7 +329,9 @@ export const apiAuth: BenchModule = {
               latencies: res.latenciesMs,
             });
             if (res.non200 || res.errors) {
-              failures.push(`${VARIANTS[v]} ${mode} round ${r + 1}: ${res.non200} non-200 answers ${JSON.stringify(res.statuses)}, ${res.errors} transport errors`);
+              failures.push(
+                `${VARIANTS[v]} ${mode} round ${r + 1}: ${res.non200} non-200 answers ${JSON.stringify(res.statuses)}, ${res.errors} transport errors`,
+              );
             }
           }
         }
@@ -333,7 +377,12 @@ export const apiAuth: BenchModule = {
       const summary = { a: summarise('a'), b: summarise('b'), c: summarise('c') };
 
       // Ratios (a)/(b) and (a)/(c), paired within each round, then the median over rounds.
-      const pick = (q: PhaseRow, field: string) => (field === 'cpu' ? q.cpuUsPerReq.server : field === 'cpuAll' ? q.cpuUsPerReq.server + q.cpuUsPerReq.postgres + (q.cpuUsPerReq.redis || 0) : (q[field as 'rps'] as number));
+      const pick = (q: PhaseRow, field: string) =>
+        field === 'cpu'
+          ? q.cpuUsPerReq.server
+          : field === 'cpuAll'
+            ? q.cpuUsPerReq.server + q.cpuUsPerReq.postgres + (q.cpuUsPerReq.redis || 0)
+            : (q[field as 'rps'] as number);
       const pairRatio = (x: VariantId, y: VariantId, mode: PhaseResult['mode'], field: string) =>
         median(
           Array.from({ length: rounds }, (_, r) => {
@@ -397,13 +446,17 @@ export const apiAuth: BenchModule = {
 
       // The table.
       const lines: string[] = [];
-      lines.push(`API read benchmark: ${host.cpus} x ${host.cpuModel}, Node ${host.node}; ${rounds} interleaved rounds, ${seconds} s per phase`);
+      lines.push(
+        `API read benchmark: ${host.cpus} x ${host.cpuModel}, Node ${host.node}; ${rounds} interleaved rounds, ${seconds} s per phase`,
+      );
       lines.push(
         `server ${pin ? 'pinned to CPU 0, load generator to CPU 1' : 'and load generator unpinned'}; PostgreSQL (embedded) and Redis unpinned; ` +
           `${keyCount} API keys over ${TENANTS} tenants, throttle ${RATE_LIMIT_POINTS}/60 s per key; load average ${host.loadAverageBefore} before, ${host.loadAverageDuring} during`,
       );
       if (rate < TARGET_RPS && !flags.rate) {
-        lines.push(`paced phase at ${int(rate)}/s, not ${int(TARGET_RPS)}/s: (a) reached only ${int(warm.a!)} req/s in the warm-up on this machine`);
+        lines.push(
+          `paced phase at ${int(rate)}/s, not ${int(TARGET_RPS)}/s: (a) reached only ${int(warm.a!)} req/s in the warm-up on this machine`,
+        );
       }
       lines.push('');
       const head = [
@@ -485,7 +538,9 @@ export const apiAuth: BenchModule = {
       process.off('SIGINT', onSignal);
       if (pin && existsSync('/usr/bin/taskset')) {
         try {
-          execFileSync('taskset', ['-a', '-p', '-c', `0-${os.cpus().length - 1}`, String(process.pid)], { stdio: 'ignore' });
+          execFileSync('taskset', ['-a', '-p', '-c', `0-${os.cpus().length - 1}`, String(process.pid)], {
+            stdio: 'ignore',
+          });
         } catch {
           /* affinity is process-local anyway */
         }

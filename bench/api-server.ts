@@ -20,14 +20,18 @@ const config = loadConfig(process.env);
 const services = await createServices(config, { log: createLogger(config.LOG_LEVEL), listen: true });
 
 const app = createApp(services);
-app.get('/bench/app-balance/:tenantId', async (c) => c.json(await services.ledger.balance(c.req.param('tenantId')), 200));
+app.get('/bench/app-balance/:tenantId', async (c) =>
+  c.json(await services.ledger.balance(c.req.param('tenantId')), 200),
+);
 
 const bare = new Hono();
 bare.get('/bench/balance/:tenantId', async (c) => c.json(await services.ledger.balance(c.req.param('tenantId')), 200));
 
 function listen(fetch: (req: Request) => Response | Promise<Response>): Promise<{ port: number; close(): void }> {
   return new Promise((resolve) => {
-    const server = serve({ fetch, port: 0, hostname: '127.0.0.1' }, (info) => resolve({ port: info.port, close: () => server.close() }));
+    const server = serve({ fetch, port: 0, hostname: '127.0.0.1' }, (info) =>
+      resolve({ port: info.port, close: () => server.close() }),
+    );
   });
 }
 

@@ -23,7 +23,9 @@ export const jobBoot: BenchModule = {
     const bundle = await bundleForProcesses(JOB);
     const load = async (url: string, execArgv: string[]) => {
       const code = `const m = await import(${JSON.stringify(url)}); if (typeof m.default?.entry !== 'function') process.exit(3); const c = process.cpuUsage(); console.log((c.user + c.system) / 1000); process.exit(0);`;
-      const { stdout } = await run(process.execPath, [...execArgv, '--input-type=module', '-e', code], { env: { ...process.env, NODE_OPTIONS: '' } });
+      const { stdout } = await run(process.execPath, [...execArgv, '--input-type=module', '-e', code], {
+        env: { ...process.env, NODE_OPTIONS: '' },
+      });
       return Number(stdout.trim());
     };
     const tsx: number[] = [];

@@ -79,7 +79,11 @@ async function startTarget(variant: Variant, env: Record<string, string>): Promi
 async function mintOnce(t: Target, failures: string[]): Promise<Sample | undefined> {
   const headers = { authorization: `Bearer ${t.apiKey}`, 'content-type': 'application/json' };
   const t0 = performance.now();
-  const res = await fetch(`${t.base}/api/v1/realtime/livekit/session`, { method: 'POST', headers, body: JSON.stringify({ avatar_id: t.avatarId, max_duration_seconds: 60 }) });
+  const res = await fetch(`${t.base}/api/v1/realtime/livekit/session`, {
+    method: 'POST',
+    headers,
+    body: JSON.stringify({ avatar_id: t.avatarId, max_duration_seconds: 60 }),
+  });
   const body = (await res.json()) as { session_id?: string };
   const totalMs = performance.now() - t0;
   if (res.status !== 200 || !body.session_id) {
@@ -87,7 +91,11 @@ async function mintOnce(t: Target, failures: string[]): Promise<Sample | undefin
     return undefined;
   }
   const timing = serverTiming(res.headers.get('server-timing'));
-  const rel = await fetch(`${t.base}/api/v1/realtime/livekit/session/release`, { method: 'POST', headers, body: JSON.stringify({ session_id: body.session_id }) });
+  const rel = await fetch(`${t.base}/api/v1/realtime/livekit/session/release`, {
+    method: 'POST',
+    headers,
+    body: JSON.stringify({ session_id: body.session_id }),
+  });
   await rel.arrayBuffer();
   if (rel.status !== 200) failures.push(`${t.variant}: release answered ${rel.status}`);
   if (!timing) {
@@ -99,7 +107,8 @@ async function mintOnce(t: Target, failures: string[]): Promise<Sample | undefin
 
 export const mint: BenchModule = {
   name: 'mint',
-  description: 'POST /realtime/livekit/session on a real LiveKit server: our own time vs room creation and dispatch (in-process vs Redis coordination)',
+  description:
+    'POST /realtime/livekit/session on a real LiveKit server: our own time vs room creation and dispatch (in-process vs Redis coordination)',
   async run({ flags }: BenchOptions): Promise<BenchReport> {
     const mints = Number(flags.mints ?? 200);
     const rounds = Math.max(1, Number(flags.rounds ?? 4));
@@ -109,7 +118,11 @@ export const mint: BenchModule = {
     const cleanups: (() => Promise<unknown>)[] = [async () => rmSync(dir, { recursive: true, force: true })];
     try {
       const [pg, redis, livekit] = await Promise.all([startEmbeddedPostgres({ dir }), startRedis(), startLiveKit()]);
-      cleanups.push(() => pg.stop(), () => redis.stop(), () => livekit.stop());
+      cleanups.push(
+        () => pg.stop(),
+        () => redis.stop(),
+        () => livekit.stop(),
+      );
       const env = {
         DATABASE_URL: pg.url,
         REDIS_URL: redis.url,
@@ -166,7 +179,10 @@ export const mint: BenchModule = {
           `${v.padEnd(8)} ${String(row.n).padStart(5)}  ${ms(row.ownP50Ms).padStart(8)} ${ms(row.ownP99Ms).padStart(8)}  ${ms(row.roomP50Ms).padStart(8)} ${ms(row.roomP99Ms).padStart(8)}  ${ms(row.dispatchP50Ms).padStart(8)} ${ms(row.dispatchP99Ms).padStart(8)}  ${ms(row.totalP50Ms).padStart(9)} ${ms(row.totalP99Ms).padStart(9)}`,
         );
       }
-      lines.push('', `milliseconds; target: own p50 < ${TARGET_OWN_P50_MS} ms (own = the mint's work without LiveKit's room creation and dispatch)`);
+      lines.push(
+        '',
+        `milliseconds; target: own p50 < ${TARGET_OWN_P50_MS} ms (own = the mint's work without LiveKit's room creation and dispatch)`,
+      );
       return { results, table: lines.join('\n'), failures: [...new Set(failures)] };
     } finally {
       for (const c of cleanups.reverse()) await c().catch(() => {});

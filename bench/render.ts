@@ -2,7 +2,14 @@ import { fileURLToPath } from 'node:url';
 import sharp from 'sharp';
 import { benchGenerate } from '../render/generate/bench.ts';
 import { chromaAligned, i420RectToRgba, i420Size, rgbaRectToI420, rgbaToI420 } from '../render/encode/index.ts';
-import { createLipSync, lipSyncRegion, melSpectrogram, melWindow, type LipSyncEngine, type LipSyncI420Item } from '../render/lipsync/index.ts';
+import {
+  createLipSync,
+  lipSyncRegion,
+  melSpectrogram,
+  melWindow,
+  type LipSyncEngine,
+  type LipSyncI420Item,
+} from '../render/lipsync/index.ts';
 import { detectFaceRig } from '../render/rig/index.ts';
 import { benchSynth } from '../render/synth/bench.ts';
 import { PREVIOUS_SYNTH_MODEL, previousShape, speakingShape } from '../render/synth/compare.ts';
@@ -17,7 +24,11 @@ const TINY_WAV2LIP = fileURLToPath(new URL('../render/models/lipsync/tiny_wav2li
 /** A 512x512 RGBA frame of the portrait, face filling about half of it, and its rig. */
 async function frame512() {
   const data = await sharp(PORTRAIT).resize(512, 512, { fit: 'cover' }).ensureAlpha().raw().toBuffer();
-  const rig = await detectFaceRig(await sharp(data, { raw: { width: 512, height: 512, channels: 4 } }).png().toBuffer());
+  const rig = await detectFaceRig(
+    await sharp(data, { raw: { width: 512, height: 512, channels: 4 } })
+      .png()
+      .toBuffer(),
+  );
   return { frame: { width: 512, height: 512, data: new Uint8Array(data) }, rig };
 }
 
@@ -38,13 +49,21 @@ async function benchNeuralSlot(seconds: number) {
   const audio = new Float32Array(16000 * 2).map((_, i) => Math.sin(i / 7) * 0.3);
   const mel = melSpectrogram(audio);
   const out: Record<string, Record<string, number>> = {};
-  for (const [name, choice] of [['builtin', 'builtin'], ['neural (tiny_wav2lip.onnx)', TINY_WAV2LIP]] as const) {
+  for (const [name, choice] of [
+    ['builtin', 'builtin'],
+    ['neural (tiny_wav2lip.onnx)', TINY_WAV2LIP],
+  ] as const) {
     const engine = await createLipSync(choice, { intraOpNumThreads: 1 });
     try {
       const face = engine.prepare(rig);
       out[name] = {};
       for (const n of [1, 8]) {
-        const items = Array.from({ length: n }, (_, i) => ({ frame, face, shape: { open: 0.5, wide: 0.1, round: 0 }, mel: melWindow(mel, i, 25) }));
+        const items = Array.from({ length: n }, (_, i) => ({
+          frame,
+          face,
+          shape: { open: 0.5, wide: 0.1, round: 0 },
+          mel: melWindow(mel, i, 25),
+        }));
         out[name][`batch ${n}`] = await msPer(() => engine.renderFrames(items), seconds, n);
       }
     } finally {
@@ -55,10 +74,21 @@ async function benchNeuralSlot(seconds: number) {
 }
 
 /** The way before: each item's lip-sync region out of I420 into `scratch` (RGBA), drawn there in one batch, and back. */
-async function renderViaRgba(engine: LipSyncEngine, items: readonly LipSyncI420Item[], scratch: Uint8Array[]): Promise<void> {
+async function renderViaRgba(
+  engine: LipSyncEngine,
+  items: readonly LipSyncI420Item[],
+  scratch: Uint8Array[],
+): Promise<void> {
   const regions = items.map((it) => chromaAligned(lipSyncRegion(it.face), it.width, it.height));
   items.forEach((it, i) => i420RectToRgba(it.i420, it.width, it.height, regions[i]!, scratch[i]!));
-  await engine.renderFrames(items.map((it, i) => ({ frame: { data: scratch[i]!, width: it.width, height: it.height }, face: it.face, shape: it.shape, target: scratch[i]! })));
+  await engine.renderFrames(
+    items.map((it, i) => ({
+      frame: { data: scratch[i]!, width: it.width, height: it.height },
+      face: it.face,
+      shape: it.shape,
+      target: scratch[i]!,
+    })),
+  );
   items.forEach((it, i) => rgbaRectToI420(scratch[i]!, it.width, it.height, regions[i]!, it.i420));
 }
 
@@ -88,10 +118,14 @@ async function benchLiveI420(seconds: number) {
     const best = { i420: Infinity, viaRgba: Infinity };
     for (let round = 0; round < 6; round++) {
       for (const [name, draw] of Object.entries(ways) as [keyof typeof ways, () => Promise<void>][]) {
-        const ms = await msPer(async () => {
-          for (const it of items) it.i420.set(source);
-          await draw();
-        }, seconds / 12, items.length);
+        const ms = await msPer(
+          async () => {
+            for (const it of items) it.i420.set(source);
+            await draw();
+          },
+          seconds / 12,
+          items.length,
+        );
         best[name] = Math.min(best[name], ms);
       }
     }
@@ -113,8 +147,20 @@ async function benchMouthBeforeAfter(seconds: number) {
   const source = rgbaToI420(frame.data, 512, 512);
   const sounds: Viseme[] = ['aa', 'E', 'nn', 'oh', 'ih', 'DD', 'ou', 'FF'];
   const graphs = [
-    { name: 'current', synth: await createMouthSynth({ intraOpNumThreads: 1 }), shape: speakingShape, live: [] as number[], single: [] as number[] },
-    { name: 'previous', synth: await createMouthSynth({ modelPath: PREVIOUS_SYNTH_MODEL, intraOpNumThreads: 1 }), shape: previousShape, live: [] as number[], single: [] as number[] },
+    {
+      name: 'current',
+      synth: await createMouthSynth({ intraOpNumThreads: 1 }),
+      shape: speakingShape,
+      live: [] as number[],
+      single: [] as number[],
+    },
+    {
+      name: 'previous',
+      synth: await createMouthSynth({ modelPath: PREVIOUS_SYNTH_MODEL, intraOpNumThreads: 1 }),
+      shape: previousShape,
+      live: [] as number[],
+      single: [] as number[],
+    },
   ];
   try {
     const face = prepareFaceForSynth(rig);
@@ -129,7 +175,11 @@ async function benchMouthBeforeAfter(seconds: number) {
     for (let i = 0; i < 20 || performance.now() < until; i++) {
       for (const g of i % 2 ? graphs : [...graphs].reverse()) {
         for (const f of frames) f.data.set(source);
-        const live = await timed(() => g.synth.renderI420Frames(frames.map((f, j) => ({ frame: f, face, shape: g.shape(sounds[(i + j) % sounds.length]!) }))));
+        const live = await timed(() =>
+          g.synth.renderI420Frames(
+            frames.map((f, j) => ({ frame: f, face, shape: g.shape(sounds[(i + j) % sounds.length]!) })),
+          ),
+        );
         const single = await timed(() => g.synth.renderFrame(frame, face, g.shape(sounds[i % sounds.length]!), target));
         if (i < 4) continue; // the first calls warm up
         g.live.push(live / frames.length);
@@ -138,7 +188,13 @@ async function benchMouthBeforeAfter(seconds: number) {
     }
     const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
     const [cur, prev] = graphs.map((g) => ({ live: median(g.live), single: median(g.single) }));
-    return { current: cur!, previous: prev!, liveRatio: cur!.live / prev!.live, singleRatio: cur!.single / prev!.single, calls: graphs[0]!.live.length };
+    return {
+      current: cur!,
+      previous: prev!,
+      liveRatio: cur!.live / prev!.live,
+      singleRatio: cur!.single / prev!.single,
+      calls: graphs[0]!.live.length,
+    };
   } finally {
     for (const g of graphs) await g.synth.release();
   }
@@ -203,7 +259,8 @@ async function benchFirstFrame() {
 
 export const render: BenchModule = {
   name: 'render',
-  description: 'lip-sync synthesis per core at 512x512, the mouth beside the previous graph, the neural slot beside it, audio-to-first-frame latency, 5 s clip generation; each beside a JPEG encode',
+  description:
+    'lip-sync synthesis per core at 512x512, the mouth beside the previous graph, the neural slot beside it, audio-to-first-frame latency, 5 s clip generation; each beside a JPEG encode',
   async run({ flags }): Promise<BenchReport> {
     const seconds = Number(flags.seconds ?? 2);
     const synthFig = await benchSynth({ seconds });
@@ -221,7 +278,9 @@ export const render: BenchModule = {
       ...synthFig.cases.map(
         (c) =>
           `  crop S=${c.cropSize}: ` +
-          Object.entries(c.msPerFrame).map(([n, ms]) => `batch ${n}: ${f(ms)} ms (${(1000 / ms).toFixed(0)} fps/core, x${f(ms / jpeg)} JPEG)`).join('; '),
+          Object.entries(c.msPerFrame)
+            .map(([n, ms]) => `batch ${n}: ${f(ms)} ms (${(1000 / ms).toFixed(0)} fps/core, x${f(ms / jpeg)} JPEG)`)
+            .join('; '),
       ),
       `  target: <= ${synthFig.targetMs} ms per frame per core`,
       '',
@@ -231,7 +290,12 @@ export const render: BenchModule = {
       '  target: ratio <= 1.25',
       '',
       'lip-sync engines side by side, ms per frame, one thread:',
-      ...Object.entries(neural).map(([name, v]) => `  ${name}: ${Object.entries(v).map(([k, ms]) => `${k} ${f(ms)} ms`).join(', ')}`),
+      ...Object.entries(neural).map(
+        ([name, v]) =>
+          `  ${name}: ${Object.entries(v)
+            .map(([k, ms]) => `${k} ${f(ms)} ms`)
+            .join(', ')}`,
+      ),
       '',
       `a live call's I420 frames drawn in place, batch 8, ms per frame: on the I420 planes ${f(live.i420MsPerFrame)}, ` +
         `via an RGBA region (converted both ways) ${f(live.viaRgbaMsPerFrame)}, ratio ${f(live.ratio)}`,
@@ -244,6 +308,10 @@ export const render: BenchModule = {
       `generation of a 5 s clip at ${gen.size}x${gen.size}, ${gen.fps} fps (${gen.frames} frames): ${f(gen.renderMs / 1000)} s, ` +
         `${f(gen.renderMsPerFrame)} ms/frame (${gen.renderFramesPerSecond.toFixed(0)} fps), x${f(gen.renderMsPerFrame / gen.jpegEncodeMsPerFrame)} a JPEG encode (${f(gen.jpegEncodeMsPerFrame)} ms) measured with it`,
     ];
-    return { results: { synth: synthFig, mouth, neural, liveI420: live, firstFrame: first, generate: gen }, table: lines.join('\n'), failures: [] };
+    return {
+      results: { synth: synthFig, mouth, neural, liveI420: live, firstFrame: first, generate: gen },
+      table: lines.join('\n'),
+      failures: [],
+    };
   },
 };

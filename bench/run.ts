@@ -27,10 +27,12 @@ const RESULTS = path.join(path.dirname(fileURLToPath(import.meta.url)), 'results
 async function main(): Promise<number> {
   const args = process.argv.slice(2);
   const flags = Object.fromEntries(
-    args.filter((a) => a.startsWith('--')).map((a) => {
-      const [k, ...v] = a.slice(2).split('=');
-      return [k!, v.length ? v.join('=') : 'true'];
-    }),
+    args
+      .filter((a) => a.startsWith('--'))
+      .map((a) => {
+        const [k, ...v] = a.slice(2).split('=');
+        return [k!, v.length ? v.join('=') : 'true'];
+      }),
   );
   const names = args.filter((a) => !a.startsWith('--'));
   if (flags.list) {
@@ -65,7 +67,13 @@ async function main(): Promise<number> {
         broken = true;
         console.error(`\n${b.name}: the run is broken:\n  ${report.failures.join('\n  ')}`);
       }
-      benchmarks[b.name] = { startedAt, seconds: Math.round((Date.now() - t0) / 1000), ok: report.failures.length === 0, failures: report.failures, ...report.results };
+      benchmarks[b.name] = {
+        startedAt,
+        seconds: Math.round((Date.now() - t0) / 1000),
+        ok: report.failures.length === 0,
+        failures: report.failures,
+        ...report.results,
+      };
     } catch (err) {
       broken = true;
       console.error(`\n${b.name} failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);

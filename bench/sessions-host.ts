@@ -63,7 +63,11 @@ const reporter: CallReporter = {
 };
 
 const host = new AvatarHost({
-  lipsync: await createLipSyncThreads(settings.LIPSYNC_MODEL, { executionProvider: settings.RENDER_DEVICE }, settings.AGENT_LIPSYNC_THREADS),
+  lipsync: await createLipSyncThreads(
+    settings.LIPSYNC_MODEL,
+    { executionProvider: settings.RENDER_DEVICE },
+    settings.AGENT_LIPSYNC_THREADS,
+  ),
   mouthAnalysis: await createAudioVisemeThread(),
   vad: null,
   storage,
@@ -101,7 +105,10 @@ const host = new AvatarHost({
 async function jpegMs(): Promise<number> {
   const rgba = Buffer.alloc(512 * 512 * 4, 127);
   for (let i = 0; i < rgba.length; i++) rgba[i] = (i * 7919) & 255;
-  const encode = () => sharp(rgba, { raw: { width: 512, height: 512, channels: 4 } }).jpeg({ quality: 80 }).toBuffer();
+  const encode = () =>
+    sharp(rgba, { raw: { width: 512, height: 512, channels: 4 } })
+      .jpeg({ quality: 80 })
+      .toBuffer();
   for (let i = 0; i < 3; i++) await encode();
   const t0 = performance.now();
   const n = 20;
@@ -125,7 +132,14 @@ process.on('message', (m: { type: string; calls?: { sessionId: string; room: str
   void (async () => {
     if (m.type === 'start') {
       for (const c of m.calls!) {
-        stats.set(c.sessionId, { shown: [], mouthFrames: 0, speechAt: [], firstMouthAfterSpeech: [], waitingMouth: false, audioBefore: { underrunMs: 0, starvedMs: 0 } });
+        stats.set(c.sessionId, {
+          shown: [],
+          mouthFrames: 0,
+          speechAt: [],
+          firstMouthAfterSpeech: [],
+          waitingMouth: false,
+          audioBefore: { underrunMs: 0, starvedMs: 0 },
+        });
         const spec: CallSpec = {
           sessionId: c.sessionId,
           tenantId: 'bench',
@@ -139,7 +153,11 @@ process.on('message', (m: { type: string; calls?: { sessionId: string; room: str
           record: false,
           body: {
             kind: 'avatar',
-            playback: loopOnlyPlayback(env.BENCH_LOOP_KEY!, { avatarId: 'ava_bench', tenantId: 'bench', displayName: 'Bench' }),
+            playback: loopOnlyPlayback(env.BENCH_LOOP_KEY!, {
+              avatarId: 'ava_bench',
+              tenantId: 'bench',
+              displayName: 'Bench',
+            }),
           },
           ownsRoom: false,
         };
@@ -153,10 +171,22 @@ process.on('message', (m: { type: string; calls?: { sessionId: string; room: str
       const perCall = [...stats.entries()].map(([sessionId, s]) => {
         const shown = s.shown.filter((t) => t >= lastAt);
         const gaps = shown.slice(1).map((t, i) => t - shown[i]!);
-        const audio = runners.find((r) => r.spec.sessionId === sessionId)?.audioHealth ?? { underrunMs: 0, starvedMs: 0 };
-        const lost = { underrunMs: audio.underrunMs - s.audioBefore.underrunMs, starvedMs: audio.starvedMs - s.audioBefore.starvedMs };
+        const audio = runners.find((r) => r.spec.sessionId === sessionId)?.audioHealth ?? {
+          underrunMs: 0,
+          starvedMs: 0,
+        };
+        const lost = {
+          underrunMs: audio.underrunMs - s.audioBefore.underrunMs,
+          starvedMs: audio.starvedMs - s.audioBefore.starvedMs,
+        };
         s.audioBefore = { underrunMs: audio.underrunMs, starvedMs: audio.starvedMs };
-        return { sessionId, fps: shown.length / seconds, p95IntervalMs: percentile(gaps, 0.95), mouthFrames: s.mouthFrames, ...lost };
+        return {
+          sessionId,
+          fps: shown.length / seconds,
+          p95IntervalMs: percentile(gaps, 0.95),
+          mouthFrames: s.mouthFrames,
+          ...lost,
+        };
       });
       const latencies = [...stats.values()].flatMap((s) => s.firstMouthAfterSpeech);
       const jpeg = await jpegMs();
@@ -188,4 +218,8 @@ process.on('message', (m: { type: string; calls?: { sessionId: string; room: str
     process.exit(1);
   });
 });
-process.send!({ type: 'ready', videoCodec: settings.AGENT_VIDEO_CODEC, lipsyncThreads: settings.AGENT_LIPSYNC_THREADS });
+process.send!({
+  type: 'ready',
+  videoCodec: settings.AGENT_VIDEO_CODEC,
+  lipsyncThreads: settings.AGENT_LIPSYNC_THREADS,
+});

@@ -51,7 +51,7 @@ const pidusage = createRequire(import.meta.url)('pidusage') as (pid: number) => 
  */
 async function machineCpu(livekitPid: number | undefined) {
   const self = process.cpuUsage();
-  const livekit = livekitPid ? (await pidusage(livekitPid).catch(() => null))?.ctime ?? Number.NaN : Number.NaN;
+  const livekit = livekitPid ? ((await pidusage(livekitPid).catch(() => null))?.ctime ?? Number.NaN) : Number.NaN;
   let busy = 0;
   let idle = 0;
   for (const { times } of os.cpus()) {
@@ -73,15 +73,28 @@ function renice(pid: number, nice: number): void {
 }
 
 /** Waits for a cleanup step at most 10 s, whatever its outcome. */
-const leaving = (step: Promise<unknown>) => orAfter(step.catch(() => {}), 10_000, undefined);
+const leaving = (step: Promise<unknown>) =>
+  orAfter(
+    step.catch(() => {}),
+    10_000,
+    undefined,
+  );
 
 /** A figure for the table (NaN, and what IPC turns NaN into, as n/a). */
-const fixed = (v: number | null | undefined, digits: number) => (typeof v === 'number' && Number.isFinite(v) ? +v.toFixed(digits) : 'n/a');
+const fixed = (v: number | null | undefined, digits: number) =>
+  typeof v === 'number' && Number.isFinite(v) ? +v.toFixed(digits) : 'n/a';
 
 interface Measured {
   seconds: number;
   cpuMsPerSecond: number;
-  perCall: { sessionId: string; fps: number; p95IntervalMs: number; mouthFrames: number; underrunMs: number; starvedMs: number }[];
+  perCall: {
+    sessionId: string;
+    fps: number;
+    p95IntervalMs: number;
+    mouthFrames: number;
+    underrunMs: number;
+    starvedMs: number;
+  }[];
   speechToMouthMs: { p50: number; p95: number; n: number };
   jpegMs: number;
   batchMsPerFrame: number;
@@ -105,9 +118,20 @@ function request<T>(child: ChildProcess, msg: object, reply: string): Promise<T>
  * `realtime`: streamed at the pace it plays (a TTS that streams as it speaks, the harder case for
  * the avatar); `burst`: sent as fast as it goes (most TTS synthesize faster than real time).
  */
-function speaker(room: Room, avatarIdentity: string, pcm: Int16Array, sampleRate: number, silenceMs: number, pace: 'realtime' | 'burst') {
+function speaker(
+  room: Room,
+  avatarIdentity: string,
+  pcm: Int16Array,
+  sampleRate: number,
+  silenceMs: number,
+  pace: 'realtime' | 'burst',
+) {
   voice.DataStreamAudioOutput._playbackFinishedRpcRegistered = false;
-  const out = new voice.DataStreamAudioOutput({ room, destinationIdentity: avatarIdentity, waitRemoteTrack: TrackKind.KIND_VIDEO });
+  const out = new voice.DataStreamAudioOutput({
+    room,
+    destinationIdentity: avatarIdentity,
+    waitRemoteTrack: TrackKind.KIND_VIDEO,
+  });
   let running = true;
   const done = (async () => {
     const step = sampleRate / 50;
@@ -124,7 +148,9 @@ function speaker(room: Room, avatarIdentity: string, pcm: Int16Array, sampleRate
       out.flush();
       // Half the time speaking: a burst sender waits for the speech to play out, then as long again.
       const spoken = (pcm.length * 1000) / sampleRate;
-      await new Promise((r) => setTimeout(r, silenceMs + (pace === 'burst' ? Math.max(0, spoken - (performance.now() - from)) : 0)));
+      await new Promise((r) =>
+        setTimeout(r, silenceMs + (pace === 'burst' ? Math.max(0, spoken - (performance.now() - from)) : 0)),
+      );
     }
   })();
   return {
@@ -137,7 +163,8 @@ function speaker(room: Room, avatarIdentity: string, pcm: Int16Array, sampleRate
 
 export const sessions: BenchModule = {
   name: 'sessions',
-  description: 'live calls per worker process: largest N at >= 24 fps and p95 frame interval <= 50 ms, CPU per call beside a JPEG encode',
+  description:
+    'live calls per worker process: largest N at >= 24 fps and p95 frame interval <= 50 ms, CPU per call beside a JPEG encode',
   async run({ flags }): Promise<BenchReport> {
     const steps = (flags.steps ?? '1,2,4,6,8,10,12').split(',').map(Number);
     const seconds = Number(flags.seconds ?? 12);
@@ -159,10 +186,16 @@ export const sessions: BenchModule = {
     const store = mkdtempSync(path.join(os.tmpdir(), 'bench-sessions-'));
     const storage = new LocalStorage(store, new MediaSigner('s'.repeat(32)), 'http://localhost');
     const loopKey = await storeTestCache(storage, 'bench/loop/cache', { seconds: 8, size: 512 });
-    const speech = await synthesize({ text: 'The quick brown fox jumps over the lazy dog, and then it runs far away.' });
+    const speech = await synthesize({
+      text: 'The quick brown fox jumps over the lazy dog, and then it runs far away.',
+    });
     await closeTts();
     const host = fork(HOST, [], {
-      execArgv: ['--import', 'tsx', ...(process.env.BENCH_HOST_PROF ? ['--cpu-prof', '--cpu-prof-dir', process.env.BENCH_HOST_PROF] : [])],
+      execArgv: [
+        '--import',
+        'tsx',
+        ...(process.env.BENCH_HOST_PROF ? ['--cpu-prof', '--cpu-prof-dir', process.env.BENCH_HOST_PROF] : []),
+      ],
       env: {
         ...process.env,
         NODE_OPTIONS: '',
@@ -178,14 +211,19 @@ export const sessions: BenchModule = {
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
     // The codec and lip-sync threads the host runs with, as its configuration resolved them.
-    const { videoCodec: codec, lipsyncThreads } = await new Promise<{ videoCodec: string; lipsyncThreads: number }>((resolve, reject) => {
-      host.once('message', resolve);
-      host.once('exit', (code) => reject(new Error(`the bench's worker process exited (${code}) before it was ready: see its error above`)));
-    });
+    const { videoCodec: codec, lipsyncThreads } = await new Promise<{ videoCodec: string; lipsyncThreads: number }>(
+      (resolve, reject) => {
+        host.once('message', resolve);
+        host.once('exit', (code) =>
+          reject(new Error(`the bench's worker process exited (${code}) before it was ready: see its error above`)),
+        );
+      },
+    );
 
     // The worker was forked at this process's priority; the stand-ins for other machines go below it.
     const standInsNice = Number(flags['stand-ins-nice'] ?? 0);
-    if (!Number.isInteger(standInsNice) || standInsNice < 0 || standInsNice > 19) throw new Error(`--stand-ins-nice must be an integer from 0 to 19, not ${flags['stand-ins-nice']}`);
+    if (!Number.isInteger(standInsNice) || standInsNice < 0 || standInsNice > 19)
+      throw new Error(`--stand-ins-nice must be an integer from 0 to 19, not ${flags['stand-ins-nice']}`);
     if (standInsNice !== 0) {
       renice(process.pid, standInsNice);
       if (livekit.pid) renice(livekit.pid, standInsNice);
@@ -196,16 +234,25 @@ export const sessions: BenchModule = {
     let failures: string[] = [];
     try {
       for (const n of steps) {
-        const calls = Array.from({ length: n }, (_, i) => ({ sessionId: `ses_bench${n}x${i}`, room: `bench-${n}-${i}-${Date.now()}` }));
+        const calls = Array.from({ length: n }, (_, i) => ({
+          sessionId: `ses_bench${n}x${i}`,
+          room: `bench-${n}-${i}-${Date.now()}`,
+        }));
         for (const c of calls) await rooms.createRoom({ name: c.room, emptyTimeout: 60 });
         await request(host, { type: 'start', calls }, 'started');
         const senders: { room: Room; stop: () => Promise<void> }[] = [];
         for (const [i, c] of calls.entries()) {
           const room = new Room();
-          await room.connect(livekit.url, await token(c.room, `agent-${c.sessionId}`, { agent: true }), { autoSubscribe: false, dynacast: false });
+          await room.connect(livekit.url, await token(c.room, `agent-${c.sessionId}`, { agent: true }), {
+            autoSubscribe: false,
+            dynacast: false,
+          });
           // Staggered, so the calls do not all speak at once.
           await new Promise((r) => setTimeout(r, (2500 / n) * (i > 0 ? 1 : 0)));
-          senders.push({ room, ...speaker(room, `avatar-${c.sessionId}`, speech.samples, speech.sampleRate, 2500, pace) });
+          senders.push({
+            room,
+            ...speaker(room, `avatar-${c.sessionId}`, speech.samples, speech.sampleRate, 2500, pace),
+          });
         }
         // Timing only: the bench's viewer shares the worker's cores, so it looks at no pixel.
         const viewer = new Viewer(`avatar-${calls[0]!.sessionId}`, { timingOnly: true });
@@ -220,7 +267,10 @@ export const sessions: BenchModule = {
         const cpuTo = await machineCpu(livekit.pid);
         const windowS = (performance.now() - from) / 1000;
         const seen = viewer.frames.filter((f) => f.at >= from).map((f) => f.at);
-        const gaps = seen.slice(1).map((t, i) => t - seen[i]!).sort((a, b) => a - b);
+        const gaps = seen
+          .slice(1)
+          .map((t, i) => t - seen[i]!)
+          .sort((a, b) => a - b);
         const viewerFps = seen.length / windowS;
         const viewerP95 = gaps[Math.floor(gaps.length * 0.95)] ?? Number.NaN;
         const minFps = Math.min(...m.perCall.map((c) => c.fps));
@@ -238,7 +288,10 @@ export const sessions: BenchModule = {
           // process), the LiveKit server, and how busy both cores were.
           driverMsPerSecond: fixed((cpuTo.driver - cpuFrom.driver) / windowS, 0),
           livekitMsPerSecond: fixed((cpuTo.livekit - cpuFrom.livekit) / windowS, 0),
-          machineBusyPercent: fixed((100 * (cpuTo.busy - cpuFrom.busy)) / (cpuTo.busy - cpuFrom.busy + cpuTo.idle - cpuFrom.idle), 0),
+          machineBusyPercent: fixed(
+            (100 * (cpuTo.busy - cpuFrom.busy)) / (cpuTo.busy - cpuFrom.busy + cpuTo.idle - cpuFrom.idle),
+            0,
+          ),
           jpegEncodeMs: fixed(m.jpegMs, 2),
           cpuPerCallInJpegEncodesPerFrame: fixed(cpuPerCall / 25 / m.jpegMs, 2),
           batchMsPerFrame: fixed(m.batchMsPerFrame, 2),
@@ -273,15 +326,29 @@ export const sessions: BenchModule = {
     // in production), at the CPU per call it used at the largest N at the bar. Derived, not measured.
     const atBar = rows.find((r) => r.calls === best);
     const cores = os.cpus().length;
-    const workerOnly = atBar && typeof atBar.cpuMsPerSecondPerCall === 'number' ? Math.floor((cores * 1000) / atBar.cpuMsPerSecondPerCall) : null;
+    const workerOnly =
+      atBar && typeof atBar.cpuMsPerSecondPerCall === 'number'
+        ? Math.floor((cores * 1000) / atBar.cpuMsPerSecondPerCall)
+        : null;
     const header = Object.keys(rows[0] ?? { calls: 0 });
     const table = [header.join('\t'), ...rows.map((r) => header.map((h) => String(r[h])).join('\t'))].join('\n');
     return {
-      results: { largestN: best, workerOnlyCallsDerived: workerOnly, rows, sender: pace, videoCodec: codec, lipsyncThreads, standInsNice, loadAverageAtEnd: os.loadavg()[0] },
+      results: {
+        largestN: best,
+        workerOnlyCallsDerived: workerOnly,
+        rows,
+        sender: pace,
+        videoCodec: codec,
+        lipsyncThreads,
+        standInsNice,
+        loadAverageAtEnd: os.loadavg()[0],
+      },
       table:
         `${table}\n\nlargest N at >= 24 fps and p95 <= 50 ms: ${best} (${pace} sender, ${codec}, ${lipsyncThreads} lip-sync threads; machine: ${cores} cores, load ${os.loadavg()[0]!.toFixed(1)}; ` +
         `the LiveKit server and the calls' agents and viewer share its cores${standInsNice ? `, at nice ${standInsNice}` : ''})` +
-        (workerOnly === null ? '' : `\nderived: ${cores} cores given to the worker alone carry ${workerOnly} calls at the ${atBar!.cpuMsPerSecondPerCall} ms/s per call it used at ${best}`),
+        (workerOnly === null
+          ? ''
+          : `\nderived: ${cores} cores given to the worker alone carry ${workerOnly} calls at the ${atBar!.cpuMsPerSecondPerCall} ms/s per call it used at ${best}`),
       failures,
     };
   },

@@ -81,8 +81,19 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 const max = (xs: number[]) => Math.max(...xs);
 
 function summarize(ts: TurnTiming[]) {
-  const pick = (k: keyof Omit<TurnTiming, 'ended'>) => ({ median: median(ts.map((t) => t[k])), max: max(ts.map((t) => t[k])) });
-  return { turns: ts.length, firstBytesMs: pick('firstBytesMs'), firstAudioMs: pick('firstAudioMs'), firstFrameMs: pick('firstFrameMs'), totalMs: pick('totalMs'), audioSeconds: pick('audioSeconds'), rtf: pick('rtf') };
+  const pick = (k: keyof Omit<TurnTiming, 'ended'>) => ({
+    median: median(ts.map((t) => t[k])),
+    max: max(ts.map((t) => t[k])),
+  });
+  return {
+    turns: ts.length,
+    firstBytesMs: pick('firstBytesMs'),
+    firstAudioMs: pick('firstAudioMs'),
+    firstFrameMs: pick('firstFrameMs'),
+    totalMs: pick('totalMs'),
+    audioSeconds: pick('audioSeconds'),
+    rtf: pick('rtf'),
+  };
 }
 
 async function jpegMs(): Promise<number> {
@@ -98,18 +109,33 @@ async function jpegMs(): Promise<number> {
 
 export const turn: BenchModule = {
   name: 'turn',
-  description: 'repeat turns over HTTP: time to first mux bytes, first audio and frame, real-time factor, single and 4 at once, beside a JPEG encode',
+  description:
+    'repeat turns over HTTP: time to first mux bytes, first audio and frame, real-time factor, single and 4 at once, beside a JPEG encode',
   async run({ flags }): Promise<BenchReport> {
     const rounds = Math.max(1, Number(flags.rounds ?? 5));
     const dir = mkdtempSync(path.join(os.tmpdir(), 'avatar-bench-turn-'));
-    const config = loadConfig({ ...process.env, DATA_DIR: dir, DATABASE_URL: '', REDIS_URL: '', LOG_LEVEL: 'warn', NODE_ENV: 'production', RATE_LIMIT_POINTS: '100000', JOB_WORKERS: '0' });
+    const config = loadConfig({
+      ...process.env,
+      DATA_DIR: dir,
+      DATABASE_URL: '',
+      REDIS_URL: '',
+      LOG_LEVEL: 'warn',
+      NODE_ENV: 'production',
+      RATE_LIMIT_POINTS: '100000',
+      JOB_WORKERS: '0',
+    });
     const services = await createServices(config, { log: createLogger('warn') });
     const server = await startApiServer(createApp(services).fetch, { port: 0, hostname: '127.0.0.1' });
     const failures: string[] = [];
     try {
       const tenant = await services.tenants.create('bench turns');
       await services.ledger.grant(tenant.id, 100_000 * MICROS_PER_SECOND);
-      const { apiKey } = await services.keys.create({ tenantId: tenant.id, name: 'bench', scopes: ['*'], spendLimitCreditMicros: null });
+      const { apiKey } = await services.keys.create({
+        tenantId: tenant.id,
+        name: 'bench',
+        scopes: ['*'],
+        spendLimitCreditMicros: null,
+      });
       const { avatarId } = await readyAvatar({ services }, tenant.id, { loop: LOOP });
       const url = `http://127.0.0.1:${server.port}/api/v1/realtime/turn`;
       // The server's own view of each turn: from the start of its handler to the header and the first frame queued.
@@ -136,7 +162,9 @@ export const turn: BenchModule = {
         single.push(await timedTurn(url, apiKey, avatarId));
         serverSingle.push(...serverSide.splice(0));
         if (r % 2 === 0 || rounds === 1) {
-          concurrent.push(...(await Promise.all(Array.from({ length: CONCURRENT }, () => timedTurn(url, apiKey, avatarId)))));
+          concurrent.push(
+            ...(await Promise.all(Array.from({ length: CONCURRENT }, () => timedTurn(url, apiKey, avatarId)))),
+          );
           serverConcurrent.push(...serverSide.splice(0));
         }
         jpeg.push(await jpegMs());
@@ -157,14 +185,20 @@ export const turn: BenchModule = {
       const lines = [
         `repeat turn "${TEXT}" on a ${LOOP.size}x${LOOP.size} ${LOOP.seconds} s idle loop, voice slt, over HTTP on 127.0.0.1; ${os.cpus().length} CPUs, load ${os.loadavg()[0]!.toFixed(2)}`,
         `JPEG encode of one ${LOOP.size}x${LOOP.size} loop frame (sharp, q80), same run: ${f(jpegMedian)} ms (median of ${jpeg.length})`,
-        `prepare: ${Object.entries(prepared.timings ?? {}).map(([k, v]) => `${k} ${v}`).join(', ')}`,
+        `prepare: ${Object.entries(prepared.timings ?? {})
+          .map(([k, v]) => `${k} ${v}`)
+          .join(', ')}`,
         row(`1 turn at a time (${single.length} turns)`, s),
         serverRow('    server side', serverSingle),
         row(`${CONCURRENT} turns at once (${concurrent.length} turns)`, c),
         serverRow('    server side', serverConcurrent),
         `  target: first bytes under ${TARGET_FIRST_BYTES_MS} ms after the request: ${s.firstBytesMs.max < TARGET_FIRST_BYTES_MS ? 'met' : 'missed'} single, ${c.firstBytesMs.max < TARGET_FIRST_BYTES_MS ? 'met' : 'missed'} at ${CONCURRENT} at once (worst turn)`,
       ];
-      return { results: { jpegMs: jpegMedian, prepare: prepared.timings, single: s, concurrent: c, text: TEXT, loop: LOOP }, table: lines.join('\n'), failures };
+      return {
+        results: { jpegMs: jpegMedian, prepare: prepared.timings, single: s, concurrent: c, text: TEXT, loop: LOOP },
+        table: lines.join('\n'),
+        failures,
+      };
     } finally {
       await server.close({ timeoutMs: 2000 });
       await services.close();

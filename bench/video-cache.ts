@@ -22,7 +22,15 @@ export const videoCache: BenchModule = {
       writeFileSync(input, testVideo({ seconds, width: 640, height: 360 }));
       const runs = [];
       for (const fit of ['pad', 'contain'] as const) {
-        const { stats, manifest } = await buildFrameCacheFromVideo(input, path.join(dir, fit), { fps: 25, width: 512, height: 512, fit, maxSeconds: seconds + 1, kind: 'clip', loop: false });
+        const { stats, manifest } = await buildFrameCacheFromVideo(input, path.join(dir, fit), {
+          fps: 25,
+          width: 512,
+          height: 512,
+          fit,
+          maxSeconds: seconds + 1,
+          kind: 'clip',
+          loop: false,
+        });
         const per = (ms: number) => ms / stats.frames;
         runs.push({
           fit,

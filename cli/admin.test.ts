@@ -62,7 +62,10 @@ describe('admin CLI', { timeout: 300_000 }, () => {
 
     const created = await onTestDb(['key', 'create', tenant.id, '--name', 'svc', '--scopes', 'credits:read', '--json']);
     const { id } = JSON.parse(created.stdout) as { id: string };
-    const listed = JSON.parse((await onTestDb(['key', 'list', tenant.id, '--json'])).stdout) as { id: string; redactedKey: string }[];
+    const listed = JSON.parse((await onTestDb(['key', 'list', tenant.id, '--json'])).stdout) as {
+      id: string;
+      redactedKey: string;
+    }[];
     expect(listed.map((k) => k.id)).toEqual([id]);
     expect(JSON.stringify(listed)).not.toMatch(/secret_hash|"apiKey"/);
     // Revoking a key revokes the keys minted under it (POST /api-keys records the minter).
@@ -70,7 +73,12 @@ describe('admin CLI', { timeout: 300_000 }, () => {
     const revoked = await onTestDb(['key', 'revoke', id, '--json']);
     expect(revoked.code, revoked.stderr).toBe(0);
     expect(JSON.parse(revoked.stdout)).toEqual({ id, status: 'revoked', revokedDescendants: 1 });
-    expect((await s.keys.list(tenant.id)).map((k) => [k.id, k.status]).sort()).toEqual([[child.record.id, 'revoked'], [id, 'revoked']].sort());
+    expect((await s.keys.list(tenant.id)).map((k) => [k.id, k.status]).sort()).toEqual(
+      [
+        [child.record.id, 'revoked'],
+        [id, 'revoked'],
+      ].sort(),
+    );
     await expect(s.keys.verify(`Bearer ${child.apiKey}`)).rejects.toMatchObject({ code: 'unauthorized' });
   });
 
@@ -98,7 +106,11 @@ describe('admin CLI', { timeout: 300_000 }, () => {
 
   it('exits 2 with usage on a bad command or argument, writing nothing', async () => {
     const before = (await s.tenants.list()).length;
-    for (const args of [['tenant', 'create'], ['tenant', 'create', '--name', 'x', '--credits', 'lots'], ['frobnicate']]) {
+    for (const args of [
+      ['tenant', 'create'],
+      ['tenant', 'create', '--name', 'x', '--credits', 'lots'],
+      ['frobnicate'],
+    ]) {
       const r = await onTestDb(args);
       expect(r.code, args.join(' ')).toBe(2);
       expect(r.stderr).toContain('Usage:');
@@ -109,10 +121,27 @@ describe('admin CLI', { timeout: 300_000 }, () => {
 
   it('live calls: tenant limit, connection-history switch, pool set/unset/list; bad values exit 2 writing nothing', async () => {
     const tenant = await s.tenants.create('live ops');
-    expect(await s.tenants.get(tenant.id)).toMatchObject({ maxConcurrentSessions: 5, maxConcurrentSceneSessions: 2, connectionHistoryEnabled: true });
-    const limited = await onTestDb(['tenant', 'limit', tenant.id, '--max-concurrent-sessions', '12', '--max-concurrent-scene-sessions', '3', '--json']);
+    expect(await s.tenants.get(tenant.id)).toMatchObject({
+      maxConcurrentSessions: 5,
+      maxConcurrentSceneSessions: 2,
+      connectionHistoryEnabled: true,
+    });
+    const limited = await onTestDb([
+      'tenant',
+      'limit',
+      tenant.id,
+      '--max-concurrent-sessions',
+      '12',
+      '--max-concurrent-scene-sessions',
+      '3',
+      '--json',
+    ]);
     expect(limited.code, limited.stderr).toBe(0);
-    expect(JSON.parse(limited.stdout)).toMatchObject({ id: tenant.id, maxConcurrentSessions: 12, maxConcurrentSceneSessions: 3 });
+    expect(JSON.parse(limited.stdout)).toMatchObject({
+      id: tenant.id,
+      maxConcurrentSessions: 12,
+      maxConcurrentSceneSessions: 3,
+    });
     expect((await onTestDb(['tenant', 'switch', tenant.id, 'connection-history', 'off'])).code).toBe(0);
     expect((await s.tenants.get(tenant.id))?.connectionHistoryEnabled).toBe(false);
 
@@ -139,7 +168,10 @@ describe('admin CLI', { timeout: 300_000 }, () => {
       expect(r.code, args.join(' ')).toBe(2);
       expect(r.stderr).toContain('Usage:');
     }
-    expect(await s.tenants.get(tenant.id)).toMatchObject({ maxConcurrentSessions: 12, connectionHistoryEnabled: false });
+    expect(await s.tenants.get(tenant.id)).toMatchObject({
+      maxConcurrentSessions: 12,
+      connectionHistoryEnabled: false,
+    });
     expect((await s.capacity.pools()).has('gpu-b')).toBe(false);
   });
 
@@ -161,7 +193,11 @@ describe('admin CLI', { timeout: 300_000 }, () => {
         resolve();
       });
     });
-    const cli = startEntryPoint('cli/admin.ts', { DATA_DIR: dataDir, DATABASE_URL: '' }, { args: ['tenant', 'list', '--json'] });
+    const cli = startEntryPoint(
+      'cli/admin.ts',
+      { DATA_DIR: dataDir, DATABASE_URL: '' },
+      { args: ['tenant', 'list', '--json'] },
+    );
     try {
       await serverStarted;
       cli.child.kill('SIGINT');
@@ -182,13 +218,21 @@ describe('admin CLI', { timeout: 300_000 }, () => {
     expect(first.code, first.stderr).toBe(0);
 
     const port = await freePort();
-    const server: ChildProcess = spawn('npm', ['start'], { env: { ...process.env, DATABASE_URL: '', DATA_DIR: dataDir, PORT: String(port), LOG_LEVEL: 'warn' }, stdio: 'ignore', detached: true });
+    const server: ChildProcess = spawn('npm', ['start'], {
+      env: { ...process.env, DATABASE_URL: '', DATA_DIR: dataDir, PORT: String(port), LOG_LEVEL: 'warn' },
+      stdio: 'ignore',
+      detached: true,
+    });
     try {
       const base = `http://127.0.0.1:${port}`;
-      await waitFor('the server to serve /healthz', async () => ((await fetch(`${base}/healthz`).catch(() => undefined))?.status === 200 ? true : undefined));
+      await waitFor('the server to serve /healthz', async () =>
+        (await fetch(`${base}/healthz`).catch(() => undefined))?.status === 200 ? true : undefined,
+      );
       // Created before the server started (cluster stopped and started again): still there.
       const { apiKey: oldKey } = JSON.parse(first.stdout) as { apiKey: string };
-      expect((await fetch(`${base}/api/v1/credits/balance`, { headers: { authorization: `Bearer ${oldKey}` } })).status).toBe(200);
+      expect(
+        (await fetch(`${base}/api/v1/credits/balance`, { headers: { authorization: `Bearer ${oldKey}` } })).status,
+      ).toBe(200);
       // Created while the server runs, on the same cluster: usable at once.
       const second = await admin(['tenant', 'create', '--name', 'two', '--credits', '3', '--json'], env);
       expect(second.code, second.stderr).toBe(0);

@@ -53,13 +53,15 @@ const LIMIT_FLAGS: Record<string, { field: keyof TenantLimits; min: number; max:
 
 function secondsToMicros(v: string | undefined, flag: string): number {
   const n = Number(v);
-  if (v === undefined || v.trim() === '' || !Number.isFinite(n) || n < 0) throw new UsageError(`${flag} must be a number of seconds >= 0`);
+  if (v === undefined || v.trim() === '' || !Number.isFinite(n) || n < 0)
+    throw new UsageError(`${flag} must be a number of seconds >= 0`);
   return Math.round(n * MICROS_PER_SECOND);
 }
 
 function intFlag(v: string, flag: string, min: number, max: number): number {
   const n = Number(v);
-  if (!/^\d+$/.test(v.trim()) || !Number.isSafeInteger(n) || n < min || n > max) throw new UsageError(`${flag} must be an integer from ${min} to ${max}`);
+  if (!/^\d+$/.test(v.trim()) || !Number.isSafeInteger(n) || n < min || n > max)
+    throw new UsageError(`${flag} must be an integer from ${min} to ${max}`);
   return n;
 }
 
@@ -133,7 +135,12 @@ async function run(s: Services, argv: string[]): Promise<void> {
         limits[field] = intFlag(v, `--${flag}`, min, max);
         set.push(`${flag} ${limits[field]}`);
       }
-      if (set.length === 0) throw new UsageError(`tenant limit needs one of ${Object.keys(LIMIT_FLAGS).map((f) => `--${f}`).join(', ')}`);
+      if (set.length === 0)
+        throw new UsageError(
+          `tenant limit needs one of ${Object.keys(LIMIT_FLAGS)
+            .map((f) => `--${f}`)
+            .join(', ')}`,
+        );
       const t = await s.tenants.setLimits(id, limits);
       if (!t) throw new UsageError(`no tenant ${id}`);
       print(json, t, `${t.id} ${set.join(' ')}`);
@@ -142,19 +149,33 @@ async function run(s: Services, argv: string[]): Promise<void> {
     case 'pool set':
     case 'pool unset': {
       const name = need(rest[0], 'NAME');
-      if (!POOL_NAME.test(name)) throw new UsageError('NAME must be 1 to 64 lowercase letters, digits, _ or -, starting with a letter or digit');
+      if (!POOL_NAME.test(name))
+        throw new UsageError('NAME must be 1 to 64 lowercase letters, digits, _ or -, starting with a letter or digit');
       const slots = verb === 'set' ? intFlag(need(o.slots, '--slots'), '--slots', 0, 1_000_000) : null;
       await s.capacity.setPoolSlots(name, slots);
-      print(json, { name, slots }, slots === null ? `${name} slots: declared by its workers` : `${name} slots ${slots}`);
+      print(
+        json,
+        { name, slots },
+        slots === null ? `${name} slots: declared by its workers` : `${name} slots ${slots}`,
+      );
       return;
     }
     case 'pool list': {
-      const pools = [...(await s.capacity.pools())].map(([name, p]) => ({ name, slots: p.slots, source: p.configured ? 'configured' : 'workers', workers: p.workers }));
+      const pools = [...(await s.capacity.pools())].map(([name, p]) => ({
+        name,
+        slots: p.slots,
+        source: p.configured ? 'configured' : 'workers',
+        workers: p.workers,
+      }));
       print(json, pools, pools.map((p) => `${p.name}\t${p.slots}\t${p.source}\t${p.workers} workers`).join('\n'));
       return;
     }
     case 'credits grant': {
-      const b = await s.ledger.grant(need(rest[0], 'TENANT_ID'), secondsToMicros(o.seconds, '--seconds'), 'operator grant');
+      const b = await s.ledger.grant(
+        need(rest[0], 'TENANT_ID'),
+        secondsToMicros(o.seconds, '--seconds'),
+        'operator grant',
+      );
       print(json, b, `${b.tenantId} balance ${b.balanceCreditMicros} credit micros`);
       return;
     }
@@ -170,7 +191,8 @@ async function run(s: Services, argv: string[]): Promise<void> {
       if (bad) throw new UsageError(`unknown scope ${bad}; scopes are ${SCOPES.join(', ')}`);
       if (o.legacy && o.legacy !== 'live' && o.legacy !== 'test') throw new UsageError('--legacy must be live or test');
       const limit = o['spend-limit'] === undefined ? null : Number(o['spend-limit']);
-      if (limit !== null && (!Number.isSafeInteger(limit) || limit < 0)) throw new UsageError('--spend-limit must be an integer >= 0');
+      if (limit !== null && (!Number.isSafeInteger(limit) || limit < 0))
+        throw new UsageError('--spend-limit must be an integer >= 0');
       if (!(await s.tenants.get(tenantId))) throw new UsageError(`no tenant ${tenantId}`);
       const { record, apiKey } = await s.keys.create({
         tenantId,
@@ -184,7 +206,11 @@ async function run(s: Services, argv: string[]): Promise<void> {
     }
     case 'key list': {
       const keys = await s.keys.list(need(rest[0], 'TENANT_ID'));
-      print(json, keys, keys.map((k) => `${k.id}\t${k.status}\t${k.redactedKey}\t${k.scopes.join(',')}\t${k.name}`).join('\n'));
+      print(
+        json,
+        keys,
+        keys.map((k) => `${k.id}\t${k.status}\t${k.redactedKey}\t${k.scopes.join(',')}\t${k.name}`).join('\n'),
+      );
       return;
     }
     case 'key revoke': {
@@ -212,7 +238,9 @@ async function main() {
   let code = 0;
   // Interrupted (Ctrl-C, kill): close what is open, which stops a cluster this command started,
   // and exit 128 + the signal's number, as shells expect of an interrupted command.
-  const shutdown = onShutdown(log, async () => (await opening?.catch(() => undefined))?.close(), { exitCode: (signal) => 128 + os.constants.signals[signal] });
+  const shutdown = onShutdown(log, async () => (await opening?.catch(() => undefined))?.close(), {
+    exitCode: (signal) => 128 + os.constants.signals[signal],
+  });
   try {
     const config = loadConfig();
     opening = createServices(config, { log });

@@ -12,7 +12,21 @@
 import './rtc-node-quiet.ts';
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { AudioFrame, AudioSource, AudioStream, LocalAudioTrack, Room, RoomEvent, TrackKind, TrackPublishOptions, TrackSource, VideoBufferType, VideoStream, dispose, type RemoteTrack } from '@livekit/rtc-node';
+import {
+  AudioFrame,
+  AudioSource,
+  AudioStream,
+  LocalAudioTrack,
+  Room,
+  RoomEvent,
+  TrackKind,
+  TrackPublishOptions,
+  TrackSource,
+  VideoBufferType,
+  VideoStream,
+  dispose,
+  type RemoteTrack,
+} from '@livekit/rtc-node';
 import { Mp4Writer } from '../render/encode/index.ts';
 import { closeTts, synthesize } from '../render/tts/index.ts';
 
@@ -32,7 +46,9 @@ function fail(message: string): never {
   process.exit(2);
 }
 
-const grant = values.grant ? (JSON.parse(readFileSync(values.grant === '-' ? 0 : values.grant, 'utf8')) as Record<string, unknown>) : {};
+const grant = values.grant
+  ? (JSON.parse(readFileSync(values.grant === '-' ? 0 : values.grant, 'utf8')) as Record<string, unknown>)
+  : {};
 const url = values.url ?? (grant.server_url as string | undefined);
 const token = values.token ?? (grant.participant_token as string | undefined);
 if (!url || !token) fail('Give --grant FILE (the mint answer), or --url and --token');
@@ -59,11 +75,13 @@ async function record(track: RemoteTrack): Promise<void> {
         videoSeen = true;
         console.log(`${stamp()}  avatar video ${rgba.width}x${rgba.height}`);
       }
-      if (values.out && !writer) writer = new Mp4Writer({ path: values.out, width: rgba.width, height: rgba.height, fps: 25, sampleRate: SR });
+      if (values.out && !writer)
+        writer = new Mp4Writer({ path: values.out, width: rgba.width, height: rgba.height, fps: 25, sampleRate: SR });
       await writer?.writeVideoFrame(new Uint8Array(rgba.data));
     }
   } else {
-    for await (const frame of new AudioStream(track, { sampleRate: SR, numChannels: 1 })) await writer?.writeAudio(frame.data);
+    for await (const frame of new AudioStream(track, { sampleRate: SR, numChannels: 1 }))
+      await writer?.writeAudio(frame.data);
   }
 }
 
@@ -88,7 +106,10 @@ room.registerTextStreamHandler('lk.transcription', (reader, { identity }) => {
 await room.connect(url!, token!, { autoSubscribe: true, dynacast: false });
 console.log(`${stamp()}  connected to ${room.name} as ${room.localParticipant?.identity}`);
 const mic = new AudioSource(SR, 1, 100);
-await room.localParticipant!.publishTrack(LocalAudioTrack.createAudioTrack('microphone', mic), new TrackPublishOptions({ source: TrackSource.SOURCE_MICROPHONE }));
+await room.localParticipant!.publishTrack(
+  LocalAudioTrack.createAudioTrack('microphone', mic),
+  new TrackPublishOptions({ source: TrackSource.SOURCE_MICROPHONE }),
+);
 
 // The microphone: silence at real-time pace (voice activity detection needs it), and the sentences in
 // turn, as a polite user says them: the first 1.5 s after the avatar's video arrives, each next one
@@ -107,7 +128,8 @@ while (performance.now() < deadline) {
     const s = await synthesize({ text, voice: 'rms' });
     // To the microphone's rate (nearest sample: this is speech for a VAD and an STT, not music).
     speech = new Int16Array(Math.round((s.samples.length * SR) / s.sampleRate));
-    for (let i = 0; i < speech.length; i++) speech[i] = s.samples[Math.min(s.samples.length - 1, Math.floor((i * s.sampleRate) / SR))]!;
+    for (let i = 0; i < speech.length; i++)
+      speech[i] = s.samples[Math.min(s.samples.length - 1, Math.floor((i * s.sampleRate) / SR))]!;
     console.log(`${stamp()}  you: ${text}`);
   }
   const chunk = new Int16Array(SR / 50);
@@ -126,7 +148,9 @@ await room.disconnect();
 const w = writer as Mp4Writer | null;
 if (w) {
   const r = await w.finish();
-  console.log(`${stamp()}  wrote ${values.out} (${r.videoDuration.toFixed(1)} s of video, ${r.audioDuration.toFixed(1)} s of audio)`);
+  console.log(
+    `${stamp()}  wrote ${values.out} (${r.videoDuration.toFixed(1)} s of video, ${r.audioDuration.toFixed(1)} s of audio)`,
+  );
 }
 await closeTts();
 await dispose();

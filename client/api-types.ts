@@ -44,7 +44,9 @@ type SuccessStatus = 200 | 201 | 202 | 204;
 type Responses<K extends OperationId> = Operation<K>['responses'];
 /** The body of the operation's success answer (undefined for a 204). */
 export type ResponseBody<K extends OperationId> = {
-  [S in keyof Responses<K> & SuccessStatus]: Responses<K>[S] extends { content: { 'application/json': infer R } } ? R : undefined;
+  [S in keyof Responses<K> & SuccessStatus]: Responses<K>[S] extends { content: { 'application/json': infer R } }
+    ? R
+    : undefined;
 }[keyof Responses<K> & SuccessStatus];
 
 // Names for the shapes users handle most (all generated).

@@ -96,7 +96,10 @@ describe('AvatarClient against the API', () => {
   it('reads, pages and deletes assets; an asset in use is refused with what uses it', async () => {
     const { apiKey } = await api.t.newTenant();
     const client = new AvatarClient({ apiKey, baseUrl: api.base });
-    const [a, b] = [await client.assets.upload({ file: await png(8, 8), filename: 'a.png' }), await client.assets.upload({ file: await png(9, 9), filename: 'b.png' })];
+    const [a, b] = [
+      await client.assets.upload({ file: await png(8, 8), filename: 'a.png' }),
+      await client.assets.upload({ file: await png(9, 9), filename: 'b.png' }),
+    ];
     expect(await client.assets.get(a.id)).toMatchObject({ id: a.id, status: 'ready', publicUrl: expect.any(String) });
     const first = await client.assets.list({ limit: 1, status: 'ready', kind: 'image' });
     expect(first.data.map((x) => x.id)).toEqual([b.id]);
@@ -104,7 +107,12 @@ describe('AvatarClient against the API', () => {
     expect(second).toMatchObject({ data: [{ id: a.id }], nextCursor: null });
     const avatar = await client.avatars.create({ displayName: 'Ada', sourceKind: 'image', sourceAssetId: a.id });
     const inUse = await client.assets.delete(a.id).catch((e: unknown) => e);
-    expect(inUse).toMatchObject({ status: 409, code: 'asset_in_use', retryable: false, body: { usedBy: { avatarIds: [avatar.id], clips: [] } } });
+    expect(inUse).toMatchObject({
+      status: 409,
+      code: 'asset_in_use',
+      retryable: false,
+      body: { usedBy: { avatarIds: [avatar.id], clips: [] } },
+    });
     expect(await client.assets.delete(b.id)).toBeUndefined();
     expect(await client.assets.get(b.id).catch((e: unknown) => e)).toMatchObject({ status: 404, code: 'not_found' });
   });
@@ -113,7 +121,10 @@ describe('AvatarClient against the API', () => {
     const { apiKey } = await api.t.newTenant({ credits: 30 });
     const client = new AvatarClient({ apiKey, baseUrl: api.base });
     const portrait = await client.assets.upload({ file: fixtureBytes('grace_hopper'), filename: 'grace.jpg' });
-    const audio = await client.assets.upload({ file: (await speechWav('Nice to meet you.')).wav, filename: 'hello.wav' });
+    const audio = await client.assets.upload({
+      file: (await speechWav('Nice to meet you.')).wav,
+      filename: 'hello.wav',
+    });
     const video = await client.lipsync({ audioUrl: audio.publicUrl!, portraitUrl: portrait.publicUrl! });
     expect(video).toMatchObject({ fps: 25, avatarId: expect.stringMatching(/^ava_/) });
     expect(video.durationSeconds).toBeCloseTo(video.frames / video.fps, 9);
@@ -127,24 +138,35 @@ describe('AvatarClient against the API', () => {
     const { apiKey } = await api.t.newTenant();
     const client = new AvatarClient({ apiKey, baseUrl: api.base });
     const { fetch: counted, attempts } = countingFetch();
-    const notFound = await new AvatarClient({ apiKey, baseUrl: api.base, fetch: counted }).avatars.get('ava_doesnotexist').then(() => undefined, (e: unknown) => e as ApiError);
+    const notFound = await new AvatarClient({ apiKey, baseUrl: api.base, fetch: counted }).avatars
+      .get('ava_doesnotexist')
+      .then(
+        () => undefined,
+        (e: unknown) => e as ApiError,
+      );
     expect(notFound).toBeInstanceOf(ApiError);
     expect(notFound).toMatchObject({ status: 404, code: 'not_found', kind: 'http', retryable: false });
     expect(notFound?.requestId).toMatch(/^req_/);
     expect(attempts).toHaveLength(1); // a 404 is never retried
     const invalid = (await client.avatars.create({ displayName: '' } as never).catch((e: unknown) => e)) as ApiError;
     expect(invalid).toMatchObject({ status: 422, code: 'validation_error', field: 'displayName' });
-    const unauthorized = (await new AvatarClient({ apiKey: `${apiKey}x`, baseUrl: api.base }).credits.balance().catch((e: unknown) => e)) as ApiError;
+    const unauthorized = (await new AvatarClient({ apiKey: `${apiKey}x`, baseUrl: api.base }).credits
+      .balance()
+      .catch((e: unknown) => e)) as ApiError;
     expect(unauthorized).toMatchObject({ status: 401, kind: 'http' });
     const reader = await client.apiKeys.create({ name: 'r', scopes: ['credits:read'] });
-    const forbidden = (await new AvatarClient({ apiKey: reader.apiKey, baseUrl: api.base }).avatars.list().catch((e: unknown) => e)) as ApiError;
+    const forbidden = (await new AvatarClient({ apiKey: reader.apiKey, baseUrl: api.base }).avatars
+      .list()
+      .catch((e: unknown) => e)) as ApiError;
     expect(forbidden).toMatchObject({ status: 403, code: 'forbidden' });
     expect(forbidden.body?.requiredScope).toBe('avatars:read');
     // 402: a lipsync the workspace cannot pay for.
     const poor = new AvatarClient({ apiKey: (await api.t.newTenant()).apiKey, baseUrl: api.base });
     const audio = await poor.assets.upload({ file: (await speechWav('Hello.')).wav, filename: 'a.wav' });
     const image = await poor.assets.upload({ file: fixtureBytes('grace_hopper'), filename: 'g.jpg' });
-    const paywall = (await poor.lipsync({ audioUrl: audio.publicUrl!, portraitUrl: image.publicUrl! }).catch((e: unknown) => e)) as ApiError;
+    const paywall = (await poor
+      .lipsync({ audioUrl: audio.publicUrl!, portraitUrl: image.publicUrl! })
+      .catch((e: unknown) => e)) as ApiError;
     expect(paywall).toMatchObject({ status: 402, code: 'insufficient_credits', retryable: false });
     expect(paywall.body?.billingUrl).toBe('/platform/billing');
   });
@@ -165,7 +187,11 @@ describe('the per-key rate limit (a 429 without code or queue fields)', () => {
     const strict = new AvatarClient({ apiKey, baseUrl: limited.base, retry: { maxRetries: 0 } });
     // Two requests a second pass; a third within the same second cannot (a few calls make sure of it).
     let err: unknown;
-    for (let i = 0; i < 6 && !err; i++) err = await strict.credits.balance().then(() => undefined, (e: unknown) => e);
+    for (let i = 0; i < 6 && !err; i++)
+      err = await strict.credits.balance().then(
+        () => undefined,
+        (e: unknown) => e,
+      );
     expect(err).toBeInstanceOf(ApiError);
     expect(err).toMatchObject({ status: 429, kind: 'rate_limited', code: undefined, retryable: true });
     expect((err as ApiError).retryAfterMs).toBeGreaterThan(0);
@@ -236,12 +262,21 @@ async function turnStream(): Promise<{ chunks: Uint8Array[]; audioSamples: numbe
   const w = 64;
   const rgba = new Uint8Array(w * w * 4).fill(200);
   const jpeg = await encodeJpeg(rgba, w, w, { quality: 80 });
-  const mux = new AvatarMuxWriter({ tracks: [{ kind: 'audio', sampleRate: speech.sampleRate }, { kind: 'video', codec: 'jpeg', width: w, height: w, fps: 25 }], metadata: { turn_id: 'trn_test' } });
+  const mux = new AvatarMuxWriter({
+    tracks: [
+      { kind: 'audio', sampleRate: speech.sampleRate },
+      { kind: 'video', codec: 'jpeg', width: w, height: w, fps: 25 },
+    ],
+    metadata: { turn_id: 'trn_test' },
+  });
   const chunks = [mux.start(), mux.event('speech_start')];
   const per = speech.sampleRate / 25;
   let frames = 0;
   for (let at = 0; at < speech.samples.length; at += per) {
-    chunks.push(mux.video(jpeg, { frame: frames++ }), mux.audio(speech.samples.subarray(at, Math.min(speech.samples.length, at + per))));
+    chunks.push(
+      mux.video(jpeg, { frame: frames++ }),
+      mux.audio(speech.samples.subarray(at, Math.min(speech.samples.length, at + per))),
+    );
   }
   chunks.push(mux.event('speech_end'), mux.end());
   return { chunks, audioSamples: speech.samples.length, frames };
@@ -257,15 +292,23 @@ describe('turn(): the decoded stream', () => {
     });
     try {
       const client = new AvatarClient({ apiKey: 'svc_x_y', baseUrl: wire.base });
-      const turn = await client.realtime.turn({ avatar_id: 'ava_1', mode: 'repeat', text: 'One, two, three.' } as never, { idempotencyKey: 'turn-1' });
+      const turn = await client.realtime.turn(
+        { avatar_id: 'ava_1', mode: 'repeat', text: 'One, two, three.' } as never,
+        { idempotencyKey: 'turn-1' },
+      );
       expect(turn.requestId).toBe('req_turn');
       const records: AvatarMuxRecord[] = [];
       for await (const r of turn) records.push(r);
       expect(records[0]).toMatchObject({ type: 'header', metadata: { turn_id: 'trn_test' } });
       expect(records.at(-1)).toMatchObject({ type: 'end', durationSamples: stream.audioSamples });
       expect(records.filter((r) => r.type === 'video')).toHaveLength(stream.frames);
-      expect(records.filter((r) => r.type === 'audio').reduce((n, r) => n + (r.type === 'audio' ? r.sampleCount : 0), 0)).toBe(stream.audioSamples);
-      expect(records.filter((r) => r.type === 'event').map((r) => (r.type === 'event' ? r.name : ''))).toEqual(['speech_start', 'speech_end']);
+      expect(
+        records.filter((r) => r.type === 'audio').reduce((n, r) => n + (r.type === 'audio' ? r.sampleCount : 0), 0),
+      ).toBe(stream.audioSamples);
+      expect(records.filter((r) => r.type === 'event').map((r) => (r.type === 'event' ? r.name : ''))).toEqual([
+        'speech_start',
+        'speech_end',
+      ]);
       expect(wire.seen[0]).toMatchObject({ method: 'POST', path: '/api/v1/realtime/turn' });
       expect(wire.seen[0]!.headers['idempotency-key']).toBe('turn-1');
       expect(JSON.parse(wire.seen[0]!.body)).toMatchObject({ avatar_id: 'ava_1' });
@@ -285,7 +328,9 @@ describe('turn(): the decoded stream', () => {
       res.on('close', () => closed());
     });
     try {
-      const turn = await new AvatarClient({ apiKey: 'svc_x_y', baseUrl: wire.base }).realtime.turn({ avatar_id: 'ava_1' } as never);
+      const turn = await new AvatarClient({ apiKey: 'svc_x_y', baseUrl: wire.base }).realtime.turn({
+        avatar_id: 'ava_1',
+      } as never);
       const seen: string[] = [];
       for await (const r of turn) {
         seen.push(r.type);
@@ -302,7 +347,8 @@ describe('turn(): the decoded stream', () => {
   it('retries a turn with an Idempotency-Key on a 503 before the stream, never once its bytes began', async () => {
     const stream = await turnStream();
     const wire = await wireServer((req, res, n) => {
-      if (n === 1) return jsonAnswer(res, 503, { error: 'busy', status: 503, code: 'capacity_unavailable', retryable: true });
+      if (n === 1)
+        return jsonAnswer(res, 503, { error: 'busy', status: 503, code: 'capacity_unavailable', retryable: true });
       res.writeHead(200, { 'content-type': 'application/octet-stream' });
       // Some records, then the connection breaks.
       for (const c of stream.chunks.slice(0, 5)) res.write(c);
@@ -319,9 +365,13 @@ describe('turn(): the decoded stream', () => {
       expect(records[0]).toBe('header');
       expect(wire.seen).toHaveLength(2); // the 503, then the stream; the broken stream is not repeated
       // Without a key, a POST turn is not retried at all.
-      const once = await wireServer((_req, res) => jsonAnswer(res, 503, { error: 'busy', status: 503, code: 'capacity_unavailable', retryable: true }));
+      const once = await wireServer((_req, res) =>
+        jsonAnswer(res, 503, { error: 'busy', status: 503, code: 'capacity_unavailable', retryable: true }),
+      );
       try {
-        const e = await new AvatarClient({ apiKey: 'svc_x_y', baseUrl: once.base, retry: { baseDelayMs: 10 } }).realtime.turn({ avatar_id: 'ava_1' } as never).catch((x: unknown) => x);
+        const e = await new AvatarClient({ apiKey: 'svc_x_y', baseUrl: once.base, retry: { baseDelayMs: 10 } }).realtime
+          .turn({ avatar_id: 'ava_1' } as never)
+          .catch((x: unknown) => x);
         expect(e).toMatchObject({ status: 503, code: 'capacity_unavailable', retryable: true });
         expect(once.seen).toHaveLength(1);
       } finally {
@@ -336,7 +386,13 @@ describe('turn(): the decoded stream', () => {
 describe('retries of 408 and 5xx', () => {
   it('retries idempotent calls with backoff up to maxRetries, and not a POST without an Idempotency-Key', async () => {
     const wire = await wireServer((req, res, n) => {
-      if (req.method === 'GET' && n <= 2) return jsonAnswer(res, n === 1 ? 408 : 502, { error: 'flaky', status: n === 1 ? 408 : 502, code: n === 1 ? 'request_aborted' : 'upstream_unreachable', retryable: true });
+      if (req.method === 'GET' && n <= 2)
+        return jsonAnswer(res, n === 1 ? 408 : 502, {
+          error: 'flaky',
+          status: n === 1 ? 408 : 502,
+          code: n === 1 ? 'request_aborted' : 'upstream_unreachable',
+          retryable: true,
+        });
       if (req.method === 'GET') return jsonAnswer(res, 200, { data: [] });
       return jsonAnswer(res, 502, { error: 'render failed', status: 502, code: 'render_failed', retryable: true });
     });
@@ -344,13 +400,23 @@ describe('retries of 408 and 5xx', () => {
       const client = new AvatarClient({ apiKey: 'svc_x_y', baseUrl: wire.base, retry: { baseDelayMs: 5 } });
       expect(await client.avatars.list()).toEqual({ data: [] });
       expect(wire.seen.map((s) => s.method)).toEqual(['GET', 'GET', 'GET']);
-      const post = await client.lipsync({ audioUrl: 'https://example.com/a.wav', avatarId: 'ava_1' }).catch((e: unknown) => e);
+      const post = await client
+        .lipsync({ audioUrl: 'https://example.com/a.wav', avatarId: 'ava_1' })
+        .catch((e: unknown) => e);
       expect(post).toMatchObject({ status: 502, code: 'render_failed', kind: 'http' });
       expect(wire.seen.filter((s) => s.method === 'POST')).toHaveLength(1);
       // A 5xx that says it is not retryable is not retried either; maxRetries bounds the attempts.
-      const always = await wireServer((_req, res) => jsonAnswer(res, 500, { error: 'x', status: 500, code: 'internal_error', retryable: true }));
+      const always = await wireServer((_req, res) =>
+        jsonAnswer(res, 500, { error: 'x', status: 500, code: 'internal_error', retryable: true }),
+      );
       try {
-        const e = await new AvatarClient({ apiKey: 'svc_x_y', baseUrl: always.base, retry: { baseDelayMs: 5, maxRetries: 3 } }).credits.balance().catch((x: unknown) => x);
+        const e = await new AvatarClient({
+          apiKey: 'svc_x_y',
+          baseUrl: always.base,
+          retry: { baseDelayMs: 5, maxRetries: 3 },
+        }).credits
+          .balance()
+          .catch((x: unknown) => x);
         expect(e).toMatchObject({ status: 500, code: 'internal_error' });
         expect(always.seen).toHaveLength(4);
       } finally {
@@ -363,13 +429,29 @@ describe('retries of 408 and 5xx', () => {
 });
 
 describe('live.mint: the capacity queue is a result, the concurrency limit an error', () => {
-  const queued = (ticket: string, size: number) => ({ error: 'Capacity is full', status: 429, retryable: true, queue_ticket_id: ticket, queue_size: size, recommended_retry_ms: 30 });
-  const grant = { session_id: 'ses_1', room_name: 'avatar-ses_1', server_url: 'wss://lk', participant_token: 'tok', participant_identity: 'user-ses_1', expires_at: '2030-01-01T00:00:00Z' };
+  const queued = (ticket: string, size: number) => ({
+    error: 'Capacity is full',
+    status: 429,
+    retryable: true,
+    queue_ticket_id: ticket,
+    queue_size: size,
+    recommended_retry_ms: 30,
+  });
+  const grant = {
+    session_id: 'ses_1',
+    room_name: 'avatar-ses_1',
+    server_url: 'wss://lk',
+    participant_token: 'tok',
+    participant_identity: 'user-ses_1',
+    expires_at: '2030-01-01T00:00:00Z',
+  };
 
   it('mint answers { queued: true, ticket, queueSize, retryAfterMs } for a capacity 429, never retrying it itself', async () => {
     const wire = await wireServer((_req, res) => jsonAnswer(res, 429, queued('qtk_1', 3)));
     try {
-      const r = await new AvatarClient({ apiKey: 'svc_x_y', baseUrl: wire.base }).live.mint({ avatar_id: 'ava_1' } as never);
+      const r = await new AvatarClient({ apiKey: 'svc_x_y', baseUrl: wire.base }).live.mint({
+        avatar_id: 'ava_1',
+      } as never);
       expect(r).toEqual({ queued: true, ticket: 'qtk_1', queueSize: 3, retryAfterMs: 30, requestId: 'req_wire' });
       expect(wire.seen).toHaveLength(1);
     } finally {
@@ -378,10 +460,15 @@ describe('live.mint: the capacity queue is a result, the concurrency limit an er
   });
 
   it('mintWithQueue waits the hint, mints again with the ticket, and returns the grant', async () => {
-    const wire = await wireServer((req, res, n) => (n <= 2 ? jsonAnswer(res, 429, queued('qtk_7', 3 - n)) : jsonAnswer(res, 200, grant)));
+    const wire = await wireServer((req, res, n) =>
+      n <= 2 ? jsonAnswer(res, 429, queued('qtk_7', 3 - n)) : jsonAnswer(res, 200, grant),
+    );
     try {
       const positions: number[] = [];
-      const session = await new AvatarClient({ apiKey: 'svc_x_y', baseUrl: wire.base }).live.mintWithQueue({ avatar_id: 'ava_1' } as never, { onQueued: (p) => positions.push(p.queueSize) });
+      const session = await new AvatarClient({ apiKey: 'svc_x_y', baseUrl: wire.base }).live.mintWithQueue(
+        { avatar_id: 'ava_1' } as never,
+        { onQueued: (p) => positions.push(p.queueSize) },
+      );
       expect(session).toEqual(grant);
       expect(positions).toEqual([2, 1]);
       const bodies = wire.seen.map((s) => JSON.parse(s.body) as Record<string, unknown>);
@@ -400,8 +487,11 @@ describe('live.mint: the capacity queue is a result, the concurrency limit an er
       jsonAnswer(res, 429, queued('qtk_9', 5));
     });
     try {
-      const err = await new AvatarClient({ apiKey: 'svc_x_y', baseUrl: wire.base })
-        .live.mintWithQueue({ avatar_id: 'ava_1' } as never, { signal: controller.signal, onQueued: () => controller.abort(new Error('user left')) })
+      const err = await new AvatarClient({ apiKey: 'svc_x_y', baseUrl: wire.base }).live
+        .mintWithQueue({ avatar_id: 'ava_1' } as never, {
+          signal: controller.signal,
+          onQueued: () => controller.abort(new Error('user left')),
+        })
         .catch((e: unknown) => e);
       expect((err as Error).message).toBe('user left');
       const release = wire.seen.find((s) => s.path === '/api/v1/realtime/livekit/session/release');
@@ -412,15 +502,40 @@ describe('live.mint: the capacity queue is a result, the concurrency limit an er
   });
 
   it('the plan concurrency 429 is thrown as kind concurrency_limit with its counts, and not retried', async () => {
-    const refusal = { error: 'Concurrent session limit reached', status: 429, code: 'concurrency_limit_reached', retryable: true, maxConcurrentSessions: 5, liveSessions: 4, activeSessions: 4, connectingSessions: 1, pendingSessions: 0, requestId: 'req_c' };
+    const refusal = {
+      error: 'Concurrent session limit reached',
+      status: 429,
+      code: 'concurrency_limit_reached',
+      retryable: true,
+      maxConcurrentSessions: 5,
+      liveSessions: 4,
+      activeSessions: 4,
+      connectingSessions: 1,
+      pendingSessions: 0,
+      requestId: 'req_c',
+    };
     const wire = await wireServer((_req, res) => jsonAnswer(res, 429, refusal, { 'retry-after': '1' }));
     try {
       const client = new AvatarClient({ apiKey: 'svc_x_y', baseUrl: wire.base });
-      for (const call of [() => client.live.mint({ avatar_id: 'ava_1' } as never), () => client.live.mintWithQueue({ avatar_id: 'ava_1' } as never)]) {
+      for (const call of [
+        () => client.live.mint({ avatar_id: 'ava_1' } as never),
+        () => client.live.mintWithQueue({ avatar_id: 'ava_1' } as never),
+      ]) {
         const err = (await call().catch((e: unknown) => e)) as ApiError;
         expect(err).toBeInstanceOf(ApiError);
-        expect(err).toMatchObject({ status: 429, kind: 'concurrency_limit', code: 'concurrency_limit_reached', requestId: 'req_c' });
-        expect(err.concurrency).toEqual({ maxConcurrentSessions: 5, liveSessions: 4, activeSessions: 4, connectingSessions: 1, pendingSessions: 0 });
+        expect(err).toMatchObject({
+          status: 429,
+          kind: 'concurrency_limit',
+          code: 'concurrency_limit_reached',
+          requestId: 'req_c',
+        });
+        expect(err.concurrency).toEqual({
+          maxConcurrentSessions: 5,
+          liveSessions: 4,
+          activeSessions: 4,
+          connectingSessions: 1,
+          pendingSessions: 0,
+        });
       }
       expect(wire.seen).toHaveLength(2);
     } finally {

@@ -129,8 +129,16 @@ export class AvatarClient {
   async send<K extends OperationId>(operationId: K, options: RequestOptions<K> = {}): Promise<Response> {
     const op = OPERATIONS[operationId] as (typeof OPERATIONS)[OperationId] | undefined;
     if (!op) throw new TypeError(`Unknown operation ${String(operationId)}`);
-    const url = this.url(op.path, options.path as Record<string, unknown> | undefined, options.query as Record<string, unknown> | undefined);
-    const headers: Record<string, string> = { authorization: `Bearer ${this.apiKey}`, accept: 'application/json', ...options.headers };
+    const url = this.url(
+      op.path,
+      options.path as Record<string, unknown> | undefined,
+      options.query as Record<string, unknown> | undefined,
+    );
+    const headers: Record<string, string> = {
+      authorization: `Bearer ${this.apiKey}`,
+      accept: 'application/json',
+      ...options.headers,
+    };
     if (options.idempotencyKey !== undefined) headers['idempotency-key'] = options.idempotencyKey;
     let body: RequestInit['body'];
     if (options.body instanceof FormData) body = options.body;
@@ -161,9 +169,14 @@ export class AvatarClient {
     if (attempt >= this.retry.maxRetries) return undefined;
     const retriable =
       error.kind === 'rate_limited' ||
-      (safe && (error.kind === 'network' || ((error.status === 408 || (error.status >= 500 && error.status !== 501)) && error.kind === 'http' && error.retryable !== false)));
+      (safe &&
+        (error.kind === 'network' ||
+          ((error.status === 408 || (error.status >= 500 && error.status !== 501)) &&
+            error.kind === 'http' &&
+            error.retryable !== false)));
     if (!retriable) return undefined;
-    if (error.retryAfterMs !== undefined) return error.retryAfterMs <= this.retry.maxDelayMs ? error.retryAfterMs : undefined;
+    if (error.retryAfterMs !== undefined)
+      return error.retryAfterMs <= this.retry.maxDelayMs ? error.retryAfterMs : undefined;
     const backoff = this.retry.baseDelayMs * 2 ** attempt;
     return Math.min(this.retry.maxDelayMs, backoff / 2 + Math.random() * (backoff / 2));
   }
@@ -171,7 +184,8 @@ export class AvatarClient {
   private url(template: string, path: Record<string, unknown> = {}, query: Record<string, unknown> = {}): string {
     const filled = template.replace(/\{([^}]+)\}/g, (_m, name: string) => {
       const v = path[name];
-      if (v === undefined || v === null || v === '') throw new TypeError(`Missing path parameter ${name} for ${template}`);
+      if (v === undefined || v === null || v === '')
+        throw new TypeError(`Missing path parameter ${name} for ${template}`);
       return encodeURIComponent(String(v));
     });
     const params = new URLSearchParams();
@@ -188,15 +202,19 @@ export class AvatarClient {
     list: (o?: CallOptions) => this.request('listAvatars', { ...o }),
     create: (body: RequestBody<'createAvatar'>, o?: CallOptions) => this.request('createAvatar', { ...o, body }),
     get: (avatarId: string, o?: CallOptions) => this.request('getAvatar', { ...o, path: { avatarId } }),
-    update: (avatarId: string, body: RequestBody<'updateAvatar'>, o?: CallOptions) => this.request('updateAvatar', { ...o, path: { avatarId }, body }),
+    update: (avatarId: string, body: RequestBody<'updateAvatar'>, o?: CallOptions) =>
+      this.request('updateAvatar', { ...o, path: { avatarId }, body }),
     delete: (avatarId: string, o?: CallOptions) => this.request('deleteAvatar', { ...o, path: { avatarId } }),
     /** The clip library envelope. */
     clips: (avatarId: string, o?: CallOptions) => this.request('getClipLibrary', { ...o, path: { avatarId } }),
     /** Replaces the clip declaration (pass an idempotencyKey to make it safe to retry). */
-    putClips: (avatarId: string, body: RequestBody<'putClipLibrary'>, o?: CallOptions) => this.request('putClipLibrary', { ...o, path: { avatarId }, body }),
-    reviewClip: (avatarId: string, body: RequestBody<'reviewClip'>, o?: CallOptions) => this.request('reviewClip', { ...o, path: { avatarId }, body }),
+    putClips: (avatarId: string, body: RequestBody<'putClipLibrary'>, o?: CallOptions) =>
+      this.request('putClipLibrary', { ...o, path: { avatarId }, body }),
+    reviewClip: (avatarId: string, body: RequestBody<'reviewClip'>, o?: CallOptions) =>
+      this.request('reviewClip', { ...o, path: { avatarId }, body }),
     /** Re-directs the idle loop from a new motion prompt (202; the render takes minutes). */
-    redirectLoop: (avatarId: string, body: RequestBody<'redirectAvatarLoop'>, o?: CallOptions) => this.request('redirectAvatarLoop', { ...o, path: { avatarId }, body }),
+    redirectLoop: (avatarId: string, body: RequestBody<'redirectAvatarLoop'>, o?: CallOptions) =>
+      this.request('redirectAvatarLoop', { ...o, path: { avatarId }, body }),
   };
 
   // ---------------------------------------------------------------------------------------------
@@ -205,7 +223,8 @@ export class AvatarClient {
 
   readonly assets = {
     /** Newest first, paged with `nextCursor` (pass it back as `cursor`); `status` and `kind` narrow the list. */
-    list: (query?: QueryParams<'listAssets'>, o?: CallOptions) => this.request('listAssets', { ...o, ...(query ? { query } : {}) }),
+    list: (query?: QueryParams<'listAssets'>, o?: CallOptions) =>
+      this.request('listAssets', { ...o, ...(query ? { query } : {}) }),
     /** One asset, with a fresh signed `publicUrl` when ready. */
     get: (assetId: string, o?: CallOptions) => this.request('getAsset', { ...o, path: { assetId } }),
     /** Deletes the asset and its bytes; 409 `asset_in_use` (with `usedBy`) while an avatar or clip uses it. */
@@ -219,7 +238,8 @@ export class AvatarClient {
       return this.request('uploadAsset', { ...o, body: form });
     },
     /** Registers a file at a public URL (streamed into storage by the service). */
-    createRemote: (body: RequestBody<'createRemoteAsset'>, o?: CallOptions) => this.request('createRemoteAsset', { ...o, body }),
+    createRemote: (body: RequestBody<'createRemoteAsset'>, o?: CallOptions) =>
+      this.request('createRemoteAsset', { ...o, body }),
   };
 
   // ---------------------------------------------------------------------------------------------
@@ -228,17 +248,22 @@ export class AvatarClient {
 
   readonly realtime = {
     prepare: (body: RequestBody<'prepareRealtime'>, o?: CallOptions) => this.request('prepareRealtime', { ...o, body }),
-    planVideoCache: (body: RequestBody<'planVideoCache'>, o?: CallOptions) => this.request('planVideoCache', { ...o, body }),
+    planVideoCache: (body: RequestBody<'planVideoCache'>, o?: CallOptions) =>
+      this.request('planVideoCache', { ...o, body }),
     /**
      * Runs a turn and decodes its stream as it arrives. Errors before the stream starts throw
      * ApiError (retried only when an idempotencyKey is given); a failure inside the stream arrives
      * as an `error` record. `cancel()` (or the signal) stops it.
      */
-    turn: async (body: RequestBody<'runTurn'>, o: CallOptions & { mux?: ReadAvatarMuxOptions } = {}): Promise<TurnStream> => {
+    turn: async (
+      body: RequestBody<'runTurn'>,
+      o: CallOptions & { mux?: ReadAvatarMuxOptions } = {},
+    ): Promise<TurnStream> => {
       const controller = new AbortController();
       const signal = o.signal ? anySignal([o.signal, controller.signal]) : controller.signal;
       const response = await this.send('runTurn', { ...o, signal, body });
-      if (!response.body) throw new ApiError({ message: 'The turn answered without a body', status: response.status, kind: 'http' });
+      if (!response.body)
+        throw new ApiError({ message: 'The turn answered without a body', status: response.status, kind: 'http' });
       const stream = response.body;
       let cancelled = false;
       return {
@@ -278,9 +303,14 @@ export class AvatarClient {
     mint: async (body: RequestBody<'mintLiveSession'>, o?: CallOptions): Promise<MintResult> => {
       try {
         const res = await this.send('mintLiveSession', { ...o, body });
-        return { queued: false, session: (await res.json()) as MintGrant, requestId: res.headers.get('x-request-id') ?? undefined };
+        return {
+          queued: false,
+          session: (await res.json()) as MintGrant,
+          requestId: res.headers.get('x-request-id') ?? undefined,
+        };
       } catch (err) {
-        if (err instanceof ApiError && err.kind === 'capacity_queue' && err.queue) return { queued: true, requestId: err.requestId, ...err.queue };
+        if (err instanceof ApiError && err.kind === 'capacity_queue' && err.queue)
+          return { queued: true, requestId: err.requestId, ...err.queue };
         throw err;
       }
     },
@@ -293,13 +323,23 @@ export class AvatarClient {
       const started = Date.now();
       let ticket: string | undefined;
       for (;;) {
-        const r = await this.live.mint((ticket ? { ...body, queue_ticket_id: ticket } : body) as RequestBody<'mintLiveSession'>, o);
+        const r = await this.live.mint(
+          (ticket ? { ...body, queue_ticket_id: ticket } : body) as RequestBody<'mintLiveSession'>,
+          o,
+        );
         if (!r.queued) return r.session;
         ticket = r.ticket || ticket;
         o.onQueued?.({ ticket: r.ticket, queueSize: r.queueSize, retryAfterMs: r.retryAfterMs });
         if (o.maxWaitMs !== undefined && Date.now() - started + r.retryAfterMs > o.maxWaitMs) {
           await this.releaseTicket(ticket);
-          throw new ApiError({ message: `Still queued after ${o.maxWaitMs} ms`, status: 429, kind: 'capacity_queue', retryable: true, queue: r, requestId: r.requestId });
+          throw new ApiError({
+            message: `Still queued after ${o.maxWaitMs} ms`,
+            status: 429,
+            kind: 'capacity_queue',
+            retryable: true,
+            queue: r,
+            requestId: r.requestId,
+          });
         }
         try {
           await sleep(r.retryAfterMs, o.signal);
@@ -309,7 +349,8 @@ export class AvatarClient {
         }
       }
     },
-    release: (body: RequestBody<'releaseLiveSession'>, o?: CallOptions) => this.request('releaseLiveSession', { ...o, body }),
+    release: (body: RequestBody<'releaseLiveSession'>, o?: CallOptions) =>
+      this.request('releaseLiveSession', { ...o, body }),
     capacity: (o?: CallOptions) => this.request('getLiveCapacity', { ...o }),
   };
 
@@ -324,14 +365,18 @@ export class AvatarClient {
 
   readonly scenes = {
     create: (body: RequestBody<'createScene'>, o?: CallOptions) => this.request('createScene', { ...o, body }),
-    get: (sceneId: string, o?: CallOptions) => this.request('getScene', { ...o, path: { sceneId } as PathParams<'getScene'> }),
+    get: (sceneId: string, o?: CallOptions) =>
+      this.request('getScene', { ...o, path: { sceneId } as PathParams<'getScene'> }),
   };
 
   readonly recordings = {
-    list: (query?: QueryParams<'listRecordings'>, o?: CallOptions) => this.request('listRecordings', { ...o, ...(query ? { query } : {}) }),
-    get: (recordingId: string, o?: CallOptions) => this.request('getRecording', { ...o, path: { recordingId } as PathParams<'getRecording'> }),
+    list: (query?: QueryParams<'listRecordings'>, o?: CallOptions) =>
+      this.request('listRecordings', { ...o, ...(query ? { query } : {}) }),
+    get: (recordingId: string, o?: CallOptions) =>
+      this.request('getRecording', { ...o, path: { recordingId } as PathParams<'getRecording'> }),
     /** A private playback URL (signed, at most an hour, Range-capable). */
-    access: (recordingId: string, o?: CallOptions) => this.request('getRecordingAccess', { ...o, path: { recordingId } as PathParams<'getRecordingAccess'> }),
+    access: (recordingId: string, o?: CallOptions) =>
+      this.request('getRecordingAccess', { ...o, path: { recordingId } as PathParams<'getRecordingAccess'> }),
   };
 
   readonly sessions = {
@@ -349,7 +394,8 @@ export class AvatarClient {
 
   readonly usage = {
     /** Per-session billing detail, paged with `nextCursor`. */
-    sessions: (query?: QueryParams<'listSessionUsage'>, o?: CallOptions) => this.request('listSessionUsage', { ...o, ...(query ? { query } : {}) }),
+    sessions: (query?: QueryParams<'listSessionUsage'>, o?: CallOptions) =>
+      this.request('listSessionUsage', { ...o, ...(query ? { query } : {}) }),
   };
 
   readonly apiKeys = {

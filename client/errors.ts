@@ -69,7 +69,8 @@ export class ApiError extends Error {
     cause?: unknown;
   }) {
     super(init.message);
-    if (init.cause !== undefined) Object.defineProperty(this, 'cause', { value: init.cause, configurable: true, writable: true });
+    if (init.cause !== undefined)
+      Object.defineProperty(this, 'cause', { value: init.cause, configurable: true, writable: true });
     this.status = init.status;
     this.kind = init.kind;
     this.code = init.code;
@@ -106,11 +107,18 @@ export class ApiError extends Error {
       retryAfterMs,
       body,
     };
-    const message = str(body?.error) ?? (text && !body ? `HTTP ${res.status}: ${text.slice(0, 200)}` : `HTTP ${res.status}`);
+    const message =
+      str(body?.error) ?? (text && !body ? `HTTP ${res.status}: ${text.slice(0, 200)}` : `HTTP ${res.status}`);
     if (res.status === 429) {
       if (code === 'concurrency_limit_reached' || code === 'scene_concurrency_limit_reached') {
         const concurrency: ConcurrencyCounts = {};
-        for (const k of ['maxConcurrentSessions', 'liveSessions', 'activeSessions', 'connectingSessions', 'pendingSessions'] as const) {
+        for (const k of [
+          'maxConcurrentSessions',
+          'liveSessions',
+          'activeSessions',
+          'connectingSessions',
+          'pendingSessions',
+        ] as const) {
           const v = num(body?.[k]);
           if (v !== undefined) concurrency[k] = v;
         }
@@ -124,7 +132,9 @@ export class ApiError extends Error {
         };
         return new ApiError({
           ...base,
-          message: str(body.error) ?? `Capacity is full: queued at position ${queue.queueSize}, retry in ${queue.retryAfterMs} ms`,
+          message:
+            str(body.error) ??
+            `Capacity is full: queued at position ${queue.queueSize}, retry in ${queue.retryAfterMs} ms`,
           kind: 'capacity_queue',
           retryable: true,
           retryAfterMs: queue.retryAfterMs,
@@ -139,7 +149,13 @@ export class ApiError extends Error {
   /** No answer: the connection failed or the fetch threw. */
   static network(cause: unknown): ApiError {
     const why = cause instanceof Error ? cause.message : String(cause);
-    return new ApiError({ message: `The request did not get an answer: ${why}`, status: 0, kind: 'network', retryable: true, cause });
+    return new ApiError({
+      message: `The request did not get an answer: ${why}`,
+      status: 0,
+      kind: 'network',
+      retryable: true,
+      cause,
+    });
   }
 }
 

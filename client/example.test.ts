@@ -42,7 +42,12 @@ beforeAll(async () => {
   server = http.createServer((req, res) => {
     if (req.method !== 'POST' || req.url !== '/api/v1/realtime/turn') return void api(req, res);
     turns++;
-    const mux = new AvatarMuxWriter({ tracks: [{ kind: 'audio', sampleRate: speech.sampleRate }, { kind: 'video', codec: 'jpeg', width: 32, height: 32, fps: 25 }] });
+    const mux = new AvatarMuxWriter({
+      tracks: [
+        { kind: 'audio', sampleRate: speech.sampleRate },
+        { kind: 'video', codec: 'jpeg', width: 32, height: 32, fps: 25 },
+      ],
+    });
     res.writeHead(200, { 'content-type': 'application/octet-stream' });
     res.write(mux.start());
     const per = speech.sampleRate / 25;
@@ -64,7 +69,9 @@ afterAll(async () => {
 
 describe('the client example of docs/lipsync.md', () => {
   it('is the example of client/README.md, word for word', () => {
-    expect(markdownBlock('client/README.md', '## Example', { lang: 'ts' })).toBe(markdownBlock('docs/lipsync.md', '### The client library', { lang: 'ts' }));
+    expect(markdownBlock('client/README.md', '## Example', { lang: 'ts' })).toBe(
+      markdownBlock('docs/lipsync.md', '### The client library', { lang: 'ts' }),
+    );
   });
 
   it('runs as written: a turn written to a WAV file, then a lipsync of it', { timeout: 120_000 }, async () => {
@@ -73,11 +80,20 @@ describe('the client example of docs/lipsync.md', () => {
     const client = new AvatarClient({ apiKey, baseUrl: base });
     const portrait = await client.assets.upload({ file: fixtureBytes('grace_hopper'), filename: 'g.jpg' });
     const { wav } = await speechWav('Hi.');
-    const first = await client.lipsync({ audioUrl: (await client.assets.upload({ file: wav, filename: 'hi.wav' })).publicUrl!, portraitUrl: portrait.publicUrl! });
+    const first = await client.lipsync({
+      audioUrl: (await client.assets.upload({ file: wav, filename: 'hi.wav' })).publicUrl!,
+      portraitUrl: portrait.publicUrl!,
+    });
 
     const dir = mkdtempSync(path.join(os.tmpdir(), 'client-example-'));
     const program = path.join(dir, 'example.mts');
-    writeFileSync(program, markdownBlock('docs/lipsync.md', '### The client library', { lang: 'ts' }).replace("'@avatar-platform/client'", JSON.stringify(path.join(ROOT, 'client/index.ts'))));
+    writeFileSync(
+      program,
+      markdownBlock('docs/lipsync.md', '### The client library', { lang: 'ts' }).replace(
+        "'@avatar-platform/client'",
+        JSON.stringify(path.join(ROOT, 'client/index.ts')),
+      ),
+    );
     const run = await new Promise<{ code: number | null; out: string }>((resolve) => {
       const child = spawn(process.execPath, ['--import', TSX_LOADER, program], {
         cwd: dir,

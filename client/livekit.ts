@@ -75,7 +75,8 @@ export class AvatarSession extends voice.AvatarSession {
   override async start(agentSession: voice.AgentSession, room: Room): Promise<MintGrant> {
     await super.start(agentSession, room);
     const agentIdentity = room.localParticipant?.identity;
-    if (!room.name || !agentIdentity) throw new Error('AvatarSession.start needs a connected room (ctx.connect() first)');
+    if (!room.name || !agentIdentity)
+      throw new Error('AvatarSession.start needs a connected room (ctx.connect() first)');
     this.grant = await this.client.live.mintWithQueue(
       {
         avatar_id: this.opts.avatarId,

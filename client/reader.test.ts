@@ -119,8 +119,18 @@ describe('readAvatarMux round trip', () => {
     ]);
 
   const opArb: fc.Arbitrary<Op> = fc.oneof(
-    fc.record({ op: fc.constant('audio' as const), track: fc.constant(0), n: fc.integer({ min: 0, max: 700 }), seed: fc.integer() }),
-    fc.record({ op: fc.constant('video' as const), track: fc.integer({ min: 1, max: 2 }), n: fc.integer({ min: 4, max: 300 }), seed: fc.integer() }),
+    fc.record({
+      op: fc.constant('audio' as const),
+      track: fc.constant(0),
+      n: fc.integer({ min: 0, max: 700 }),
+      seed: fc.integer(),
+    }),
+    fc.record({
+      op: fc.constant('video' as const),
+      track: fc.integer({ min: 1, max: 2 }),
+      n: fc.integer({ min: 4, max: 300 }),
+      seed: fc.integer(),
+    }),
     fc.record({
       op: fc.constant('event' as const),
       name: fc.constantFrom('speech_start', 'speech_end', 'viseme', 'word', 'mark', 'ünïcode_ëvent'),
@@ -139,7 +149,14 @@ describe('readAvatarMux round trip', () => {
         async (tracks, ops, cuts, useIterable, metadata) => {
           const w = new AvatarMuxWriter({ tracks, metadata });
           const parts = [w.start()];
-          const expected: { kind: string; track?: number; data?: Uint8Array; pts?: number; name?: string; json?: unknown }[] = [];
+          const expected: {
+            kind: string;
+            track?: number;
+            data?: Uint8Array;
+            pts?: number;
+            name?: string;
+            json?: unknown;
+          }[] = [];
           let audioPos = 0;
           const channels = (tracks[0] as { channels: number }).channels;
           for (const op of ops) {
@@ -155,13 +172,20 @@ describe('readAvatarMux round trip', () => {
               const data =
                 t.codec === 'jpeg'
                   ? JPEG_STUB(op.n)
-                  : new Uint8Array(t.width * t.height + 2 * Math.ceil(t.width / 2) * Math.ceil(t.height / 2)).map((_, i) => (i + op.seed) & 0xff);
+                  : new Uint8Array(t.width * t.height + 2 * Math.ceil(t.width / 2) * Math.ceil(t.height / 2)).map(
+                      (_, i) => (i + op.seed) & 0xff,
+                    );
               const pts = w.nextVideoPts(op.track);
               parts.push(w.video(data, { track: op.track }));
               expected.push({ kind: 'video', track: op.track, data, pts });
             } else {
               parts.push(w.event(op.name, op.data));
-              expected.push({ kind: 'event', name: op.name, json: op.data === undefined ? null : JSON.parse(JSON.stringify(op.data)), pts: audioPos });
+              expected.push({
+                kind: 'event',
+                name: op.name,
+                json: op.data === undefined ? null : JSON.parse(JSON.stringify(op.data)),
+                pts: audioPos,
+              });
             }
           }
           parts.push(w.end());
@@ -191,7 +215,10 @@ describe('readAvatarMux round trip', () => {
               expect(r.time).toBeCloseTo(e.pts! / header.clockRate, 9);
               expect(Buffer.from(r.data).equals(Buffer.from(e.data!))).toBe(true);
             }
-            if (r.type === 'audio') expect(Buffer.from(r.pcm!.buffer, r.pcm!.byteOffset, r.pcm!.byteLength).equals(Buffer.from(e.data!))).toBe(true);
+            if (r.type === 'audio')
+              expect(
+                Buffer.from(r.pcm!.buffer, r.pcm!.byteOffset, r.pcm!.byteLength).equals(Buffer.from(e.data!)),
+              ).toBe(true);
             if (r.type === 'event') {
               expect(r.name).toBe(e.name);
               expect(r.data).toEqual(e.json);
@@ -252,7 +279,18 @@ describe('readAvatarMux streaming', () => {
   it('reads one byte at a time', async () => {
     const { bytes } = sampleStream();
     const records = await readAll(iterable(Array.from(bytes, (b) => new Uint8Array([b]))));
-    expect(records.map((r) => r.type)).toEqual(['header', 'event', 'audio', 'video', 'audio', 'video', 'audio', 'video', 'event', 'end']);
+    expect(records.map((r) => r.type)).toEqual([
+      'header',
+      'event',
+      'audio',
+      'video',
+      'audio',
+      'video',
+      'audio',
+      'video',
+      'event',
+      'end',
+    ]);
     const a = records[4] as MuxAudioChunk;
     expect([a.pts, a.sampleCount, a.time, a.duration, a.pcm![0]]).toEqual([640, 640, 0.04, 0.04, 2]);
     const v = records[5] as MuxVideoFrame;
@@ -267,9 +305,19 @@ describe('readAvatarMux streaming', () => {
 
   it('surfaces an error record from the server as the last record', async () => {
     const w = new AvatarMuxWriter({ tracks: [{ kind: 'audio', sampleRate: 16000 }] });
-    const bytes = concat([w.start(), w.audio(new Int16Array(10)), w.error('tts_failed', 'speech synthesis failed', { retryable: true, details: { stage: 'tts' } })]);
+    const bytes = concat([
+      w.start(),
+      w.audio(new Int16Array(10)),
+      w.error('tts_failed', 'speech synthesis failed', { retryable: true, details: { stage: 'tts' } }),
+    ]);
     const records = await readAll(readable([bytes]));
-    expect(records.at(-1)).toEqual({ type: 'error', code: 'tts_failed', message: 'speech synthesis failed', retryable: true, details: { stage: 'tts' } });
+    expect(records.at(-1)).toEqual({
+      type: 'error',
+      code: 'tts_failed',
+      message: 'speech synthesis failed',
+      retryable: true,
+      details: { stage: 'tts' },
+    });
   });
 
   it('accepts an error before any media (writer emits the header first)', async () => {
@@ -294,12 +342,22 @@ describe('readAvatarMux rejects bad streams', () => {
   it('detects any single flipped bit outside the minor version', async () => {
     const { bytes } = sampleStream();
     await fc.assert(
-      fc.asyncProperty(fc.nat({ max: bytes.length * 8 - 1 }).filter((b) => b < MINOR_BITS[0]! || b >= MINOR_BITS[1]!), async (bit) => {
-        const bad = bytes.slice();
-        bad[bit >> 3]! ^= 1 << (bit & 7);
-        const err = await readError(readable([bad]));
-        expect(['bad_magic', 'unsupported_version', 'checksum_mismatch', 'truncated', 'record_too_large', 'malformed']).toContain(err.code);
-      }),
+      fc.asyncProperty(
+        fc.nat({ max: bytes.length * 8 - 1 }).filter((b) => b < MINOR_BITS[0]! || b >= MINOR_BITS[1]!),
+        async (bit) => {
+          const bad = bytes.slice();
+          bad[bit >> 3]! ^= 1 << (bit & 7);
+          const err = await readError(readable([bad]));
+          expect([
+            'bad_magic',
+            'unsupported_version',
+            'checksum_mismatch',
+            'truncated',
+            'record_too_large',
+            'malformed',
+          ]).toContain(err.code);
+        },
+      ),
       { numRuns: 300 },
     );
   });
@@ -349,7 +407,18 @@ describe('readAvatarMux rejects bad streams', () => {
     const bytes = concat([pre, parts[1]!, unknown, ...parts.slice(2)]);
     const records = await readAll(readable([bytes]));
     expect((records[0] as MuxHeader).version).toEqual({ major: 1, minor: 7 });
-    expect(records.map((r) => r.type)).toEqual(['header', 'event', 'audio', 'video', 'audio', 'video', 'audio', 'video', 'event', 'end']);
+    expect(records.map((r) => r.type)).toEqual([
+      'header',
+      'event',
+      'audio',
+      'video',
+      'audio',
+      'video',
+      'audio',
+      'video',
+      'event',
+      'end',
+    ]);
   });
 
   it('notices a lost record through the end totals', async () => {

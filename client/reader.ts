@@ -311,7 +311,9 @@ export async function* readAvatarMux(
           };
           if (t.codec === 'pcm_s16le') {
             if (data.length !== sampleCount * t.channels * 2) {
-              fail(`pcm_s16le chunk of ${data.length} bytes does not hold ${sampleCount} samples x ${t.channels} channels`);
+              fail(
+                `pcm_s16le chunk of ${data.length} bytes does not hold ${sampleCount} samples x ${t.channels} channels`,
+              );
             }
             rec.pcm = pcmView(data);
           }
@@ -336,7 +338,9 @@ export async function* readAvatarMux(
           if (pts <= st.cursor) fail(`video pts ${pts} on track ${trackId} does not increase (previous ${st.cursor})`);
           const data = payload.subarray(VIDEO_PREFIX_SIZE);
           if (t.codec === 'i420' && data.length !== i420Size(t.width, t.height)) {
-            fail(`i420 frame of ${data.length} bytes, expected ${i420Size(t.width, t.height)} for ${t.width}x${t.height}`);
+            fail(
+              `i420 frame of ${data.length} bytes, expected ${i420Size(t.width, t.height)} for ${t.width}x${t.height}`,
+            );
           }
           if (data.length === 0) fail('empty video frame');
           const rec: MuxVideoFrame = {
@@ -381,7 +385,8 @@ export async function* readAvatarMux(
           const eventCount = view.getUint32(8, true);
           const trackCount = view.getUint16(12, true);
           if (durationSamples < 0) fail('end duration out of range');
-          if (trackCount !== header.tracks.length) fail(`end record lists ${trackCount} tracks, the header ${header.tracks.length}`);
+          if (trackCount !== header.tracks.length)
+            fail(`end record lists ${trackCount} tracks, the header ${header.tracks.length}`);
           if (length < 16 + 16 * trackCount) fail('end record too short for its track totals');
           const totals: MuxEnd['tracks'] = [];
           for (let i = 0; i < trackCount; i++) {
@@ -389,7 +394,9 @@ export async function* readAvatarMux(
             const bytes = readU64(view, 24 + 16 * i);
             const st = states[i]!;
             if (header.tracks[i]!.kind !== 'unknown' && (count !== st.count || bytes !== st.bytes)) {
-              fail(`end totals of track ${i} (${count} units, ${bytes} bytes) do not match the stream (${st.count}, ${st.bytes}): records were lost`);
+              fail(
+                `end totals of track ${i} (${count} units, ${bytes} bytes) do not match the stream (${st.count}, ${st.bytes}): records were lost`,
+              );
             }
             totals.push({ track: i, count, bytes });
           }
@@ -445,7 +452,8 @@ function parseHeader(
   const trackCount = view.getUint16(4, true);
   const descriptorSize = view.getUint16(6, true);
   if (clockRate === 0) fail('header clock rate is 0');
-  if (descriptorSize < TRACK_DESCRIPTOR_SIZE) fail(`track descriptors of ${descriptorSize} bytes, at least ${TRACK_DESCRIPTOR_SIZE} needed`);
+  if (descriptorSize < TRACK_DESCRIPTOR_SIZE)
+    fail(`track descriptors of ${descriptorSize} bytes, at least ${TRACK_DESCRIPTOR_SIZE} needed`);
   const metaAt = 8 + trackCount * descriptorSize;
   if (payload.length < metaAt + 4) fail('header record too short for its track table');
   const tracks: MuxTrack[] = [];
@@ -456,7 +464,8 @@ function parseHeader(
     if (kindId === TrackKind.AUDIO) {
       const sampleRate = view.getUint32(o + 4, true);
       const channels = view.getUint16(o + 8, true);
-      if (sampleRate !== clockRate) fail(`audio track ${id} at ${sampleRate} Hz; version 1 needs the clock rate ${clockRate}`);
+      if (sampleRate !== clockRate)
+        fail(`audio track ${id} at ${sampleRate} Hz; version 1 needs the clock rate ${clockRate}`);
       if (channels === 0) fail(`audio track ${id} has 0 channels`);
       tracks.push({ id, kind: 'audio', codec: audioCodecName(codecId), codecId, sampleRate, channels });
     } else if (kindId === TrackKind.VIDEO) {

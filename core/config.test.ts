@@ -60,7 +60,15 @@ describe('configuration from the environment', () => {
   });
 
   it('treats a variable set to the empty string as unset', () => {
-    const c = loadConfig({ DATABASE_URL: '', REDIS_URL: '', PUBLIC_BASE_URL: '', LIVEKIT_URL: '', PORT: '', RATE_LIMIT_POINTS: '', DATABASE_POOL_SIZE: '' });
+    const c = loadConfig({
+      DATABASE_URL: '',
+      REDIS_URL: '',
+      PUBLIC_BASE_URL: '',
+      LIVEKIT_URL: '',
+      PORT: '',
+      RATE_LIMIT_POINTS: '',
+      DATABASE_POOL_SIZE: '',
+    });
     expect(c.DATABASE_URL).toBeUndefined();
     expect(c.REDIS_URL).toBeUndefined();
     expect(c.PORT).toBe(8080);
@@ -104,7 +112,11 @@ describe('configuration from the environment', () => {
       for (const name of ['LIVEKIT_URL', 'LIVEKIT_API_KEY', 'LIVEKIT_API_SECRET']) expect(err.message).toContain(name);
     }
     const full = loadConfig({ LIVEKIT_URL: 'ws://livekit:7880', LIVEKIT_API_KEY: 'key', LIVEKIT_API_SECRET: 'secret' });
-    expect(full).toMatchObject({ LIVEKIT_URL: 'ws://livekit:7880', LIVEKIT_API_KEY: 'key', LIVEKIT_API_SECRET: 'secret' });
+    expect(full).toMatchObject({
+      LIVEKIT_URL: 'ws://livekit:7880',
+      LIVEKIT_API_KEY: 'key',
+      LIVEKIT_API_SECRET: 'secret',
+    });
   });
 
   it('refuses a LiveKit URL that is not a URL even when all three are set', () => {
@@ -121,7 +133,10 @@ describe('configuration from the environment', () => {
       RECORDING_FINALIZE_TIMEOUT_SECONDS: 1800,
       MEDIA_SWEEP_SECONDS: 300,
     });
-    expect(loadConfig({ SCENE_FRAME_SIZE: '720', SCENE_TTL_SECONDS: '' })).toMatchObject({ SCENE_FRAME_SIZE: 720, SCENE_TTL_SECONDS: 604_800 });
+    expect(loadConfig({ SCENE_FRAME_SIZE: '720', SCENE_TTL_SECONDS: '' })).toMatchObject({
+      SCENE_FRAME_SIZE: 720,
+      SCENE_TTL_SECONDS: 604_800,
+    });
     expect(configError({ SCENE_FRAME_SIZE: '513' }).message).toMatch(/SCENE_FRAME_SIZE: must be even/);
     expect(configError({ SCENE_TTL_SECONDS: '10' }).message).toMatch(/SCENE_TTL_SECONDS/);
     expect(configError({ SCENE_MAX_SECONDS: 'long' }).message).toMatch(/SCENE_MAX_SECONDS/);
@@ -130,16 +145,33 @@ describe('configuration from the environment', () => {
 
   it('reads the live-call fault limits, with defaults and bounds', () => {
     expect(loadConfig({})).toMatchObject({ STT_TIMEOUT_SECONDS: 15, LIVE_HEARTBEAT_TIMEOUT_SECONDS: 60 });
-    expect(loadConfig({ STT_TIMEOUT_SECONDS: '3', LIVE_HEARTBEAT_TIMEOUT_SECONDS: '6' })).toMatchObject({ STT_TIMEOUT_SECONDS: 3, LIVE_HEARTBEAT_TIMEOUT_SECONDS: 6 });
-    for (const [name, value] of [['STT_TIMEOUT_SECONDS', '0'], ['STT_TIMEOUT_SECONDS', '301'], ['LIVE_HEARTBEAT_TIMEOUT_SECONDS', '2'], ['LIVE_HEARTBEAT_TIMEOUT_SECONDS', 'soon']]) {
+    expect(loadConfig({ STT_TIMEOUT_SECONDS: '3', LIVE_HEARTBEAT_TIMEOUT_SECONDS: '6' })).toMatchObject({
+      STT_TIMEOUT_SECONDS: 3,
+      LIVE_HEARTBEAT_TIMEOUT_SECONDS: 6,
+    });
+    for (const [name, value] of [
+      ['STT_TIMEOUT_SECONDS', '0'],
+      ['STT_TIMEOUT_SECONDS', '301'],
+      ['LIVE_HEARTBEAT_TIMEOUT_SECONDS', '2'],
+      ['LIVE_HEARTBEAT_TIMEOUT_SECONDS', 'soon'],
+    ]) {
       expect(configError({ [name!]: value! }).message).toContain(name);
     }
   });
 
   it('reads the live-call audio latency settings, with defaults and bounds', () => {
     expect(loadConfig({})).toMatchObject({ AGENT_AUDIO_QUEUE_MS: 100, AGENT_SPEECH_START_MS: 100 });
-    expect(loadConfig({ AGENT_AUDIO_QUEUE_MS: '60', AGENT_SPEECH_START_MS: '0' })).toMatchObject({ AGENT_AUDIO_QUEUE_MS: 60, AGENT_SPEECH_START_MS: 0 });
-    for (const [name, value] of [['AGENT_AUDIO_QUEUE_MS', '65'], ['AGENT_AUDIO_QUEUE_MS', '10'], ['AGENT_AUDIO_QUEUE_MS', '1010'], ['AGENT_SPEECH_START_MS', '-1'], ['AGENT_SPEECH_START_MS', 'soon']]) {
+    expect(loadConfig({ AGENT_AUDIO_QUEUE_MS: '60', AGENT_SPEECH_START_MS: '0' })).toMatchObject({
+      AGENT_AUDIO_QUEUE_MS: 60,
+      AGENT_SPEECH_START_MS: 0,
+    });
+    for (const [name, value] of [
+      ['AGENT_AUDIO_QUEUE_MS', '65'],
+      ['AGENT_AUDIO_QUEUE_MS', '10'],
+      ['AGENT_AUDIO_QUEUE_MS', '1010'],
+      ['AGENT_SPEECH_START_MS', '-1'],
+      ['AGENT_SPEECH_START_MS', 'soon'],
+    ]) {
       expect(configError({ [name!]: value! }).message).toContain(name);
     }
     expect(configError({ AGENT_AUDIO_QUEUE_MS: '65' }).message).toContain('multiple of 10');
@@ -154,32 +186,64 @@ describe('configuration from the environment', () => {
   it('draws live mouths in two threads unless told otherwise, at least one', () => {
     expect(loadConfig({})).toMatchObject({ AGENT_LIPSYNC_THREADS: 2 });
     expect(loadConfig({ AGENT_LIPSYNC_THREADS: '1' })).toMatchObject({ AGENT_LIPSYNC_THREADS: 1 });
-    for (const bad of ['0', '65', 'many']) expect(configError({ AGENT_LIPSYNC_THREADS: bad }).message).toContain('AGENT_LIPSYNC_THREADS');
+    for (const bad of ['0', '65', 'many'])
+      expect(configError({ AGENT_LIPSYNC_THREADS: bad }).message).toContain('AGENT_LIPSYNC_THREADS');
   });
 
   it('reads the realtime turn settings, with defaults and bounds', () => {
-    expect(loadConfig({})).toMatchObject({ TURN_TALK_MAX_SECONDS: 60, LLM_TIMEOUT_SECONDS: 20, REALTIME_MEDIA_CACHE_SIZE: 16 });
-    expect(loadConfig({ TURN_TALK_MAX_SECONDS: '120', LLM_TIMEOUT_SECONDS: '5', REALTIME_MEDIA_CACHE_SIZE: '2' })).toMatchObject({
+    expect(loadConfig({})).toMatchObject({
+      TURN_TALK_MAX_SECONDS: 60,
+      LLM_TIMEOUT_SECONDS: 20,
+      REALTIME_MEDIA_CACHE_SIZE: 16,
+    });
+    expect(
+      loadConfig({ TURN_TALK_MAX_SECONDS: '120', LLM_TIMEOUT_SECONDS: '5', REALTIME_MEDIA_CACHE_SIZE: '2' }),
+    ).toMatchObject({
       TURN_TALK_MAX_SECONDS: 120,
       LLM_TIMEOUT_SECONDS: 5,
       REALTIME_MEDIA_CACHE_SIZE: 2,
     });
-    for (const [name, value] of [['TURN_TALK_MAX_SECONDS', '4'], ['TURN_TALK_MAX_SECONDS', '601'], ['LLM_TIMEOUT_SECONDS', '0'], ['REALTIME_MEDIA_CACHE_SIZE', '0'], ['REALTIME_MEDIA_CACHE_SIZE', 'many']]) {
+    for (const [name, value] of [
+      ['TURN_TALK_MAX_SECONDS', '4'],
+      ['TURN_TALK_MAX_SECONDS', '601'],
+      ['LLM_TIMEOUT_SECONDS', '0'],
+      ['REALTIME_MEDIA_CACHE_SIZE', '0'],
+      ['REALTIME_MEDIA_CACHE_SIZE', 'many'],
+    ]) {
       expect(configError({ [name!]: value! }).message).toContain(name);
     }
   });
 
   it('reads the bounds on slow requests, with defaults and bounds; a head may not outlast the whole request', () => {
-    expect(loadConfig({})).toMatchObject({ HTTP_HEADERS_TIMEOUT_SECONDS: 10, HTTP_REQUEST_TIMEOUT_SECONDS: 900, HTTP_BODY_STALL_SECONDS: 10, HTTP_BODY_MIN_BYTES_PER_SECOND: 500 });
-    expect(loadConfig({ HTTP_HEADERS_TIMEOUT_SECONDS: '20', HTTP_REQUEST_TIMEOUT_SECONDS: '20', HTTP_BODY_STALL_SECONDS: '5', HTTP_BODY_MIN_BYTES_PER_SECOND: '0' })).toMatchObject({
+    expect(loadConfig({})).toMatchObject({
+      HTTP_HEADERS_TIMEOUT_SECONDS: 10,
+      HTTP_REQUEST_TIMEOUT_SECONDS: 900,
+      HTTP_BODY_STALL_SECONDS: 10,
+      HTTP_BODY_MIN_BYTES_PER_SECOND: 500,
+    });
+    expect(
+      loadConfig({
+        HTTP_HEADERS_TIMEOUT_SECONDS: '20',
+        HTTP_REQUEST_TIMEOUT_SECONDS: '20',
+        HTTP_BODY_STALL_SECONDS: '5',
+        HTTP_BODY_MIN_BYTES_PER_SECOND: '0',
+      }),
+    ).toMatchObject({
       HTTP_HEADERS_TIMEOUT_SECONDS: 20,
       HTTP_REQUEST_TIMEOUT_SECONDS: 20,
       HTTP_BODY_STALL_SECONDS: 5,
       HTTP_BODY_MIN_BYTES_PER_SECOND: 0,
     });
-    for (const [name, value] of [['HTTP_HEADERS_TIMEOUT_SECONDS', '0'], ['HTTP_REQUEST_TIMEOUT_SECONDS', 'long'], ['HTTP_BODY_STALL_SECONDS', '0'], ['HTTP_BODY_MIN_BYTES_PER_SECOND', '-1']]) {
+    for (const [name, value] of [
+      ['HTTP_HEADERS_TIMEOUT_SECONDS', '0'],
+      ['HTTP_REQUEST_TIMEOUT_SECONDS', 'long'],
+      ['HTTP_BODY_STALL_SECONDS', '0'],
+      ['HTTP_BODY_MIN_BYTES_PER_SECOND', '-1'],
+    ]) {
       expect(configError({ [name!]: value! }).message).toContain(name);
     }
-    expect(configError({ HTTP_HEADERS_TIMEOUT_SECONDS: '60', HTTP_REQUEST_TIMEOUT_SECONDS: '30' }).message).toMatch(/HTTP_HEADERS_TIMEOUT_SECONDS must not exceed HTTP_REQUEST_TIMEOUT_SECONDS/);
+    expect(configError({ HTTP_HEADERS_TIMEOUT_SECONDS: '60', HTTP_REQUEST_TIMEOUT_SECONDS: '30' }).message).toMatch(
+      /HTTP_HEADERS_TIMEOUT_SECONDS must not exceed HTTP_REQUEST_TIMEOUT_SECONDS/,
+    );
   });
 });

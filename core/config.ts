@@ -41,8 +41,14 @@ const schema = z.object({
   TTS_VOICE: z.preprocess(emptyAsUndefined, z.string().min(1).optional()),
 
   /** The agent worker (`npm run agent`): its dispatch name, the capacity pool it serves and how many calls it takes. */
-  AGENT_NAME: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be 1 to 64 letters, digits, _ or -').default('avatar'),
-  CAPACITY_POOL: z.string().regex(/^[a-z0-9][a-z0-9_-]{0,63}$/, 'must be 1 to 64 lowercase letters, digits, _ or -').default('primary'),
+  AGENT_NAME: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be 1 to 64 letters, digits, _ or -')
+    .default('avatar'),
+  CAPACITY_POOL: z
+    .string()
+    .regex(/^[a-z0-9][a-z0-9_-]{0,63}$/, 'must be 1 to 64 lowercase letters, digits, _ or -')
+    .default('primary'),
   AGENT_SLOTS: envInt(1, 4, 1000),
   /** Memory of a worker for decoded frames (I420) of the clips its calls play, all together, MiB. */
   AGENT_FRAME_MEMORY_MB: envInt(64, 2048, 1_000_000),
@@ -79,7 +85,10 @@ const schema = z.object({
   /** Longest scene clip, seconds (default 60). */
   SCENE_MAX_SECONDS: envInt(1, 60, 600),
   /** A scene's picture fits in a square of this side, its aspect kept (even, 64 to 1280; default 512). */
-  SCENE_FRAME_SIZE: z.preprocess(emptyAsUndefined, z.coerce.number().int().min(64).max(1280).multipleOf(2, 'must be even').default(512)),
+  SCENE_FRAME_SIZE: z.preprocess(
+    emptyAsUndefined,
+    z.coerce.number().int().min(64).max(1280).multipleOf(2, 'must be even').default(512),
+  ),
   /** Recordings (docs/recordings.md): a recording still processing this long after its call ended is failed (the worker died). */
   RECORDING_FINALIZE_TIMEOUT_SECONDS: envInt(60, 1800, 86_400),
   /** How often the media janitor jobs run: recordings past retention, unfinished recordings, expired scenes. */
@@ -103,7 +112,10 @@ const schema = z.object({
   /** A capacity-queue ticket not sent back on a mint within this long leaves the queue. */
   QUEUE_TICKET_TTL_SECONDS: envInt(2, 30, 3600),
   /** Prefix of every Redis key of this deployment (several deployments can share one Redis). */
-  REDIS_KEY_PREFIX: z.string().regex(/^[A-Za-z0-9:_.-]{0,64}$/, 'must be at most 64 letters, digits, :, _, . or -').default('avatar:'),
+  REDIS_KEY_PREFIX: z
+    .string()
+    .regex(/^[A-Za-z0-9:_.-]{0,64}$/, 'must be at most 64 letters, digits, :, _, . or -')
+    .default('avatar:'),
   /** Realtime turns (docs/realtime.md): the longest spoken reply of a talk turn, in seconds; also what a talk turn reserves. */
   TURN_TALK_MAX_SECONDS: envInt(5, 60, 600),
   /**
@@ -154,8 +166,16 @@ const schema = z.object({
     (v) => (v === undefined ? DEFAULT_CLIP_IDS.join(',') : v),
     z
       .string()
-      .transform((v) => v.split(',').map((s) => s.trim()).filter(Boolean))
-      .refine((ids) => ids.every((id) => DEFAULT_CLIP_IDS.includes(id)), `must list ids among ${DEFAULT_CLIP_IDS.join(', ')} (comma-separated), or be empty`),
+      .transform((v) =>
+        v
+          .split(',')
+          .map((s) => s.trim())
+          .filter(Boolean),
+      )
+      .refine(
+        (ids) => ids.every((id) => DEFAULT_CLIP_IDS.includes(id)),
+        `must list ids among ${DEFAULT_CLIP_IDS.join(', ')} (comma-separated), or be empty`,
+      ),
   ),
   /** Price of one loop generation (PUT /avatars/{id}/loop), in credit micros. */
   LOOP_GENERATION_CREDIT_MICROS: envInt(1, 30_000_000),
@@ -226,7 +246,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   // Node's HTTP server refuses a head timeout longer than the whole request's.
   if (c.HTTP_HEADERS_TIMEOUT_SECONDS > c.HTTP_REQUEST_TIMEOUT_SECONDS) {
-    throw new ConfigError('Invalid configuration:\n  HTTP_HEADERS_TIMEOUT_SECONDS must not exceed HTTP_REQUEST_TIMEOUT_SECONDS');
+    throw new ConfigError(
+      'Invalid configuration:\n  HTTP_HEADERS_TIMEOUT_SECONDS must not exceed HTTP_REQUEST_TIMEOUT_SECONDS',
+    );
   }
   return {
     ...c,

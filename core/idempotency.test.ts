@@ -20,7 +20,6 @@ function input(over: Partial<ClaimInput> = {}): ClaimInput {
   };
 }
 
-
 function expectRun(c: Claim): Extract<Claim, { kind: 'run' }> {
   expect(c.kind).toBe('run');
   return c as Extract<Claim, { kind: 'run' }>;

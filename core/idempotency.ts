@@ -64,18 +64,29 @@ export class IdempotencyStore {
       const token = won[0]!.token;
       return { kind: 'run', release: (answer) => this.release(input, token, answer) };
     }
-    const [row] = await this.sql<{ request_hash: string; state: string; response_status: number | null; response_body: unknown }[]>`
+    const [row] = await this.sql<
+      { request_hash: string; state: string; response_status: number | null; response_body: unknown }[]
+    >`
       select request_hash, state, response_status, response_body from idempotency_keys
       where tenant_id = ${input.tenantId} and scope = ${input.scope} and key = ${input.key}`;
     if (!row) return this.claim(input); // expired and removed in between: try again
     if (input.mode === 'reject') {
-      throw new ApiError('idempotency_conflict', 'This Idempotency-Key was already used: send a fresh key for a new request');
+      throw new ApiError(
+        'idempotency_conflict',
+        'This Idempotency-Key was already used: send a fresh key for a new request',
+      );
     }
     if (row.request_hash !== hash) {
-      throw new ApiError('idempotency_conflict', 'This Idempotency-Key was used with a different request body: use a fresh key');
+      throw new ApiError(
+        'idempotency_conflict',
+        'This Idempotency-Key was used with a different request body: use a fresh key',
+      );
     }
     if (row.state === 'in_flight') {
-      throw new ApiError('idempotency_conflict', 'A request with this Idempotency-Key is still in flight: wait for it, or use a fresh key');
+      throw new ApiError(
+        'idempotency_conflict',
+        'A request with this Idempotency-Key is still in flight: wait for it, or use a fresh key',
+      );
     }
     return { kind: 'replay', status: row.response_status ?? 200, body: row.response_body };
   }

@@ -25,6 +25,7 @@ describe('request ids', () => {
     // Chance: 63 in 64 characters differ.
     expect(differing / ((ids.length - 1) * 16)).toBeGreaterThan(0.95);
     // Every position of the random part takes many values (nothing fixed per process).
-    for (let k = 0; k < 16; k++) expect(new Set(ids.map((id) => randomPart(id)[k])).size, `position ${k}`).toBeGreaterThan(50);
+    for (let k = 0; k < 16; k++)
+      expect(new Set(ids.map((id) => randomPart(id)[k])).size, `position ${k}`).toBeGreaterThan(50);
   });
 });

@@ -20,7 +20,8 @@ export function decodeCursor(cursor: string): PagePosition | undefined {
     const createdAt = new Date(v[0]);
     const year = createdAt.getUTCFullYear();
     // Only what the API could have issued: a real row's time and id.
-    if (Number.isNaN(createdAt.getTime()) || year < 1 || year > 9999 || v[1].includes('\u0000') || v[1].length > 64) return undefined;
+    if (Number.isNaN(createdAt.getTime()) || year < 1 || year > 9999 || v[1].includes('\u0000') || v[1].length > 64)
+      return undefined;
     return { createdAt, id: v[1] };
   } catch {
     return undefined;

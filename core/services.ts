@@ -27,7 +27,14 @@ import { LiveCapacity } from './live/capacity.ts';
 import { LiveKit } from './live/livekit.ts';
 import { LiveSessionStore } from './live/sessions.ts';
 import { AgentWorkerRegistry } from './live/workers.ts';
-import { ChatModel, ConversationStore, llmConfigured, RealtimeMedia, TurnService, VideoCachePlanner } from './realtime/index.ts';
+import {
+  ChatModel,
+  ConversationStore,
+  llmConfigured,
+  RealtimeMedia,
+  TurnService,
+  VideoCachePlanner,
+} from './realtime/index.ts';
 import { FliteEngine } from '../render/tts/index.ts';
 
 /**
@@ -99,10 +106,21 @@ export async function createServices(config: Config, opts: CreateServicesOptions
   const log = opts.log ?? createLogger(config.LOG_LEVEL);
   const db = opts.database ?? (await openDatabase(config, log));
   const redis = config.REDIS_URL ? connectRedis(config.REDIS_URL) : undefined;
-  const limits = { points: config.RATE_LIMIT_POINTS, windowSeconds: config.RATE_LIMIT_WINDOW_SECONDS, keyPrefix: `${config.REDIS_KEY_PREFIX}rl` };
+  const limits = {
+    points: config.RATE_LIMIT_POINTS,
+    windowSeconds: config.RATE_LIMIT_WINDOW_SECONDS,
+    keyPrefix: `${config.REDIS_KEY_PREFIX}rl`,
+  };
   const keys = new KeyStore(db.sql, log);
-  const authFailureLimits = { points: config.AUTH_FAILURE_LIMIT_POINTS, windowSeconds: config.AUTH_FAILURE_LIMIT_WINDOW_SECONDS, keyPrefix: `${config.REDIS_KEY_PREFIX}authfail` };
-  const authFailures = new AuthFailureThrottle(redis ? redisRateLimiter(redis, authFailureLimits) : memoryRateLimiter(authFailureLimits), log);
+  const authFailureLimits = {
+    points: config.AUTH_FAILURE_LIMIT_POINTS,
+    windowSeconds: config.AUTH_FAILURE_LIMIT_WINDOW_SECONDS,
+    keyPrefix: `${config.REDIS_KEY_PREFIX}authfail`,
+  };
+  const authFailures = new AuthFailureThrottle(
+    redis ? redisRateLimiter(redis, authFailureLimits) : memoryRateLimiter(authFailureLimits),
+    log,
+  );
   if (opts.listen) await keys.listen();
   const ledger = new CreditLedger(db.sql);
   const usage = new UsageStore(db.sql, ledger);
@@ -155,7 +173,12 @@ export async function createServices(config: Config, opts: CreateServicesOptions
     maxBytes: config.SCENE_MAX_BYTES,
     builderProblem: sceneBuilderCheck(config.FFMPEG_PATH),
   });
-  const recordings = new RecordingLibrary({ sql: db.sql, storage, log, finalizeTimeoutSeconds: config.RECORDING_FINALIZE_TIMEOUT_SECONDS });
+  const recordings = new RecordingLibrary({
+    sql: db.sql,
+    storage,
+    log,
+    finalizeTimeoutSeconds: config.RECORDING_FINALIZE_TIMEOUT_SECONDS,
+  });
   const liveSessions = new LiveSessionStore(db.sql, usage);
   const agentWorkers = new AgentWorkerRegistry(db.sql);
   const capacityOptions = { ticketTtlMs: config.QUEUE_TICKET_TTL_SECONDS * 1000, prefix: config.REDIS_KEY_PREFIX };

@@ -110,7 +110,11 @@ export class TenantStore {
    * from now on; those already made keep the deadline they were given.
    */
   async setLimits(id: string, limits: TenantLimits): Promise<Tenant | undefined> {
-    const set = Object.fromEntries(Object.entries(limits).filter(([, v]) => v !== undefined).map(([k, v]) => [LIMIT_COLUMN[k as keyof TenantLimits], v]));
+    const set = Object.fromEntries(
+      Object.entries(limits)
+        .filter(([, v]) => v !== undefined)
+        .map(([k, v]) => [LIMIT_COLUMN[k as keyof TenantLimits], v]),
+    );
     if (Object.keys(set).length === 0) return this.get(id);
     const [row] = await this.sql<TenantRow[]>`
       update tenants set ${this.sql(set)}, updated_at = now() where id = ${id} returning *`;

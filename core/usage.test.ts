@@ -113,8 +113,15 @@ describe('UsageStore: one row per billable session', () => {
       billableSeconds: 0,
       billedCreditMicros: 0,
     });
-    expect(await s.ledger.getReservation(reservationId)).toMatchObject({ status: 'open', amountCreditMicros: 5 * SEC, apiKeyId: t.apiKeyId });
-    expect(await s.ledger.balance(t.tenantId)).toMatchObject({ balanceCreditMicros: 20 * SEC, reservedCreditMicros: 5 * SEC });
+    expect(await s.ledger.getReservation(reservationId)).toMatchObject({
+      status: 'open',
+      amountCreditMicros: 5 * SEC,
+      apiKeyId: t.apiKeyId,
+    });
+    expect(await s.ledger.balance(t.tenantId)).toMatchObject({
+      balanceCreditMicros: 20 * SEC,
+      reservedCreditMicros: 5 * SEC,
+    });
     expect(await keySpent(t.apiKeyId)).toEqual({ spent: 0, reserved: 5 * SEC });
   });
 
@@ -123,7 +130,9 @@ describe('UsageStore: one row per billable session', () => {
     const err = await s.usage.open(openInput(t, { reserveCreditMicros: 2 * SEC })).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ApiError);
     expect((err as ApiError).code).toBe('insufficient_credits');
-    const [n] = await s.sql<{ n: number }[]>`select count(*)::int as n from session_usage where tenant_id = ${t.tenantId}`;
+    const [n] = await s.sql<
+      { n: number }[]
+    >`select count(*)::int as n from session_usage where tenant_id = ${t.tenantId}`;
     expect(n!.n).toBe(0);
   });
 
@@ -144,7 +153,10 @@ describe('UsageStore: one row per billable session', () => {
     const done = await s.usage.finish(sessionId, { status: 'released', billableMs: 2_500 });
     expect(done).toMatchObject({ status: 'released', billableSeconds: 2.5, billedCreditMicros: 2.5 * SEC });
     expect(done?.endedAt).not.toBeNull();
-    expect(await s.ledger.getReservation(reservationId)).toMatchObject({ status: 'settled', settledCreditMicros: 2.5 * SEC });
+    expect(await s.ledger.getReservation(reservationId)).toMatchObject({
+      status: 'settled',
+      settledCreditMicros: 2.5 * SEC,
+    });
     expect(await s.ledger.balance(t.tenantId)).toMatchObject({
       balanceCreditMicros: 17.5 * SEC,
       reservedCreditMicros: 0,
@@ -160,7 +172,10 @@ describe('UsageStore: one row per billable session', () => {
     await s.usage.start(sessionId);
     const done = await s.usage.finish(sessionId, { status: 'released', billableMs: 60_000 });
     expect(done).toMatchObject({ status: 'released', billableSeconds: 3, billedCreditMicros: 3 * SEC });
-    expect(await s.ledger.balance(t.tenantId)).toMatchObject({ balanceCreditMicros: 17 * SEC, reservedCreditMicros: 0 });
+    expect(await s.ledger.balance(t.tenantId)).toMatchObject({
+      balanceCreditMicros: 17 * SEC,
+      reservedCreditMicros: 0,
+    });
   });
 
   it('finish failed bills 0 and releases the whole reservation', async () => {
@@ -170,7 +185,10 @@ describe('UsageStore: one row per billable session', () => {
     const done = await s.usage.finish(sessionId, { status: 'failed', billableMs: 4_000 });
     expect(done).toMatchObject({ status: 'failed', billableSeconds: 0, billedCreditMicros: 0 });
     expect(await s.ledger.getReservation(reservationId)).toMatchObject({ status: 'settled', settledCreditMicros: 0 });
-    expect(await s.ledger.balance(t.tenantId)).toMatchObject({ balanceCreditMicros: 20 * SEC, reservedCreditMicros: 0 });
+    expect(await s.ledger.balance(t.tenantId)).toMatchObject({
+      balanceCreditMicros: 20 * SEC,
+      reservedCreditMicros: 0,
+    });
     expect(await keySpent(t.apiKeyId)).toEqual({ spent: 0, reserved: 0 });
   });
 
@@ -204,7 +222,9 @@ describe('UsageStore: one row per billable session', () => {
     const { sessionId } = await s.usage.open(openInput(t));
     await s.usage.start(sessionId);
     const results = await Promise.all(
-      Array.from({ length: 6 }, (_, i) => s.usage.finish(sessionId, { status: 'released', billableMs: 1_000 * (i + 1) })),
+      Array.from({ length: 6 }, (_, i) =>
+        s.usage.finish(sessionId, { status: 'released', billableMs: 1_000 * (i + 1) }),
+      ),
     );
     const billed = new Set(results.map((r) => r?.billedCreditMicros));
     expect(billed.size).toBe(1);
@@ -239,7 +259,12 @@ describe('UsageStore.list', () => {
     const seen: SessionUsage[][] = [];
     let after: { createdAt: Date; id: string } | undefined;
     for (let i = 0; i < 50; i++) {
-      const page = await s.usage.list(tenantId, { window: q.window ?? all, endUserId: q.endUserId, after, limit: q.limit });
+      const page = await s.usage.list(tenantId, {
+        window: q.window ?? all,
+        endUserId: q.endUserId,
+        after,
+        limit: q.limit,
+      });
       seen.push(page.data);
       if (page.nextCursor === null) return seen;
       expect(page.data).toHaveLength(q.limit);
@@ -262,7 +287,9 @@ describe('UsageStore.list', () => {
     const b = await tenantWith(100);
     const mine: string[] = [];
     for (let i = 0; i < 7; i++) {
-      const { sessionId } = await s.usage.open(openInput(a, { reserveCreditMicros: SEC, endUserId: i % 2 ? 'u-odd' : 'u-even' }));
+      const { sessionId } = await s.usage.open(
+        openInput(a, { reserveCreditMicros: SEC, endUserId: i % 2 ? 'u-odd' : 'u-even' }),
+      );
       mine.push(sessionId);
       await s.usage.open(openInput(b, { reserveCreditMicros: SEC, endUserId: 'u-odd' }));
     }
@@ -290,7 +317,8 @@ describe('UsageStore.list', () => {
     // One transaction: every row gets the same created_at.
     const ids = await s.sql.begin(async (tx) => {
       const out: string[] = [];
-      for (let i = 0; i < 5; i++) out.push((await s.usage.open(openInput(a, { reserveCreditMicros: SEC }), tx)).sessionId);
+      for (let i = 0; i < 5; i++)
+        out.push((await s.usage.open(openInput(a, { reserveCreditMicros: SEC }), tx)).sessionId);
       return out;
     });
     const rows = (await pages(a.tenantId, { limit: 2 })).flat();
@@ -301,7 +329,9 @@ describe('UsageStore.list', () => {
     const a = await tenantWith(100);
     const odd: string[] = [];
     for (let i = 0; i < 6; i++) {
-      const { sessionId } = await s.usage.open(openInput(a, { reserveCreditMicros: SEC, endUserId: i % 2 ? 'u-odd' : 'u-even' }));
+      const { sessionId } = await s.usage.open(
+        openInput(a, { reserveCreditMicros: SEC, endUserId: i % 2 ? 'u-odd' : 'u-even' }),
+      );
       if (i % 2) odd.push(sessionId);
     }
     await s.usage.open(openInput(a, { reserveCreditMicros: SEC }));

@@ -77,7 +77,8 @@ const DAY_MS = 86_400_000;
 export function effectiveWindow(from?: Date, to?: Date, now = new Date()): UsageWindow {
   const end = to ?? now;
   let start = from ?? new Date(end.getTime() - USAGE_DEFAULT_DAYS * DAY_MS);
-  if (end.getTime() - start.getTime() > USAGE_MAX_DAYS * DAY_MS) start = new Date(end.getTime() - USAGE_MAX_DAYS * DAY_MS);
+  if (end.getTime() - start.getTime() > USAGE_MAX_DAYS * DAY_MS)
+    start = new Date(end.getTime() - USAGE_MAX_DAYS * DAY_MS);
   return { from: start, to: end };
 }
 
@@ -117,11 +118,13 @@ export class UsageStore {
 
   /** Names the avatar of a session that learned it only after opening (a lipsync registering its portrait). */
   async attachAvatar(sessionId: string, avatarId: string): Promise<void> {
-    await this.sql`update session_usage set avatar_id = ${avatarId}, updated_at = now() where id = ${sessionId} and avatar_id is null`;
+    await this
+      .sql`update session_usage set avatar_id = ${avatarId}, updated_at = now() where id = ${sessionId} and avatar_id is null`;
   }
 
   async start(sessionId: string): Promise<void> {
-    await this.sql`update session_usage set status = 'started', started_at = coalesce(started_at, now()), updated_at = now()
+    await this
+      .sql`update session_usage set status = 'started', started_at = coalesce(started_at, now()), updated_at = now()
                    where id = ${sessionId} and status = 'reserved'`;
   }
 
@@ -129,7 +132,11 @@ export class UsageStore {
    * Ends a session: `released` settles the reservation to the billable time (capped at the
    * reservation); `failed` charges nothing. Idempotent: a second call changes nothing.
    */
-  async finish(sessionId: string, outcome: { status: 'released' | 'failed'; billableMs: number }, inTx?: Tx): Promise<SessionUsage | undefined> {
+  async finish(
+    sessionId: string,
+    outcome: { status: 'released' | 'failed'; billableMs: number },
+    inTx?: Tx,
+  ): Promise<SessionUsage | undefined> {
     const run = <T>(fn: (tx: Tx) => Promise<T>): Promise<T> => (inTx ? fn(inTx) : (this.sql.begin(fn) as Promise<T>));
     return run(async (tx) => {
       const [row] = await tx<UsageRow[]>`select * from session_usage where id = ${sessionId} for update`;
@@ -173,7 +180,9 @@ export class UsageStore {
   }
 
   async get(tenantId: string, sessionId: string): Promise<SessionUsage | undefined> {
-    const [row] = await this.sql<UsageRow[]>`select * from session_usage where tenant_id = ${tenantId} and id = ${sessionId}`;
+    const [row] = await this.sql<
+      UsageRow[]
+    >`select * from session_usage where tenant_id = ${tenantId} and id = ${sessionId}`;
     return row && toUsage(row);
   }
 

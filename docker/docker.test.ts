@@ -24,7 +24,10 @@ function dockerignore(text: string): (file: string) => boolean {
     .filter((l) => l && !l.startsWith('#'))
     .map((l) => {
       const negate = l.startsWith('!');
-      const pattern = path.posix.normalize((negate ? l.slice(1) : l).trim()).replace(/^\/+/, '').replace(/\/+$/, '');
+      const pattern = path.posix
+        .normalize((negate ? l.slice(1) : l).trim())
+        .replace(/^\/+/, '')
+        .replace(/\/+$/, '');
       return { negate, re: globToRegExp(pattern) };
     });
   return (file) => {
@@ -58,7 +61,9 @@ function globToRegExp(pattern: string): RegExp {
   return new RegExp(`^${re}$`);
 }
 
-const ignored = dockerignore(existsSync(path.join(ROOT, '.dockerignore')) ? readFileSync(path.join(ROOT, '.dockerignore'), 'utf8') : '');
+const ignored = dockerignore(
+  existsSync(path.join(ROOT, '.dockerignore')) ? readFileSync(path.join(ROOT, '.dockerignore'), 'utf8') : '',
+);
 const dockerfile = readFileSync(path.join(ROOT, 'docker/Dockerfile'), 'utf8');
 /** The Dockerfile's instructions, continuation lines joined. */
 const instructions = dockerfile
@@ -127,14 +132,20 @@ describe('the Docker build context', () => {
     }
     // Everything the Dockerfile copies by name is in the context.
     for (const ins of instructions.filter((l) => /^COPY\s/i.test(l) && !/--from=/i.test(l))) {
-      const sources = ins.split(/\s+/).slice(1, -1).filter((s) => !s.startsWith('--') && s !== '.');
+      const sources = ins
+        .split(/\s+/)
+        .slice(1, -1)
+        .filter((s) => !s.startsWith('--') && s !== '.');
       for (const s of sources) expect(ignored(s), `${ins}: ${s}`).toBe(false);
     }
   });
 });
 
 describe('the Dockerfile', () => {
-  const user = instructions.filter((l) => /^USER\s/i.test(l)).at(-1)?.split(/\s+/)[1];
+  const user = instructions
+    .filter((l) => /^USER\s/i.test(l))
+    .at(-1)
+    ?.split(/\s+/)[1];
 
   it('runs as a non-root user that owns the data directory it is given', () => {
     expect(user).toBeDefined();

@@ -13,7 +13,11 @@ import { freePort } from '../test/deps.ts';
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
 /** The `index`-th fenced `lang` block of the section headed `heading` in a markdown file of the repository. */
-export function markdownBlock(file: string, heading: string, { index = 0, lang = 'sh' }: { index?: number; lang?: string } = {}): string {
+export function markdownBlock(
+  file: string,
+  heading: string,
+  { index = 0, lang = 'sh' }: { index?: number; lang?: string } = {},
+): string {
   const doc = readFileSync(path.join(ROOT, file), 'utf8');
   const at = doc.indexOf(`\n${heading}\n`);
   if (at < 0) throw new Error(`${file} has no "${heading}" section`);
@@ -55,7 +59,11 @@ export async function startReadmeServer(extraEnv: Record<string, string> = {}): 
     JOB_POLL_SECONDS: '1',
     ...extraEnv,
   };
-  const server: ChildProcess = spawn(process.execPath, ['--import', 'tsx', 'api/main.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const server: ChildProcess = spawn(process.execPath, ['--import', 'tsx', 'api/main.ts'], {
+    cwd: ROOT,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let log = '';
   const keep = (d: Buffer) => (log = (log + d.toString()).slice(-4000));
   server.stdout!.on('data', keep);
@@ -69,7 +77,7 @@ export async function startReadmeServer(extraEnv: Record<string, string> = {}): 
     rmSync(dataDir, { recursive: true, force: true });
   };
   // Up once /healthz answers (the embedded PostgreSQL is created first); a server that exits fails at once.
-  for (const deadline = Date.now() + 60_000; ; ) {
+  for (const deadline = Date.now() + 60_000; ;) {
     if (server.exitCode !== null) throw new Error(`the server exited with ${server.exitCode}:\n${log}`);
     if ((await fetch(`${api}/healthz`).catch(() => undefined))?.status === 200) break;
     if (Date.now() > deadline) {
@@ -82,10 +90,17 @@ export async function startReadmeServer(extraEnv: Record<string, string> = {}): 
 }
 
 /** Runs a script as the README reader would paste it: bash -euo pipefail at the repository root, API set. */
-export async function runBlocks(script: string, server: ReadmeServer): Promise<{ code: number | null; stdout: string; stderr: string; where: string }> {
+export async function runBlocks(
+  script: string,
+  server: ReadmeServer,
+): Promise<{ code: number | null; stdout: string; stderr: string; where: string }> {
   // A user's shell: no NODE_ENV (the test runner's is `test`).
   const { NODE_ENV: _testEnv, ...shell } = server.env;
-  const run = spawn('bash', ['-euo', 'pipefail', '-c', script], { cwd: ROOT, env: { ...shell, API: server.api }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const run = spawn('bash', ['-euo', 'pipefail', '-c', script], {
+    cwd: ROOT,
+    env: { ...shell, API: server.api },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stdout = '';
   let stderr = '';
   run.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));

@@ -11,12 +11,16 @@ import { describe, expect, it } from 'vitest';
  */
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
-const OUTSIDE = /spec section|spec rules? \d|\(spec: [a-z ]*(rule|section)|\bthe spec\b|spec's|\.\.\/shared\/|shared\/spec|design\.md/i;
-
+const OUTSIDE =
+  /spec section|spec rules? \d|\(spec: [a-z ]*(rule|section)|\bthe spec\b|spec's|\.\.\/shared\/|shared\/spec|design\.md/i;
 
 describe('docs and comments stand alone', () => {
   it('no file cites a spec section, a design note or a path outside the repository', () => {
-    const files = execFileSync('git', ['ls-files', '-co', '--exclude-standard', '*.ts', '*.md', '*.js', '*.sh', '*.yaml'], { cwd: ROOT, encoding: 'utf8' })
+    const files = execFileSync(
+      'git',
+      ['ls-files', '-co', '--exclude-standard', '*.ts', '*.md', '*.js', '*.sh', '*.yaml'],
+      { cwd: ROOT, encoding: 'utf8' },
+    )
       .split('\n')
       .filter((f) => f && !f.startsWith('node_modules/') && f !== 'docs/standalone.test.ts');
     expect(files.length).toBeGreaterThan(100);

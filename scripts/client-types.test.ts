@@ -24,7 +24,12 @@ describe('generated client types', () => {
 
   it('notice a change of the document: a new operation makes both files stale', async () => {
     const doc = openApiDocument('http://localhost:8080') as { paths: Record<string, unknown> };
-    doc.paths['/api/v1/widgets'] = { get: { operationId: 'listWidgets', responses: { 200: { description: 'ok', content: { 'application/json': { schema: { type: 'object' } } } } } } };
+    doc.paths['/api/v1/widgets'] = {
+      get: {
+        operationId: 'listWidgets',
+        responses: { 200: { description: 'ok', content: { 'application/json': { schema: { type: 'object' } } } } },
+      },
+    };
     expect((await staleFiles(doc)).sort()).toEqual([GENERATED_FILES.operations, GENERATED_FILES.types].sort());
     expect((await generateClientFiles(doc))[GENERATED_FILES.types]).toContain('listWidgets');
   });
@@ -37,8 +42,12 @@ describe('generated client types', () => {
   });
 
   it('refuse a planned operation whose documented method or path differs', () => {
-    const doc = openApiDocument('http://localhost:8080') as unknown as { paths: Record<string, Record<string, unknown>> };
+    const doc = openApiDocument('http://localhost:8080') as unknown as {
+      paths: Record<string, Record<string, unknown>>;
+    };
     doc.paths['/api/v1/realtime/turns'] = { post: { operationId: 'runTurn', responses: {} } };
-    expect(() => operationTable(doc)).toThrow(/runTurn: planned as POST \/api\/v1\/realtime\/turn, documented as POST \/api\/v1\/realtime\/turns/);
+    expect(() => operationTable(doc)).toThrow(
+      /runTurn: planned as POST \/api\/v1\/realtime\/turn, documented as POST \/api\/v1\/realtime\/turns/,
+    );
   });
 });

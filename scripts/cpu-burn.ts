@@ -30,7 +30,9 @@ const spin = `const { workerData } = require('node:worker_threads');
 let x = 0;
 while (Date.now() < workerData.deadline) for (let i = 0; i < 5e6; i++) x = (x * 1103515245 + 12345) | 0;`;
 const workers = Array.from({ length: cores }, () => new Worker(spin, { eval: true, workerData: { deadline } }));
-console.error(`cpu-burn: ${cores} core(s) busy for at most ${seconds} s${command.length ? ` while running: ${command.join(' ')}` : ''}`);
+console.error(
+  `cpu-burn: ${cores} core(s) busy for at most ${seconds} s${command.length ? ` while running: ${command.join(' ')}` : ''}`,
+);
 
 function stop(code: number): void {
   for (const w of workers) void w.terminate();

@@ -88,11 +88,19 @@ export async function startAgentHarness(o: AgentHarnessOptions = {}): Promise<Ag
   const fake = await startFakeOpenAI();
   const ownServer = o.livekitUrl !== undefined;
   const base = liveKitEnv();
-  const env = { ...base, ...(ownServer ? { LIVEKIT_URL: o.livekitUrl! } : {}), OPENAI_BASE_URL: fake.baseUrl, OPENAI_API_KEY: 'test-key', ...o.env };
+  const env = {
+    ...base,
+    ...(ownServer ? { LIVEKIT_URL: o.livekitUrl! } : {}),
+    OPENAI_BASE_URL: fake.baseUrl,
+    OPENAI_API_KEY: 'test-key',
+    ...o.env,
+  };
   const t = await testApi({ env });
   const webhooks = { lost: false };
   const serve: typeof t.app.fetch = (req, ...rest) =>
-    webhooks.lost && new URL(req.url).pathname === LIVEKIT_WEBHOOK_PATH ? new Response('unavailable', { status: 503 }) : t.app.fetch(req, ...rest);
+    webhooks.lost && new URL(req.url).pathname === LIVEKIT_WEBHOOK_PATH
+      ? new Response('unavailable', { status: 503 })
+      : t.app.fetch(req, ...rest);
   // The run's server reaches this API through the relay; a server of the file's own posts to it directly.
   const api = await receiveLiveKitWebhooks(serve, { relayed: !ownServer });
   const { tenantId, apiKey, apiKeyId } = await t.newTenant({ credits: 3600 });
@@ -116,7 +124,9 @@ export async function startAgentHarness(o: AgentHarnessOptions = {}): Promise<Ag
     });
     workers.push(worker);
     // The worker declares its slots in the database: the mint's capacity comes from there.
-    await waitFor("the worker's slots", async () => ((await t.services.capacity.snapshot('primary')).slots > 0 ? true : undefined));
+    await waitFor("the worker's slots", async () =>
+      (await t.services.capacity.snapshot('primary')).slots > 0 ? true : undefined,
+    );
     return worker;
   };
 
@@ -130,7 +140,10 @@ export async function startAgentHarness(o: AgentHarnessOptions = {}): Promise<Ag
     const viewer = new Viewer(grant.avatar_identity);
     await viewer.connect(grant.server_url, grant.participant_token);
     const micSource = new AudioSource(16_000, 1, 100);
-    await viewer.room.localParticipant!.publishTrack(LocalAudioTrack.createAudioTrack('mic', micSource), new TrackPublishOptions({ source: TrackSource.SOURCE_MICROPHONE }));
+    await viewer.room.localParticipant!.publishTrack(
+      LocalAudioTrack.createAudioTrack('mic', micSource),
+      new TrackPublishOptions({ source: TrackSource.SOURCE_MICROPHONE }),
+    );
     return { viewer, mic: new Microphone(micSource, 16_000) };
   };
 
@@ -147,17 +160,24 @@ export async function startAgentHarness(o: AgentHarnessOptions = {}): Promise<Ag
              (select count(*)::int from credit_ledger l where l.reservation_id = r.id) as usage_rows,
              (select coalesce(-sum(amount_credit_micros), 0)::bigint from credit_ledger l where l.reservation_id = r.id and l.kind = 'usage') as usage_sum
       from session_usage u join credit_reservations r on r.id = u.reservation_id where u.id = ${sessionId}`;
-    expect(r, 'the reservation, settled (not open, not expired)').toMatchObject({ status: 'settled', settled: usage.billedCreditMicros });
+    expect(r, 'the reservation, settled (not open, not expired)').toMatchObject({
+      status: 'settled',
+      settled: usage.billedCreditMicros,
+    });
     expect(r!.usage_rows, 'ledger rows of the reservation').toBe(usage.billedCreditMicros > 0 ? 1 : 0);
     expect(r!.usage_sum).toBe(usage.billedCreditMicros);
     await checkLedgerInvariants(sql, [tenantId], [apiKeyId]);
     const pool = session.capacityPool;
-    await waitFor(`the slot of ${sessionId} to be freed`, async () => ((await t.services.capacity.coordinator.holders(pool)).some((x) => x.holder === sessionId) ? undefined : true));
+    await waitFor(`the slot of ${sessionId} to be freed`, async () =>
+      (await t.services.capacity.coordinator.holders(pool)).some((x) => x.holder === sessionId) ? undefined : true,
+    );
     return { session, usage };
   };
 
   const endOpenCalls = async (keep: string[] = []) => {
-    const open = await t.services.sql<{ id: string; room_name: string }[]>`select id, room_name from live_sessions where state <> 'ended' and not (id = any(${keep}))`;
+    const open = await t.services.sql<
+      { id: string; room_name: string }[]
+    >`select id, room_name from live_sessions where state <> 'ended' and not (id = any(${keep}))`;
     for (const s of open) {
       await t.services.liveSessions.end(s.id, 'manual');
       await rooms.deleteRoom(s.room_name).catch(() => {});

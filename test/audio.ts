@@ -14,12 +14,25 @@ export async function speechWav(text: string): Promise<{ wav: Buffer; seconds: n
 }
 
 /** Audio bytes converted by ffmpeg to `format` (mp3, ogg, m4a, ...), optionally looped `repeat` times. */
-export function convertAudio(bytes: Buffer, format: 'mp3' | 'ogg' | 'm4a' | 'wav', o: { repeat?: number } = {}): Buffer {
+export function convertAudio(
+  bytes: Buffer,
+  format: 'mp3' | 'ogg' | 'm4a' | 'wav',
+  o: { repeat?: number } = {},
+): Buffer {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'test-audio-'));
   const input = path.join(dir, 'in');
   const out = path.join(dir, `out.${format}`);
   writeFileSync(input, bytes);
   const loop = o.repeat && o.repeat > 1 ? ['-stream_loop', String(o.repeat - 1)] : [];
-  execFileSync(resolveFfmpegPath(), ['-v', 'error', '-y', ...loop, '-i', input, ...(format === 'm4a' ? ['-c:a', 'aac'] : []), out]);
+  execFileSync(resolveFfmpegPath(), [
+    '-v',
+    'error',
+    '-y',
+    ...loop,
+    '-i',
+    input,
+    ...(format === 'm4a' ? ['-c:a', 'aac'] : []),
+    out,
+  ]);
   return readFileSync(out);
 }

@@ -80,7 +80,8 @@ function paramNames(template: string): string[] {
 /** A query or path value as the type its schema documents (they travel as text). */
 function coerce(value: string, schema: Schema): unknown {
   const types = ([] as unknown[]).concat(schema.type ?? []);
-  if ((types.includes('integer') || types.includes('number')) && value.trim() !== '' && !Number.isNaN(Number(value))) return Number(value);
+  if ((types.includes('integer') || types.includes('number')) && value.trim() !== '' && !Number.isNaN(Number(value)))
+    return Number(value);
   if (types.includes('boolean') && (value === 'true' || value === 'false')) return value === 'true';
   return value;
 }
@@ -99,7 +100,8 @@ export class ContractChecker {
   constructor(readonly doc: OpenApiDocument) {
     this.ajv.addSchema({ $id: DOC_ID, components: doc.components });
     for (const [template, ops] of Object.entries(doc.paths)) {
-      for (const [method, op] of Object.entries(ops)) this.operations.push({ method: method.toUpperCase(), template, match: templateMatcher(template), op });
+      for (const [method, op] of Object.entries(ops))
+        this.operations.push({ method: method.toUpperCase(), template, match: templateMatcher(template), op });
     }
   }
 
@@ -118,7 +120,12 @@ export class ContractChecker {
   errors(schema: Schema, value: unknown): string | undefined {
     const v = this.validator(schema);
     if (v(value)) return undefined;
-    return (v.errors ?? []).map((e) => `  ${e.instancePath || '(root)'} ${e.message ?? 'is invalid'}${e.params ? ` ${JSON.stringify(e.params)}` : ''}`).join('\n');
+    return (v.errors ?? [])
+      .map(
+        (e) =>
+          `  ${e.instancePath || '(root)'} ${e.message ?? 'is invalid'}${e.params ? ` ${JSON.stringify(e.params)}` : ''}`,
+      )
+      .join('\n');
   }
 
   /** The documented operation of a request, if any. */
@@ -155,21 +162,36 @@ export class ContractChecker {
 
     if (!found) {
       // No such operation: the answer is a 404 or 405 with the documented error body.
-      problems.push(...this.checkJson(this.doc.components.schemas.Error ? { $ref: '#/components/schemas/Error' } : {}, contentType, text, 'undocumented operation'));
+      problems.push(
+        ...this.checkJson(
+          this.doc.components.schemas.Error ? { $ref: '#/components/schemas/Error' } : {},
+          contentType,
+          text,
+          'undocumented operation',
+        ),
+      );
       if (problems.length) throw new Error(`Contract: ${where}\n${problems.join('\n')}`);
       return;
     }
     const { op, params, template } = found;
     const documented = op.responses[String(status)];
     if (!documented) {
-      problems.push(`status ${status} is not documented for ${op.operationId} (documented: ${Object.keys(op.responses).join(', ')}); body: ${clip(text)}`);
+      problems.push(
+        `status ${status} is not documented for ${op.operationId} (documented: ${Object.keys(op.responses).join(', ')}); body: ${clip(text)}`,
+      );
     } else if (!documented.content || Object.keys(documented.content).length === 0) {
-      if (text.length > 0) problems.push(`status ${status} is documented without a body, but the answer has ${text.length} characters: ${clip(text)}`);
+      if (text.length > 0)
+        problems.push(
+          `status ${status} is documented without a body, but the answer has ${text.length} characters: ${clip(text)}`,
+        );
     } else if (documented.content['application/json']) {
-      problems.push(...this.checkJson(documented.content['application/json'].schema ?? {}, contentType, text, `response ${status}`));
+      problems.push(
+        ...this.checkJson(documented.content['application/json'].schema ?? {}, contentType, text, `response ${status}`),
+      );
     } else {
       const types = Object.keys(documented.content);
-      if (!types.some((t) => contentType.toLowerCase().startsWith(t.replace(/\*.*$/, '')))) problems.push(`content type "${contentType}" is not documented (${types.join(', ')})`);
+      if (!types.some((t) => contentType.toLowerCase().startsWith(t.replace(/\*.*$/, ''))))
+        problems.push(`content type "${contentType}" is not documented (${types.join(', ')})`);
     }
 
     let requestChecked = false;
@@ -177,12 +199,14 @@ export class ContractChecker {
       requestChecked = true;
       problems.push(...this.checkRequest(op, params, url, x));
     }
-    if (problems.length) throw new Error(`Contract: ${where} (${op.operationId}, ${x.method} ${template})\n${problems.join('\n')}`);
+    if (problems.length)
+      throw new Error(`Contract: ${where} (${op.operationId}, ${x.method} ${template})\n${problems.join('\n')}`);
     this.checked.push({ operationId: op.operationId, status, requestChecked });
   }
 
   private checkJson(schema: Schema, contentType: string, text: string, what: string): string[] {
-    if (!/^application\/json\b/i.test(contentType)) return [`${what}: content type is "${contentType}", documented application/json; body: ${clip(text)}`];
+    if (!/^application\/json\b/i.test(contentType))
+      return [`${what}: content type is "${contentType}", documented application/json; body: ${clip(text)}`];
     let body: unknown;
     try {
       body = JSON.parse(text);
@@ -209,9 +233,14 @@ export class ContractChecker {
         continue;
       }
       const errors = this.errors(p.schema, coerce(value, p.schema));
-      if (errors) problems.push(`query parameter ${name}=${clip(value, 80)} was accepted but the document refuses it:\n${errors}`);
+      if (errors)
+        problems.push(
+          `query parameter ${name}=${clip(value, 80)} was accepted but the document refuses it:\n${errors}`,
+        );
     }
-    for (const p of query) if (p.required && !url.searchParams.has(p.name)) problems.push(`required query parameter "${p.name}" was missing, yet the request was accepted`);
+    for (const p of query)
+      if (p.required && !url.searchParams.has(p.name))
+        problems.push(`required query parameter "${p.name}" was missing, yet the request was accepted`);
     const headers = Object.fromEntries(Object.entries(x.requestHeaders).map(([k, v]) => [k.toLowerCase(), v]));
     for (const p of parameters.filter((q) => q.in === 'header')) {
       const value = headers[p.name.toLowerCase()];
@@ -225,17 +254,23 @@ export class ContractChecker {
 
     const body = op.requestBody;
     if (!body) {
-      if (x.hadBody && x.requestText !== undefined && x.requestText.length > 0) problems.push('a request body was accepted, but the operation documents none');
+      if (x.hadBody && x.requestText !== undefined && x.requestText.length > 0)
+        problems.push('a request body was accepted, but the operation documents none');
       return problems;
     }
     if (!x.hadBody) {
-      if (body.required) problems.push('the request had no body, yet it was accepted although the document requires one');
+      if (body.required)
+        problems.push('the request had no body, yet it was accepted although the document requires one');
       return problems;
     }
     const contentType = (headers['content-type'] ?? '').toLowerCase();
     const json = body.content['application/json'];
     if (contentType.startsWith('application/json')) {
-      if (!json) return [...problems, `a JSON body was accepted, but the operation documents ${Object.keys(body.content).join(', ')}`];
+      if (!json)
+        return [
+          ...problems,
+          `a JSON body was accepted, but the operation documents ${Object.keys(body.content).join(', ')}`,
+        ];
       if (x.requestText === undefined) return problems;
       let value: unknown;
       try {
@@ -244,16 +279,23 @@ export class ContractChecker {
         return [...problems, `a body that is not JSON was accepted: ${clip(x.requestText)}`];
       }
       const errors = this.errors(json.schema ?? {}, value);
-      if (errors) problems.push(`the request body was accepted but the document refuses it:\n${errors}\nbody: ${clip(x.requestText)}`);
+      if (errors)
+        problems.push(
+          `the request body was accepted but the document refuses it:\n${errors}\nbody: ${clip(x.requestText)}`,
+        );
     } else if (!Object.keys(body.content).some((t) => contentType.startsWith(t))) {
-      problems.push(`a body of content type "${contentType}" was accepted, but the operation documents ${Object.keys(body.content).join(', ')}`);
+      problems.push(
+        `a body of content type "${contentType}" was accepted, but the operation documents ${Object.keys(body.content).join(', ')}`,
+      );
     }
     return problems;
   }
 }
 
 /** The checker of an app, from its own /openapi.json. */
-export async function contractChecker(app: { request(url: string): Response | Promise<Response> }): Promise<ContractChecker> {
+export async function contractChecker(app: {
+  request(url: string): Response | Promise<Response>;
+}): Promise<ContractChecker> {
   const res = await app.request('/openapi.json');
   if (res.status !== 200) throw new Error(`GET /openapi.json answered ${res.status}`);
   return new ContractChecker((await res.json()) as OpenApiDocument);

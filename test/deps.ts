@@ -15,7 +15,9 @@ export { freePort };
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
 export function livekitVersion(): string {
-  const pkg = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { config: { livekitServerVersion: string } };
+  const pkg = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as {
+    config: { livekitServerVersion: string };
+  };
   return pkg.config.livekitServerVersion;
 }
 
@@ -90,7 +92,8 @@ export async function startLiveKit(opts: LiveKitOptions = {}): Promise<RunningSe
   }
   const [port, tcp, udp] = [opts.port ?? (await freePort()), await freePort(), await freePort()];
   const lines = [`port: ${port}`, 'rtc:', `  tcp_port: ${tcp}`, `  udp_port: ${udp}`, '  use_external_ip: false'];
-  if (opts.webhookUrls?.length) lines.push('webhook:', `  api_key: ${LIVEKIT_DEV_KEY}`, '  urls:', ...opts.webhookUrls.map((u) => `    - ${u}`));
+  if (opts.webhookUrls?.length)
+    lines.push('webhook:', `  api_key: ${LIVEKIT_DEV_KEY}`, '  urls:', ...opts.webhookUrls.map((u) => `    - ${u}`));
   const config = lines.join('\n');
   const child = spawn(bin, ['--dev', '--bind', '127.0.0.1', '--node-ip', '127.0.0.1', '--config-body', config], {
     stdio: ['ignore', 'ignore', 'pipe'],
@@ -128,7 +131,8 @@ function readTail(file: string, bytes: number): string {
 }
 
 /** The LiveKit server's debug lines a failure message quotes: how a room's tracks and connections went. */
-const LIVEKIT_STEPS = /^(add track request|pending track (added|queued)|track (published|unpublished|subscribed)|subscribing to track|received offer|sending answer|(peer|ice) connection state change|starting signal connection|signal stream closed)$/;
+const LIVEKIT_STEPS =
+  /^(add track request|pending track (added|queued)|track (published|unpublished|subscribed)|subscribing to track|received offer|sending answer|(peer|ice) connection state change|starting signal connection|signal stream closed)$/;
 
 /**
  * For a failure message: what the LiveKit servers logged about `room` (LIVEKIT_LOG, when set): its
@@ -148,14 +152,20 @@ export function livekitLogFor(room: string, maxLines = 80, headLines = 20): stri
     })
     .map((l) => l.slice(0, 300));
   if (lines.length <= headLines + maxLines) return lines.join('\n');
-  return [...lines.slice(0, headLines), `... ${lines.length - headLines - maxLines} lines ...`, ...lines.slice(-maxLines)].join('\n');
+  return [
+    ...lines.slice(0, headLines),
+    `... ${lines.length - headLines - maxLines} lines ...`,
+    ...lines.slice(-maxLines),
+  ].join('\n');
 }
 
 /** moto's S3-compatible server (PyPI `moto[server]`), installed by scripts/install-test-deps.sh into a venv in the cache. */
 export function motoServerBinary(): string {
   if (process.env.MOTO_SERVER_BIN) return process.env.MOTO_SERVER_BIN;
   const cache = process.env.XDG_CACHE_HOME ?? path.join(os.homedir(), '.cache');
-  const version = (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { config: { motoVersion: string } }).config.motoVersion;
+  const version = (
+    JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { config: { motoVersion: string } }
+  ).config.motoVersion;
   const venv = path.join(cache, 'avatar-platform', `moto-${version}`, 'bin', 'moto_server');
   return existsSync(venv) ? venv : 'moto_server';
 }

@@ -102,8 +102,15 @@ export async function testApi(opts: TestServicesOptions = {}) {
     const init: RequestInit & { duplex?: 'half' } = { method, headers, body };
     if (body instanceof ReadableStream) init.duplex = 'half';
     const response = await app.request(url, init);
-    const requestText = typeof body === 'string' ? body : body instanceof Uint8Array && /json/i.test(headers['content-type'] ?? '') ? new TextDecoder().decode(body) : undefined;
-    await (await checker()).check({ method, url, requestHeaders: headers, requestText, hadBody: body !== undefined, response });
+    const requestText =
+      typeof body === 'string'
+        ? body
+        : body instanceof Uint8Array && /json/i.test(headers['content-type'] ?? '')
+          ? new TextDecoder().decode(body)
+          : undefined;
+    await (
+      await checker()
+    ).check({ method, url, requestHeaders: headers, requestText, hadBody: body !== undefined, response });
     return response;
   }
 
@@ -176,13 +183,20 @@ export interface WaitForOptions {
  * state itself, never on a fixed sleep. `what` names the awaited state in the timeout error (a
  * function is called then, so it can describe the last value seen).
  */
-export async function waitFor<T>(what: string | (() => string), probe: () => Promise<T | undefined> | T | undefined, opts: WaitForOptions = {}): Promise<T> {
+export async function waitFor<T>(
+  what: string | (() => string),
+  probe: () => Promise<T | undefined> | T | undefined,
+  opts: WaitForOptions = {},
+): Promise<T> {
   const { timeoutMs = 120_000, intervalMs = 200 } = opts;
   const end = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe();
     if (value !== undefined) return value;
-    if (Date.now() > end) throw new Error(`Timed out after ${timeoutMs / 1000} s waiting for ${typeof what === 'function' ? what() : what}`);
+    if (Date.now() > end)
+      throw new Error(
+        `Timed out after ${timeoutMs / 1000} s waiting for ${typeof what === 'function' ? what() : what}`,
+      );
     await new Promise((r) => setTimeout(r, intervalMs));
   }
 }

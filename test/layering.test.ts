@@ -143,7 +143,11 @@ describe('layering lint: api/ and agent/ never import each other', () => {
 
 describe('layering lint: production code never imports test/, bench/ or cli/', () => {
   it('refuses them from api/, agent/ and core/ code', async () => {
-    for (const [file, up] of [['api/routes/avatars/x.ts', '../../../'], ['agent/avatar/x.ts', '../../'], ['core/avatars/x.ts', '../../']] as const) {
+    for (const [file, up] of [
+      ['api/routes/avatars/x.ts', '../../../'],
+      ['agent/avatar/x.ts', '../../'],
+      ['core/avatars/x.ts', '../../'],
+    ] as const) {
       for (const folder of ['test/helpers.ts', 'bench/run.ts', 'cli/admin.ts']) {
         await refused(file, importing(`${up}${folder}`), /production code never imports test\/, bench\/ or cli\//);
       }

@@ -9,7 +9,15 @@ import type { Sql } from '../core/db/index.ts';
  */
 export async function checkLedgerInvariants(sql: Sql, tenants: string[], keys: string[]): Promise<void> {
   // The CHECK constraints of the schema hold (the wallet could not be written otherwise) and we re-check them.
-  const wallets = await sql<{ tenant_id: string; balance_credit_micros: number; reserved_credit_micros: number; lifetime_granted_credit_micros: number; lifetime_used_credit_micros: number }[]>`
+  const wallets = await sql<
+    {
+      tenant_id: string;
+      balance_credit_micros: number;
+      reserved_credit_micros: number;
+      lifetime_granted_credit_micros: number;
+      lifetime_used_credit_micros: number;
+    }[]
+  >`
     select * from credit_wallets where tenant_id = any(${tenants})`;
   expect(wallets).toHaveLength(tenants.length);
   for (const w of wallets) {
@@ -46,7 +54,16 @@ export async function checkLedgerInvariants(sql: Sql, tenants: string[], keys: s
     where l.tenant_id = any(${tenants}) and (l.kind <> 'usage' or -l.amount_credit_micros <> r.settled_credit_micros)`;
   expect(usageRows!.n, 'each usage row matches its settlement').toBe(0);
 
-  const keyRows = await sql<{ id: string; spend_limit_credit_micros: number | null; spent_credit_micros: number; reserved_credit_micros: number; open: number; settled: number }[]>`
+  const keyRows = await sql<
+    {
+      id: string;
+      spend_limit_credit_micros: number | null;
+      spent_credit_micros: number;
+      reserved_credit_micros: number;
+      open: number;
+      settled: number;
+    }[]
+  >`
     select k.id, k.spend_limit_credit_micros, k.spent_credit_micros, k.reserved_credit_micros,
       (select coalesce(sum(r.amount_credit_micros), 0)::bigint from credit_reservations r join api_keys payer on payer.id = r.api_key_id
        where (payer.id = k.id or k.id = any(payer.ancestor_ids)) and r.status = 'open') as open,

@@ -38,7 +38,10 @@ export async function relayWebhooksTo(url: string): Promise<{ stop(): Promise<vo
  * Serves `fetch` (an app) on a real port and has the relay send it LiveKit's webhooks. `relayed:
  * false`: a LiveKit server of the test's own posts them to `${url}/webhooks/livekit` itself.
  */
-export async function receiveLiveKitWebhooks(fetchHandler: Parameters<typeof startApiServer>[0], opts: { relayed?: boolean } = {}): Promise<{ url: string; stop(): Promise<void> }> {
+export async function receiveLiveKitWebhooks(
+  fetchHandler: Parameters<typeof startApiServer>[0],
+  opts: { relayed?: boolean } = {},
+): Promise<{ url: string; stop(): Promise<void> }> {
   const server = await startApiServer(fetchHandler, { port: 0, hostname: '127.0.0.1' });
   const base = `http://127.0.0.1:${server.port}`;
   const relayed = opts.relayed === false ? null : await relayWebhooksTo(`${base}/webhooks/livekit`);
@@ -61,7 +64,9 @@ export interface CapturedDispatch {
  * An agents-js AgentServer registered with the run's LiveKit server under `agentName`: it records
  * each job request LiveKit dispatches to it (room, agent name, metadata) and declines the job.
  */
-export async function captureDispatches(agentName: string): Promise<{ requests: CapturedDispatch[]; stop(): Promise<void> }> {
+export async function captureDispatches(
+  agentName: string,
+): Promise<{ requests: CapturedDispatch[]; stop(): Promise<void> }> {
   initializeLogger({ pretty: false, level: 'fatal' });
   const requests: CapturedDispatch[] = [];
   const server = new AgentServer(
@@ -86,7 +91,10 @@ export async function captureDispatches(agentName: string): Promise<{ requests: 
   );
   const registered = new Promise<void>((resolve) => server.event.once('worker_registered' as never, () => resolve()));
   const running = server.run();
-  await Promise.race([registered, running.then(() => Promise.reject(new Error('the capturing agent stopped before it registered')))]);
+  await Promise.race([
+    registered,
+    running.then(() => Promise.reject(new Error('the capturing agent stopped before it registered'))),
+  ]);
   return {
     requests,
     stop: async () => {

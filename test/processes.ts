@@ -33,7 +33,11 @@ export interface EntryPoint {
  * that a signal sent to the group reaches the process and every child it started, as a terminal's
  * Ctrl-C does.
  */
-export function startEntryPoint(file: string, env: Record<string, string>, opts: { args?: string[]; detached?: boolean } = {}): EntryPoint {
+export function startEntryPoint(
+  file: string,
+  env: Record<string, string>,
+  opts: { args?: string[]; detached?: boolean } = {},
+): EntryPoint {
   const child = spawn(process.execPath, ['--import', TSX, path.join(ROOT, file), ...(opts.args ?? [])], {
     cwd: ROOT,
     env: { ...process.env, NODE_OPTIONS: '', NODE_ENV: 'production', ...env },
@@ -42,13 +46,16 @@ export function startEntryPoint(file: string, env: Record<string, string>, opts:
   });
   const lines: OutputLine[] = [];
   const waiters = new Set<{ msg: string; resolve: (l: OutputLine) => void }>();
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('close', (code, signal) => resolve({ code, signal })));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.on('close', (code, signal) => resolve({ code, signal })),
+  );
   for (const stream of ['stdout', 'stderr'] as const) {
     createInterface({ input: child[stream]! }).on('line', (text) => {
       const line: OutputLine = { stream, text };
       try {
         const parsed = JSON.parse(text) as unknown;
-        if (parsed && typeof parsed === 'object' && typeof (parsed as { level?: unknown }).level === 'number') line.record = parsed as OutputLine['record'];
+        if (parsed && typeof parsed === 'object' && typeof (parsed as { level?: unknown }).level === 'number')
+          line.record = parsed as OutputLine['record'];
       } catch {
         // Not JSON: kept as text.
       }
@@ -74,7 +81,8 @@ export function startEntryPoint(file: string, env: Record<string, string>, opts:
         const waiter = { msg, resolve };
         waiters.add(waiter);
         void exited.then(({ code, signal }) => {
-          if (waiters.delete(waiter)) reject(new Error(`${file} exited (code ${code}, signal ${signal}) before logging "${msg}":\n${output()}`));
+          if (waiters.delete(waiter))
+            reject(new Error(`${file} exited (code ${code}, signal ${signal}) before logging "${msg}":\n${output()}`));
         });
       });
     },

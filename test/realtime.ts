@@ -33,7 +33,11 @@ export function testLoopDir(spec: LoopSpec = TEST_LOOP): Promise<string> {
   if (!dir) {
     dir = (async () => {
       const out = path.join(mkdtempSync(path.join(os.tmpdir(), 'realtime-loop-')), 'cache');
-      const idle = await generateIdleLoop(await preparePortrait(PORTRAIT, { width: spec.size }), { seconds: spec.seconds, fps: TEST_LOOP.fps, seed: 'realtime-test' });
+      const idle = await generateIdleLoop(await preparePortrait(PORTRAIT, { width: spec.size }), {
+        seconds: spec.seconds,
+        fps: TEST_LOOP.fps,
+        seed: 'realtime-test',
+      });
       await writeMotion(idle, { cacheDir: out });
       return out;
     })();
@@ -45,7 +49,8 @@ export function testLoopDir(spec: LoopSpec = TEST_LOOP): Promise<string> {
 /** Stores a loop's frame cache under `key` (manifest.json, frames.bin, landmarks.f32). */
 export async function storeTestCache(storage: ObjectStorage, key: string, spec: LoopSpec = TEST_LOOP): Promise<string> {
   const dir = await testLoopDir(spec);
-  for (const f of await readdir(dir)) await storage.put(`${key}/${f}`, await readFile(path.join(dir, f)), { contentType: 'application/octet-stream' });
+  for (const f of await readdir(dir))
+    await storage.put(`${key}/${f}`, await readFile(path.join(dir, f)), { contentType: 'application/octet-stream' });
   return key;
 }
 
@@ -71,7 +76,11 @@ export interface ReadyAvatarOptions {
 }
 
 /** An avatar of `tenantId` whose idle loop has published (status ready, a frame cache serving). */
-export async function readyAvatar(t: WithServices, tenantId: string, o: ReadyAvatarOptions = {}): Promise<{ avatarId: string; cacheKey: string | null }> {
+export async function readyAvatar(
+  t: WithServices,
+  tenantId: string,
+  o: ReadyAvatarOptions = {},
+): Promise<{ avatarId: string; cacheKey: string | null }> {
   const avatarId = newId('avatar');
   const ready = !o.status;
   const cacheKey = ready ? `tenants/${tenantId}/avatars/${avatarId}/loops/gen_test/cache` : null;
@@ -86,7 +95,13 @@ export async function readyAvatar(t: WithServices, tenantId: string, o: ReadyAva
 }
 
 /** A library clip of the avatar: with a frame cache (generated, ready) or without (an accepted upload awaiting its cache). */
-export async function libraryClip(t: WithServices, tenantId: string, avatarId: string, clipId: string, o: { withCache: boolean }): Promise<string | null> {
+export async function libraryClip(
+  t: WithServices,
+  tenantId: string,
+  avatarId: string,
+  clipId: string,
+  o: { withCache: boolean },
+): Promise<string | null> {
   const cacheKey = o.withCache ? `tenants/${tenantId}/avatars/${avatarId}/clips/${clipId}/gen_test/cache` : null;
   if (cacheKey) await storeTestCache(t.services.storage, cacheKey);
   await t.services.sql`

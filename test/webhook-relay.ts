@@ -42,7 +42,9 @@ export async function startWebhookRelay(): Promise<WebhookRelay> {
         const url = req.url ?? '/';
         if (req.method === 'POST' && url === '/livekit') {
           res.writeHead(200).end();
-          const headers: Record<string, string> = { 'content-type': String(req.headers['content-type'] ?? 'application/webhook+json') };
+          const headers: Record<string, string> = {
+            'content-type': String(req.headers['content-type'] ?? 'application/webhook+json'),
+          };
           if (req.headers.authorization) headers.authorization = req.headers.authorization;
           for (const t of targets.values()) {
             t.chain = t.chain.then(async () => {

@@ -17,25 +17,37 @@ function answering() {
       throw new Error('not drawn here');
     },
     userSpeechStarted: () => speechStarts++,
-    requestAction: (id: string): ActionAnswer => (asked.push(id), id === 'wave' ? { accepted: true } : { accepted: false, reason: 'unknown_action' }),
+    requestAction: (id: string): ActionAnswer => (
+      asked.push(id),
+      id === 'wave' ? { accepted: true } : { accepted: false, reason: 'unknown_action' }
+    ),
   } satisfies Body;
   answerAgentRpcs(lp as Pick<LocalParticipant, 'registerRpcMethod'>, AGENT, body);
-  const call = (method: string, callerIdentity: string, payload = '') => methods.get(method)!({ callerIdentity, payload } as RpcInvocationData);
+  const call = (method: string, callerIdentity: string, payload = '') =>
+    methods.get(method)!({ callerIdentity, payload } as RpcInvocationData);
   return { call, asked, speechStarts: () => speechStarts };
 }
 
 describe('answerAgentRpcs', () => {
   it('passes the agent’s action request to the body and answers its verdict', async () => {
     const t = answering();
-    expect(JSON.parse(await t.call(RPC_PLAY_ACTION, AGENT, JSON.stringify({ action_id: 'wave' })))).toEqual({ accepted: true });
-    expect(JSON.parse(await t.call(RPC_PLAY_ACTION, AGENT, JSON.stringify({ action_id: 'moonwalk' })))).toEqual({ accepted: false, reason: 'unknown_action' });
+    expect(JSON.parse(await t.call(RPC_PLAY_ACTION, AGENT, JSON.stringify({ action_id: 'wave' })))).toEqual({
+      accepted: true,
+    });
+    expect(JSON.parse(await t.call(RPC_PLAY_ACTION, AGENT, JSON.stringify({ action_id: 'moonwalk' })))).toEqual({
+      accepted: false,
+      reason: 'unknown_action',
+    });
     expect(t.asked).toEqual(['wave', 'moonwalk']);
   });
 
   it('answers unknown_action to a payload without an action id, without asking the body', async () => {
     const t = answering();
     for (const payload of ['not json', '{}', JSON.stringify({ action_id: 7 })]) {
-      expect(JSON.parse(await t.call(RPC_PLAY_ACTION, AGENT, payload))).toEqual({ accepted: false, reason: 'unknown_action' });
+      expect(JSON.parse(await t.call(RPC_PLAY_ACTION, AGENT, payload))).toEqual({
+        accepted: false,
+        reason: 'unknown_action',
+      });
     }
     expect(t.asked).toEqual([]);
   });

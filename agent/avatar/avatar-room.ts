@@ -42,7 +42,11 @@ export async function avatarToken(
 }
 
 /** Answers the avatar's RPCs (agent/protocol.ts) for `agentIdentity` alone: play an action, the user started speaking. */
-export function answerAgentRpcs(lp: Pick<LocalParticipant, 'registerRpcMethod'>, agentIdentity: string, body: Body): void {
+export function answerAgentRpcs(
+  lp: Pick<LocalParticipant, 'registerRpcMethod'>,
+  agentIdentity: string,
+  body: Body,
+): void {
   lp.registerRpcMethod(RPC_PLAY_ACTION, async (data) => {
     if (data.callerIdentity !== agentIdentity) return 'reject';
     let actionId: unknown;
@@ -74,9 +78,18 @@ export async function publishAvatarTracks(
   video: { codec: VideoCodecName; fps: number },
 ): Promise<void> {
   const stream = `${avatarIdentity}-av`;
-  await lp.publishTrack(LocalAudioTrack.createAudioTrack('avatar_audio', sources.audio), new TrackPublishOptions({ source: TrackSource.SOURCE_MICROPHONE, stream }));
+  await lp.publishTrack(
+    LocalAudioTrack.createAudioTrack('avatar_audio', sources.audio),
+    new TrackPublishOptions({ source: TrackSource.SOURCE_MICROPHONE, stream }),
+  );
   await lp.publishTrack(
     LocalVideoTrack.createVideoTrack('avatar_video', sources.video),
-    new TrackPublishOptions({ source: TrackSource.SOURCE_CAMERA, stream, simulcast: false, videoCodec: VIDEO_CODECS[video.codec], videoEncoding: { maxFramerate: video.fps, maxBitrate: VIDEO_MAX_BITRATE } }),
+    new TrackPublishOptions({
+      source: TrackSource.SOURCE_CAMERA,
+      stream,
+      simulcast: false,
+      videoCodec: VIDEO_CODECS[video.codec],
+      videoEncoding: { maxFramerate: video.fps, maxBitrate: VIDEO_MAX_BITRATE },
+    }),
   );
 }

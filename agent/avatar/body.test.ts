@@ -16,7 +16,9 @@ describe('SceneBody', () => {
 
   it('plays its clip back and forth without repeating the turning frames', () => {
     const body = new SceneBody(clip('scene', 4), 'pingpong');
-    expect(Array.from({ length: 13 }, (_, n) => body.frameAt(n).index)).toEqual([0, 1, 2, 3, 2, 1, 0, 1, 2, 3, 2, 1, 0]);
+    expect(Array.from({ length: 13 }, (_, n) => body.frameAt(n).index)).toEqual([
+      0, 1, 2, 3, 2, 1, 0, 1, 2, 3, 2, 1, 0,
+    ]);
   });
 
   it('holds a one-frame clip in ping-pong', () => {
@@ -38,10 +40,16 @@ describe('BehaviorBody', () => {
     on: { userSpeechStarted: { clips: ['lean_in'] } },
     actions: { wave: { description: 'Wave hello', clips: ['wave'] } },
   };
-  const media: Record<string, ClipMedia> = { source: clip('source', 10), lean_in: clip('lean_in', 5), wave: clip('wave', 3) };
+  const media: Record<string, ClipMedia> = {
+    source: clip('source', 10),
+    lean_in: clip('lean_in', 5),
+    wave: clip('wave', 3),
+  };
   const allLoaded: Availability = (id) => (id in media ? 'ready' : 'failed');
-  const body = (loaded: (id: string) => ClipMedia | undefined = (id) => media[id]) => new BehaviorBody(behavior, allLoaded, loaded, 1);
-  const frames = (b: BehaviorBody, from: number, to: number) => Array.from({ length: to - from }, (_, i) => b.frameAt(from + i)).map((f) => `${f.clipId}:${f.index}`);
+  const body = (loaded: (id: string) => ClipMedia | undefined = (id) => media[id]) =>
+    new BehaviorBody(behavior, allLoaded, loaded, 1);
+  const frames = (b: BehaviorBody, from: number, to: number) =>
+    Array.from({ length: to - from }, (_, i) => b.frameAt(from + i)).map((f) => `${f.clipId}:${f.index}`);
 
   it('starts its first clip at the first frame asked for', () => {
     const b = body();

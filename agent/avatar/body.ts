@@ -50,7 +50,10 @@ export class BehaviorBody implements Body {
     seed: number,
     private readonly onPlay?: (play: Play) => void,
   ) {
-    this.scheduler = schedulerFrom({ idle: createIdleSelector(behavior, availability, seed), picker: createReactionPicker(behavior, availability, seed) });
+    this.scheduler = schedulerFrom({
+      idle: createIdleSelector(behavior, availability, seed),
+      picker: createReactionPicker(behavior, availability, seed),
+    });
   }
 
   frameAt(n: number): BodyFrame {

@@ -59,7 +59,10 @@ export class CallRecording {
     try {
       const result = await recorder.finish(endSample);
       await this.o.storage.put(rec.storageKey, createReadStream(result.path), { contentType: 'video/mp4' });
-      await this.o.sink.ready(rec.recordingId, { durationSeconds: result.durationSeconds, sizeBytes: result.sizeBytes });
+      await this.o.sink.ready(rec.recordingId, {
+        durationSeconds: result.durationSeconds,
+        sizeBytes: result.sizeBytes,
+      });
       this.o.log.info({ recordingId: rec.recordingId, seconds: result.durationSeconds }, 'recording ready');
     } catch (err) {
       this.o.log.error({ err, recordingId: rec.recordingId }, 'recording failed');

@@ -23,7 +23,8 @@ export interface CallSpec {
   maxDurationSeconds: number;
   record: boolean;
   /** The picture: the avatar's clips under its behaviour, or a scene's clip. */
-  body: { kind: 'avatar'; playback: AvatarPlayback } | { kind: 'scene'; cacheKey: string; continuation: SceneContinuation };
+  body:
+    { kind: 'avatar'; playback: AvatarPlayback } | { kind: 'scene'; cacheKey: string; continuation: SceneContinuation };
   /** We created the room for this call: it is deleted when the call ends. */
   ownsRoom: boolean;
 }

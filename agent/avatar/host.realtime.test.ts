@@ -91,7 +91,11 @@ async function agentSender(roomName: string) {
   await room.connect(url, await token(roomName, 'agent-1', { agent: true }), { autoSubscribe: false, dynacast: false });
   // agents-js registers its playback_finished handler once per process: let this room register its own.
   voice.DataStreamAudioOutput._playbackFinishedRpcRegistered = false;
-  const output = new voice.DataStreamAudioOutput({ room, destinationIdentity: 'avatar-1', waitRemoteTrack: TrackKind.KIND_VIDEO });
+  const output = new voice.DataStreamAudioOutput({
+    room,
+    destinationIdentity: 'avatar-1',
+    waitRemoteTrack: TrackKind.KIND_VIDEO,
+  });
   const say = async (pcm: Int16Array, sampleRate: number) => {
     const step = Math.round(sampleRate / 50);
     for (let i = 0; i < pcm.length; i += step) {
@@ -112,139 +116,178 @@ function bursts(sampleRate: number, count: number): Int16Array {
   const pcm = new Int16Array(Math.round(sampleRate * BURST_PERIOD * count));
   for (let b = 0; b < count; b++) {
     const start = Math.round(sampleRate * (BURST_PERIOD * b + 0.2));
-    for (let i = 0; i < sampleRate * 0.3; i++) pcm[start + i] = Math.round(9000 * Math.sin((2 * Math.PI * 330 * i) / sampleRate));
+    for (let i = 0; i < sampleRate * 0.3; i++)
+      pcm[start + i] = Math.round(9000 * Math.sin((2 * Math.PI * 330 * i) / sampleRate));
   }
   return pcm;
 }
 
 describe('avatar host on the real LiveKit server', () => {
-  it('publishes 25 fps video of the loop size, speaks what its agent sends in sync, answers the avatar protocol, and ends when the user leaves', { timeout: 90_000 }, async () => {
-    const roomName = `host-${Date.now()}`;
-    await rooms.createRoom({ name: roomName, emptyTimeout: 60 });
-    const reporter = new MemoryReporter();
-    const runner = await host.startCall(spec(roomName), reporter, null);
-    expect(reporter.joinedAt).not.toBeNull();
-
-    const viewer = new Viewer('avatar-1');
-    await viewer.join(url, roomName, 'user-1');
-    await expect.poll(() => reporter.startedAt, { timeout: 10_000 }).not.toBeNull();
-    await expect.poll(() => viewer.frames.length, { timeout: 15_000 }).toBeGreaterThan(30);
-
-    // Idle: frames at the avatar's size and rate, marker dark (no speech).
-    const idleFrom = performance.now();
-    const shownBefore = host.tickStats.shown;
-    await new Promise((r) => setTimeout(r, 3000));
-    const idleFps = viewer.fps(idleFrom);
-    const publishedFps = ((host.tickStats.shown - shownBefore) * 1000) / (performance.now() - idleFrom);
-    // Published at 25 fps; received at close to that (the viewer decodes on the same, maybe busy, cores).
-    expect(publishedFps, 'frames published per second').toBeGreaterThanOrEqual(24);
-    expect(idleFps, 'frames received per second at the viewer').toBeGreaterThanOrEqual(20);
-    expect(viewer.frames.at(-1)).toMatchObject({ width: 512, height: 512, marker: false });
-    // H.264 by default (half VP8's encode CPU), which every WebRTC browser decodes.
-    expect(viewer.videoMimeType?.toLowerCase()).toBe('video/h264');
-
-    const sender = await agentSender(roomName);
-    // Bursts at 16 kHz: the avatar resamples to its own rate.
-    const sentAt = performance.now();
-    await sender.say(bursts(16_000, 6), 16_000);
-    const played = await sender.output.waitForPlayout();
-    expect(played.interrupted).toBe(false);
-    expect(played.playbackPosition).toBeCloseTo(6 * BURST_PERIOD, 1);
-
-    // A/V sync at the viewer: each audio onset against the marker's onset. A frame is published 30 ms after its
-    // audio leaves the audio queue (the audio's longer way to the viewer); the receiver does not re-align them.
-    // Bursts are 300 ms on, 500 ms off: an onset needs 350 ms of quiet before it (a dropout inside a burst is not one).
-    const audioOn = onsets(viewer.audio.filter((a) => a.at > sentAt).map((a) => ({ at: a.at, on: a.level > 1500 })), 350);
-    const videoOn = onsets(viewer.frames.filter((f) => f.at > sentAt).map((f) => ({ at: f.at, on: f.marker })), 350);
-    // Six bursts; a loaded machine may stall the viewer through one, so each video onset is paired with
-    // the audio onset nearest it (bursts are 810 ms apart: within 400 ms is the same burst).
-    expect(audioOn.length).toBeLessThanOrEqual(6);
-    const offsets = videoOn
-      .map((v) => audioOn.reduce((best, a) => (Math.abs(v - a) < Math.abs(best) ? v - a : best), Infinity))
-      .filter((o) => Math.abs(o) < 400);
-    expect(offsets.length, `paired onsets (audio ${audioOn.length}, video ${videoOn.length})`).toBeGreaterThanOrEqual(4);
-    const median = [...offsets].sort((a, b) => a - b)[Math.floor(offsets.length / 2)]!;
-    const measured = `A/V offsets at the viewer (video − audio, ms): ${offsets.map((o) => o.toFixed(0)).join(' ')}`;
-    // Within what viewers can detect (about 45 ms); the median, so one stall of a loaded machine does not decide.
-    expect(Math.abs(median), measured).toBeLessThan(45);
-
-    // Speech: the mouth moves; interrupted half way, it stops at once and the agent is told how far it got.
-    const speech = await synthesize({ text: 'Hello there. I am reading a long sentence so that it can be interrupted in the middle of it.' });
-    const speechFrom = performance.now();
-    const speaking = sender.say(speech.samples, speech.sampleRate);
-    await speaking;
-    await new Promise((r) => setTimeout(r, 1500));
-    const clearAt = performance.now();
-    sender.output.clearBuffer();
-    const cut = await sender.output.waitForPlayout();
-    expect(cut.interrupted).toBe(true);
-    expect(cut.playbackPosition).toBeGreaterThan(0.8);
-    expect(cut.playbackPosition).toBeLessThan(speech.durationSeconds - 1);
-    await new Promise((r) => setTimeout(r, 600));
-    const lastLoud = viewer.audio.filter((a) => a.level > 300).at(-1)!.at;
-    expect(lastLoud - clearAt, 'audio after the interruption, ms').toBeLessThan(200);
-    const during = viewer.frames.filter((f) => f.at > speechFrom + 400 && f.at < clearAt).map((f) => f.mouthLuma);
-    const spread = Math.max(...during) - Math.min(...during);
-    expect(spread, 'mouth region changes while speaking').toBeGreaterThan(3);
-    expect(host.renderer.stats.drawn).toBeGreaterThan(10);
-
-    // The user leaves: the call ends, is reported once, and its room is gone.
-    await viewer.leave();
-    expect(await runner.ended).toBe('user_left');
-    expect(reporter.endedWith).toBe('user_left');
-    expect(reporter.observations.map((o) => `${o.role}:${o.kind}`)).toEqual(expect.arrayContaining(['avatar:joined', 'user:joined', 'user:left', 'agent:joined']));
-    await expect.poll(async () => (await rooms.listRooms([roomName])).length, { timeout: 10_000 }).toBe(0);
-    await sender.room.disconnect();
-  });
-
-  it('ends a call whose end cannot be reported (the database hangs): it leaves the room and frees its slot all the same', { timeout: 60_000 }, async () => {
-    const roomName = `host-hang-${Date.now()}`;
-    await rooms.createRoom({ name: roomName, emptyTimeout: 60 });
-    class HangingReporter extends MemoryReporter {
-      override ended(): Promise<void> {
-        return new Promise(() => {});
-      }
-    }
-    const runner = await host.startCall(spec(roomName, { avatarIdentity: 'avatar-hang' }), new HangingReporter(), null);
-    expect(host.calls).toContain(runner);
-    const endedAt = performance.now();
-    await runner.end('released');
-    expect(performance.now() - endedAt, 'ms to end, the report given up after its bound').toBeLessThan(15_000);
-    expect(host.calls).not.toContain(runner);
-    // It left the room, which it closed (the call owns it).
-    await expect.poll(async () => (await rooms.listRooms([roomName])).length, { timeout: 10_000 }).toBe(0);
-  });
-
-  it("draws a neural model's lower face from the audio each frame plays with, and nothing while the avatar is silent", { timeout: 90_000 }, async () => {
-    // A stand-in of FaceFusion's wav2lip_96 (batch fixed at 1: one run per frame) in a lip-sync thread, as the worker runs it.
-    const lipsync = await createLipSyncThread(fileURLToPath(new URL('../../render/lipsync/fixtures/facefusion_wav2lip_96.onnx', import.meta.url)));
-    const neural = new AvatarHost({ lipsync, vad: null, storage, livekit: { url, apiKey: DEV_KEY, apiSecret: DEV_SECRET }, log: createLogger('silent'), workDir: work, heartbeatMs: 500 });
-    try {
-      const roomName = `host-neural-${Date.now()}`;
+  it(
+    'publishes 25 fps video of the loop size, speaks what its agent sends in sync, answers the avatar protocol, and ends when the user leaves',
+    { timeout: 90_000 },
+    async () => {
+      const roomName = `host-${Date.now()}`;
       await rooms.createRoom({ name: roomName, emptyTimeout: 60 });
-      const runner = await neural.startCall(spec(roomName), new MemoryReporter(), null);
+      const reporter = new MemoryReporter();
+      const runner = await host.startCall(spec(roomName), reporter, null);
+      expect(reporter.joinedAt).not.toBeNull();
+
       const viewer = new Viewer('avatar-1');
       await viewer.join(url, roomName, 'user-1');
+      await expect.poll(() => reporter.startedAt, { timeout: 10_000 }).not.toBeNull();
       await expect.poll(() => viewer.frames.length, { timeout: 15_000 }).toBeGreaterThan(30);
-      expect(neural.renderer.stats.drawn, 'frames drawn in silence').toBe(0);
+
+      // Idle: frames at the avatar's size and rate, marker dark (no speech).
+      const idleFrom = performance.now();
+      const shownBefore = host.tickStats.shown;
+      await new Promise((r) => setTimeout(r, 3000));
+      const idleFps = viewer.fps(idleFrom);
+      const publishedFps = ((host.tickStats.shown - shownBefore) * 1000) / (performance.now() - idleFrom);
+      // Published at 25 fps; received at close to that (the viewer decodes on the same, maybe busy, cores).
+      expect(publishedFps, 'frames published per second').toBeGreaterThanOrEqual(24);
+      expect(idleFps, 'frames received per second at the viewer').toBeGreaterThanOrEqual(20);
+      expect(viewer.frames.at(-1)).toMatchObject({ width: 512, height: 512, marker: false });
+      // H.264 by default (half VP8's encode CPU), which every WebRTC browser decodes.
+      expect(viewer.videoMimeType?.toLowerCase()).toBe('video/h264');
 
       const sender = await agentSender(roomName);
-      const speech = await synthesize({ text: 'Hello there, I am speaking through a neural model.' });
-      const speechFrom = performance.now();
-      await sender.say(speech.samples, speech.sampleRate);
-      expect((await sender.output.waitForPlayout()).interrupted).toBe(false);
-      const speechTo = performance.now();
-      // Most of the speech's frames drawn (a frame whose window is all silence is not), and the mouth moves.
-      expect(neural.renderer.stats.drawn).toBeGreaterThan(speech.durationSeconds * 25 * 0.6);
-      const during = viewer.frames.filter((f) => f.at > speechFrom + 400 && f.at < speechTo).map((f) => f.mouthLuma);
-      expect(Math.max(...during) - Math.min(...during), 'mouth region changes while speaking').toBeGreaterThan(3);
+      // Bursts at 16 kHz: the avatar resamples to its own rate.
+      const sentAt = performance.now();
+      await sender.say(bursts(16_000, 6), 16_000);
+      const played = await sender.output.waitForPlayout();
+      expect(played.interrupted).toBe(false);
+      expect(played.playbackPosition).toBeCloseTo(6 * BURST_PERIOD, 1);
 
+      // A/V sync at the viewer: each audio onset against the marker's onset. A frame is published 30 ms after its
+      // audio leaves the audio queue (the audio's longer way to the viewer); the receiver does not re-align them.
+      // Bursts are 300 ms on, 500 ms off: an onset needs 350 ms of quiet before it (a dropout inside a burst is not one).
+      const audioOn = onsets(
+        viewer.audio.filter((a) => a.at > sentAt).map((a) => ({ at: a.at, on: a.level > 1500 })),
+        350,
+      );
+      const videoOn = onsets(
+        viewer.frames.filter((f) => f.at > sentAt).map((f) => ({ at: f.at, on: f.marker })),
+        350,
+      );
+      // Six bursts; a loaded machine may stall the viewer through one, so each video onset is paired with
+      // the audio onset nearest it (bursts are 810 ms apart: within 400 ms is the same burst).
+      expect(audioOn.length).toBeLessThanOrEqual(6);
+      const offsets = videoOn
+        .map((v) => audioOn.reduce((best, a) => (Math.abs(v - a) < Math.abs(best) ? v - a : best), Infinity))
+        .filter((o) => Math.abs(o) < 400);
+      expect(offsets.length, `paired onsets (audio ${audioOn.length}, video ${videoOn.length})`).toBeGreaterThanOrEqual(
+        4,
+      );
+      const median = [...offsets].sort((a, b) => a - b)[Math.floor(offsets.length / 2)]!;
+      const measured = `A/V offsets at the viewer (video − audio, ms): ${offsets.map((o) => o.toFixed(0)).join(' ')}`;
+      // Within what viewers can detect (about 45 ms); the median, so one stall of a loaded machine does not decide.
+      expect(Math.abs(median), measured).toBeLessThan(45);
+
+      // Speech: the mouth moves; interrupted half way, it stops at once and the agent is told how far it got.
+      const speech = await synthesize({
+        text: 'Hello there. I am reading a long sentence so that it can be interrupted in the middle of it.',
+      });
+      const speechFrom = performance.now();
+      const speaking = sender.say(speech.samples, speech.sampleRate);
+      await speaking;
+      await new Promise((r) => setTimeout(r, 1500));
+      const clearAt = performance.now();
+      sender.output.clearBuffer();
+      const cut = await sender.output.waitForPlayout();
+      expect(cut.interrupted).toBe(true);
+      expect(cut.playbackPosition).toBeGreaterThan(0.8);
+      expect(cut.playbackPosition).toBeLessThan(speech.durationSeconds - 1);
+      await new Promise((r) => setTimeout(r, 600));
+      const lastLoud = viewer.audio.filter((a) => a.level > 300).at(-1)!.at;
+      expect(lastLoud - clearAt, 'audio after the interruption, ms').toBeLessThan(200);
+      const during = viewer.frames.filter((f) => f.at > speechFrom + 400 && f.at < clearAt).map((f) => f.mouthLuma);
+      const spread = Math.max(...during) - Math.min(...during);
+      expect(spread, 'mouth region changes while speaking').toBeGreaterThan(3);
+      expect(host.renderer.stats.drawn).toBeGreaterThan(10);
+
+      // The user leaves: the call ends, is reported once, and its room is gone.
       await viewer.leave();
       expect(await runner.ended).toBe('user_left');
+      expect(reporter.endedWith).toBe('user_left');
+      expect(reporter.observations.map((o) => `${o.role}:${o.kind}`)).toEqual(
+        expect.arrayContaining(['avatar:joined', 'user:joined', 'user:left', 'agent:joined']),
+      );
+      await expect.poll(async () => (await rooms.listRooms([roomName])).length, { timeout: 10_000 }).toBe(0);
       await sender.room.disconnect();
-    } finally {
-      await neural.close();
-      await lipsync.release();
-    }
-  });
+    },
+  );
+
+  it(
+    'ends a call whose end cannot be reported (the database hangs): it leaves the room and frees its slot all the same',
+    { timeout: 60_000 },
+    async () => {
+      const roomName = `host-hang-${Date.now()}`;
+      await rooms.createRoom({ name: roomName, emptyTimeout: 60 });
+      class HangingReporter extends MemoryReporter {
+        override ended(): Promise<void> {
+          return new Promise(() => {});
+        }
+      }
+      const runner = await host.startCall(
+        spec(roomName, { avatarIdentity: 'avatar-hang' }),
+        new HangingReporter(),
+        null,
+      );
+      expect(host.calls).toContain(runner);
+      const endedAt = performance.now();
+      await runner.end('released');
+      expect(performance.now() - endedAt, 'ms to end, the report given up after its bound').toBeLessThan(15_000);
+      expect(host.calls).not.toContain(runner);
+      // It left the room, which it closed (the call owns it).
+      await expect.poll(async () => (await rooms.listRooms([roomName])).length, { timeout: 10_000 }).toBe(0);
+    },
+  );
+
+  it(
+    "draws a neural model's lower face from the audio each frame plays with, and nothing while the avatar is silent",
+    { timeout: 90_000 },
+    async () => {
+      // A stand-in of FaceFusion's wav2lip_96 (batch fixed at 1: one run per frame) in a lip-sync thread, as the worker runs it.
+      const lipsync = await createLipSyncThread(
+        fileURLToPath(new URL('../../render/lipsync/fixtures/facefusion_wav2lip_96.onnx', import.meta.url)),
+      );
+      const neural = new AvatarHost({
+        lipsync,
+        vad: null,
+        storage,
+        livekit: { url, apiKey: DEV_KEY, apiSecret: DEV_SECRET },
+        log: createLogger('silent'),
+        workDir: work,
+        heartbeatMs: 500,
+      });
+      try {
+        const roomName = `host-neural-${Date.now()}`;
+        await rooms.createRoom({ name: roomName, emptyTimeout: 60 });
+        const runner = await neural.startCall(spec(roomName), new MemoryReporter(), null);
+        const viewer = new Viewer('avatar-1');
+        await viewer.join(url, roomName, 'user-1');
+        await expect.poll(() => viewer.frames.length, { timeout: 15_000 }).toBeGreaterThan(30);
+        expect(neural.renderer.stats.drawn, 'frames drawn in silence').toBe(0);
+
+        const sender = await agentSender(roomName);
+        const speech = await synthesize({ text: 'Hello there, I am speaking through a neural model.' });
+        const speechFrom = performance.now();
+        await sender.say(speech.samples, speech.sampleRate);
+        expect((await sender.output.waitForPlayout()).interrupted).toBe(false);
+        const speechTo = performance.now();
+        // Most of the speech's frames drawn (a frame whose window is all silence is not), and the mouth moves.
+        expect(neural.renderer.stats.drawn).toBeGreaterThan(speech.durationSeconds * 25 * 0.6);
+        const during = viewer.frames.filter((f) => f.at > speechFrom + 400 && f.at < speechTo).map((f) => f.mouthLuma);
+        expect(Math.max(...during) - Math.min(...during), 'mouth region changes while speaking').toBeGreaterThan(3);
+
+        await viewer.leave();
+        expect(await runner.ended).toBe('user_left');
+        await sender.room.disconnect();
+      } finally {
+        await neural.close();
+        await lipsync.release();
+      }
+    },
+  );
 });

@@ -74,7 +74,12 @@ export class AvatarHost {
   constructor(o: AvatarHostOptions) {
     this.renderer = new BatchRenderer(o.lipsync);
     this.ctx = {
-      media: new MediaCache(o.storage, `${o.workDir}/media`, o.lipsync, new DecodedFrames(o.frameMemoryBytes ?? 2048 * 2 ** 20)),
+      media: new MediaCache(
+        o.storage,
+        `${o.workDir}/media`,
+        o.lipsync,
+        new DecodedFrames(o.frameMemoryBytes ?? 2048 * 2 ** 20),
+      ),
       vad: o.vad,
       storage: o.storage,
       livekit: o.livekit,
@@ -87,7 +92,8 @@ export class AvatarHost {
       audioQueueMs: o.audioQueueMs ?? 100,
       speechStartMs: o.speechStartMs ?? 100,
       videoCodec: o.videoCodec ?? 'h264',
-      mouthStream: (sampleRate, fps) => (o.mouthAnalysis ? o.mouthAnalysis.open({ sampleRate, fps }) : new AudioVisemeStream({ sampleRate, fps })),
+      mouthStream: (sampleRate, fps) =>
+        o.mouthAnalysis ? o.mouthAnalysis.open({ sampleRate, fps }) : new AudioVisemeStream({ sampleRate, fps }),
       neural: o.lipsync.needsAudio,
       // Audio reaches a viewer about 30 ms after a frame captured with it (measured at an rtc-node
       // viewer by host.realtime.test.ts: the Opus frame and the receiver's jitter buffer).
@@ -132,7 +138,16 @@ export class AvatarHost {
     this.statsTimer.unref();
   }
 
-  private lastStats = { ticks: 0, shown: 0, lateTicks: 0, frames: 0, drawn: 0, batches: 0, batchMs: 0, at: performance.now() };
+  private lastStats = {
+    ticks: 0,
+    shown: 0,
+    lateTicks: 0,
+    frames: 0,
+    drawn: 0,
+    batches: 0,
+    batchMs: 0,
+    at: performance.now(),
+  };
 
   /** What the renderer did since the last report: the figures an operator sizes a worker by. */
   private logStats(): void {
@@ -145,7 +160,10 @@ export class AvatarHost {
       {
         calls: this.runners.size,
         /** Frames published per second, per call. */
-        fpsPerCall: this.runners.size > 0 ? Math.round(((this.tickStats.shown - last.shown) / seconds / this.runners.size) * 10) / 10 : 0,
+        fpsPerCall:
+          this.runners.size > 0
+            ? Math.round(((this.tickStats.shown - last.shown) / seconds / this.runners.size) * 10) / 10
+            : 0,
         renderedPerSecond: Math.round((frames / seconds) * 10) / 10,
         drawnPerSecond: Math.round(((r.drawn - last.drawn) / seconds) * 10) / 10,
         batchMsPerFrame: frames > 0 ? Math.round(((r.batchMs - last.batchMs) / frames) * 100) / 100 : 0,
@@ -156,7 +174,16 @@ export class AvatarHost {
       },
       'render stats',
     );
-    this.lastStats = { ticks: this.tickStats.ticks, shown: this.tickStats.shown, lateTicks: this.tickStats.lateTicks, frames: r.frames, drawn: r.drawn, batches: r.ticks, batchMs: r.batchMs, at: now };
+    this.lastStats = {
+      ticks: this.tickStats.ticks,
+      shown: this.tickStats.shown,
+      lateTicks: this.tickStats.lateTicks,
+      frames: r.frames,
+      drawn: r.drawn,
+      batches: r.ticks,
+      batchMs: r.batchMs,
+      at: now,
+    };
     this.tickStats.maxTickMs = 0;
     if (this.runners.size === 0 && !this.running && this.statsTimer) {
       clearInterval(this.statsTimer);

@@ -121,7 +121,9 @@ export class MediaCache {
       height,
       // A cache stored as I420 is played straight from its file in memory.
       i420: (i) =>
-        codec === 'i420' ? Promise.resolve(cache.encoded(i)) : this.decoded.get(`${cacheKey}#${i}`, bytes, async () => rgbaToI420(await cache.frame(i), width, height)),
+        codec === 'i420'
+          ? Promise.resolve(cache.encoded(i))
+          : this.decoded.get(`${cacheKey}#${i}`, bytes, async () => rgbaToI420(await cache.frame(i), width, height)),
       face: (i) => (faces[i] ??= this.lipsync.prepare(cache.rig(i))),
     };
   }

@@ -22,7 +22,7 @@ class SimDevice implements AudioSink {
   played = 0;
   pushed = 0;
   /** Loudness of what was pushed, per 10 ms of our stream: 1 where the audio is speech. */
-  loud = new Uint8Array(SR * 60 * 11 / (SR / 100));
+  loud = new Uint8Array((SR * 60 * 11) / (SR / 100));
   private pending: { pcm: Int16Array; resolve: () => void }[] = [];
   /** A capture whose chunk is queued, waiting for the queue to drain to `queueSamples`. */
   private waiting: (() => void) | null = null;
@@ -64,7 +64,11 @@ class SimDevice implements AudioSink {
   }
 
   private admit(): void {
-    while (!this.waiting && this.pending.length > 0 && this.queued + this.pending[0]!.pcm.length <= 2 * this.queueSamples) {
+    while (
+      !this.waiting &&
+      this.pending.length > 0 &&
+      this.queued + this.pending[0]!.pcm.length <= 2 * this.queueSamples
+    ) {
       const { pcm, resolve } = this.pending.shift()!;
       for (let i = 0; i < pcm.length; i += SR / 100) {
         let sum = 0;
@@ -142,7 +146,14 @@ function loudnessMouth(): MouthStream {
     while (carry.length >= SPF || (final && carry.length > 0)) {
       const part = carry.splice(0, SPF);
       const loud = part.reduce((s, v) => s + Math.abs(v), 0) / part.length > 1000;
-      out.push({ time: frame++ / FPS, open: loud ? 0.8 : 0, wide: 0, round: 0, viseme: loud ? 'aa' : 'sil', closed: !loud } as MouthFrame);
+      out.push({
+        time: frame++ / FPS,
+        open: loud ? 0.8 : 0,
+        wide: 0,
+        round: 0,
+        viseme: loud ? 'aa' : 'sil',
+        closed: !loud,
+      } as MouthFrame);
     }
     return out;
   };
@@ -162,7 +173,15 @@ function tone(samples: number, amp = 8000): Int16Array {
 }
 
 function setup(
-  opts: { queueMs?: number; ppm?: number; lateMs?: number; maxBufferedSamples?: number; videoDelayMs?: number; mouthStream?: (() => MouthStream) | null; keepAudioSeconds?: number } = {},
+  opts: {
+    queueMs?: number;
+    ppm?: number;
+    lateMs?: number;
+    maxBufferedSamples?: number;
+    videoDelayMs?: number;
+    mouthStream?: (() => MouthStream) | null;
+    keepAudioSeconds?: number;
+  } = {},
 ) {
   const clock = { t: 0 };
   const device = new SimDevice(clock, opts.queueMs ?? 100, opts.ppm ?? 0, opts.lateMs ?? 0);
@@ -208,65 +227,69 @@ function setup(
 const CALL_MS = Number(process.env.PLAYOUT_CALL_MS ?? 600_000);
 
 describe('speech playout (the A/V synchronizer)', () => {
-  it('keeps video frames within ±20 ms of the audio over a 10-minute call, with drifting device clocks and late ticks', { timeout: 120_000 }, async () => {
-    for (const ppm of [+300, -300]) {
-      const { clock, device, playout, advance } = setup({ ppm });
-      playout.start();
-      let seed = 7;
-      const rand = () => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff);
-      const offsets: number[] = [];
-      let lastFrame = -1;
-      let nextSpeech = 1000;
-      let seg = 0;
-      let nextTick = 0;
-      let speechFrames = 0;
-      let mismatched = 0;
-      while (clock.t < CALL_MS) {
-        if (clock.t >= nextSpeech) {
-          // A reply of 1 to 6 s arrives faster than real time, as TTS audio does.
-          const id = `s${seg++}`;
-          playout.begin(id);
-          playout.push(id, tone(Math.round(SR * (1 + rand() * 5))));
-          playout.end(id);
-          nextSpeech = clock.t + 3000 + rand() * 6000;
-        }
-        if (clock.t >= nextTick) {
-          const f = playout.frameAt(clock.t, lastFrame);
-          const frame = f.frame;
-          if (frame !== lastFrame) {
-            expect(frame).toBeGreaterThan(lastFrame);
-            lastFrame = frame;
-            offsets.push(((frame * SPF - device.truePosition()) * 1000) / SR);
-            // The picture shows speech exactly when speech is heard (a 1-frame edge allowed).
-            const heard = device.heardAt(frame * SPF);
-            const shown = f.mouth !== null && f.mouth.open > 0;
-            if (shown) speechFrames++;
-            if (heard !== shown) mismatched++;
+  it(
+    'keeps video frames within ±20 ms of the audio over a 10-minute call, with drifting device clocks and late ticks',
+    { timeout: 120_000 },
+    async () => {
+      for (const ppm of [+300, -300]) {
+        const { clock, device, playout, advance } = setup({ ppm });
+        playout.start();
+        let seed = 7;
+        const rand = () => (seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff;
+        const offsets: number[] = [];
+        let lastFrame = -1;
+        let nextSpeech = 1000;
+        let seg = 0;
+        let nextTick = 0;
+        let speechFrames = 0;
+        let mismatched = 0;
+        while (clock.t < CALL_MS) {
+          if (clock.t >= nextSpeech) {
+            // A reply of 1 to 6 s arrives faster than real time, as TTS audio does.
+            const id = `s${seg++}`;
+            playout.begin(id);
+            playout.push(id, tone(Math.round(SR * (1 + rand() * 5))));
+            playout.end(id);
+            nextSpeech = clock.t + 3000 + rand() * 6000;
           }
-          // As the host ticks: every 10 ms or when the next frame falls due if sooner, up to 8 ms late,
-          // and a 150 ms stall of the event loop now and then.
-          const wake = Math.min(10, playout.msUntilFrame(lastFrame + 1, clock.t) || 10);
-          nextTick = clock.t + wake + rand() * 8 + (rand() < 0.001 ? 150 : 0);
+          if (clock.t >= nextTick) {
+            const f = playout.frameAt(clock.t, lastFrame);
+            const frame = f.frame;
+            if (frame !== lastFrame) {
+              expect(frame).toBeGreaterThan(lastFrame);
+              lastFrame = frame;
+              offsets.push(((frame * SPF - device.truePosition()) * 1000) / SR);
+              // The picture shows speech exactly when speech is heard (a 1-frame edge allowed).
+              const heard = device.heardAt(frame * SPF);
+              const shown = f.mouth !== null && f.mouth.open > 0;
+              if (shown) speechFrames++;
+              if (heard !== shown) mismatched++;
+            }
+            // As the host ticks: every 10 ms or when the next frame falls due if sooner, up to 8 ms late,
+            // and a 150 ms stall of the event loop now and then.
+            const wake = Math.min(10, playout.msUntilFrame(lastFrame + 1, clock.t) || 10);
+            nextTick = clock.t + wake + rand() * 8 + (rand() < 0.001 ? 150 : 0);
+          }
+          await advance(Math.max(0.5, Math.min(nextTick, nextSpeech) - clock.t));
         }
-        await advance(Math.max(0.5, Math.min(nextTick, nextSpeech) - clock.t));
+        await playout.stop();
+        const first = offsets.slice(0, 1500);
+        const last = offsets.slice(-1500);
+        const mean = (a: number[]) => a.reduce((s, v) => s + v, 0) / a.length;
+        const worst = Math.max(...offsets.map(Math.abs));
+        const sorted = offsets.map(Math.abs).sort((a, b) => a - b);
+        const p99 = sorted[Math.floor(sorted.length * 0.99)]!;
+        expect(offsets.length).toBeGreaterThan((CALL_MS / 1000) * FPS * 0.95);
+        expect(worst, `worst A/V offset ${worst.toFixed(1)} ms at ${ppm} ppm`).toBeLessThanOrEqual(20);
+        // On-time ticks (all but the stalls) land within a few milliseconds.
+        expect(p99, `p99 A/V offset at ${ppm} ppm`).toBeLessThanOrEqual(13);
+        // No drift: the offset at the end of the call is where it was at the start.
+        expect(Math.abs(mean(last) - mean(first)), `drift at ${ppm} ppm`).toBeLessThan(2);
+        expect(speechFrames).toBeGreaterThan((CALL_MS / 1000) * 5);
+        expect(mismatched / offsets.length).toBeLessThan(0.03);
       }
-      await playout.stop();
-      const first = offsets.slice(0, 1500);
-      const last = offsets.slice(-1500);
-      const mean = (a: number[]) => a.reduce((s, v) => s + v, 0) / a.length;
-      const worst = Math.max(...offsets.map(Math.abs));
-      const sorted = offsets.map(Math.abs).sort((a, b) => a - b);
-      const p99 = sorted[Math.floor(sorted.length * 0.99)]!;
-      expect(offsets.length).toBeGreaterThan((CALL_MS / 1000) * FPS * 0.95);
-      expect(worst, `worst A/V offset ${worst.toFixed(1)} ms at ${ppm} ppm`).toBeLessThanOrEqual(20);
-      // On-time ticks (all but the stalls) land within a few milliseconds.
-      expect(p99, `p99 A/V offset at ${ppm} ppm`).toBeLessThanOrEqual(13);
-      // No drift: the offset at the end of the call is where it was at the start.
-      expect(Math.abs(mean(last) - mean(first)), `drift at ${ppm} ppm`).toBeLessThan(2);
-      expect(speechFrames).toBeGreaterThan((CALL_MS / 1000) * 5);
-      expect(mismatched / offsets.length).toBeLessThan(0.03);
-    }
-  });
+    },
+  );
 
   it('says when the next frame falls due, so a frame is shown on time rather than at the next tick', async () => {
     const { playout, advance } = setup();
@@ -289,7 +312,7 @@ describe('speech playout (the A/V synchronizer)', () => {
     await playout.stop();
   });
 
-  it('keeps frames on their audio when the sink\'s acceptances reach it late (a busy event loop), without jitter', async () => {
+  it("keeps frames on their audio when the sink's acceptances reach it late (a busy event loop), without jitter", async () => {
     const { clock, device, playout, advance } = setup({ lateMs: 15, ppm: 300 });
     playout.start();
     const offsets: number[] = [];
@@ -308,7 +331,10 @@ describe('speech playout (the A/V synchronizer)', () => {
     await playout.stop();
     const abs = offsets.map(Math.abs).sort((a, b) => a - b);
     expect(abs[Math.floor(abs.length * 0.99)], 'p99 |A/V offset|, ms').toBeLessThan(6);
-    const intervals = shownAt.slice(1).map((t, i) => t - shownAt[i]!).sort((a, b) => a - b);
+    const intervals = shownAt
+      .slice(1)
+      .map((t, i) => t - shownAt[i]!)
+      .sort((a, b) => a - b);
     expect(intervals[Math.floor(intervals.length * 0.95)], 'p95 frame interval, ms').toBeLessThan(45);
     expect(playout.health.underruns).toBe(0);
   });
@@ -372,7 +398,9 @@ describe('speech playout (the A/V synchronizer)', () => {
     playout.push('b', tone(SR * 2));
     playout.end('b');
     await advance(1500); // a done (1 s + the queue), b half a second in
-    expect(events.filter((e) => e.type === 'finished')).toEqual([{ type: 'finished', segmentId: 'a', positionSeconds: 1, interrupted: false }]);
+    expect(events.filter((e) => e.type === 'finished')).toEqual([
+      { type: 'finished', segmentId: 'a', positionSeconds: 1, interrupted: false },
+    ]);
     playout.begin('c'); // queued behind b, never played
     playout.push('c', tone(SR));
     playout.interrupt();
@@ -432,11 +460,12 @@ describe('speech playout (the A/V synchronizer)', () => {
     await advance(200);
     // After the clear, only silence reaches the device: what it held is dropped, the chunk it was taking too
     // (the 10 ms it was playing may finish).
-    for (let p = stoppedAt + (SR * 10) / 1000; p < device.played; p += SR / 100) expect(device.heardAt(p), `speech heard ${((p - stoppedAt) / SR) * 1000} ms after the interruption`).toBe(false);
+    for (let p = stoppedAt + (SR * 10) / 1000; p < device.played; p += SR / 100)
+      expect(device.heardAt(p), `speech heard ${((p - stoppedAt) / SR) * 1000} ms after the interruption`).toBe(false);
     expect(playout.frameAt().mouth).toBeNull();
   });
 
-  it('keeps a real-time sender\'s slack: its reply is not hurried into the sink, so a late chunk leaves no silence inside it', async () => {
+  it("keeps a real-time sender's slack: its reply is not hurried into the sink, so a late chunk leaves no silence inside it", async () => {
     const { clock, playout, advance, heard, listen } = setup({ queueMs: 100 });
     playout.start();
     await advance(1000);
@@ -548,7 +577,10 @@ describe('speech playout (the A/V synchronizer)', () => {
     // Counting a dropped chunk would put the clock 20 ms further ahead at each interruption. A frame
     // or two just after one may be up to two of the sink's 10 ms steps behind (the clock restarts
     // from when the sink took the first new chunk), and are back on their audio from the next.
-    const late = offsets.slice(-100).map(Math.abs).sort((a, b) => a - b);
+    const late = offsets
+      .slice(-100)
+      .map(Math.abs)
+      .sort((a, b) => a - b);
     expect(late[50], 'median |A/V offset| near the end, ms').toBeLessThanOrEqual(3);
     expect(late.at(-1), 'worst |A/V offset| near the end, ms').toBeLessThanOrEqual(20);
     // The clock restarts on a whole sample (a drifting device makes positions fractional): the audio laid out after it is read back.
@@ -591,7 +623,9 @@ describe('speech playout (the A/V synchronizer)', () => {
     expect(accepted).toEqual([true, true, false, false, false, false, false, false]);
     for (let i = 0; i < 8; i++) playout.end(`s${i}`);
     // The third got what was left (2 s), those after nothing: they finish at once, as played at 0.
-    expect(events.filter((e) => e.type === 'finished').map((e) => e.type === 'finished' && [e.segmentId, e.positionSeconds])).toEqual([
+    expect(
+      events.filter((e) => e.type === 'finished').map((e) => e.type === 'finished' && [e.segmentId, e.positionSeconds]),
+    ).toEqual([
       ['s3', 0],
       ['s4', 0],
       ['s5', 0],
@@ -600,7 +634,12 @@ describe('speech playout (the A/V synchronizer)', () => {
     ]);
     // What was kept plays in full: 4 + 4 + 2 s.
     await advance(10_500);
-    expect(events.filter((e) => e.type === 'finished' && !e.interrupted).map((e) => e.type === 'finished' && [e.segmentId, e.positionSeconds]).slice(-3)).toEqual([
+    expect(
+      events
+        .filter((e) => e.type === 'finished' && !e.interrupted)
+        .map((e) => e.type === 'finished' && [e.segmentId, e.positionSeconds])
+        .slice(-3),
+    ).toEqual([
       ['s0', 4],
       ['s1', 4],
       ['s2', 2],
@@ -679,7 +718,7 @@ describe('speech playout (the A/V synchronizer)', () => {
     await playout.stop();
   });
 
-  it('analyses a segment\'s mouth at the pace of playout: a long segment arriving at once is analysed only a little ahead of what plays', async () => {
+  it("analyses a segment's mouth at the pace of playout: a long segment arriving at once is analysed only a little ahead of what plays", async () => {
     let analysed = 0;
     let ended = 0;
     const inner = loudnessMouth();

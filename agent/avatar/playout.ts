@@ -395,7 +395,8 @@ export class SpeechPlayout {
    */
   frameAudio(frame: number, buffer: Int16Array): FrameAudio | null {
     const { start, length } = frameAudioSpan(frame, this.fps, this.sampleRate);
-    if (buffer.length < length) throw new RangeError(`frame ${frame}'s audio is ${length} samples; the buffer holds ${buffer.length}`);
+    if (buffer.length < length)
+      throw new RangeError(`frame ${frame}'s audio is ${length} samples; the buffer holds ${buffer.length}`);
     const pcm = buffer.subarray(0, length);
     return this.audioAt(start, pcm) ? { pcm, sampleRate: this.sampleRate, frame, fps: this.fps } : null;
   }
@@ -408,7 +409,7 @@ export class SpeechPlayout {
    */
   private audioAt(from: number, out: Int16Array): boolean {
     const h = this.history;
-    if (!h) throw new Error('a frame\'s audio is kept only with keepAudioSeconds');
+    if (!h) throw new Error("a frame's audio is kept only with keepAudioSeconds");
     out.fill(0);
     let sound = false;
     const end = from + out.length;
@@ -432,7 +433,6 @@ export class SpeechPlayout {
     }
     return sound;
   }
-
 
   // ---------------------------------------------------------------------------------------------
 
@@ -585,13 +585,16 @@ export class SpeechPlayout {
     let filled = 0;
     while (filled < this.chunkSamples) {
       const seg = this.segments.find((s) => !s.done && (s.startAt === null || s.endAt === null));
-      const playable = seg && (seg.startAt !== null || seg.inputEnded || (seg.buffered >= this.startBuffer && !this.arrivingInABurst(seg)));
+      const playable =
+        seg &&
+        (seg.startAt !== null || seg.inputEnded || (seg.buffered >= this.startBuffer && !this.arrivingInABurst(seg)));
       if (!seg || !playable || seg.buffered === 0) {
         if (seg && seg.startAt !== null && seg.inputEnded && seg.buffered === 0 && seg.endAt === null) {
           seg.endAt = this.accepted + filled;
           continue;
         }
-        if (seg && seg.startAt !== null && !seg.inputEnded) this.health.starvedMs += ((this.chunkSamples - filled) * 1000) / this.sampleRate;
+        if (seg && seg.startAt !== null && !seg.inputEnded)
+          this.health.starvedMs += ((this.chunkSamples - filled) * 1000) / this.sampleRate;
         this.addSpan(this.accepted + filled, this.chunkSamples - filled, null, 0);
         break;
       }
@@ -625,7 +628,12 @@ export class SpeechPlayout {
 
   private addSpan(start: number, length: number, segment: Segment | null, offset: number): void {
     const last = this.spans[this.spans.length - 1];
-    if (last && last.segment === segment && last.start + last.length === start && (segment === null || last.offset + last.length === offset)) {
+    if (
+      last &&
+      last.segment === segment &&
+      last.start + last.length === start &&
+      (segment === null || last.offset + last.length === offset)
+    ) {
       last.length += length;
     } else {
       this.spans.push({ start, length, segment, offset });
@@ -698,7 +706,12 @@ export class SpeechPlayout {
     if (i >= 0) this.segments.splice(i, 1);
     // Keep the id known a while, so late data of an interrupted stream is ignored, not replayed.
     setTimeout(() => this.byId.delete(seg.id), 60_000).unref?.();
-    this.o.onEvent({ type: 'finished', segmentId: seg.id, positionSeconds: playedSamples / this.sampleRate, interrupted });
+    this.o.onEvent({
+      type: 'finished',
+      segmentId: seg.id,
+      positionSeconds: playedSamples / this.sampleRate,
+      interrupted,
+    });
   }
 
   /** Mean absolute amplitude of pushed audio per 10 ms bucket (absolute bucket index), about 10 s of it. */
@@ -706,7 +719,7 @@ export class SpeechPlayout {
 
   private recordLevels(start: number, pcm: Int16Array): void {
     const per = this.sampleRate / 100;
-    for (let i = 0; i < pcm.length; ) {
+    for (let i = 0; i < pcm.length;) {
       const bucket = Math.floor((start + i) / per);
       const until = Math.min(pcm.length, (bucket + 1) * per - start);
       let sum = 0;

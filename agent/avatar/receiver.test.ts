@@ -2,7 +2,14 @@ import type { ByteStreamReader, Room, RpcInvocationData } from '@livekit/rtc-nod
 import { describe, expect, it } from 'vitest';
 import { createLogger } from '../../core/log.ts';
 import type { SpeechPlayout } from './playout.ts';
-import { AUDIO_STREAM_TOPIC, AvatarAudioReceiver, MAX_PENDING_SEGMENTS, RPC_CLEAR_BUFFER, RPC_PLAYBACK_FINISHED, RPC_PLAYBACK_STARTED } from './receiver.ts';
+import {
+  AUDIO_STREAM_TOPIC,
+  AvatarAudioReceiver,
+  MAX_PENDING_SEGMENTS,
+  RPC_CLEAR_BUFFER,
+  RPC_PLAYBACK_FINISHED,
+  RPC_PLAYBACK_STARTED,
+} from './receiver.ts';
 
 const AGENT = 'agent-1';
 const SR = 24_000;
@@ -60,7 +67,11 @@ function fakePlayout(accepts = Infinity) {
 }
 
 /** A byte stream of `chunks`, as rtc-node's reader hands them over. */
-function stream(id: string, chunks: Uint8Array[], attributes: Record<string, string> = { sample_rate: String(SR), num_channels: '1' }) {
+function stream(
+  id: string,
+  chunks: Uint8Array[],
+  attributes: Record<string, string> = { sample_rate: String(SR), num_channels: '1' },
+) {
   let closed = false;
   const reader = {
     info: { streamId: id, attributes },
@@ -83,9 +94,15 @@ function pcmBytes(samples: number[]): Uint8Array {
 function started(accepts?: number) {
   const r = fakeRoom();
   const p = fakePlayout(accepts);
-  const receiver = new AvatarAudioReceiver({ room: r.room, playout: p.playout, senderIdentity: AGENT, log: createLogger('silent') });
+  const receiver = new AvatarAudioReceiver({
+    room: r.room,
+    playout: p.playout,
+    senderIdentity: AGENT,
+    log: createLogger('silent'),
+  });
   receiver.start();
-  const send = (from: string, s: ReturnType<typeof stream>) => r.byteHandlers.get(AUDIO_STREAM_TOPIC)!(s.reader, { identity: from });
+  const send = (from: string, s: ReturnType<typeof stream>) =>
+    r.byteHandlers.get(AUDIO_STREAM_TOPIC)!(s.reader, { identity: from });
   return { ...r, ...p, receiver, send };
 }
 
@@ -158,7 +175,12 @@ describe('AvatarAudioReceiver', () => {
   it('tells the agent a segment finished with exactly the keys agents accept', () => {
     const t = started();
     t.receiver.onPlayoutEvent({ type: 'finished', segmentId: 's1', positionSeconds: 1.5, interrupted: true });
-    expect(t.sent).toEqual([{ method: RPC_PLAYBACK_FINISHED, payload: JSON.stringify({ playback_position: 1.5, interrupted: true, synchronized_transcript: null }) }]);
+    expect(t.sent).toEqual([
+      {
+        method: RPC_PLAYBACK_FINISHED,
+        payload: JSON.stringify({ playback_position: 1.5, interrupted: true, synchronized_transcript: null }),
+      },
+    ]);
   });
 
   it('stops telling an agent segments started once it does not support it', async () => {

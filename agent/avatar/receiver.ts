@@ -14,7 +14,13 @@
  * the agent never waits on it. Audio beyond what the playout holds at once (its
  * `maxBufferedSamples`) is dropped: that stream stops being read and plays what it got.
  */
-import { AudioFrame, AudioResampler, type ByteStreamReader, type Room, type RpcInvocationData } from '@livekit/rtc-node';
+import {
+  AudioFrame,
+  AudioResampler,
+  type ByteStreamReader,
+  type Room,
+  type RpcInvocationData,
+} from '@livekit/rtc-node';
 import type { Logger } from '../../core/log.ts';
 import type { PlayoutEvent, SpeechPlayout } from './playout.ts';
 
@@ -71,8 +77,10 @@ export class AvatarAudioReceiver {
     room.registerByteStreamHandler(AUDIO_STREAM_TOPIC, (reader, { identity }) => {
       void this.receive(reader, identity).catch((err: unknown) => this.log.warn({ err }, 'audio stream failed'));
     });
-    for (const topic of IGNORED_BYTE_TOPICS) room.registerByteStreamHandler(topic, (reader) => void reader.readAll().catch(() => {}));
-    for (const topic of IGNORED_TEXT_TOPICS) room.registerTextStreamHandler(topic, (reader) => void reader.readAll().catch(() => {}));
+    for (const topic of IGNORED_BYTE_TOPICS)
+      room.registerByteStreamHandler(topic, (reader) => void reader.readAll().catch(() => {}));
+    for (const topic of IGNORED_TEXT_TOPICS)
+      room.registerTextStreamHandler(topic, (reader) => void reader.readAll().catch(() => {}));
     room.localParticipant!.registerRpcMethod(RPC_CLEAR_BUFFER, async (data: RpcInvocationData) => {
       if (data.callerIdentity !== this.o.senderIdentity) return 'reject';
       this.o.playout.interrupt();
@@ -95,7 +103,11 @@ export class AvatarAudioReceiver {
     if (this.closed) return;
     if (event.type === 'finished') {
       this.pending = Math.max(0, this.pending - 1);
-      const payload = JSON.stringify({ playback_position: event.positionSeconds, interrupted: event.interrupted, synchronized_transcript: null });
+      const payload = JSON.stringify({
+        playback_position: event.positionSeconds,
+        interrupted: event.interrupted,
+        synchronized_transcript: null,
+      });
       this.rpc(RPC_PLAYBACK_FINISHED, payload);
     } else if (!this.startedUnsupported) {
       this.rpc(RPC_PLAYBACK_STARTED, '');
@@ -105,13 +117,15 @@ export class AvatarAudioReceiver {
   private rpc(method: string, payload: string): void {
     const lp = this.o.room.localParticipant;
     if (!lp || !this.o.room.isConnected) return;
-    lp.performRpc({ destinationIdentity: this.o.senderIdentity, method, payload, responseTimeout: 5000 }).catch((err: { code?: number }) => {
-      if (method === RPC_PLAYBACK_STARTED && err?.code === UNSUPPORTED_METHOD) {
-        this.startedUnsupported = true;
-        return;
-      }
-      this.log.warn({ err, method }, 'avatar protocol rpc failed');
-    });
+    lp.performRpc({ destinationIdentity: this.o.senderIdentity, method, payload, responseTimeout: 5000 }).catch(
+      (err: { code?: number }) => {
+        if (method === RPC_PLAYBACK_STARTED && err?.code === UNSUPPORTED_METHOD) {
+          this.startedUnsupported = true;
+          return;
+        }
+        this.log.warn({ err, method }, 'avatar protocol rpc failed');
+      },
+    );
   }
 
   private async receive(reader: ByteStreamReader, identity: string): Promise<void> {
@@ -127,18 +141,25 @@ export class AvatarAudioReceiver {
     this.pending++;
     playout.begin(id);
     if (!format || this.pending > MAX_PENDING_SEGMENTS || this.closed) {
-      if (!format) this.log.warn({ attributes: reader.info.attributes }, 'audio stream with unusable attributes, answered as played');
+      if (!format)
+        this.log.warn(
+          { attributes: reader.info.attributes },
+          'audio stream with unusable attributes, answered as played',
+        );
       playout.end(id); // empty: finishes at once
       return discard();
     }
-    const resampler = format.sampleRate !== playout.sampleRate ? new AudioResampler(format.sampleRate, playout.sampleRate, 1) : null;
+    const resampler =
+      format.sampleRate !== playout.sampleRate ? new AudioResampler(format.sampleRate, playout.sampleRate, 1) : null;
     let carry: Uint8Array | null = null;
     const frameBytes = 2 * format.channels;
     /** False once the playout dropped audio of this stream (it holds all it may). */
     const pushPcm = (pcm: Int16Array): boolean => {
       if (pcm.length === 0) return true;
       if (!resampler) return playout.push(id, pcm);
-      return resampler.push(new AudioFrame(pcm, format.sampleRate, 1, pcm.length)).every((f) => playout.push(id, f.data));
+      return resampler
+        .push(new AudioFrame(pcm, format.sampleRate, 1, pcm.length))
+        .every((f) => playout.push(id, f.data));
     };
     try {
       for await (const chunk of reader) {
@@ -155,7 +176,10 @@ export class AvatarAudioReceiver {
         // Copied into an aligned buffer (chunks may start at any byte offset).
         const samples = new Int16Array(bytes.slice(0, whole).buffer);
         if (!pushPcm(format.channels === 1 ? samples : downmix(samples))) {
-          this.log.warn({ streamId: id, seconds: playout.bufferedSeconds }, 'audio stream over what the avatar holds at once, the rest dropped');
+          this.log.warn(
+            { streamId: id, seconds: playout.bufferedSeconds },
+            'audio stream over what the avatar holds at once, the rest dropped',
+          );
           await discard();
           return;
         }

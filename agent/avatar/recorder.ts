@@ -50,7 +50,16 @@ export class CallRecorder {
   dropped = 0;
 
   constructor(private readonly o: RecorderOptions) {
-    this.writer = new Mp4Writer({ path: o.path, width: o.width, height: o.height, fps: o.fps, sampleRate: o.sampleRate, pixelFormat: 'i420', crf: 23, preset: 'veryfast' });
+    this.writer = new Mp4Writer({
+      path: o.path,
+      width: o.width,
+      height: o.height,
+      fps: o.fps,
+      sampleRate: o.sampleRate,
+      pixelFormat: 'i420',
+      crf: 23,
+      preset: 'veryfast',
+    });
     this.spf = o.sampleRate / o.fps;
     this.nextFrame = o.startFrame;
     this.mixBase = o.startSample;
@@ -134,7 +143,11 @@ export class CallRecorder {
     }
     const result = await this.writer.finish();
     const { size } = await stat(this.o.path);
-    return { path: this.o.path, durationSeconds: Math.max(result.videoDuration, result.audioDuration), sizeBytes: size };
+    return {
+      path: this.o.path,
+      durationSeconds: Math.max(result.videoDuration, result.audioDuration),
+      sizeBytes: size,
+    };
   }
 
   async abort(): Promise<void> {

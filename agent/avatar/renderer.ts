@@ -54,7 +54,14 @@ export class BatchRenderer {
       if (this.lipsync.needsAudio ? !job.audio : !job.shape) return;
       const { media, index } = job.body;
       job.target.set(frames[i]!);
-      items.push({ i420: job.target, width: media.width, height: media.height, face: media.face(index), shape: job.shape ?? AT_REST, ...(job.audio ? { audio: job.audio } : {}) });
+      items.push({
+        i420: job.target,
+        width: media.width,
+        height: media.height,
+        face: media.face(index),
+        shape: job.shape ?? AT_REST,
+        ...(job.audio ? { audio: job.audio } : {}),
+      });
       out[i] = job.target;
     });
     if (items.length > 0) await this.lipsync.renderI420(items);

@@ -168,7 +168,14 @@ export class AvatarRunner {
     this.ended = new Promise((r) => (this.resolveEnded = r));
     this.recording =
       spec.record && recordingSink
-        ? new CallRecording({ sink: recordingSink, storage: ctx.storage, workDir: ctx.workDir, fps: ctx.fps, sampleRate: ctx.sampleRate, log: this.log })
+        ? new CallRecording({
+            sink: recordingSink,
+            storage: ctx.storage,
+            workDir: ctx.workDir,
+            fps: ctx.fps,
+            sampleRate: ctx.sampleRate,
+            log: this.log,
+          })
         : null;
   }
 
@@ -182,10 +189,15 @@ export class AvatarRunner {
     const t0 = performance.now();
     await this.loadBody();
     // Shared with the lip-sync thread, which draws the mouth into them in place.
-    this.buffers = Array.from({ length: DRAW_AHEAD + 1 }, () => new Uint8Array(new SharedArrayBuffer(i420Size(this.width, this.height))));
+    this.buffers = Array.from(
+      { length: DRAW_AHEAD + 1 },
+      () => new Uint8Array(new SharedArrayBuffer(i420Size(this.width, this.height))),
+    );
     if (this.ctx.neural) {
       const samples = frameAudioSpan(0, this.ctx.fps, this.ctx.sampleRate).length;
-      this.audioBuffers = this.buffers.map(() => new Int16Array(new SharedArrayBuffer(samples * Int16Array.BYTES_PER_ELEMENT)));
+      this.audioBuffers = this.buffers.map(
+        () => new Int16Array(new SharedArrayBuffer(samples * Int16Array.BYTES_PER_ELEMENT)),
+      );
     }
     this.audioSource = new AudioSource(this.ctx.sampleRate, 1, this.ctx.audioQueueMs);
     this.videoSource = new VideoSource(this.width, this.height);
@@ -219,17 +231,27 @@ export class AvatarRunner {
     this.playout.start();
     await this.reporter.joined();
     this.observe(this.spec.avatarIdentity, 'avatar', 'joined');
-    this.log.info({ ms: Math.round(performance.now() - t0), width: this.width, height: this.height }, 'avatar joined the call');
+    this.log.info(
+      { ms: Math.round(performance.now() - t0), width: this.width, height: this.height },
+      'avatar joined the call',
+    );
 
     for (const p of this.room.remoteParticipants.values()) this.onParticipant(p, 'joined');
-    this.timers.push(setTimeout(() => void (this.startedAt ? undefined : this.end('user_never_joined')), this.ctx.userJoinTimeoutMs));
+    this.timers.push(
+      setTimeout(() => void (this.startedAt ? undefined : this.end('user_never_joined')), this.ctx.userJoinTimeoutMs),
+    );
     this.timers.push(setInterval(() => void this.heartbeat(), this.ctx.heartbeatMs));
   }
 
   /** Connects to the call's room as the avatar, answers its RPCs and publishes its audio and video. */
   private async join(): Promise<void> {
     const room = this.room;
-    this.receiver = new AvatarAudioReceiver({ room, playout: this.playout, senderIdentity: this.spec.agentIdentity, log: this.log });
+    this.receiver = new AvatarAudioReceiver({
+      room,
+      playout: this.playout,
+      senderIdentity: this.spec.agentIdentity,
+      log: this.log,
+    });
 
     room.on(RoomEvent.ParticipantConnected, (p) => this.onParticipant(p, 'joined'));
     room.on(RoomEvent.ParticipantDisconnected, (p) => this.onParticipant(p, 'left'));
@@ -241,12 +263,22 @@ export class AvatarRunner {
 
     // Subscribed to nothing by default: a subscribed audio track costs the worker its receipt and
     // decoding (about 8 ms of CPU a second) though nothing reads it.
-    await room.connect(this.ctx.livekit.url, await avatarToken(this.ctx.livekit, this.spec, this.ctx.userJoinTimeoutMs), { autoSubscribe: false, dynacast: false });
-    for (const p of room.remoteParticipants.values()) for (const pub of p.trackPublications.values()) this.subscribeIfHeard(pub, p);
+    await room.connect(
+      this.ctx.livekit.url,
+      await avatarToken(this.ctx.livekit, this.spec, this.ctx.userJoinTimeoutMs),
+      { autoSubscribe: false, dynacast: false },
+    );
+    for (const p of room.remoteParticipants.values())
+      for (const pub of p.trackPublications.values()) this.subscribeIfHeard(pub, p);
     this.receiver.start();
     const lp = room.localParticipant!;
     answerAgentRpcs(lp, this.spec.agentIdentity, this.body);
-    await publishAvatarTracks(lp, this.spec.avatarIdentity, { audio: this.audioSource, video: this.videoSource }, { codec: this.ctx.videoCodec, fps: this.ctx.fps });
+    await publishAvatarTracks(
+      lp,
+      this.spec.avatarIdentity,
+      { audio: this.audioSource, video: this.videoSource },
+      { codec: this.ctx.videoCodec, fps: this.ctx.fps },
+    );
   }
 
   /**
@@ -266,7 +298,15 @@ export class AvatarRunner {
     const body = this.body.frameAt(k);
     const slot = k % this.buffers.length;
     const target = this.buffers[slot]!;
-    if (this.ctx.neural) return { frame: k, body, shape: null, audio: this.playout.frameAudio(k, this.audioBuffers[slot]!), target, epoch: this.epoch };
+    if (this.ctx.neural)
+      return {
+        frame: k,
+        body,
+        shape: null,
+        audio: this.playout.frameAudio(k, this.audioBuffers[slot]!),
+        target,
+        epoch: this.epoch,
+      };
     const content = this.playout.frameContent(k);
     const shape = content.mouth ? mouthShape(content.mouth) : null;
     return { frame: k, body, shape: shape && !isNeutral(shape) ? shape : null, audio: null, target, epoch: this.epoch };
@@ -274,7 +314,8 @@ export class AvatarRunner {
 
   /** A drawn frame, kept until its time comes. */
   rendered(job: DueFrame, i420: Uint8Array): void {
-    if (!this.ending && job.frame > this.lastShown && this.playout.frameCurrent(job.frame, job.epoch)) this.ready.set(job.frame, { job, i420 });
+    if (!this.ending && job.frame > this.lastShown && this.playout.frameCurrent(job.frame, job.epoch))
+      this.ready.set(job.frame, { job, i420 });
   }
 
   /** Audio was dropped since frames were drawn ahead (speech started, or an interruption): those it covered are drawn again. */
@@ -341,15 +382,25 @@ export class AvatarRunner {
       // slot, nor a draining worker, forever. What a bounded step left undone, the API's janitor settles.
       await this.boundedStep('stop the audio', () => this.playout?.stop());
       this.receiver?.stop();
-      await this.boundedStep('close the user audio', () => Promise.all([...this.userAudio.values()].map((u) => u.close())));
+      await this.boundedStep('close the user audio', () =>
+        Promise.all([...this.userAudio.values()].map((u) => u.close())),
+      );
       const endSample = this.playout?.position() ?? 0;
       // Reported before leaving: the avatar's leave reaches the API as a webhook, which would
       // otherwise end the call first, as avatar_left.
-      await this.boundedStep('report the end', () => this.reporter.ended(reason, at).catch((err: unknown) => this.log.error({ err }, 'could not report the end of the call')));
+      await this.boundedStep('report the end', () =>
+        this.reporter
+          .ended(reason, at)
+          .catch((err: unknown) => this.log.error({ err }, 'could not report the end of the call')),
+      );
       await this.boundedStep('leave the room', () => this.room.disconnect());
       if (this.spec.ownsRoom) {
         const http = this.ctx.livekit.url.replace(/^ws/, 'http');
-        await this.boundedStep('close the room', () => new RoomServiceClient(http, this.ctx.livekit.apiKey, this.ctx.livekit.apiSecret).deleteRoom(this.spec.roomName));
+        await this.boundedStep('close the room', () =>
+          new RoomServiceClient(http, this.ctx.livekit.apiKey, this.ctx.livekit.apiSecret).deleteRoom(
+            this.spec.roomName,
+          ),
+        );
       }
       await this.boundedStep('close the audio source', () => this.audioSource?.close());
       for (const key of this.held) this.ctx.media.release(key);
@@ -362,7 +413,11 @@ export class AvatarRunner {
 
   /** A step of ending a call, or of cleaning up after a failed join (its failure ignored): after STEP_MS the call goes on without it. */
   private async boundedStep(step: string, run: () => Promise<unknown> | undefined): Promise<void> {
-    const outcome = await orAfter(Promise.resolve(run()).catch(() => {}), STEP_MS, 'late' as const);
+    const outcome = await orAfter(
+      Promise.resolve(run()).catch(() => {}),
+      STEP_MS,
+      'late' as const,
+    );
     if (outcome === 'late') this.log.warn({ step, ms: STEP_MS }, 'a step did not finish in time; going on');
   }
 
@@ -404,8 +459,12 @@ export class AvatarRunner {
       const base = pb.availability(id);
       return base === 'ready' ? 'pending' : base;
     };
-    this.body = new BehaviorBody(pb.behavior, availability, (id) => this.loaded.get(id), seedOf(this.spec.sessionId), (play) =>
-      this.log.debug({ clipId: play.clipId, kind: play.kind }, 'clip playing'),
+    this.body = new BehaviorBody(
+      pb.behavior,
+      availability,
+      (id) => this.loaded.get(id),
+      seedOf(this.spec.sessionId),
+      (play) => this.log.debug({ clipId: play.clipId, kind: play.kind }, 'clip playing'),
     );
     // Clips load in the background; the loop alone is enough to start.
     for (const clip of pb.clips.values()) {
@@ -443,14 +502,21 @@ export class AvatarRunner {
   }
 
   private async onStarted(at: Date): Promise<void> {
-    await this.reporter.started(at).catch((err: unknown) => this.log.error({ err }, 'could not report the call started'));
+    await this.reporter
+      .started(at)
+      .catch((err: unknown) => this.log.error({ err }, 'could not report the call started'));
     this.timers.push(setTimeout(() => void this.end('max_duration'), this.spec.maxDurationSeconds * 1000));
     await this.recording?.start(this.width, this.height, this.lastShown + 1);
   }
 
   /** The avatar hears the user's audio for its own VAD (provider mode) and for the recording; nothing else. */
   private hears(kind: TrackKind | undefined, p: RemoteParticipant): boolean {
-    return !this.ending && kind === TrackKind.KIND_AUDIO && this.roleOf(p) === 'user' && (this.spec.mode === 'provider' || this.spec.record);
+    return (
+      !this.ending &&
+      kind === TrackKind.KIND_AUDIO &&
+      this.roleOf(p) === 'user' &&
+      (this.spec.mode === 'provider' || this.spec.record)
+    );
   }
 
   private subscribeIfHeard(pub: RemoteTrackPublication, p: RemoteParticipant): void {
@@ -460,7 +526,10 @@ export class AvatarRunner {
   private onTrack(track: RemoteTrack, pub: RemoteTrackPublication, p: RemoteParticipant): void {
     if (!this.hears(track.kind, p)) return;
     const key = `${p.identity}/${pub.sid}`;
-    this.userAudio.get(key)?.close().catch(() => {});
+    this.userAudio
+      .get(key)
+      ?.close()
+      .catch(() => {});
     this.userAudio.set(
       key,
       new UserAudio({
@@ -484,7 +553,9 @@ export class AvatarRunner {
   }
 
   private observe(identity: string, role: ParticipantRole, kind: 'joined' | 'left' | 'reconnected'): void {
-    this.reporter.observe({ participantIdentity: identity, role, kind, at: new Date() }).catch((err: unknown) => this.log.warn({ err }, 'could not record a connection observation'));
+    this.reporter
+      .observe({ participantIdentity: identity, role, kind, at: new Date() })
+      .catch((err: unknown) => this.log.warn({ err }, 'could not record a connection observation'));
   }
 
   private async heartbeat(): Promise<void> {

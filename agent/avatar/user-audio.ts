@@ -37,7 +37,8 @@ export class UserAudio {
     const vad = this.o.vad?.stream();
     const events = vad
       ? (async () => {
-          for await (const ev of vad) if (ev.type === VADEventType.START_OF_SPEECH && !this.closed) this.o.onSpeechStarted();
+          for await (const ev of vad)
+            if (ev.type === VADEventType.START_OF_SPEECH && !this.closed) this.o.onSpeechStarted();
         })().catch((err: unknown) => this.o.log.warn({ err }, 'user voice activity detection failed'))
       : Promise.resolve();
     try {

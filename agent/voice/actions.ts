@@ -8,7 +8,6 @@ import { llm } from '@livekit/agents';
 import type { Room } from '@livekit/rtc-node';
 import { RPC_PLAY_ACTION } from '../protocol.ts';
 
-
 export interface ActionMenuEntry {
   id: string;
   description: string;
@@ -28,9 +27,15 @@ export function actionTools(room: Room, avatarIdentity: string, menu: readonly A
       execute: async () => {
         try {
           const answer = JSON.parse(
-            await room.localParticipant!.performRpc({ destinationIdentity: avatarIdentity, method: RPC_PLAY_ACTION, payload: JSON.stringify({ action_id: action.id }) }),
+            await room.localParticipant!.performRpc({
+              destinationIdentity: avatarIdentity,
+              method: RPC_PLAY_ACTION,
+              payload: JSON.stringify({ action_id: action.id }),
+            }),
           ) as { accepted: boolean; reason?: string };
-          return answer.accepted ? `The avatar will ${action.description.toLowerCase()} now.` : `The avatar cannot do that now (${answer.reason ?? 'unavailable'}).`;
+          return answer.accepted
+            ? `The avatar will ${action.description.toLowerCase()} now.`
+            : `The avatar cannot do that now (${answer.reason ?? 'unavailable'}).`;
         } catch {
           return 'The avatar cannot do that now.';
         }

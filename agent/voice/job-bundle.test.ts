@@ -13,7 +13,9 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 /** Runs `code` in a plain Node process: no tsx, so TypeScript anywhere in what it imports fails. */
 async function plainNode(code: string): Promise<string> {
-  const { stdout } = await run(process.execPath, ['--input-type=module', '-e', code], { env: { ...process.env, NODE_OPTIONS: '' } });
+  const { stdout } = await run(process.execPath, ['--input-type=module', '-e', code], {
+    env: { ...process.env, NODE_OPTIONS: '' },
+  });
   return stdout.trim();
 }
 
@@ -33,15 +35,22 @@ describe('the voice job bundle', () => {
       path.join(dir, 'lib', 'reader.ts'),
       "import { readFileSync } from 'node:fs';\nexport const read = (): string => readFileSync(new URL('./data.txt', import.meta.url), 'utf8');\n",
     );
-    writeFileSync(path.join(dir, 'entry.ts'), "import { read } from './lib/reader.ts';\nexport const text: string = read();\n");
+    writeFileSync(
+      path.join(dir, 'entry.ts'),
+      "import { read } from './lib/reader.ts';\nexport const text: string = read();\n",
+    );
     const file = await bundleForProcesses(path.join(dir, 'entry.ts'));
     expect(path.dirname(file)).not.toBe(dir);
-    expect(await plainNode(`const m = await import(${JSON.stringify(pathToFileURL(file).href)}); console.log(m.text);`)).toBe('beside the module');
+    expect(
+      await plainNode(`const m = await import(${JSON.stringify(pathToFileURL(file).href)}); console.log(m.text);`),
+    ).toBe('beside the module');
   }, 30_000);
 
   it('refuses a module that uses import.meta beyond its url (it could not be right in the bundle)', async () => {
     writeFileSync(path.join(dir, 'dirname.ts'), 'export const here: string = import.meta.dirname;\n');
-    await expect(bundleForProcesses(path.join(dir, 'dirname.ts'))).rejects.toThrow(/import\.meta other than import\.meta\.url/);
+    await expect(bundleForProcesses(path.join(dir, 'dirname.ts'))).rejects.toThrow(
+      /import\.meta other than import\.meta\.url/,
+    );
   });
 
   it('gives the same file for the same code, so workers starting together share it', async () => {
@@ -67,8 +76,14 @@ describe("the job processes' Node flags", () => {
       ]),
     ).toEqual(['--cpu-prof']);
     expect(withoutTsx(['--import', 'tsx', '--enable-source-maps'])).toEqual(['--enable-source-maps']);
-    expect(withoutTsx(['--import=tsx', '--import=tsx/esm', '--max-old-space-size=4096'])).toEqual(['--max-old-space-size=4096']);
-    expect(withoutTsx(['--import', './otel.mjs', '-r', 'dotenv/config'])).toEqual(['--import', './otel.mjs', '-r', 'dotenv/config']);
+    expect(withoutTsx(['--import=tsx', '--import=tsx/esm', '--max-old-space-size=4096'])).toEqual([
+      '--max-old-space-size=4096',
+    ]);
+    expect(withoutTsx(['--import', './otel.mjs', '-r', 'dotenv/config'])).toEqual([
+      '--import',
+      './otel.mjs',
+      '-r',
+      'dotenv/config',
+    ]);
   });
 });
-

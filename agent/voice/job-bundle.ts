@@ -24,9 +24,14 @@ const ownUrls: Plugin = {
   name: 'own-import-meta-url',
   setup(b) {
     b.onLoad({ filter: /\.ts$/ }, async (args) => {
-      const source = (await readFile(args.path, 'utf8')).replaceAll('import.meta.url', JSON.stringify(pathToFileURL(args.path).href));
+      const source = (await readFile(args.path, 'utf8')).replaceAll(
+        'import.meta.url',
+        JSON.stringify(pathToFileURL(args.path).href),
+      );
       if (source.includes('import.meta')) {
-        return { errors: [{ text: 'import.meta other than import.meta.url cannot be bundled', location: { file: args.path } }] };
+        return {
+          errors: [{ text: 'import.meta other than import.meta.url cannot be bundled', location: { file: args.path } }],
+        };
       }
       return { contents: source, loader: 'ts' };
     });
@@ -75,7 +80,11 @@ export function withoutTsx(execArgv: readonly string[]): string[] {
     const a = execArgv[i]!;
     const joined = /^--(import|require|loader|experimental-loader)=(.*)$/.exec(a);
     if (joined && isTsx(joined[2]!)) continue;
-    if (/^(--import|--require|-r|--loader|--experimental-loader)$/.test(a) && i + 1 < execArgv.length && isTsx(execArgv[i + 1]!)) {
+    if (
+      /^(--import|--require|-r|--loader|--experimental-loader)$/.test(a) &&
+      i + 1 < execArgv.length &&
+      isTsx(execArgv[i + 1]!)
+    ) {
       i++;
       continue;
     }

@@ -62,7 +62,9 @@ function upstreamClient(config: Config, timeoutSeconds: number): OpenAI {
 export function parseDispatchMetadata(raw: string): DispatchMetadata | undefined {
   try {
     const v = JSON.parse(raw) as Partial<DispatchMetadata>;
-    return typeof v.session_id === 'string' && /^ses_[0-9A-Za-z]{1,64}$/.test(v.session_id) ? { session_id: v.session_id } : undefined;
+    return typeof v.session_id === 'string' && /^ses_[0-9A-Za-z]{1,64}$/.test(v.session_id)
+      ? { session_id: v.session_id }
+      : undefined;
   } catch {
     return undefined;
   }
@@ -114,8 +116,18 @@ export default defineAgent({
     const apiKey = config.OPENAI_API_KEY ?? 'unused';
     const agentSession = new voice.AgentSession({
       vad,
-      stt: new openai.STT({ useRealtime: false, model: config.STT_MODEL, language: 'en', apiKey, client: upstreamClient(config, config.STT_TIMEOUT_SECONDS) }),
-      llm: new openai.LLM({ model: config.LLM_MODEL, apiKey, client: upstreamClient(config, config.LLM_TIMEOUT_SECONDS) }),
+      stt: new openai.STT({
+        useRealtime: false,
+        model: config.STT_MODEL,
+        language: 'en',
+        apiKey,
+        client: upstreamClient(config, config.STT_TIMEOUT_SECONDS),
+      }),
+      llm: new openai.LLM({
+        model: config.LLM_MODEL,
+        apiKey,
+        client: upstreamClient(config, config.LLM_TIMEOUT_SECONDS),
+      }),
       tts: ttsFor(config, playback.defaultVoiceId),
       // Offline turn-taking: VAD ends the user's turn and interrupts the avatar (no cloud models).
       turnHandling: { turnDetection: 'vad', interruption: { mode: 'vad', minDuration: 0.4 } },
@@ -134,7 +146,10 @@ export default defineAgent({
     });
     // The menu as the avatar would draw from it (actions with a playable take).
     const menu = createReactionPicker(playback.behavior, playback.availability, 0).actionMenu();
-    const agent = new voice.Agent({ instructions: playback.instructions, tools: actionTools(ctx.room, session.avatarIdentity, menu) });
+    const agent = new voice.Agent({
+      instructions: playback.instructions,
+      tools: actionTools(ctx.room, session.avatarIdentity, menu),
+    });
     agentSession.on(voice.AgentSessionEventTypes.Close, (ev) => {
       log.info({ reason: ev.reason }, 'voice session closed');
       // Leaving makes the avatar end the call (settled once), rather than idle on without a voice.
@@ -152,7 +167,12 @@ export default defineAgent({
     agentSession.on(voice.AgentSessionEventTypes.UserStateChanged, (ev) => {
       if (ev.newState !== 'speaking') return;
       ctx.room.localParticipant
-        ?.performRpc({ destinationIdentity: session.avatarIdentity, method: RPC_USER_SPEECH_STARTED, payload: '', responseTimeout: 2000 })
+        ?.performRpc({
+          destinationIdentity: session.avatarIdentity,
+          method: RPC_USER_SPEECH_STARTED,
+          payload: '',
+          responseTimeout: 2000,
+        })
         .catch((err: unknown) => log.debug({ err }, 'could not tell the avatar the user speaks'));
     });
     await agentSession.start({

@@ -50,7 +50,12 @@ class FliteStream extends tts.ChunkedStream {
       for (let i = 0; i < speech.samples.length; i += step) {
         if (this.abortSignal.aborted) break;
         const part = speech.samples.slice(i, Math.min(speech.samples.length, i + step));
-        this.queue.put({ requestId, segmentId: requestId, frame: new AudioFrame(part, speech.sampleRate, 1, part.length), final: i + step >= speech.samples.length });
+        this.queue.put({
+          requestId,
+          segmentId: requestId,
+          frame: new AudioFrame(part, speech.sampleRate, 1, part.length),
+          final: i + step >= speech.samples.length,
+        });
       }
     }
     this.queue.close();

@@ -13,7 +13,11 @@ const BOUND = 5;
 // Its own Redis prefix: the counts are per address, and every test file connects from 127.0.0.1.
 const t = await testApi({
   redis: true,
-  env: { AUTH_FAILURE_LIMIT_POINTS: String(BOUND), AUTH_FAILURE_LIMIT_WINDOW_SECONDS: '60', REDIS_KEY_PREFIX: `test-authfail-${process.pid}-${Date.now()}:` },
+  env: {
+    AUTH_FAILURE_LIMIT_POINTS: String(BOUND),
+    AUTH_FAILURE_LIMIT_WINDOW_SECONDS: '60',
+    REDIS_KEY_PREFIX: `test-authfail-${process.pid}-${Date.now()}:`,
+  },
 });
 let server: ApiServer;
 beforeAll(async () => {
@@ -35,14 +39,20 @@ function get(from: string, key: string): Promise<Answer> {
   return new Promise((resolve, reject) => {
     const socket = net.connect({ port: server.port, host: '127.0.0.1', localAddress: from });
     const chunks: Buffer[] = [];
-    socket.on('connect', () => socket.write(`GET /api/v1/credits/balance HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nConnection: close\r\n\r\n`));
+    socket.on('connect', () =>
+      socket.write(
+        `GET /api/v1/credits/balance HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nConnection: close\r\n\r\n`,
+      ),
+    );
     socket.on('data', (d: Buffer) => chunks.push(d));
     socket.on('error', reject);
     socket.on('close', () => {
       const text = Buffer.concat(chunks).toString('utf8');
       const [head = '', body = ''] = text.split('\r\n\r\n');
       const [status, ...lines] = head.split('\r\n');
-      const headers = new Map(lines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]));
+      const headers = new Map(
+        lines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]),
+      );
       resolve({ status: Number(status!.split(' ')[1]), headers, body: JSON.parse(body) as Record<string, unknown> });
     });
   });

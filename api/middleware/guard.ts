@@ -97,9 +97,13 @@ export const DRAIN_MAX_MS = 5_000;
  * Reads and drops the rest of a body, up to `maxBytes` and `maxMs`. True when it reached its end,
  * false when a bound was hit first (what is left unread is then the connection's to discard).
  */
-export async function drainBody(reader: ReadableStreamDefaultReader<Uint8Array>, maxBytes = DRAIN_MAX_BYTES, maxMs = DRAIN_MAX_MS): Promise<boolean> {
+export async function drainBody(
+  reader: ReadableStreamDefaultReader<Uint8Array>,
+  maxBytes = DRAIN_MAX_BYTES,
+  maxMs = DRAIN_MAX_MS,
+): Promise<boolean> {
   const drained = (async () => {
-    for (let read = 0; read <= maxBytes; ) {
+    for (let read = 0; read <= maxBytes;) {
       const { done, value } = await reader.read();
       if (done) return true;
       read += value.length;
@@ -110,7 +114,11 @@ export async function drainBody(reader: ReadableStreamDefaultReader<Uint8Array>,
 }
 
 /** The 413 of a body over `maxBytes`, after draining what is left of it (up to `drainBytes` more). */
-async function tooLarge(maxBytes: number, rest: ReadableStreamDefaultReader<Uint8Array> | undefined, drainBytes = DRAIN_MAX_BYTES): Promise<ApiError> {
+async function tooLarge(
+  maxBytes: number,
+  rest: ReadableStreamDefaultReader<Uint8Array> | undefined,
+  drainBytes = DRAIN_MAX_BYTES,
+): Promise<ApiError> {
   const drained = rest ? await drainBody(rest, drainBytes) : false;
   return new ApiError(
     'payload_too_large',
@@ -179,7 +187,8 @@ export function utf8JsonBody(): MiddlewareHandler<AppEnv> {
  */
 export function guarded<R extends RouteConfig>(route: R, opts: { bodyLimit?: number } = {}): R {
   const middleware: MiddlewareHandler<AppEnv>[] = [authenticate(route.operationId as OperationId)];
-  if (route.method !== 'get' && route.method !== 'delete') middleware.push(capBody(opts.bodyLimit ?? DEFAULT_BODY_LIMIT));
+  if (route.method !== 'get' && route.method !== 'delete')
+    middleware.push(capBody(opts.bodyLimit ?? DEFAULT_BODY_LIMIT));
   if (route.request?.body?.content && 'application/json' in route.request.body.content) middleware.push(utf8JsonBody());
   return { ...route, middleware: middleware as never };
 }

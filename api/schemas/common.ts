@@ -5,26 +5,53 @@ export const ErrorSchema = z
   .object({
     error: z.string().openapi({ description: 'Actionable message. Switch on code and status, not on this wording.' }),
     status: z.number().int().openapi({ description: 'The HTTP status, repeated.' }),
-    code: z.string().optional().openapi({ description: 'Stable machine code; absent only on the per-key rate-limit 429.' }),
-    retryable: z.boolean().openapi({ description: 'Whether retrying the same request without any change is expected to help.' }),
+    code: z
+      .string()
+      .optional()
+      .openapi({ description: 'Stable machine code; absent only on the per-key rate-limit 429.' }),
+    retryable: z
+      .boolean()
+      .openapi({ description: 'Whether retrying the same request without any change is expected to help.' }),
     billingUrl: z.string().optional().openapi({ description: 'On 402: where to top up (relative URL).' }),
     requestId: z.string().optional().openapi({ description: 'The X-Request-ID of the answer.' }),
-    field: z.string().nullable().optional().openapi({ description: 'The offending field, on validation errors (null when the problem is the whole body).' }),
-    issues: z.number().int().optional().openapi({ description: 'How many problems validation found, when more than one (the message names the first).' }),
-    requiredScope: z.string().optional().openapi({ description: 'On 403 for a missing scope: the scope the operation needs.' }),
+    field: z
+      .string()
+      .nullable()
+      .optional()
+      .openapi({ description: 'The offending field, on validation errors (null when the problem is the whole body).' }),
+    issues: z.number().int().optional().openapi({
+      description: 'How many problems validation found, when more than one (the message names the first).',
+    }),
+    requiredScope: z
+      .string()
+      .optional()
+      .openapi({ description: 'On 403 for a missing scope: the scope the operation needs.' }),
     maxBytes: z.number().int().optional().openapi({ description: 'On 413: the cap that was exceeded.' }),
-    currentRevision: z.number().int().optional().openapi({ description: 'On 409 revision_conflict: the clip library revision to declare against.' }),
-    currentAnchorVersion: z.number().int().optional().openapi({ description: 'On 409 for a stale anchor: the current clip anchor version.' }),
+    currentRevision: z
+      .number()
+      .int()
+      .optional()
+      .openapi({ description: 'On 409 revision_conflict: the clip library revision to declare against.' }),
+    currentAnchorVersion: z
+      .number()
+      .int()
+      .optional()
+      .openapi({ description: 'On 409 for a stale anchor: the current clip anchor version.' }),
     assetId: z.string().optional().openapi({ description: 'On a refused remote import: the failed asset row.' }),
     usedBy: z
       .object({
         avatarIds: z.array(z.string()).openapi({ description: 'Live avatars whose portrait the asset is.' }),
-        clips: z.array(z.object({ avatarId: z.string(), clipId: z.string() })).openapi({ description: 'Live clips whose uploaded source the asset is.' }),
+        clips: z
+          .array(z.object({ avatarId: z.string(), clipId: z.string() }))
+          .openapi({ description: 'Live clips whose uploaded source the asset is.' }),
       })
       .optional()
       .openapi({ description: 'On 409 asset_in_use: what uses the asset (at most 100 of each).' }),
   })
-  .openapi('Error', { description: 'The error body of every 4xx and 5xx answer. Some codes add fields of their own, listed here where stable.' });
+  .openapi('Error', {
+    description:
+      'The error body of every 4xx and 5xx answer. Some codes add fields of their own, listed here where stable.',
+  });
 
 /** The Idempotency-Key header of the operations that honour it (replayed for 24 h; another body under the same key is 409). */
 export const IdempotencyKeyHeader = z.object({
@@ -33,7 +60,9 @@ export const IdempotencyKeyHeader = z.object({
     .min(1)
     .max(IDEMPOTENCY_KEY_MAX)
     .optional()
-    .openapi({ description: `1 to ${IDEMPOTENCY_KEY_MAX} characters. A repeat with the same body replays the stored answer; another body under the same key is 409 idempotency_conflict.` }),
+    .openapi({
+      description: `1 to ${IDEMPOTENCY_KEY_MAX} characters. A repeat with the same body replays the stored answer; another body under the same key is 409 idempotency_conflict.`,
+    }),
 });
 
 const DESCRIPTIONS: Record<number, string> = {
@@ -56,7 +85,10 @@ const DESCRIPTIONS: Record<number, string> = {
 export function errorResponses(...statuses: number[]) {
   const all = [...new Set([...statuses, 429, 500])].sort();
   return Object.fromEntries(
-    all.map((s) => [s, { description: DESCRIPTIONS[s] ?? 'Error', content: { 'application/json': { schema: ErrorSchema } } }]),
+    all.map((s) => [
+      s,
+      { description: DESCRIPTIONS[s] ?? 'Error', content: { 'application/json': { schema: ErrorSchema } } },
+    ]),
   ) as Record<number, { description: string; content: { 'application/json': { schema: typeof ErrorSchema } } }>;
 }
 

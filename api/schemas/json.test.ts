@@ -36,7 +36,8 @@ describe('findJsonProblem', () => {
 });
 
 describe('escapeInvalidUtf8', () => {
-  const bytes = (...parts: (string | number[])[]) => Buffer.concat(parts.map((p) => (typeof p === 'string' ? Buffer.from(p, 'utf8') : Buffer.from(p))));
+  const bytes = (...parts: (string | number[])[]) =>
+    Buffer.concat(parts.map((p) => (typeof p === 'string' ? Buffer.from(p, 'utf8') : Buffer.from(p))));
 
   it('leaves valid UTF-8 alone (undefined), however exotic', () => {
     expect(escapeInvalidUtf8(bytes('{"a":"é😀\\u00e9 \\"q\\\\"}'))).toBeUndefined();
@@ -70,13 +71,41 @@ afterAll(() => t.close());
 
 describe('one policy for free-form JSON on every route', () => {
   /** Every free-form object field of the API, with a body around it and the statuses of an accepted body. */
-  const FIELDS: { route: string; method: string; url: (avatarId: string) => string; field: string; body: (v: unknown) => unknown; accepted: number }[] = [
+  const FIELDS: {
+    route: string;
+    method: string;
+    url: (avatarId: string) => string;
+    field: string;
+    body: (v: unknown) => unknown;
+    accepted: number;
+  }[] = [
     ...['voice', 'llm', 'settings', 'metadata'].flatMap((field) => [
-      { route: 'createAvatar', method: 'POST', url: () => '/api/v1/avatars', field, body: (v: unknown) => ({ displayName: 'Ada', [field]: v }), accepted: 201 },
-      { route: 'updateAvatar', method: 'PATCH', url: (id: string) => `/api/v1/avatars/${id}`, field, body: (v: unknown) => ({ [field]: v }), accepted: 200 },
+      {
+        route: 'createAvatar',
+        method: 'POST',
+        url: () => '/api/v1/avatars',
+        field,
+        body: (v: unknown) => ({ displayName: 'Ada', [field]: v }),
+        accepted: 201,
+      },
+      {
+        route: 'updateAvatar',
+        method: 'PATCH',
+        url: (id: string) => `/api/v1/avatars/${id}`,
+        field,
+        body: (v: unknown) => ({ [field]: v }),
+        accepted: 200,
+      },
     ]),
     // Accepted by validation, then refused for the loopback address: 422 remote_url_refused.
-    { route: 'createRemoteAsset', method: 'POST', url: () => '/api/v1/assets/remote', field: 'metadata', body: (v: unknown) => ({ kind: 'image', remoteUrl: 'http://127.0.0.1:1/p.png', metadata: v }), accepted: 422 },
+    {
+      route: 'createRemoteAsset',
+      method: 'POST',
+      url: () => '/api/v1/assets/remote',
+      field: 'metadata',
+      body: (v: unknown) => ({ kind: 'image', remoteUrl: 'http://127.0.0.1:1/p.png', metadata: v }),
+      accepted: 422,
+    },
   ];
 
   for (const f of FIELDS) {
@@ -91,7 +120,10 @@ describe('one policy for free-form JSON on every route', () => {
       const ok = await send(nested(MAX_JSON_DEPTH));
       expect(ok.status, JSON.stringify(ok.body)).toBe(f.accepted);
       if (f.accepted === 422) expect(ok.body.code).toBe('remote_url_refused');
-      else expect(JSON.stringify((ok.body as unknown as Record<string, unknown>)[f.field])).toBe(JSON.stringify(nested(MAX_JSON_DEPTH)));
+      else
+        expect(JSON.stringify((ok.body as unknown as Record<string, unknown>)[f.field])).toBe(
+          JSON.stringify(nested(MAX_JSON_DEPTH)),
+        );
 
       const refused: [unknown, string][] = [
         [nested(MAX_JSON_DEPTH + 1), `must not nest deeper than ${MAX_JSON_DEPTH} levels`],
@@ -113,33 +145,60 @@ describe('one policy for free-form JSON on every route', () => {
     const { apiKey } = await t.newTenant();
     const cases: [string, string, unknown, string][] = [
       ['POST', '/api/v1/api-keys', { name: 'a\u0000b' }, 'name'],
-      ['POST', '/api/v1/api-keys', { name: 'k', scopes: ['credits:read'], expiresAt: null, environment: 'x\u0000' }, 'environment'],
+      [
+        'POST',
+        '/api/v1/api-keys',
+        { name: 'k', scopes: ['credits:read'], expiresAt: null, environment: 'x\u0000' },
+        'environment',
+      ],
       ['GET', `/api/v1/usage/sessions?endUserId=${encodeURIComponent('u\u0000')}`, undefined, 'endUserId'],
       ['GET', `/api/v1/avatars/${encodeURIComponent('ava_\u0000')}`, undefined, 'avatarId'],
     ];
     for (const [method, url, body, field] of cases) {
       const res = await t.request(method, url, { key: apiKey, body });
       expect(res.status, url).toBe(422);
-      expect(await json(res), url).toMatchObject({ code: 'validation_error', field, error: expect.stringContaining('must not contain NUL characters') });
+      expect(await json(res), url).toMatchObject({
+        code: 'validation_error',
+        field,
+        error: expect.stringContaining('must not contain NUL characters'),
+      });
     }
   });
 
   it('the clip-library declaration, validated past its schema and stored as sent, is held to the same rule, naming the exact field', async () => {
     const { apiKey, tenantId } = await t.newTenant();
     const asset = await portraitAsset(t, tenantId);
-    const avatar = await t.request('POST', '/api/v1/avatars', { key: apiKey, body: { displayName: 'Ada', sourceAssetId: asset } });
+    const avatar = await t.request('POST', '/api/v1/avatars', {
+      key: apiKey,
+      body: { displayName: 'Ada', sourceAssetId: asset },
+    });
     const url = `/api/v1/avatars/${(await json<{ id: string }>(avatar)).id}/clips`;
     const clips = { look: { source: { motionPrompt: 'look left' } } };
     const cases: [unknown, string, string][] = [
-      [{ expectedRevision: 0, clips, actions: { greet: { description: 'wave \ud800', clips: ['look'] } } }, 'actions.greet.description', 'must not contain unpaired UTF-16 surrogates or invalid UTF-8'],
-      [{ expectedRevision: 0, clips, extra: nested(MAX_JSON_DEPTH) }, `extra${'.a'.repeat(MAX_JSON_DEPTH - 1)}`, `must not nest deeper than ${MAX_JSON_DEPTH} levels`],
+      [
+        { expectedRevision: 0, clips, actions: { greet: { description: 'wave \ud800', clips: ['look'] } } },
+        'actions.greet.description',
+        'must not contain unpaired UTF-16 surrogates or invalid UTF-8',
+      ],
+      [
+        { expectedRevision: 0, clips, extra: nested(MAX_JSON_DEPTH) },
+        `extra${'.a'.repeat(MAX_JSON_DEPTH - 1)}`,
+        `must not nest deeper than ${MAX_JSON_DEPTH} levels`,
+      ],
     ];
     for (const [body, field, why] of cases) {
       const res = await t.request('PUT', url, { key: apiKey, body });
       expect(res.status).toBe(422);
-      expect(await json(res)).toMatchObject({ code: 'validation_error', field, error: `Invalid field "${field}" in body: ${why}` });
+      expect(await json(res)).toMatchObject({
+        code: 'validation_error',
+        field,
+        error: `Invalid field "${field}" in body: ${why}`,
+      });
     }
-    const ok = await t.request('PUT', url, { key: apiKey, body: { expectedRevision: 0, clips, actions: { greet: { description: 'wave 😀', clips: ['look'] } } } });
+    const ok = await t.request('PUT', url, {
+      key: apiKey,
+      body: { expectedRevision: 0, clips, actions: { greet: { description: 'wave 😀', clips: ['look'] } } },
+    });
     expect(ok.status).toBe(202);
   });
 });
@@ -148,8 +207,14 @@ describe('one rule for text on every route: lone surrogates and invalid UTF-8 ar
   /** `value` as the raw JSON text of a string: invalid UTF-8 bytes as given, a lone surrogate as its escape. */
   const bodyWith = (fields: Record<string, unknown>, name: string, raw: number[] | string) => {
     const marker = '\u0001MARK\u0001';
-    const [before, after] = JSON.stringify({ ...fields, [name]: `a${marker}b` }).split(JSON.stringify(marker).slice(1, -1));
-    return Buffer.concat([Buffer.from(before!, 'utf8'), typeof raw === 'string' ? Buffer.from(raw, 'utf8') : Buffer.from(raw), Buffer.from(after!, 'utf8')]);
+    const [before, after] = JSON.stringify({ ...fields, [name]: `a${marker}b` }).split(
+      JSON.stringify(marker).slice(1, -1),
+    );
+    return Buffer.concat([
+      Buffer.from(before!, 'utf8'),
+      typeof raw === 'string' ? Buffer.from(raw, 'utf8') : Buffer.from(raw),
+      Buffer.from(after!, 'utf8'),
+    ]);
   };
   const HOSTILE: [string, number[] | string][] = [
     ['a lone high surrogate', '\\ud800'],
@@ -171,7 +236,11 @@ describe('one rule for text on every route: lone surrogates and invalid UTF-8 ar
     ];
     for (const [method, url, fields, field] of targets) {
       for (const [what, raw] of HOSTILE) {
-        const res = await t.request(method, url, { key: apiKey, rawBody: bodyWith(fields, field, raw), headers: { 'content-type': 'application/json' } });
+        const res = await t.request(method, url, {
+          key: apiKey,
+          rawBody: bodyWith(fields, field, raw),
+          headers: { 'content-type': 'application/json' },
+        });
         const body = await json(res);
         expect(res.status, `${method} ${url} ${field} with ${what}: ${JSON.stringify(body)}`).toBe(422);
         expect(body, `${field} with ${what}`).toMatchObject({
@@ -182,15 +251,25 @@ describe('one rule for text on every route: lone surrogates and invalid UTF-8 ar
       }
     }
     // Nothing was stored: the avatar keeps its name, and no key but the tenant's own exists.
-    const avatar = await json<{ displayName: string; personality: string | null }>(await t.request('GET', `/api/v1/avatars/${avatarId}`, { key: apiKey }));
+    const avatar = await json<{ displayName: string; personality: string | null }>(
+      await t.request('GET', `/api/v1/avatars/${avatarId}`, { key: apiKey }),
+    );
     expect(avatar).toMatchObject({ displayName: 'Ada', personality: null });
   });
 
   it('a number past a double in free-form JSON is refused naming the field, not stored as null', async () => {
     const { apiKey } = await t.newTenant();
-    const res = await t.request('POST', '/api/v1/avatars', { key: apiKey, rawBody: '{"displayName":"Ada","metadata":{"a":[1,-1e309]}}', headers: { 'content-type': 'application/json' } });
+    const res = await t.request('POST', '/api/v1/avatars', {
+      key: apiKey,
+      rawBody: '{"displayName":"Ada","metadata":{"a":[1,-1e309]}}',
+      headers: { 'content-type': 'application/json' },
+    });
     expect(res.status).toBe(422);
-    expect(await json(res)).toMatchObject({ code: 'validation_error', field: 'metadata', error: 'Invalid field "metadata" in body: the number is out of range (at a[1])' });
+    expect(await json(res)).toMatchObject({
+      code: 'validation_error',
+      field: 'metadata',
+      error: 'Invalid field "metadata" in body: the number is out of range (at a[1])',
+    });
   });
 
   it('U+FFFD itself, sent as such, is text like any other', async () => {
@@ -202,8 +281,15 @@ describe('one rule for text on every route: lone surrogates and invalid UTF-8 ar
 
   it('invalid UTF-8 outside a string is a malformed body (400), as any other broken JSON', async () => {
     const { apiKey } = await t.newTenant();
-    for (const raw of [Buffer.from([0x7b, 0x22, 0x6e, 0x61, 0x6d, 0x65, 0x22, 0x3a, 0xff, 0x7d]), Buffer.from([0xff, 0x7b, 0x7d])]) {
-      const res = await t.request('POST', '/api/v1/api-keys', { key: apiKey, rawBody: raw, headers: { 'content-type': 'application/json' } });
+    for (const raw of [
+      Buffer.from([0x7b, 0x22, 0x6e, 0x61, 0x6d, 0x65, 0x22, 0x3a, 0xff, 0x7d]),
+      Buffer.from([0xff, 0x7b, 0x7d]),
+    ]) {
+      const res = await t.request('POST', '/api/v1/api-keys', {
+        key: apiKey,
+        rawBody: raw,
+        headers: { 'content-type': 'application/json' },
+      });
       expect(res.status).toBe(400);
       expect(await json(res)).toMatchObject({ code: 'malformed_json' });
     }

@@ -120,7 +120,11 @@ export function refineStorableJson(report: 'field' | 'inside') {
     const found = findJsonProblem(value, { maxDepth: MAX_JSON_DEPTH });
     if (!found) return;
     if (report === 'inside') ctx.addIssue({ code: 'custom', path: found.path, message: describeJsonProblem(found) });
-    else ctx.addIssue({ code: 'custom', message: `${describeJsonProblem(found)}${found.path.length ? ` (at ${fieldPath(found.path)})` : ''}` });
+    else
+      ctx.addIssue({
+        code: 'custom',
+        message: `${describeJsonProblem(found)}${found.path.length ? ` (at ${fieldPath(found.path)})` : ''}`,
+      });
   };
 }
 
@@ -135,7 +139,8 @@ function utf8SequenceAt(b: Uint8Array, i: number): number {
   };
   if (c >= 0xc2 && c <= 0xdf) return cont(1) ? 2 : 0;
   if (c >= 0xe0 && c <= 0xef) return cont(1, c === 0xe0 ? 0xa0 : 0x80, c === 0xed ? 0x9f : 0xbf) && cont(2) ? 3 : 0;
-  if (c >= 0xf0 && c <= 0xf4) return cont(1, c === 0xf0 ? 0x90 : 0x80, c === 0xf4 ? 0x8f : 0xbf) && cont(2) && cont(3) ? 4 : 0;
+  if (c >= 0xf0 && c <= 0xf4)
+    return cont(1, c === 0xf0 ? 0x90 : 0x80, c === 0xf4 ? 0x8f : 0xbf) && cont(2) && cont(3) ? 4 : 0;
   return 0;
 }
 
@@ -153,7 +158,7 @@ export function escapeInvalidUtf8(bytes: Uint8Array): Buffer | undefined {
   let inString = false;
   let escaped = false;
   let start = 0;
-  for (let i = 0; i < bytes.length; ) {
+  for (let i = 0; i < bytes.length;) {
     const b = bytes[i]!;
     if (b < 0x80) {
       if (!inString) inString = b === 0x22;
@@ -165,7 +170,10 @@ export function escapeInvalidUtf8(bytes: Uint8Array): Buffer | undefined {
     }
     const n = utf8SequenceAt(bytes, i);
     if (n === 0) {
-      parts.push(Buffer.from(bytes.subarray(start, i)), Buffer.from(inString && !escaped ? `\\udc${b.toString(16)}` : '\ufffd', 'utf8'));
+      parts.push(
+        Buffer.from(bytes.subarray(start, i)),
+        Buffer.from(inString && !escaped ? `\\udc${b.toString(16)}` : '\ufffd', 'utf8'),
+      );
       start = i + 1;
     }
     escaped = false;

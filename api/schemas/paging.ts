@@ -5,7 +5,13 @@ import { decodeCursor, type PagePosition } from '../../core/paging.ts';
 /** The query fields of a keyset-paged list: `limit` (1 to max) and `cursor` (a nextCursor this API returned). */
 export function pageQueryFields(o: { max: number; defaultLimit: number }) {
   return {
-    limit: z.coerce.number().int().min(1).max(o.max).optional().openapi({ description: `Page size, 1 to ${o.max}, default ${o.defaultLimit}.` }),
+    limit: z.coerce
+      .number()
+      .int()
+      .min(1)
+      .max(o.max)
+      .optional()
+      .openapi({ description: `Page size, 1 to ${o.max}, default ${o.defaultLimit}.` }),
     cursor: z.string().min(1).max(512).optional().openapi({ description: 'nextCursor of the previous page.' }),
   };
 }
@@ -14,6 +20,9 @@ export function pageQueryFields(o: { max: number; defaultLimit: number }) {
 export function pageAfter(cursor: string | undefined): PagePosition | undefined {
   if (cursor === undefined) return undefined;
   const after = decodeCursor(cursor);
-  if (!after) throw new ApiError('validation_error', 'Invalid field "cursor" in query: not a cursor this API returned', { field: 'cursor' });
+  if (!after)
+    throw new ApiError('validation_error', 'Invalid field "cursor" in query: not a cursor this API returned', {
+      field: 'cursor',
+    });
   return after;
 }

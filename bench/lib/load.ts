@@ -46,7 +46,14 @@ export interface PhaseResult {
 function send(agent: http.Agent, target: LoadTarget, req: NextRequest): Promise<number> {
   return new Promise((resolve, reject) => {
     const r = http.request(
-      { host: target.host ?? '127.0.0.1', port: target.port, path: req.path, method: 'GET', headers: req.headers, agent },
+      {
+        host: target.host ?? '127.0.0.1',
+        port: target.port,
+        path: req.path,
+        method: 'GET',
+        headers: req.headers,
+        agent,
+      },
       (res) => {
         res.on('data', () => {});
         res.on('end', () => resolve(res.statusCode ?? 0));
@@ -85,7 +92,10 @@ function finish(
 }
 
 /** `connections` requests in flight at all times, for `durationMs`. */
-export async function closedLoop(target: LoadTarget, o: { connections: number; durationMs: number; counter?: { i: number } }): Promise<PhaseResult> {
+export async function closedLoop(
+  target: LoadTarget,
+  o: { connections: number; durationMs: number; counter?: { i: number } },
+): Promise<PhaseResult> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: o.connections });
   const counter = o.counter ?? { i: 0 };
   const lat: number[] = [];

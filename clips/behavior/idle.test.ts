@@ -2,7 +2,13 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ClipLibraryNotReady, IdlePoolExhausted } from './errors.ts';
 import { assessIdlePool, assertIdlePoolPlayable, createIdleSelector, idleMemberWeights } from './idle.ts';
-import { SOURCE_MEMBER_ID, availabilityFrom, type Availability, type Behavior, type ClipAvailability } from './types.ts';
+import {
+  SOURCE_MEMBER_ID,
+  availabilityFrom,
+  type Availability,
+  type Behavior,
+  type ClipAvailability,
+} from './types.ts';
 
 const allReady: Availability = () => 'ready';
 const FC = { seed: 20240611, numRuns: 40 } as const;
@@ -69,7 +75,8 @@ describe('createIdleSelector: weighted pool', () => {
     const freq = frequencies(() => sel.next(), 20_000);
     const expected = stationary(weights);
     for (const id of Object.keys(weights)) expect(freq[id] ?? 0).toBeCloseTo(expected[id] as number, 1);
-    for (const id of Object.keys(weights)) expect(Math.abs((freq[id] ?? 0) - (expected[id] as number))).toBeLessThan(0.01);
+    for (const id of Object.keys(weights))
+      expect(Math.abs((freq[id] ?? 0) - (expected[id] as number))).toBeLessThan(0.01);
     // Frequency order follows weight order.
     const byFreq = Object.keys(weights).sort((x, y) => (freq[x] ?? 0) - (freq[y] ?? 0));
     expect(byFreq).toEqual(['source', 'a', 'b', 'c', 'd']);
@@ -82,7 +89,8 @@ describe('createIdleSelector: weighted pool', () => {
         fc.pre(Object.keys(positive).length > 0);
         const sel = createIdleSelector(weighted(weights), allReady, seed);
         const freq = frequencies(() => sel.next(), 6_000);
-        const expected = Object.keys(positive).length === 1 ? { [Object.keys(positive)[0] as string]: 1 } : stationary(positive);
+        const expected =
+          Object.keys(positive).length === 1 ? { [Object.keys(positive)[0] as string]: 1 } : stationary(positive);
         for (const [id, p] of Object.entries(expected)) expect(Math.abs((freq[id] ?? 0) - p)).toBeLessThan(0.03);
         for (const id of Object.keys(weights)) if (weights[id] === 0) expect(freq[id]).toBeUndefined();
         // Order: w_i > w_j ⇒ π_i ≥ π_j, so observed frequencies respect it up to the tolerance.
@@ -141,7 +149,8 @@ describe('createIdleSelector: weighted pool', () => {
     const after = frequencies(() => sel.next(), 20_000);
     expect(after.c).toBeUndefined();
     const expected = stationary({ source: 1, a: 2, b: 3 });
-    for (const id of ['source', 'a', 'b']) expect(Math.abs((after[id] ?? 0) - (expected[id] as number))).toBeLessThan(0.01);
+    for (const id of ['source', 'a', 'b'])
+      expect(Math.abs((after[id] ?? 0) - (expected[id] as number))).toBeLessThan(0.01);
   });
 
   it('legacy weight converts to aggregate weights (authored clips share it)', () => {

@@ -100,8 +100,7 @@ export function createIdleSelector(behavior: Behavior, availability: Availabilit
       const state = assessIdlePool(behavior, availability);
       if (state.status === 'not_ready') throw new ClipLibraryNotReady(state.pending);
       if (state.status === 'exhausted') throw new IdlePoolExhausted(state.positive);
-      const candidates =
-        state.members.length > 1 ? state.members.filter((m) => m.id !== previous) : state.members;
+      const candidates = state.members.length > 1 ? state.members.filter((m) => m.id !== previous) : state.members;
       previous = pickWeighted(
         random,
         candidates.map((m) => ({ item: m.id, weight: m.weight })),

@@ -22,18 +22,23 @@ describe('listening reactions', () => {
   it('property: exactly one reaction per event, among the ready listening clips; repeats allowed', () => {
     const statusArb = fc.constantFrom<ClipAvailability>('ready', 'pending', 'failed', 'retired');
     fc.assert(
-      fc.property(fc.array(statusArb, { minLength: 3, maxLength: 3 }), fc.integer({ min: 0, max: 50 }), fc.integer(), (st, events, seed) => {
-        const ids = ['lean_in', 'nod', 'tilt'];
-        const status = Object.fromEntries(ids.map((id, i) => [id, st[i] as ClipAvailability]));
-        const picker = createReactionPicker(behavior, availabilityFrom(status, true), seed);
-        const ready = ids.filter((id) => status[id] === 'ready');
-        const results = Array.from({ length: events }, () => picker.onUserSpeechStarted());
-        expect(results).toHaveLength(events);
-        for (const r of results) {
-          if (ready.length === 0) expect(r).toBeNull();
-          else expect(ready).toContain(r);
-        }
-      }),
+      fc.property(
+        fc.array(statusArb, { minLength: 3, maxLength: 3 }),
+        fc.integer({ min: 0, max: 50 }),
+        fc.integer(),
+        (st, events, seed) => {
+          const ids = ['lean_in', 'nod', 'tilt'];
+          const status = Object.fromEntries(ids.map((id, i) => [id, st[i] as ClipAvailability]));
+          const picker = createReactionPicker(behavior, availabilityFrom(status, true), seed);
+          const ready = ids.filter((id) => status[id] === 'ready');
+          const results = Array.from({ length: events }, () => picker.onUserSpeechStarted());
+          expect(results).toHaveLength(events);
+          for (const r of results) {
+            if (ready.length === 0) expect(r).toBeNull();
+            else expect(ready).toContain(r);
+          }
+        },
+      ),
       FC,
     );
   });
@@ -47,7 +52,8 @@ describe('listening reactions', () => {
       const r = picker.onUserSpeechStarted() as string;
       counts[r] = (counts[r] ?? 0) + 1;
     }
-    for (const id of ['lean_in', 'nod', 'tilt']) expect(Math.abs((counts[id] ?? 0) / 30_000 - 1 / 3)).toBeLessThan(0.01);
+    for (const id of ['lean_in', 'nod', 'tilt'])
+      expect(Math.abs((counts[id] ?? 0) / 30_000 - 1 / 3)).toBeLessThan(0.01);
     // Immediate repeats happen (no no-repeat rule here).
     const seq = Array.from({ length: 200 }, () => picker.onUserSpeechStarted());
     expect(seq.some((x, i) => i > 0 && x === seq[i - 1])).toBe(true);
@@ -60,7 +66,11 @@ describe('listening reactions', () => {
 
 describe('action menu', () => {
   it('lists actions with at least one ready clip, in declaration order', () => {
-    const engine = createBehaviorEngine(behavior, availabilityFrom({ wave_1: 'failed', wave_2: 'ready', shrug: 'pending', bow: 'ready' }, true), 1);
+    const engine = createBehaviorEngine(
+      behavior,
+      availabilityFrom({ wave_1: 'failed', wave_2: 'ready', shrug: 'pending', bow: 'ready' }, true),
+      1,
+    );
     expect(engine.actionMenu()).toEqual([
       { id: 'wave', description: 'Wave hello to the user' },
       { id: 'bow', description: 'Bow politely' },

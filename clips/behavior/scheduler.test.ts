@@ -8,7 +8,10 @@ const allReady: Availability = () => 'ready';
 const behavior: Behavior = {
   idle: { clips: ['breathe', 'look_around'] },
   on: { userSpeechStarted: { clips: ['lean_in', 'nod'] } },
-  actions: { wave: { description: 'Wave hello', clips: ['wave_1', 'wave_2'] }, bow: { description: 'Bow', clips: ['bow'] } },
+  actions: {
+    wave: { description: 'Wave hello', clips: ['wave_1', 'wave_2'] },
+    bow: { description: 'Bow', clips: ['bow'] },
+  },
 };
 
 describe('scheduler', () => {
@@ -31,7 +34,11 @@ describe('scheduler', () => {
   });
 
   it('rejects unknown or unplayable actions at request time', () => {
-    const s = createScheduler(behavior, availabilityFrom({ breathe: 'ready', look_around: 'ready', bow: 'pending' }, true), 1);
+    const s = createScheduler(
+      behavior,
+      availabilityFrom({ breathe: 'ready', look_around: 'ready', bow: 'pending' }, true),
+      1,
+    );
     s.start();
     expect(s.handle({ type: 'actionRequested', actionId: 'dance' })).toEqual({
       play: null,
@@ -45,14 +52,22 @@ describe('scheduler', () => {
   });
 
   it('a reaction with nothing ready is skipped (keep idling)', () => {
-    const s = createScheduler({ ...behavior, on: { userSpeechStarted: { clips: ['lean_in'] } } }, availabilityFrom({ breathe: 'ready', lean_in: 'failed' }, true), 2);
+    const s = createScheduler(
+      { ...behavior, on: { userSpeechStarted: { clips: ['lean_in'] } } },
+      availabilityFrom({ breathe: 'ready', lean_in: 'failed' }, true),
+      2,
+    );
     s.start();
     s.handle({ type: 'userSpeechStarted' });
     expect((s.handle({ type: 'clipEnded' }).play as Play).kind).toBe('idle');
   });
 
   it('surfaces ClipLibraryNotReady from the idle pool', () => {
-    const s = createScheduler({ idle: { clips: ['a'], weights: { source: 0 } } }, availabilityFrom({ a: 'pending' }, true), 1);
+    const s = createScheduler(
+      { idle: { clips: ['a'], weights: { source: 0 } } },
+      availabilityFrom({ a: 'pending' }, true),
+      1,
+    );
     expect(() => s.start()).toThrow(ClipLibraryNotReady);
   });
 
@@ -60,7 +75,10 @@ describe('scheduler', () => {
     const eventArb = fc.oneof(
       fc.constant<SchedulerEvent>({ type: 'clipEnded' }),
       fc.constant<SchedulerEvent>({ type: 'userSpeechStarted' }),
-      fc.constantFrom<SchedulerEvent>({ type: 'actionRequested', actionId: 'wave' }, { type: 'actionRequested', actionId: 'bow' }),
+      fc.constantFrom<SchedulerEvent>(
+        { type: 'actionRequested', actionId: 'wave' },
+        { type: 'actionRequested', actionId: 'bow' },
+      ),
     );
     fc.assert(
       fc.property(fc.array(eventArb, { maxLength: 80 }), fc.integer(), (events, seed) => {

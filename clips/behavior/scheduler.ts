@@ -19,9 +19,7 @@ export type Play =
   | { kind: 'action'; clipId: string; actionId: string };
 
 export type SchedulerEvent =
-  | { type: 'clipEnded' }
-  | { type: 'userSpeechStarted' }
-  | { type: 'actionRequested'; actionId: string };
+  { type: 'clipEnded' } | { type: 'userSpeechStarted' } | { type: 'actionRequested'; actionId: string };
 
 export interface SchedulerResult {
   /** What to start now, or null: keep playing the current clip (an interrupt may have been queued). */

@@ -40,7 +40,15 @@ export { DEFAULT_WEIGHT, SOURCE_MEMBER_ID } from '../behavior/types.ts';
  * - `none`, `all`: kept free as selector words for behavior rules (no clip / every clip), so a
  *   later rule can use them without colliding with a tenant's clip or action.
  */
-export const RESERVED_IDS: readonly string[] = Object.freeze(['source', '__proto__', 'constructor', 'prototype', 'default', 'none', 'all']);
+export const RESERVED_IDS: readonly string[] = Object.freeze([
+  'source',
+  '__proto__',
+  'constructor',
+  'prototype',
+  'default',
+  'none',
+  'all',
+]);
 
 const RESERVED = new Set(RESERVED_IDS);
 

@@ -35,12 +35,18 @@ const upload = (clipId: string, assetId: string, over: Partial<CurrentClipRow> =
 /** The rows a fully rendered library of `d` would have. */
 function rowsOf(d: NormalisedDeclaration): CurrentClipRow[] {
   return Object.entries(d.clips).map(([id, { source }]) =>
-    source.kind === 'upload' ? upload(id, source.assetId) : row(id, { motionPrompt: source.motionPrompt, durationSeconds: source.durationSeconds }),
+    source.kind === 'upload'
+      ? upload(id, source.assetId)
+      : row(id, { motionPrompt: source.motionPrompt, durationSeconds: source.durationSeconds }),
   );
 }
 
 describe('planDeclaration', () => {
-  const current = [row('nod', { motionPrompt: 'nod', durationSeconds: 4 }), row('wave', { motionPrompt: 'wave hello', durationSeconds: 6 }), upload('intro', 'ast_1')];
+  const current = [
+    row('nod', { motionPrompt: 'nod', durationSeconds: 4 }),
+    row('wave', { motionPrompt: 'wave hello', durationSeconds: 6 }),
+    upload('intro', 'ast_1'),
+  ];
   const body = {
     expectedRevision: 1,
     clips: {
@@ -51,19 +57,51 @@ describe('planDeclaration', () => {
   };
 
   it('keeps unchanged sources even when selection and action metadata change', () => {
-    const plan = planDeclaration(current, decl({ ...body, idle: { clips: ['nod', 'wave'], weights: { source: 0 } }, actions: { hi: { description: 'Say hi', clips: ['wave'] } } }));
+    const plan = planDeclaration(
+      current,
+      decl({
+        ...body,
+        idle: { clips: ['nod', 'wave'], weights: { source: 0 } },
+        actions: { hi: { description: 'Say hi', clips: ['wave'] } },
+      }),
+    );
     expect(plan).toEqual({ kept: ['nod', 'wave', 'intro'], queued: [], retired: [] });
-    const plan2 = planDeclaration(current, decl({ ...body, on: { userSpeechStarted: { clips: ['intro'] } }, actions: { hi: { description: 'Say hi differently', clips: ['nod'] } } }));
+    const plan2 = planDeclaration(
+      current,
+      decl({
+        ...body,
+        on: { userSpeechStarted: { clips: ['intro'] } },
+        actions: { hi: { description: 'Say hi differently', clips: ['nod'] } },
+      }),
+    );
     expect(plan2).toEqual({ kept: ['nod', 'wave', 'intro'], queued: [], retired: [] });
   });
 
   it('compares trimmed prompts: whitespace around a prompt is no change', () => {
-    expect(planDeclaration(current, decl({ ...body, clips: { ...body.clips, nod: { source: { motionPrompt: '  nod \n', durationSeconds: 4 } } } })).kept).toContain('nod');
-    expect(planDeclaration([row('nod', { motionPrompt: ' nod ', durationSeconds: 4 })], decl({ expectedRevision: 0, clips: { nod: body.clips.nod } })).kept).toEqual(['nod']);
+    expect(
+      planDeclaration(
+        current,
+        decl({ ...body, clips: { ...body.clips, nod: { source: { motionPrompt: '  nod \n', durationSeconds: 4 } } } }),
+      ).kept,
+    ).toContain('nod');
+    expect(
+      planDeclaration(
+        [row('nod', { motionPrompt: ' nod ', durationSeconds: 4 })],
+        decl({ expectedRevision: 0, clips: { nod: body.clips.nod } }),
+      ).kept,
+    ).toEqual(['nod']);
   });
 
   it('queues a prompt change', () => {
-    expect(planDeclaration(current, decl({ ...body, clips: { ...body.clips, wave: { source: { motionPrompt: 'wave goodbye', durationSeconds: 6 } } } }))).toEqual({
+    expect(
+      planDeclaration(
+        current,
+        decl({
+          ...body,
+          clips: { ...body.clips, wave: { source: { motionPrompt: 'wave goodbye', durationSeconds: 6 } } },
+        }),
+      ),
+    ).toEqual({
       kept: ['nod', 'intro'],
       queued: ['wave'],
       retired: [],
@@ -71,63 +109,138 @@ describe('planDeclaration', () => {
   });
 
   it('queues a duration change, including to the default', () => {
-    expect(planDeclaration(current, decl({ ...body, clips: { ...body.clips, nod: { source: { motionPrompt: 'nod', durationSeconds: 5 } } } })).queued).toEqual(['nod']);
-    expect(planDeclaration(current, decl({ ...body, clips: { ...body.clips, nod: { source: { motionPrompt: 'nod' } } } })).queued).toEqual(['nod']);
+    expect(
+      planDeclaration(
+        current,
+        decl({ ...body, clips: { ...body.clips, nod: { source: { motionPrompt: 'nod', durationSeconds: 5 } } } }),
+      ).queued,
+    ).toEqual(['nod']);
+    expect(
+      planDeclaration(current, decl({ ...body, clips: { ...body.clips, nod: { source: { motionPrompt: 'nod' } } } }))
+        .queued,
+    ).toEqual(['nod']);
   });
 
   it('queues an asset change and a source kind change', () => {
-    expect(planDeclaration(current, decl({ ...body, clips: { ...body.clips, intro: { source: { assetId: 'ast_2' } } } })).queued).toEqual(['intro']);
-    expect(planDeclaration(current, decl({ ...body, clips: { ...body.clips, intro: { source: { motionPrompt: 'ast_1' } } } })).queued).toEqual(['intro']);
-    expect(planDeclaration(current, decl({ ...body, clips: { ...body.clips, nod: { source: { assetId: 'nod' } } } })).queued).toEqual(['nod']);
+    expect(
+      planDeclaration(current, decl({ ...body, clips: { ...body.clips, intro: { source: { assetId: 'ast_2' } } } }))
+        .queued,
+    ).toEqual(['intro']);
+    expect(
+      planDeclaration(
+        current,
+        decl({ ...body, clips: { ...body.clips, intro: { source: { motionPrompt: 'ast_1' } } } }),
+      ).queued,
+    ).toEqual(['intro']);
+    expect(
+      planDeclaration(current, decl({ ...body, clips: { ...body.clips, nod: { source: { assetId: 'nod' } } } })).queued,
+    ).toEqual(['nod']);
   });
 
   it('retires an omitted clip (full replacement) and queues a new one', () => {
     const { intro: _, ...rest } = body.clips;
-    expect(planDeclaration(current, decl({ ...body, clips: { ...rest, smile: { source: { motionPrompt: 'smile' } } } }))).toEqual({
+    expect(
+      planDeclaration(current, decl({ ...body, clips: { ...rest, smile: { source: { motionPrompt: 'smile' } } } })),
+    ).toEqual({
       kept: ['nod', 'wave'],
       queued: ['smile'],
       retired: ['intro'],
     });
-    expect(planDeclaration(current, decl({ expectedRevision: 1, clips: {} }))).toEqual({ kept: [], queued: [], retired: ['nod', 'wave', 'intro'] });
+    expect(planDeclaration(current, decl({ expectedRevision: 1, clips: {} }))).toEqual({
+      kept: [],
+      queued: [],
+      retired: ['nod', 'wave', 'intro'],
+    });
   });
 
   it('ignores already retired rows: re-declaring one queues it, omitting it retires nothing', () => {
     const old = [row('nod', { retiredAt: new Date() })];
-    expect(planDeclaration(old, decl({ expectedRevision: 0, clips: { nod: { source: { motionPrompt: 'nod' } } } }))).toEqual({ kept: [], queued: ['nod'], retired: [] });
-    expect(planDeclaration(old, decl({ expectedRevision: 0, clips: {} }))).toEqual({ kept: [], queued: [], retired: [] });
+    expect(
+      planDeclaration(old, decl({ expectedRevision: 0, clips: { nod: { source: { motionPrompt: 'nod' } } } })),
+    ).toEqual({ kept: [], queued: ['nod'], retired: [] });
+    expect(planDeclaration(old, decl({ expectedRevision: 0, clips: {} }))).toEqual({
+      kept: [],
+      queued: [],
+      retired: [],
+    });
   });
 
   it('a null stored duration matches the default 5; a null stored prompt matches nothing', () => {
-    expect(planDeclaration([row('a', { durationSeconds: null })], decl({ expectedRevision: 0, clips: { a: { source: { motionPrompt: 'nod' } } } })).kept).toEqual(['a']);
-    expect(planDeclaration([row('a', { motionPrompt: null })], decl({ expectedRevision: 0, clips: { a: { source: { motionPrompt: 'nod' } } } })).queued).toEqual(['a']);
+    expect(
+      planDeclaration(
+        [row('a', { durationSeconds: null })],
+        decl({ expectedRevision: 0, clips: { a: { source: { motionPrompt: 'nod' } } } }),
+      ).kept,
+    ).toEqual(['a']);
+    expect(
+      planDeclaration(
+        [row('a', { motionPrompt: null })],
+        decl({ expectedRevision: 0, clips: { a: { source: { motionPrompt: 'nod' } } } }),
+      ).queued,
+    ).toEqual(['a']);
   });
 
   it('keeps an unchanged source whatever its job status (a failed render is retried elsewhere, not by re-declaring)', () => {
     for (const status of ['queued', 'rendering', 'ready', 'failed'] as const) {
-      expect(planDeclaration([row('a', { status })], decl({ expectedRevision: 0, clips: { a: { source: { motionPrompt: 'nod' } } } })).kept).toEqual(['a']);
+      expect(
+        planDeclaration(
+          [row('a', { status })],
+          decl({ expectedRevision: 0, clips: { a: { source: { motionPrompt: 'nod' } } } }),
+        ).kept,
+      ).toEqual(['a']);
     }
   });
 });
 
 describe('rowToSource', () => {
-  it('maps an uploaded row to { assetId }', () => expect(rowToSource(upload('i', 'ast_9'))).toEqual({ ok: true, clipId: 'i', source: { assetId: 'ast_9' } }));
+  it('maps an uploaded row to { assetId }', () =>
+    expect(rowToSource(upload('i', 'ast_9'))).toEqual({ ok: true, clipId: 'i', source: { assetId: 'ast_9' } }));
   it('maps a generated row to { motionPrompt, durationSeconds }', () =>
-    expect(rowToSource(row('w', { motionPrompt: 'wave', durationSeconds: 7 }))).toEqual({ ok: true, clipId: 'w', source: { motionPrompt: 'wave', durationSeconds: 7 } }));
-  it('omits a null duration', () => expect(rowToSource(row('w', { motionPrompt: 'wave', durationSeconds: null }))).toEqual({ ok: true, clipId: 'w', source: { motionPrompt: 'wave' } }));
+    expect(rowToSource(row('w', { motionPrompt: 'wave', durationSeconds: 7 }))).toEqual({
+      ok: true,
+      clipId: 'w',
+      source: { motionPrompt: 'wave', durationSeconds: 7 },
+    }));
+  it('omits a null duration', () =>
+    expect(rowToSource(row('w', { motionPrompt: 'wave', durationSeconds: null }))).toEqual({
+      ok: true,
+      clipId: 'w',
+      source: { motionPrompt: 'wave' },
+    }));
   it.each([[null], [''], ['   ']])('reports an older generated row with prompt %j as needs_prompt', (p) =>
-    expect(rowToSource(row('old', { motionPrompt: p }))).toEqual({ ok: false, clipId: 'old', reason: 'needs_prompt' }));
-  it('reports an uploaded row without asset id as needs_asset', () => expect(rowToSource(upload('u', ''))).toMatchObject({ ok: false, reason: 'needs_asset' }));
+    expect(rowToSource(row('old', { motionPrompt: p }))).toEqual({ ok: false, clipId: 'old', reason: 'needs_prompt' }),
+  );
+  it('reports an uploaded row without asset id as needs_asset', () =>
+    expect(rowToSource(upload('u', ''))).toMatchObject({ ok: false, reason: 'needs_asset' }));
 });
 
 function envRow(r: CurrentClipRow): ClipEnvelopeRow {
   return {
-    clipId: r.clipId, status: r.status, url: r.mp4Key ? `https://cdn/${r.mp4Key}` : null, source: r.sourceKind, uploadAssetId: r.uploadAssetId,
-    motionPrompt: r.motionPrompt, durationSeconds: r.durationSeconds, anchorVersion: r.anchorVersion, poseCheck: r.poseCheck, error: r.error,
-    createdAt: '2026-01-01T00:00:00Z', updatedAt: '2026-01-01T00:00:00Z',
+    clipId: r.clipId,
+    status: r.status,
+    url: r.mp4Key ? `https://cdn/${r.mp4Key}` : null,
+    source: r.sourceKind,
+    uploadAssetId: r.uploadAssetId,
+    motionPrompt: r.motionPrompt,
+    durationSeconds: r.durationSeconds,
+    anchorVersion: r.anchorVersion,
+    poseCheck: r.poseCheck,
+    error: r.error,
+    createdAt: '2026-01-01T00:00:00Z',
+    updatedAt: '2026-01-01T00:00:00Z',
   };
 }
 function envelope(rows: CurrentClipRow[], behavior: ClipEnvelope['behavior']): ClipEnvelope {
-  return { data: rows.map(envRow), avatarId: 'ava_1', revision: 9, anchorVersion: 1, anchor: null, clipLibraryEligible: true, defaultSourceAssetId: 'ast_p', behavior };
+  return {
+    data: rows.map(envRow),
+    avatarId: 'ava_1',
+    revision: 9,
+    anchorVersion: 1,
+    anchor: null,
+    clipLibraryEligible: true,
+    defaultSourceAssetId: 'ast_p',
+    behavior,
+  };
 }
 
 describe('round trip GET -> PUT -> plan', () => {
@@ -183,7 +296,11 @@ describe('round trip GET -> PUT -> plan', () => {
     const second = envelopeToDeclaration(envelope(withOld, behavior), { prompts: { old: 'smile' } });
     expect(second.needsPrompt).toEqual([]);
     expect(second.body.clips.old).toEqual({ source: { motionPrompt: 'smile', durationSeconds: 6 } });
-    expect(planDeclaration(withOld, decl(second.body))).toEqual({ kept: ['listen', 'nod', 'legacy', 'intro'], queued: ['old'], retired: [] });
+    expect(planDeclaration(withOld, decl(second.body))).toEqual({
+      kept: ['listen', 'nod', 'legacy', 'intro'],
+      queued: ['old'],
+      retired: [],
+    });
   });
 });
 
@@ -192,10 +309,15 @@ describe('round trip GET -> PUT -> plan', () => {
 const RESERVED = new Set(RESERVED_IDS);
 const idArb = fc.stringMatching(/^[A-Za-z0-9_-]{1,64}$/).filter((id) => !RESERVED.has(id.toLowerCase()));
 const textArb = (max: number) =>
-  fc.string({ minLength: 1, maxLength: max, unit: 'grapheme-ascii' }).filter((s) => s.trim().length > 0 && s.length <= max);
+  fc
+    .string({ minLength: 1, maxLength: max, unit: 'grapheme-ascii' })
+    .filter((s) => s.trim().length > 0 && s.length <= max);
 const sourceArb = fc.oneof(
   textArb(160).map((assetId) => ({ assetId })),
-  fc.record({ motionPrompt: textArb(1200), durationSeconds: fc.integer({ min: 4, max: 8 }) }, { requiredKeys: ['motionPrompt'] }),
+  fc.record(
+    { motionPrompt: textArb(1200), durationSeconds: fc.integer({ min: 4, max: 8 }) },
+    { requiredKeys: ['motionPrompt'] },
+  ),
 );
 const listArb = (ids: string[]) => fc.shuffledSubarray(ids, { minLength: 1, maxLength: Math.min(32, ids.length) });
 
@@ -203,16 +325,26 @@ const declarationArb = fc.uniqueArray(idArb, { minLength: 0, maxLength: 12 }).ch
   fc.record(
     {
       expectedRevision: fc.nat(),
-      clips: fc.tuple(...ids.map(() => sourceArb)).map((sources) => Object.fromEntries(ids.map((id, i) => [id, { source: sources[i] }]))),
-      idle: ids.length === 0 ? fc.constant(undefined) : listArb(ids).chain((clips) =>
-        fc.oneof(
-          fc.constant({ clips }),
-          fc.integer({ min: 0, max: 100 }).map((weight) => ({ clips, weight })),
-          fc.record({ source: fc.integer({ min: 1, max: 100 }) }).map((weights) => ({ clips, weights: { ...weights, [clips[0]!]: 0 } })),
-        ),
-      ),
+      clips: fc
+        .tuple(...ids.map(() => sourceArb))
+        .map((sources) => Object.fromEntries(ids.map((id, i) => [id, { source: sources[i] }]))),
+      idle:
+        ids.length === 0
+          ? fc.constant(undefined)
+          : listArb(ids).chain((clips) =>
+              fc.oneof(
+                fc.constant({ clips }),
+                fc.integer({ min: 0, max: 100 }).map((weight) => ({ clips, weight })),
+                fc
+                  .record({ source: fc.integer({ min: 1, max: 100 }) })
+                  .map((weights) => ({ clips, weights: { ...weights, [clips[0]!]: 0 } })),
+              ),
+            ),
       on: ids.length === 0 ? fc.constant(undefined) : listArb(ids).map((clips) => ({ userSpeechStarted: { clips } })),
-      actions: ids.length === 0 ? fc.constant(undefined) : fc.dictionary(idArb, fc.record({ description: textArb(512), clips: listArb(ids) }), { maxKeys: 4 }),
+      actions:
+        ids.length === 0
+          ? fc.constant(undefined)
+          : fc.dictionary(idArb, fc.record({ description: textArb(512), clips: listArb(ids) }), { maxKeys: 4 }),
     },
     { requiredKeys: ['expectedRevision', 'clips'] },
   ),

@@ -46,8 +46,12 @@ export interface ClipPlan {
  * default duration (5 s), so it matches a declared 5 (the round trip omits a null duration and the
  * declaration defaults it to 5). A generated row with a null prompt matches nothing.
  */
-export function sameSource(row: Pick<CurrentClipRow, 'sourceKind' | 'motionPrompt' | 'durationSeconds' | 'uploadAssetId'>, source: NormalisedSource): boolean {
-  if (source.kind === 'upload') return row.sourceKind === 'upload' && row.uploadAssetId !== null && row.uploadAssetId.trim() === source.assetId;
+export function sameSource(
+  row: Pick<CurrentClipRow, 'sourceKind' | 'motionPrompt' | 'durationSeconds' | 'uploadAssetId'>,
+  source: NormalisedSource,
+): boolean {
+  if (source.kind === 'upload')
+    return row.sourceKind === 'upload' && row.uploadAssetId !== null && row.uploadAssetId.trim() === source.assetId;
   return (
     row.sourceKind === 'generated' &&
     row.motionPrompt !== null &&
@@ -57,7 +61,10 @@ export function sameSource(row: Pick<CurrentClipRow, 'sourceKind' | 'motionPromp
 }
 
 /** Rows with `retiredAt` set are history, not current: a declared id matching only those is queued anew. */
-export function planDeclaration(current: readonly CurrentClipRow[], next: Pick<NormalisedDeclaration, 'clips'>): ClipPlan {
+export function planDeclaration(
+  current: readonly CurrentClipRow[],
+  next: Pick<NormalisedDeclaration, 'clips'>,
+): ClipPlan {
   const live = new Map<string, CurrentClipRow>();
   for (const row of current) if (row.retiredAt === null) live.set(row.clipId, row);
   const plan: ClipPlan = { kept: [], queued: [], retired: [] };

@@ -9,7 +9,10 @@ import type { ClipStatus, CurrentClipRow } from './plan.ts';
 import type { SourceBody } from './schema.ts';
 
 /** The source fields of a row, as stored (CurrentClipRow) or shown (ClipEnvelopeRow via envelopeRowSource). */
-export type RowSourceFields = Pick<CurrentClipRow, 'clipId' | 'sourceKind' | 'motionPrompt' | 'durationSeconds' | 'uploadAssetId'>;
+export type RowSourceFields = Pick<
+  CurrentClipRow,
+  'clipId' | 'sourceKind' | 'motionPrompt' | 'durationSeconds' | 'uploadAssetId'
+>;
 
 export type RowSourceResult =
   | { ok: true; clipId: string; source: SourceBody }
@@ -22,11 +25,17 @@ export type RowSourceResult =
 export function rowToSource(row: RowSourceFields): RowSourceResult {
   if (row.sourceKind === 'upload') {
     const assetId = row.uploadAssetId?.trim();
-    return assetId ? { ok: true, clipId: row.clipId, source: { assetId } } : { ok: false, clipId: row.clipId, reason: 'needs_asset' };
+    return assetId
+      ? { ok: true, clipId: row.clipId, source: { assetId } }
+      : { ok: false, clipId: row.clipId, reason: 'needs_asset' };
   }
   const motionPrompt = row.motionPrompt?.trim();
   if (!motionPrompt) return { ok: false, clipId: row.clipId, reason: 'needs_prompt' };
-  return { ok: true, clipId: row.clipId, source: row.durationSeconds === null ? { motionPrompt } : { motionPrompt, durationSeconds: row.durationSeconds } };
+  return {
+    ok: true,
+    clipId: row.clipId,
+    source: row.durationSeconds === null ? { motionPrompt } : { motionPrompt, durationSeconds: row.durationSeconds },
+  };
 }
 
 /**
@@ -61,7 +70,13 @@ export interface ClipEnvelope {
 }
 
 export function envelopeRowSource(row: ClipEnvelopeRow): RowSourceFields {
-  return { clipId: row.clipId, sourceKind: row.source, motionPrompt: row.motionPrompt, durationSeconds: row.durationSeconds, uploadAssetId: row.uploadAssetId };
+  return {
+    clipId: row.clipId,
+    sourceKind: row.source,
+    motionPrompt: row.motionPrompt,
+    durationSeconds: row.durationSeconds,
+    uploadAssetId: row.uploadAssetId,
+  };
 }
 
 /** A PUT body in wire shape (what `DeclarationBodySchema` accepts). */
@@ -82,14 +97,24 @@ export interface EnvelopeDeclaration {
  * envelope's revision, every row becomes a clip, `behavior.idle/on/actions` move to the top level.
  * `prompts` supplies new prompts for rows that need one (keyed by clip id).
  */
-export function envelopeToDeclaration(envelope: ClipEnvelope, options: { prompts?: Readonly<Record<string, string>> } = {}): EnvelopeDeclaration {
-  const out: EnvelopeDeclaration = { body: { expectedRevision: envelope.revision, clips: {} }, needsPrompt: [], needsAsset: [] };
+export function envelopeToDeclaration(
+  envelope: ClipEnvelope,
+  options: { prompts?: Readonly<Record<string, string>> } = {},
+): EnvelopeDeclaration {
+  const out: EnvelopeDeclaration = {
+    body: { expectedRevision: envelope.revision, clips: {} },
+    needsPrompt: [],
+    needsAsset: [],
+  };
   for (const row of envelope.data) {
     const mapped = rowToSource(envelopeRowSource(row));
     if (mapped.ok) out.body.clips[row.clipId] = { source: mapped.source };
     else if (mapped.reason === 'needs_prompt' && options.prompts && Object.hasOwn(options.prompts, row.clipId)) {
       const motionPrompt = options.prompts[row.clipId] as string;
-      out.body.clips[row.clipId] = { source: row.durationSeconds === null ? { motionPrompt } : { motionPrompt, durationSeconds: row.durationSeconds } };
+      out.body.clips[row.clipId] = {
+        source:
+          row.durationSeconds === null ? { motionPrompt } : { motionPrompt, durationSeconds: row.durationSeconds },
+      };
     } else if (mapped.reason === 'needs_prompt') out.needsPrompt.push(row.clipId);
     else out.needsAsset.push(row.clipId);
   }

@@ -52,7 +52,10 @@ export const DurationSeconds = z
   .min(DURATION_MIN_SECONDS, `must be at least ${DURATION_MIN_SECONDS} seconds`)
   .max(DURATION_MAX_SECONDS, `must be at most ${DURATION_MAX_SECONDS} seconds`);
 /** zod refuses NaN and ±Infinity for z.number(), so a weight is finite. */
-export const Weight = z.number().min(WEIGHT_MIN, `must be at least ${WEIGHT_MIN}`).max(WEIGHT_MAX, `must be at most ${WEIGHT_MAX}`);
+export const Weight = z
+  .number()
+  .min(WEIGHT_MIN, `must be at least ${WEIGHT_MIN}`)
+  .max(WEIGHT_MAX, `must be at most ${WEIGHT_MAX}`);
 
 /** A record keyed by clip or action id. A bad key is an issue at `<record>.<key>` with the id rule's message. */
 function idRecord<V extends z.ZodType>(value: V, what: 'clip' | 'action') {
@@ -79,9 +82,17 @@ export const SourceInput = z
   })
   .superRefine((s, ctx) => {
     if (s.assetId !== undefined && s.motionPrompt !== undefined) {
-      ctx.addIssue({ code: 'custom', path: ['motionPrompt'], message: 'is not allowed with assetId: a source is exactly { assetId } or { motionPrompt, durationSeconds? }' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['motionPrompt'],
+        message: 'is not allowed with assetId: a source is exactly { assetId } or { motionPrompt, durationSeconds? }',
+      });
     } else if (s.assetId !== undefined && s.durationSeconds !== undefined) {
-      ctx.addIssue({ code: 'custom', path: ['durationSeconds'], message: 'is not allowed with assetId: only generated sources ({ motionPrompt }) have a duration' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['durationSeconds'],
+        message: 'is not allowed with assetId: only generated sources ({ motionPrompt }) have a duration',
+      });
     } else if (s.assetId === undefined && s.motionPrompt === undefined) {
       ctx.addIssue({ code: 'custom', path: [], message: 'must be { assetId } or { motionPrompt, durationSeconds? }' });
     }
@@ -89,7 +100,10 @@ export const SourceInput = z
   .transform((s): SourceBody =>
     s.assetId !== undefined
       ? { assetId: s.assetId }
-      : { motionPrompt: s.motionPrompt as string, ...(s.durationSeconds !== undefined ? { durationSeconds: s.durationSeconds } : {}) },
+      : {
+          motionPrompt: s.motionPrompt as string,
+          ...(s.durationSeconds !== undefined ? { durationSeconds: s.durationSeconds } : {}),
+        },
   );
 
 /** A source in the shape of the PUT body. */
@@ -104,7 +118,8 @@ export const ClipList = z
     const seen = new Map<string, number>();
     list.forEach((id, i) => {
       const first = seen.get(id);
-      if (first !== undefined) ctx.addIssue({ code: 'custom', path: [i], message: `repeats clip id "${id}" (first at [${first}])` });
+      if (first !== undefined)
+        ctx.addIssue({ code: 'custom', path: [i], message: `repeats clip id "${id}" (first at [${first}])` });
       else seen.set(id, i);
     });
   });
@@ -126,14 +141,22 @@ export const IdleInput = z
       const pool = new Set([SOURCE_MEMBER_ID, ...idle.clips]);
       for (const key of Object.keys(idle.weights)) {
         if (!pool.has(key)) {
-          ctx.addIssue({ code: 'custom', path: ['weights', key], message: `is not a member of the idle pool ("${SOURCE_MEMBER_ID}" or an id in idle.clips)` });
+          ctx.addIssue({
+            code: 'custom',
+            path: ['weights', key],
+            message: `is not a member of the idle pool ("${SOURCE_MEMBER_ID}" or an id in idle.clips)`,
+          });
           return;
         }
       }
     }
     // The behaviour engine's own weighting decides, so the validator and the engine cannot disagree.
     if (!idleMemberWeights({ idle }).some((m) => m.weight > 0)) {
-      ctx.addIssue({ code: 'custom', path: [idle.weights ? 'weights' : 'weight'], message: 'leaves no idle member with a positive weight (at least one must stay positive)' });
+      ctx.addIssue({
+        code: 'custom',
+        path: [idle.weights ? 'weights' : 'weight'],
+        message: 'leaves no idle member with a positive weight (at least one must stay positive)',
+      });
     }
   });
 
@@ -155,11 +178,17 @@ export const DeclarationBodySchema = z
     const declared = (id: string) => Object.hasOwn(body.clips, id);
     const check = (list: readonly string[], path: (string | number)[]) =>
       list.forEach((id, i) => {
-        if (!declared(id)) ctx.addIssue({ code: 'custom', path: [...path, i], message: `names clip "${id}", which is not declared in clips` });
+        if (!declared(id))
+          ctx.addIssue({
+            code: 'custom',
+            path: [...path, i],
+            message: `names clip "${id}", which is not declared in clips`,
+          });
       });
     if (body.idle) check(body.idle.clips, ['idle', 'clips']);
     if (body.on?.userSpeechStarted) check(body.on.userSpeechStarted.clips, ['on', 'userSpeechStarted', 'clips']);
-    for (const [actionId, action] of Object.entries(body.actions ?? {})) check(action.clips, ['actions', actionId, 'clips']);
+    for (const [actionId, action] of Object.entries(body.actions ?? {}))
+      check(action.clips, ['actions', actionId, 'clips']);
   });
 
 /** The PUT body as parsed (trimmed texts; duration not yet defaulted). */

@@ -9,7 +9,8 @@ import { DEFAULT_DURATION_SECONDS } from './limits.ts';
 import { DeclarationBodySchema, type DeclarationBody, type SourceBody } from './schema.ts';
 
 /** A source after normalisation; `kind` is the `avatar_clips.source_kind` it will be stored as. */
-export type NormalisedSource = { kind: 'upload'; assetId: string } | { kind: 'generated'; motionPrompt: string; durationSeconds: number };
+export type NormalisedSource =
+  { kind: 'upload'; assetId: string } | { kind: 'generated'; motionPrompt: string; durationSeconds: number };
 
 export interface NormalisedDeclaration {
   expectedRevision: number;
@@ -25,7 +26,8 @@ export interface DeclarationProblem {
   message: string;
 }
 
-export type DeclarationResult = { ok: true; declaration: NormalisedDeclaration } | { ok: false; problems: DeclarationProblem[] };
+export type DeclarationResult =
+  { ok: true; declaration: NormalisedDeclaration } | { ok: false; problems: DeclarationProblem[] };
 
 /** "a.b[0].c" from a path (same format as api/errors.ts `fieldPath`). */
 export function fieldPath(path: readonly PropertyKey[]): string {
@@ -81,7 +83,12 @@ export function problemsFromZod(error: z.ZodError, body: unknown): DeclarationPr
     } else if (issue.code === 'invalid_type') {
       const at = valueAt(body, issue.path);
       const expected = issue.expected === 'record' ? 'object' : issue.expected;
-      out.push({ field, message: at.present ? `must be ${/^[aeiou]/.test(expected) ? 'an' : 'a'} ${expected}, got ${kindOf(at.value)}` : 'is required' });
+      out.push({
+        field,
+        message: at.present
+          ? `must be ${/^[aeiou]/.test(expected) ? 'an' : 'a'} ${expected}, got ${kindOf(at.value)}`
+          : 'is required',
+      });
     } else {
       out.push({ field, message: issue.message });
     }
@@ -91,7 +98,11 @@ export function problemsFromZod(error: z.ZodError, body: unknown): DeclarationPr
 
 export function normaliseSource(source: SourceBody): NormalisedSource {
   if ('assetId' in source) return { kind: 'upload', assetId: source.assetId };
-  return { kind: 'generated', motionPrompt: source.motionPrompt, durationSeconds: source.durationSeconds ?? DEFAULT_DURATION_SECONDS };
+  return {
+    kind: 'generated',
+    motionPrompt: source.motionPrompt,
+    durationSeconds: source.durationSeconds ?? DEFAULT_DURATION_SECONDS,
+  };
 }
 
 function normalise(body: DeclarationBody): NormalisedDeclaration {
@@ -109,7 +120,8 @@ function normalise(body: DeclarationBody): NormalisedDeclaration {
   }
   if (body.actions) {
     behavior.actions = {};
-    for (const [id, a] of Object.entries(body.actions)) behavior.actions[id] = { description: a.description, clips: [...a.clips] };
+    for (const [id, a] of Object.entries(body.actions))
+      behavior.actions[id] = { description: a.description, clips: [...a.clips] };
   }
   return { expectedRevision: body.expectedRevision, clips, behavior };
 }
@@ -117,7 +129,8 @@ function normalise(body: DeclarationBody): NormalisedDeclaration {
 /** Validates a PUT body (already JSON-parsed): ok with the normalised declaration, or every problem found, first first. */
 export function validateDeclaration(body: unknown): DeclarationResult {
   const proto = protoKeys(body);
-  if (proto.length > 0) return { ok: false, problems: proto.map((p) => ({ field: fieldPath(p), message: 'is a reserved id' })) };
+  if (proto.length > 0)
+    return { ok: false, problems: proto.map((p) => ({ field: fieldPath(p), message: 'is a reserved id' })) };
   const parsed = DeclarationBodySchema.safeParse(body);
   if (!parsed.success) return { ok: false, problems: problemsFromZod(parsed.error, body) };
   return { ok: true, declaration: normalise(parsed.data) };

@@ -25,7 +25,10 @@ export async function assetUsers(q: Sql | Tx, tenantId: string, assetId: string)
     select c.avatar_id, c.clip_id from avatar_clips c join avatars a on a.id = c.avatar_id
     where c.upload_asset_id = ${assetId} and c.retired_at is null and a.tenant_id = ${tenantId} and a.deleted_at is null
     order by c.avatar_id, c.clip_id limit ${USERS_NAMED_MAX}`;
-  return { avatarIds: avatars.map((r) => r.id), clips: clips.map((r) => ({ avatarId: r.avatar_id, clipId: r.clip_id })) };
+  return {
+    avatarIds: avatars.map((r) => r.id),
+    clips: clips.map((r) => ({ avatarId: r.avatar_id, clipId: r.clip_id })),
+  };
 }
 
 export const isUsed = (u: AssetUsers): boolean => u.avatarIds.length > 0 || u.clips.length > 0;

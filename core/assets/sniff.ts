@@ -48,5 +48,10 @@ export async function sniff(source: Readable): Promise<Sniffed> {
       if (!finished) await it.return?.();
     }
   }
-  return { type: acceptedType(detected), detectedMime: detected?.mime, stream: Readable.from(all(), { objectMode: false }), empty: head.length === 0 };
+  return {
+    type: acceptedType(detected),
+    detectedMime: detected?.mime,
+    stream: Readable.from(all(), { objectMode: false }),
+    empty: head.length === 0,
+  };
 }

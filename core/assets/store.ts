@@ -109,7 +109,9 @@ export class RemoteImportError extends Error {
 /** The `error` stored on a failed asset row. */
 export function failureCode(err: SafeFetchError | AssetIngestError): string {
   if (err instanceof AssetIngestError) return err.failure.reason;
-  return err.reason === 'forbidden_address' || err.reason === 'too_many_redirects' ? 'remote_url_refused' : `remote_${err.reason}`;
+  return err.reason === 'forbidden_address' || err.reason === 'too_many_redirects'
+    ? 'remote_url_refused'
+    : `remote_${err.reason}`;
 }
 
 /**
@@ -127,7 +129,12 @@ export class AssetStore {
    * must be accepted and agree with `declaredKind`, and the kind's size cap holds while the bytes
    * stream. On any failure nothing stays stored (AssetIngestError for refused bytes).
    */
-  async storeBytes(tenantId: string, assetId: string, source: Readable, declaredKind?: AssetKind): Promise<StoredBytes> {
+  async storeBytes(
+    tenantId: string,
+    assetId: string,
+    source: Readable,
+    declaredKind?: AssetKind,
+  ): Promise<StoredBytes> {
     let sniffed;
     try {
       sniffed = await sniff(source);
@@ -143,7 +150,12 @@ export class AssetStore {
     const type = sniffed.type;
     if (!type) return refuse({ reason: 'unsupported_type', detectedMime: sniffed.detectedMime });
     if (declaredKind && declaredKind !== type.kind) {
-      return refuse({ reason: 'kind_mismatch', declared: declaredKind, sniffed: type.kind, contentType: type.contentType });
+      return refuse({
+        reason: 'kind_mismatch',
+        declared: declaredKind,
+        sniffed: type.kind,
+        contentType: type.contentType,
+      });
     }
     const storageKey = assetStorageKey(tenantId, assetId);
     const maxBytes = ASSET_MAX_BYTES[type.kind];
@@ -170,7 +182,13 @@ export class AssetStore {
   }): Promise<AssetRecord> {
     const id = newId('asset');
     const stored = await this.storeBytes(input.tenantId, id, input.source, input.declaredKind);
-    return this.recordUploaded({ tenantId: input.tenantId, id, stored, originalFilename: input.originalFilename, metadata: input.metadata });
+    return this.recordUploaded({
+      tenantId: input.tenantId,
+      id,
+      stored,
+      originalFilename: input.originalFilename,
+      metadata: input.metadata,
+    });
   }
 
   /** The `ready` row of bytes already stored under `id` by storeBytes; the bytes are deleted if it cannot be written. */
@@ -238,7 +256,13 @@ export class AssetStore {
    * A URL refused by its form alone (scheme, credentials) is refused before any row is written.
    */
   async importRemote(
-    input: { tenantId: string; kind: AssetKind; remoteUrl: string; originalFilename?: string | null; metadata?: Record<string, unknown> },
+    input: {
+      tenantId: string;
+      kind: AssetKind;
+      remoteUrl: string;
+      originalFilename?: string | null;
+      metadata?: Record<string, unknown>;
+    },
     fetcher: SafeFetcher,
   ): Promise<AssetRecord> {
     try {
@@ -271,7 +295,9 @@ export class AssetStore {
         await this.storage.delete(stored.storageKey).catch(() => {});
         // Deleted (DELETE /assets/{id}) while the bytes streamed in: it stays deleted, with no bytes.
         if (!(await this.get(input.tenantId, pending.id))) {
-          throw new ApiError('not_found', `Asset ${pending.id} was deleted while its bytes streamed in`, { assetId: pending.id });
+          throw new ApiError('not_found', `Asset ${pending.id} was deleted while its bytes streamed in`, {
+            assetId: pending.id,
+          });
         }
         throw err;
       }
@@ -287,7 +313,9 @@ export class AssetStore {
 
   /** The tenant's asset, or undefined (also for another tenant's id and a deleted asset). */
   async get(tenantId: string, id: string): Promise<AssetRecord | undefined> {
-    const [row] = await this.sql<AssetRow[]>`select * from assets where id = ${id} and tenant_id = ${tenantId} and deleted_at is null`;
+    const [row] = await this.sql<
+      AssetRow[]
+    >`select * from assets where id = ${id} and tenant_id = ${tenantId} and deleted_at is null`;
     return row && toRecord(row);
   }
 
@@ -308,7 +336,10 @@ export class AssetStore {
       limit ${limit + 1}`;
     const page = rows.slice(0, limit);
     const last = page[page.length - 1];
-    return { data: page.map(toRecord), nextCursor: rows.length > limit && last ? encodeCursor(last.created_at, last.id) : null };
+    return {
+      data: page.map(toRecord),
+      nextCursor: rows.length > limit && last ? encodeCursor(last.created_at, last.id) : null,
+    };
   }
 
   /**
@@ -344,7 +375,8 @@ export class AssetStore {
   /** The bytes of a ready asset as a stream (optionally a byte range), for renderers and jobs. */
   async openStream(tenantId: string, id: string, range?: ByteRange): Promise<Readable> {
     const asset = await this.get(tenantId, id);
-    if (!asset || asset.status !== 'ready' || !asset.storageKey) throw new Error(`Asset ${id} is not ready for tenant ${tenantId}`);
+    if (!asset || asset.status !== 'ready' || !asset.storageKey)
+      throw new Error(`Asset ${id} is not ready for tenant ${tenantId}`);
     return this.storage.get(asset.storageKey, range);
   }
 

@@ -37,7 +37,9 @@ export const ACCEPTED_TYPES: Record<string, { kind: AssetKind; contentType: stri
 /** How many leading bytes are read to sniff the type. */
 export const SNIFF_BYTES = 64 * 1024;
 
-export function acceptedType(detected: FileTypeResult | undefined): { kind: AssetKind; contentType: string } | undefined {
+export function acceptedType(
+  detected: FileTypeResult | undefined,
+): { kind: AssetKind; contentType: string } | undefined {
   return detected ? ACCEPTED_TYPES[detected.ext] : undefined;
 }
 

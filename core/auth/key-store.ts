@@ -133,7 +133,11 @@ export class KeyStore {
 
   /** Subscribes to invalidations; call once per process before serving. */
   async listen(): Promise<void> {
-    const sub = await this.sql.listen('auth_changed', () => this.forget(), () => this.forget());
+    const sub = await this.sql.listen(
+      'auth_changed',
+      () => this.forget(),
+      () => this.forget(),
+    );
     this.unlisten = () => sub.unlisten();
   }
 
@@ -166,11 +170,18 @@ export class KeyStore {
       // (and revokes it too) or this mint sees the minter revoked. See revoke().
       await tx`select 1 from credit_wallets where tenant_id = ${input.tenantId} for share`;
       const minter = await this.minter(tx, parentId);
-      if (!minter || minter.tenant_id !== input.tenantId) throw new ApiError('not_found', 'The minting key was not found in this tenant');
+      if (!minter || minter.tenant_id !== input.tenantId)
+        throw new ApiError('not_found', 'The minting key was not found in this tenant');
       if (minter.chain_revoked) throw unauthorized('API key has been revoked');
-      if (minter.chain_expires_at && minter.chain_expires_at.getTime() <= Date.now()) throw unauthorized('API key has expired');
+      if (minter.chain_expires_at && minter.chain_expires_at.getTime() <= Date.now())
+        throw unauthorized('API key has expired');
       assertNests(
-        { id: minter.id, scopes: minter.scopes, spendLimitCreditMicros: minter.chain_limit, expiresAt: minter.chain_expires_at },
+        {
+          id: minter.id,
+          scopes: minter.scopes,
+          spendLimitCreditMicros: minter.chain_limit,
+          expiresAt: minter.chain_expires_at,
+        },
         { scopes: input.scopes, spendLimitCreditMicros: limit, expiresAt },
       );
       return insert(tx, [...minter.ancestor_ids, minter.id]);
@@ -192,7 +203,9 @@ export class KeyStore {
   }
 
   async list(tenantId: string): Promise<ApiKeyRecord[]> {
-    const rows = await this.sql<KeyRow[]>`select * from api_keys where tenant_id = ${tenantId} order by created_at desc`;
+    const rows = await this.sql<
+      KeyRow[]
+    >`select * from api_keys where tenant_id = ${tenantId} order by created_at desc`;
     return rows.map(toRecord);
   }
 
@@ -216,7 +229,8 @@ export class KeyStore {
     const self = rows.find((r) => r.id === id);
     if (!self) return undefined;
     const revokedDescendants = rows.filter((r) => r.id !== id && r.was_active).length;
-    if (revokedDescendants > 0) this.log?.info({ apiKeyId: id, revokedDescendants }, 'api key revoked with the keys it minted');
+    if (revokedDescendants > 0)
+      this.log?.info({ apiKeyId: id, revokedDescendants }, 'api key revoked with the keys it minted');
     return { ...toRecord(self), revokedDescendants };
   }
 
@@ -273,7 +287,10 @@ export class KeyStore {
    * probe; on a miss one query, whose answer is remembered either way), so that neither the work
    * nor the time tells a made-up id from a real one.
    */
-  private async find(cacheKey: string, parsed: NonNullable<ReturnType<typeof parseApiKey>>): Promise<CachedKey | undefined> {
+  private async find(
+    cacheKey: string,
+    parsed: NonNullable<ReturnType<typeof parseApiKey>>,
+  ): Promise<CachedKey | undefined> {
     const hit = this.cached(cacheKey);
     if (hit || this.knownUnknown(cacheKey)) return hit;
     const row = await this.lookup(parsed);

@@ -1,6 +1,15 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_KEY_SCOPES, hasScope, mintKey, mintLegacyKey, parseApiKey, secretMatches, sha256, type Scope } from './keys.ts';
+import {
+  DEFAULT_KEY_SCOPES,
+  hasScope,
+  mintKey,
+  mintLegacyKey,
+  parseApiKey,
+  secretMatches,
+  sha256,
+  type Scope,
+} from './keys.ts';
 
 const sha256Hex = (v: string) => createHash('sha256').update(v, 'utf8').digest('hex');
 
@@ -25,8 +34,16 @@ describe('API key format', () => {
 
   it('a current key whose keyId begins with "live" or "test" is still a current key', () => {
     const secret = 'A'.repeat(43);
-    expect(parseApiKey(`svc_liveABCDEFGHIJKL_${secret}`)).toEqual({ kind: 'current', keyId: 'liveABCDEFGHIJKL', secret });
-    expect(parseApiKey(`svc_test0123456789ab_${secret}`)).toEqual({ kind: 'current', keyId: 'test0123456789ab', secret });
+    expect(parseApiKey(`svc_liveABCDEFGHIJKL_${secret}`)).toEqual({
+      kind: 'current',
+      keyId: 'liveABCDEFGHIJKL',
+      secret,
+    });
+    expect(parseApiKey(`svc_test0123456789ab_${secret}`)).toEqual({
+      kind: 'current',
+      keyId: 'test0123456789ab',
+      secret,
+    });
   });
 
   it('parses legacy svc_live_... and svc_test_... keys as legacy, keeping the whole key', () => {
@@ -118,7 +135,16 @@ describe('scopes', () => {
   });
 
   it('the * scope grants every scope', () => {
-    const all: Scope[] = ['api_keys:write', 'credits:read', 'avatars:read', 'avatars:write', 'realtime:write', 'usage:read', 'usage:write', 'recordings:read'];
+    const all: Scope[] = [
+      'api_keys:write',
+      'credits:read',
+      'avatars:read',
+      'avatars:write',
+      'realtime:write',
+      'usage:read',
+      'usage:write',
+      'recordings:read',
+    ];
     for (const s of all) expect(hasScope(['*'], s)).toBe(true);
   });
 

@@ -25,9 +25,7 @@ const KEY_ID_LENGTH = 16;
 const SECRET_LENGTH = 43;
 type LegacyEnvironment = 'live' | 'test';
 
-export type ParsedKey =
-  | { kind: 'current'; keyId: string; secret: string }
-  | { kind: 'legacy'; fullKey: string };
+export type ParsedKey = { kind: 'current'; keyId: string; secret: string } | { kind: 'legacy'; fullKey: string };
 
 const CURRENT = /^svc_([0-9A-Za-z]{16})_([0-9A-Za-z]{20,128})$/;
 const LEGACY = /^svc_(live|test)_([0-9A-Za-z_-]{16,128})$/;

@@ -29,7 +29,9 @@ export function assertNests(minter: MinterTerms, child: ChildTerms): void {
   for (const s of child.scopes) {
     // '*' can only come from '*': hasScope(held, '*') is true only for a minter holding '*'.
     if (!hasScope(minter.scopes, s)) {
-      throw new ApiError('forbidden', `Cannot grant scope "${s}": the calling key does not hold it`, { field: 'scopes' });
+      throw new ApiError('forbidden', `Cannot grant scope "${s}": the calling key does not hold it`, {
+        field: 'scopes',
+      });
     }
   }
   const limit = minter.spendLimitCreditMicros;

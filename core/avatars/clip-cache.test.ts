@@ -17,7 +17,14 @@ import { stillMp4 } from './test-support.ts';
  */
 const t = await testApi();
 const renders = new RenderProcesses();
-const deps = { sql: t.services.sql, jobs: t.services.jobs, storage: t.services.storage, log: t.services.log, renders, concurrency: 1 };
+const deps = {
+  sql: t.services.sql,
+  jobs: t.services.jobs,
+  storage: t.services.storage,
+  log: t.services.log,
+  renders,
+  concurrency: 1,
+};
 const cacheWorker = new ClipCacheWorker(deps);
 beforeAll(async () => {
   // Only the clip workers: the avatar's loop job stays queued (no loop renders here).
@@ -42,7 +49,10 @@ async function declare(video: Buffer) {
   expect(r.status, JSON.stringify(r.body)).toBe(201);
   const avatarId = r.body.id;
   const upload = await videoAsset(tenantId, video);
-  const put = await call(t, apiKey, 'PUT', `${A}/${avatarId}/clips`, { expectedRevision: 0, clips: { intro: { source: { assetId: upload } } } });
+  const put = await call(t, apiKey, 'PUT', `${A}/${avatarId}/clips`, {
+    expectedRevision: 0,
+    clips: { intro: { source: { assetId: upload } } },
+  });
   expect(put.status, JSON.stringify(put.body)).toBe(202);
   return { key: apiKey, tenantId, avatarId, upload };
 }
@@ -56,9 +66,14 @@ interface ClipRow {
   pose_check: { verdict?: string } | null;
 }
 const clipRow = async (avatarId: string) =>
-  (await t.services.sql<ClipRow[]>`select status, mp4_key, cache_key, generation_id, error, pose_check from avatar_clips where avatar_id = ${avatarId} and clip_id = 'intro'`)[0]!;
+  (
+    await t.services.sql<
+      ClipRow[]
+    >`select status, mp4_key, cache_key, generation_id, error, pose_check from avatar_clips where avatar_id = ${avatarId} and clip_id = 'intro'`
+  )[0]!;
 
-const manifestOf = async (cacheKey: string) => JSON.parse(await text(await t.services.storage.get(`${cacheKey}/manifest.json`))) as FrameCacheManifest;
+const manifestOf = async (cacheKey: string) =>
+  JSON.parse(await text(await t.services.storage.get(`${cacheKey}/manifest.json`))) as FrameCacheManifest;
 
 describe('frame caches of accepted uploaded clips (avatar-clip-cache job)', { timeout: 300_000 }, () => {
   it('an accepted upload becomes playable: cache_key set under its generation, the loop size and rate, availability ready', async () => {
@@ -67,7 +82,11 @@ describe('frame caches of accepted uploaded clips (avatar-clip-cache job)', { ti
       const r = await clipRow(s.avatarId);
       return r.cache_key || r.status === 'failed' ? r : undefined;
     });
-    expect(row, JSON.stringify(row)).toMatchObject({ status: 'ready', error: null, pose_check: { verdict: 'accepted' } });
+    expect(row, JSON.stringify(row)).toMatchObject({
+      status: 'ready',
+      error: null,
+      pose_check: { verdict: 'accepted' },
+    });
     expect(row.cache_key).toBe(`tenants/${s.tenantId}/avatars/${s.avatarId}/clips/intro/${row.generation_id}/cache`);
     // No loop published yet: the loop worker's settings (25 fps, 512x512); a clip of about a second.
     const m = await manifestOf(row.cache_key!);
@@ -85,9 +104,19 @@ describe('frame caches of accepted uploaded clips (avatar-clip-cache job)', { ti
     await waitFor('the pose refusal', async () => ((await clipRow(s.avatarId)).status === 'failed' ? true : undefined));
     // As if the avatar's loop had published at 20 fps, 384x384.
     const loopKey = `tenants/${s.tenantId}/avatars/${s.avatarId}/loop/cache`;
-    await t.services.storage.put(`${loopKey}/manifest.json`, Buffer.from(JSON.stringify({ fps: 20, width: 384, height: 384 })), { contentType: 'application/json' });
+    await t.services.storage.put(
+      `${loopKey}/manifest.json`,
+      Buffer.from(JSON.stringify({ fps: 20, width: 384, height: 384 })),
+      { contentType: 'application/json' },
+    );
     await t.services.sql`update avatars set serving_cache_key = ${loopKey} where id = ${s.avatarId}`;
-    const review = { clipId: 'intro', uploadAssetId: s.upload, expectedRevision: 1, expectedAnchorVersion: 1, reason: 'The tilt is intended' };
+    const review = {
+      clipId: 'intro',
+      uploadAssetId: s.upload,
+      expectedRevision: 1,
+      expectedAnchorVersion: 1,
+      reason: 'The tilt is intended',
+    };
     const r = await call(t, s.key, 'POST', `${A}/${s.avatarId}/clips/review`, review);
     expect(r.status, JSON.stringify(r.body)).toBe(204);
     const row = await waitFor('the reviewed clip cache', async () => {
@@ -99,7 +128,9 @@ describe('frame caches of accepted uploaded clips (avatar-clip-cache job)', { ti
     expect(m).toMatchObject({ fps: 20, width: 384, height: 384 });
     expect(m.frameCount).toBeGreaterThanOrEqual(20);
     expect(m.frameCount).toBeLessThanOrEqual(24);
-    expect((await loadAvatarPlayback(t.services.sql, s.tenantId, s.avatarId))!.clips.get('intro')!.availability).toBe('ready');
+    expect((await loadAvatarPlayback(t.services.sql, s.tenantId, s.avatarId))!.clips.get('intro')!.availability).toBe(
+      'ready',
+    );
   });
 
   it('an upload the pose check accepts but the cache builder refuses (face gone for over a second) fails with the reason', async () => {
@@ -111,8 +142,12 @@ describe('frame caches of accepted uploaded clips (avatar-clip-cache job)', { ti
     });
     expect(row.pose_check?.verdict).toBe('accepted');
     expect(row.cache_key).toBeNull();
-    expect(row.error).toBe('The clip cannot be prepared for playback (face_missing): The face is missing for more than 1 s at a stretch (from 2.00 s)');
-    expect((await loadAvatarPlayback(t.services.sql, s.tenantId, s.avatarId))!.clips.get('intro')!.availability).toBe('failed');
+    expect(row.error).toBe(
+      'The clip cannot be prepared for playback (face_missing): The face is missing for more than 1 s at a stretch (from 2.00 s)',
+    );
+    expect((await loadAvatarPlayback(t.services.sql, s.tenantId, s.avatarId))!.clips.get('intro')!.availability).toBe(
+      'failed',
+    );
   });
 
   it('a stale job (the clip re-declared since) writes nothing and changes nothing', async () => {
@@ -122,13 +157,21 @@ describe('frame caches of accepted uploaded clips (avatar-clip-cache job)', { ti
       return r.cache_key ? r : undefined;
     });
     // The clip is retired by a new declaration; the old generation's job runs again.
-    expect((await call(t, s.key, 'PUT', `${A}/${s.avatarId}/clips`, { expectedRevision: 1, clips: {} })).status).toBe(202);
+    expect((await call(t, s.key, 'PUT', `${A}/${s.avatarId}/clips`, { expectedRevision: 1, clips: {} })).status).toBe(
+      202,
+    );
     await t.services.sql`update avatar_clips set cache_key = null where avatar_id = ${s.avatarId}`;
-    await cacheWorker.run({ tenantId: s.tenantId, avatarId: s.avatarId, clipId: 'intro', generationId: first.generation_id! }, { id: 'job_test', retryCount: 0, retryLimit: 3 });
+    await cacheWorker.run(
+      { tenantId: s.tenantId, avatarId: s.avatarId, clipId: 'intro', generationId: first.generation_id! },
+      { id: 'job_test', retryCount: 0, retryLimit: 3 },
+    );
     expect(await clipRow(s.avatarId)).toMatchObject({ cache_key: null, status: 'ready' });
     // Another tenant's id in the job finds nothing either.
     const other = await t.newTenant();
-    await cacheWorker.run({ tenantId: other.tenantId, avatarId: s.avatarId, clipId: 'intro', generationId: first.generation_id! }, { id: 'job_test', retryCount: 0, retryLimit: 3 });
+    await cacheWorker.run(
+      { tenantId: other.tenantId, avatarId: s.avatarId, clipId: 'intro', generationId: first.generation_id! },
+      { id: 'job_test', retryCount: 0, retryLimit: 3 },
+    );
     expect((await clipRow(s.avatarId)).cache_key).toBeNull();
   });
 });

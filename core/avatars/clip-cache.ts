@@ -13,7 +13,12 @@ import type { ObjectStorage } from '../storage/index.ts';
 import { clipPrefix } from './clips.ts';
 import type { RenderProcesses } from './render-process.ts';
 import { deleteObjects, uploadFrameCache } from './render-outputs.ts';
-import { AVATAR_CLIP_CACHE_DEAD_JOB, AVATAR_CLIP_CACHE_JOB, type AvatarClipRow, type ClipCacheJobData } from './types.ts';
+import {
+  AVATAR_CLIP_CACHE_DEAD_JOB,
+  AVATAR_CLIP_CACHE_JOB,
+  type AvatarClipRow,
+  type ClipCacheJobData,
+} from './types.ts';
 import { UPLOAD_CLIP_MAX_BYTES } from './upload-pose.ts';
 
 /**
@@ -59,12 +64,20 @@ export class ClipCacheWorker {
   constructor(private readonly d: ClipCacheWorkerDeps) {}
 
   async start(): Promise<void> {
-    await this.d.jobs.work<ClipCacheJobData>(AVATAR_CLIP_CACHE_JOB, (data, job) => this.run(data, job), { concurrency: this.d.concurrency });
-    await this.d.jobs.work<ClipCacheJobData>(AVATAR_CLIP_CACHE_DEAD_JOB, (data) => this.fail(data, 'Preparing the clip for playback failed: its worker stopped repeatedly'));
+    await this.d.jobs.work<ClipCacheJobData>(AVATAR_CLIP_CACHE_JOB, (data, job) => this.run(data, job), {
+      concurrency: this.d.concurrency,
+    });
+    await this.d.jobs.work<ClipCacheJobData>(AVATAR_CLIP_CACHE_DEAD_JOB, (data) =>
+      this.fail(data, 'Preparing the clip for playback failed: its worker stopped repeatedly'),
+    );
   }
 
   /** The clip as the job may still act on it: the job's MP4 serving, no cache yet, avatar live. */
-  private async current(q: Sql | Tx, data: ClipCacheJobData, lock = false): Promise<(AvatarClipRow & { serving_cache_key: string | null }) | undefined> {
+  private async current(
+    q: Sql | Tx,
+    data: ClipCacheJobData,
+    lock = false,
+  ): Promise<(AvatarClipRow & { serving_cache_key: string | null }) | undefined> {
     const [row] = await q<(AvatarClipRow & { serving_cache_key: string | null })[]>`
       select c.*, a.serving_cache_key from avatar_clips c join avatars a on a.id = c.avatar_id
       where c.avatar_id = ${data.avatarId} and a.tenant_id = ${data.tenantId} and a.deleted_at is null
@@ -75,7 +88,12 @@ export class ClipCacheWorker {
   }
 
   async run(data: ClipCacheJobData, job: JobContext): Promise<void> {
-    const log = this.d.log.child({ job: job.id, avatarId: data.avatarId, clipId: data.clipId, attempt: job.retryCount });
+    const log = this.d.log.child({
+      job: job.id,
+      avatarId: data.avatarId,
+      clipId: data.clipId,
+      attempt: job.retryCount,
+    });
     const clip = await this.current(this.d.sql, data);
     if (!clip) {
       log.info('clip cache job no longer current, skipped');
@@ -108,7 +126,10 @@ export class ClipCacheWorker {
       });
       if (!result.ok) {
         log.warn({ refused: result.refused }, 'uploaded clip refused by the frame cache builder');
-        await this.fail(data, `The clip cannot be prepared for playback (${result.refused.code}): ${result.refused.message}`);
+        await this.fail(
+          data,
+          `The clip cannot be prepared for playback (${result.refused.code}): ${result.refused.message}`,
+        );
         return;
       }
       await uploadFrameCache(this.d.storage, cacheKey, result.cacheDir, uploaded);
@@ -125,7 +146,10 @@ export class ClipCacheWorker {
         return;
       }
       uploaded = [];
-      log.info({ cacheKey, frames: result.frameCount, msPerFrame: Math.round(result.stats.totalMs / result.frameCount) }, 'uploaded clip cache published');
+      log.info(
+        { cacheKey, frames: result.frameCount, msPerFrame: Math.round(result.stats.totalMs / result.frameCount) },
+        'uploaded clip cache published',
+      );
     } catch (err) {
       await deleteObjects(this.d.storage, log, uploaded);
       if (job.retryCount >= job.retryLimit) {

@@ -77,8 +77,12 @@ export class ClipLibrary {
 
   private async avatarRow(q: Sql | Tx, tenantId: string, avatarId: string, forUpdate = false): Promise<AvatarRow> {
     const [row] = forUpdate
-      ? await q<AvatarRow[]>`select * from avatars where id = ${avatarId} and tenant_id = ${tenantId} and deleted_at is null for update`
-      : await q<AvatarRow[]>`select * from avatars where id = ${avatarId} and tenant_id = ${tenantId} and deleted_at is null`;
+      ? await q<
+          AvatarRow[]
+        >`select * from avatars where id = ${avatarId} and tenant_id = ${tenantId} and deleted_at is null for update`
+      : await q<
+          AvatarRow[]
+        >`select * from avatars where id = ${avatarId} and tenant_id = ${tenantId} and deleted_at is null`;
     if (!row) throw notFound(`Avatar ${avatarId}`);
     return row;
   }
@@ -141,10 +145,16 @@ export class ClipLibrary {
     const tenantId = principal.tenantId;
     const current = await this.avatarRow(this.d.sql, tenantId, avatarId);
     if (!(await this.switchOn(this.d.sql, tenantId))) {
-      throw new ApiError('clip_library_not_enabled', 'The Clip Library is not enabled for this workspace: ask an operator to enable it');
+      throw new ApiError(
+        'clip_library_not_enabled',
+        'The Clip Library is not enabled for this workspace: ask an operator to enable it',
+      );
     }
     if (!current.source_asset_id) {
-      throw new ApiError('clip_library_not_enabled', 'This avatar has no portrait (a draft): PATCH a sourceAssetId before declaring clips');
+      throw new ApiError(
+        'clip_library_not_enabled',
+        'This avatar has no portrait (a draft): PATCH a sourceAssetId before declaring clips',
+      );
     }
     const result = validateDeclaration(raw);
     if (!result.ok) throw declarationRejected(result.problems);
@@ -209,22 +219,33 @@ export class ClipLibrary {
     const check = (avatar: AvatarRow, clip: AvatarClipRow | undefined): AvatarClipRow => {
       if (input.expectedRevision !== avatar.clip_revision) throw revisionConflict(avatar.clip_revision);
       if (input.expectedAnchorVersion !== avatar.anchor_version) {
-        throw new ApiError('avatar_state_conflict', `The clip anchor changed (anchor version ${avatar.anchor_version}): GET the clip library again`, {
-          currentAnchorVersion: avatar.anchor_version,
-          currentRevision: avatar.clip_revision,
-        });
+        throw new ApiError(
+          'avatar_state_conflict',
+          `The clip anchor changed (anchor version ${avatar.anchor_version}): GET the clip library again`,
+          {
+            currentAnchorVersion: avatar.anchor_version,
+            currentRevision: avatar.clip_revision,
+          },
+        );
       }
       if (!clip) throw notFound(`Clip ${input.clipId}`);
       if (clip.source_kind !== 'upload' || clip.upload_asset_id !== input.uploadAssetId) {
-        throw new ApiError('avatar_state_conflict', `Clip ${input.clipId} is not an upload of asset ${input.uploadAssetId} (its source changed): GET the clip library again`, {
-          currentRevision: avatar.clip_revision,
-        });
+        throw new ApiError(
+          'avatar_state_conflict',
+          `Clip ${input.clipId} is not an upload of asset ${input.uploadAssetId} (its source changed): GET the clip library again`,
+          {
+            currentRevision: avatar.clip_revision,
+          },
+        );
       }
       const verdict = (clip.pose_check as { verdict?: string } | null)?.verdict;
       const pending = clip.status === 'queued' || clip.status === 'rendering';
       const poseRefused = clip.status === 'failed' && verdict === 'pose_mismatch';
       if (!pending && !poseRefused) {
-        const why = clip.status === 'ready' ? 'it already serves' : `its refusal (${verdict ?? 'processing failure'}) is not a pose refusal and stays refused`;
+        const why =
+          clip.status === 'ready'
+            ? 'it already serves'
+            : `its refusal (${verdict ?? 'processing failure'}) is not a pose refusal and stays refused`;
         throw new ApiError('avatar_state_conflict', `Clip ${input.clipId} cannot be reviewed: ${why}`, {
           currentRevision: avatar.clip_revision,
           clipStatus: clip.status,
@@ -234,8 +255,12 @@ export class ClipLibrary {
     };
     const clipRow = async (q: Sql | Tx, lock: boolean) => {
       const [c] = lock
-        ? await q<AvatarClipRow[]>`select * from avatar_clips where avatar_id = ${avatarId} and clip_id = ${input.clipId} and retired_at is null for update`
-        : await q<AvatarClipRow[]>`select * from avatar_clips where avatar_id = ${avatarId} and clip_id = ${input.clipId} and retired_at is null`;
+        ? await q<
+            AvatarClipRow[]
+          >`select * from avatar_clips where avatar_id = ${avatarId} and clip_id = ${input.clipId} and retired_at is null for update`
+        : await q<
+            AvatarClipRow[]
+          >`select * from avatar_clips where avatar_id = ${avatarId} and clip_id = ${input.clipId} and retired_at is null`;
       return c;
     };
 
@@ -245,13 +270,23 @@ export class ClipLibrary {
     const [asset] = await this.d.sql<{ size_bytes: number | null }[]>`
       select size_bytes from assets
       where id = ${input.uploadAssetId} and tenant_id = ${tenantId} and status = 'ready' and kind = 'video' and deleted_at is null`;
-    if (!asset) throw new ApiError('avatar_state_conflict', `Asset ${input.uploadAssetId} is no longer a ready video of this workspace: it cannot be reviewed`);
+    if (!asset)
+      throw new ApiError(
+        'avatar_state_conflict',
+        `Asset ${input.uploadAssetId} is no longer a ready video of this workspace: it cannot be reviewed`,
+      );
     if (asset.size_bytes != null && asset.size_bytes > UPLOAD_CLIP_MAX_BYTES) {
-      throw new ApiError('avatar_state_conflict', `The video is over the ${UPLOAD_CLIP_MAX_BYTES}-byte quality-check ceiling: it stays refused`);
+      throw new ApiError(
+        'avatar_state_conflict',
+        `The video is over the ${UPLOAD_CLIP_MAX_BYTES}-byte quality-check ceiling: it stays refused`,
+      );
     }
     const video = await this.d.assets.readBytes(tenantId, input.uploadAssetId);
     if (video.length > UPLOAD_CLIP_MAX_BYTES) {
-      throw new ApiError('avatar_state_conflict', `The video is over the ${UPLOAD_CLIP_MAX_BYTES}-byte quality-check ceiling: it stays refused`);
+      throw new ApiError(
+        'avatar_state_conflict',
+        `The video is over the ${UPLOAD_CLIP_MAX_BYTES}-byte quality-check ceiling: it stays refused`,
+      );
     }
     const generationId = `rev_${randomBase62(20)}`;
     const mp4Key = `${clipPrefix({ tenantId, avatarId, clipId: input.clipId }, generationId)}/clip.mp4`;
@@ -284,13 +319,16 @@ export class ClipLibrary {
   private async screenAll(decl: NormalisedDeclaration): Promise<void> {
     const texts: { field: string; text: string }[] = [];
     for (const [id, { source }] of Object.entries(decl.clips)) {
-      if (source.kind === 'generated') texts.push({ field: `clips.${id}.source.motionPrompt`, text: source.motionPrompt });
+      if (source.kind === 'generated')
+        texts.push({ field: `clips.${id}.source.motionPrompt`, text: source.motionPrompt });
     }
-    for (const [id, a] of Object.entries(decl.behavior.actions ?? {})) texts.push({ field: `actions.${id}.description`, text: a.description });
+    for (const [id, a] of Object.entries(decl.behavior.actions ?? {}))
+      texts.push({ field: `actions.${id}.description`, text: a.description });
     // Sequential: a 503 from the screen (clip_screen_unavailable) propagates as is, nothing written.
     for (const t of texts) {
       const v = await this.d.screen.screen(t.text);
-      if (!v.ok) throw declarationRejected([{ field: t.field, message: `was refused by the prompt screen: ${v.reason}` }]);
+      if (!v.ok)
+        throw declarationRejected([{ field: t.field, message: `was refused by the prompt screen: ${v.reason}` }]);
     }
   }
 
@@ -300,9 +338,14 @@ export class ClipLibrary {
       if (source.kind !== 'upload') continue;
       const asset = await this.d.assets.get(tenantId, source.assetId);
       const field = `clips.${id}.source.assetId`;
-      if (!asset) throw declarationRejected([{ field, message: `names asset ${source.assetId}, which is not found or not this workspace's` }]);
-      if (asset.kind !== 'video') throw declarationRejected([{ field, message: `names a ${asset.kind} asset; uploaded clips are video assets` }]);
-      if (asset.status !== 'ready') throw declarationRejected([{ field, message: `names an asset that is ${asset.status}, not ready` }]);
+      if (!asset)
+        throw declarationRejected([
+          { field, message: `names asset ${source.assetId}, which is not found or not this workspace's` },
+        ]);
+      if (asset.kind !== 'video')
+        throw declarationRejected([{ field, message: `names a ${asset.kind} asset; uploaded clips are video assets` }]);
+      if (asset.status !== 'ready')
+        throw declarationRejected([{ field, message: `names an asset that is ${asset.status}, not ready` }]);
     }
   }
 
@@ -310,7 +353,12 @@ export class ClipLibrary {
   private async holdUploads(tx: Tx, tenantId: string, decl: NormalisedDeclaration): Promise<void> {
     for (const [id, { source }] of Object.entries(decl.clips)) {
       if (source.kind !== 'upload' || (await this.d.assets.holdForUse(tx, tenantId, source.assetId))) continue;
-      throw declarationRejected([{ field: `clips.${id}.source.assetId`, message: `names asset ${source.assetId}, which is not found or not this workspace's` }]);
+      throw declarationRejected([
+        {
+          field: `clips.${id}.source.assetId`,
+          message: `names asset ${source.assetId}, which is not found or not this workspace's`,
+        },
+      ]);
     }
   }
 }
@@ -344,7 +392,11 @@ export function declarationRejected(problems: readonly DeclarationProblem[]): Ap
 }
 
 function revisionConflict(currentRevision: number): ApiError {
-  return new ApiError('revision_conflict', `The clip library changed (revision ${currentRevision}): GET it again and re-declare against that revision`, {
-    currentRevision,
-  });
+  return new ApiError(
+    'revision_conflict',
+    `The clip library changed (revision ${currentRevision}): GET it again and re-declare against that revision`,
+    {
+      currentRevision,
+    },
+  );
 }

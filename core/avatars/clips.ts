@@ -22,7 +22,13 @@ import {
   type ClipJobData,
   type MotionLibraryClip,
 } from './types.ts';
-import { anchorPose, type AnchorPose, checkUploadedClip, UPLOAD_CLIP_MAX_BYTES, type UploadPoseCheck } from './upload-pose.ts';
+import {
+  anchorPose,
+  type AnchorPose,
+  checkUploadedClip,
+  UPLOAD_CLIP_MAX_BYTES,
+  type UploadPoseCheck,
+} from './upload-pose.ts';
 
 /**
  * The motion library's clips (table `avatar_clips`, migration 0006): queueing the default set when
@@ -79,7 +85,11 @@ export async function queueDefaultClips(
 }
 
 /** The avatar's live (not retired) clips as `Avatar.motionLibrary`, by avatar id. */
-export async function motionLibraries(sql: Sql | Tx, storage: ObjectStorage, avatarIds: string[]): Promise<Map<string, MotionLibraryClip[]>> {
+export async function motionLibraries(
+  sql: Sql | Tx,
+  storage: ObjectStorage,
+  avatarIds: string[],
+): Promise<Map<string, MotionLibraryClip[]>> {
   const out = new Map<string, MotionLibraryClip[]>(avatarIds.map((id) => [id, []]));
   if (avatarIds.length === 0) return out;
   const rows = await sql<AvatarClipRow[]>`
@@ -119,7 +129,9 @@ export class ClipWorker {
   constructor(private readonly d: ClipWorkerDeps) {}
 
   async start(): Promise<void> {
-    await this.d.jobs.work<ClipJobData>(AVATAR_CLIPS_JOB, (data, job) => this.run(data, job), { concurrency: this.d.concurrency });
+    await this.d.jobs.work<ClipJobData>(AVATAR_CLIPS_JOB, (data, job) => this.run(data, job), {
+      concurrency: this.d.concurrency,
+    });
     await this.d.jobs.work<ClipJobData>(AVATAR_CLIPS_DEAD_JOB, (data) => this.dead(data));
   }
 
@@ -150,13 +162,24 @@ export class ClipWorker {
   }
 
   async run(data: ClipJobData, job: JobContext): Promise<void> {
-    const log = this.d.log.child({ job: job.id, avatarId: data.avatarId, clipId: data.clipId, attempt: job.retryCount });
+    const log = this.d.log.child({
+      job: job.id,
+      avatarId: data.avatarId,
+      clipId: data.clipId,
+      attempt: job.retryCount,
+    });
     const [clip] = await this.d.sql<AvatarClipRow[]>`
       select c.* from avatar_clips c join avatars a on a.id = c.avatar_id
       where c.avatar_id = ${data.avatarId} and a.tenant_id = ${data.tenantId} and a.deleted_at is null
         and c.clip_id = ${data.clipId} and c.retired_at is null and c.status in ('queued', 'rendering')`;
-    if (clip?.source_kind === 'upload' && clip.upload_asset_id) return this.validateUpload(data, clip.upload_asset_id, job, log);
-    if (!clip || clip.source_kind !== 'generated' || !clip.motion_prompt || !(await this.setStatus(data, 'rendering'))) {
+    if (clip?.source_kind === 'upload' && clip.upload_asset_id)
+      return this.validateUpload(data, clip.upload_asset_id, job, log);
+    if (
+      !clip ||
+      clip.source_kind !== 'generated' ||
+      !clip.motion_prompt ||
+      !(await this.setStatus(data, 'rendering'))
+    ) {
       // Deleted avatar, retired or already settled clip: nothing to do.
       log.info('clip job no longer current, skipped');
       return;
@@ -259,12 +282,17 @@ export class ClipWorker {
       const [avatar] = await sql<AvatarRow[]>`select * from avatars where id = ${data.avatarId}`;
       let verdict: UploadPoseCheck;
       const anchor = avatar?.source_asset_id ? await this.anchorFor(data.tenantId, avatar.source_asset_id) : undefined;
-      const [asset] = await sql<{ size_bytes: number | null }[]>`select size_bytes from assets where id = ${assetId} and tenant_id = ${data.tenantId}`;
+      const [asset] = await sql<
+        { size_bytes: number | null }[]
+      >`select size_bytes from assets where id = ${assetId} and tenant_id = ${data.tenantId}`;
       if (!anchor || 'refused' in anchor) {
         verdict = {
           verdict: 'refused',
           code: 'anchor_unavailable',
-          message: anchor && 'refused' in anchor ? `The avatar's portrait has no usable anchor pose: ${anchor.refused}` : 'The avatar has no portrait to compare with',
+          message:
+            anchor && 'refused' in anchor
+              ? `The avatar's portrait has no usable anchor pose: ${anchor.refused}`
+              : 'The avatar has no portrait to compare with',
           frames: [],
           checkedAt: new Date().toISOString(),
         };
@@ -299,7 +327,13 @@ export class ClipWorker {
             mp4_key = ${accepted ? mp4Key : cur.mp4_key}, cache_key = ${accepted ? null : cur.cache_key},
             generation_id = ${accepted ? generationId : cur.generation_id}, anchor_version = ${avatar?.anchor_version ?? cur.anchor_version}, updated_at = now()
           where avatar_id = ${data.avatarId} and clip_id = ${data.clipId}`;
-        if (accepted) await enqueueClipCache(tx, this.d.jobs, { tenantId: data.tenantId, avatarId: data.avatarId, clipId: data.clipId, generationId });
+        if (accepted)
+          await enqueueClipCache(tx, this.d.jobs, {
+            tenantId: data.tenantId,
+            avatarId: data.avatarId,
+            clipId: data.clipId,
+            generationId,
+          });
         return cur;
       });
       if (!old) {

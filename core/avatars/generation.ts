@@ -46,11 +46,16 @@ export class LoopWorker {
   constructor(private readonly d: LoopWorkerDeps) {}
 
   async start(): Promise<void> {
-    await this.d.jobs.work<LoopJobData>(AVATAR_LOOP_JOB, (data, job) => this.run(data, job), { concurrency: this.d.concurrency });
+    await this.d.jobs.work<LoopJobData>(AVATAR_LOOP_JOB, (data, job) => this.run(data, job), {
+      concurrency: this.d.concurrency,
+    });
     await this.d.jobs.work<LoopJobData>(AVATAR_LOOP_DEAD_JOB, (data) => this.dead(data));
   }
 
-  private async setState(data: LoopJobData, fields: { idle: AvatarRow['idle_video_status']; error?: string | null; failAvatar?: boolean }): Promise<boolean> {
+  private async setState(
+    data: LoopJobData,
+    fields: { idle: AvatarRow['idle_video_status']; error?: string | null; failAvatar?: boolean },
+  ): Promise<boolean> {
     const rows = await this.d.sql`
       update avatars set idle_video_status = ${fields.idle},
         error = ${fields.error === undefined ? this.d.sql`error` : fields.error},
@@ -64,11 +69,19 @@ export class LoopWorker {
 
   private async settle(data: LoopJobData, ok: boolean): Promise<void> {
     if (!data.usageSessionId) return;
-    await this.d.usage.finish(data.usageSessionId, ok ? { status: 'released', billableMs: data.priceCreditMicros / 1000 } : { status: 'failed', billableMs: 0 });
+    await this.d.usage.finish(
+      data.usageSessionId,
+      ok ? { status: 'released', billableMs: data.priceCreditMicros / 1000 } : { status: 'failed', billableMs: 0 },
+    );
   }
 
   async run(data: LoopJobData, job: JobContext): Promise<void> {
-    const log = this.d.log.child({ job: job.id, avatarId: data.avatarId, generationId: data.generationId, attempt: job.retryCount });
+    const log = this.d.log.child({
+      job: job.id,
+      avatarId: data.avatarId,
+      generationId: data.generationId,
+      attempt: job.retryCount,
+    });
     if (!(await this.setState(data, { idle: 'generating' }))) {
       // Deleted, superseded, or already published by an earlier attempt: nothing to do.
       log.info('loop job no longer current, skipped');
@@ -80,7 +93,9 @@ export class LoopWorker {
     const prefix = loopPrefix(data);
     let uploaded: string[] = [];
     try {
-      const [row] = await this.d.sql<AvatarRow[]>`select * from avatars where id = ${data.avatarId} and tenant_id = ${data.tenantId}`;
+      const [row] = await this.d.sql<
+        AvatarRow[]
+      >`select * from avatars where id = ${data.avatarId} and tenant_id = ${data.tenantId}`;
       if (!row?.source_asset_id) throw new RenderRefused('The avatar has no portrait to animate');
       const portraitPath = path.join(work, 'portrait');
       await writeFile(portraitPath, await this.d.assets.readBytes(data.tenantId, row.source_asset_id));
@@ -108,7 +123,12 @@ export class LoopWorker {
             motion_prompt = ${data.motionPrompt}, loop_render_pending = false, updated_at = now()
           where id = ${data.avatarId}`;
         // The first published loop also queues the default motion library (once per avatar).
-        await queueDefaultClips(tx, this.d.jobs, { tenantId: data.tenantId, avatarId: data.avatarId, reviewed: data.reviewed }, this.d.defaultClips ?? []);
+        await queueDefaultClips(
+          tx,
+          this.d.jobs,
+          { tenantId: data.tenantId, avatarId: data.avatarId, reviewed: data.reviewed },
+          this.d.defaultClips ?? [],
+        );
         return { old };
       });
       if (!published) {
@@ -143,7 +163,13 @@ export class LoopWorker {
 
   /** A job that ran out of attempts without its handler deciding (its last worker died): fail the avatar. */
   private async dead(data: LoopJobData): Promise<void> {
-    if (await this.setState(data, { idle: 'failed', error: 'Loop generation failed: its worker stopped repeatedly', failAvatar: true })) {
+    if (
+      await this.setState(data, {
+        idle: 'failed',
+        error: 'Loop generation failed: its worker stopped repeatedly',
+        failAvatar: true,
+      })
+    ) {
       await this.settle(data, false);
     }
   }

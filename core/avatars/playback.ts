@@ -50,12 +50,21 @@ export function clipAvailability(row: Pick<AvatarClipRow, 'status' | 'cache_key'
 }
 
 /** The playback plan of a live avatar of the tenant, or undefined (unknown, another tenant's, deleted). */
-export async function loadAvatarPlayback(sql: Sql | Tx, tenantId: string, avatarId: string): Promise<AvatarPlayback | undefined> {
-  const [avatar] = await sql<AvatarRow[]>`select * from avatars where id = ${avatarId} and tenant_id = ${tenantId} and deleted_at is null`;
+export async function loadAvatarPlayback(
+  sql: Sql | Tx,
+  tenantId: string,
+  avatarId: string,
+): Promise<AvatarPlayback | undefined> {
+  const [avatar] = await sql<
+    AvatarRow[]
+  >`select * from avatars where id = ${avatarId} and tenant_id = ${tenantId} and deleted_at is null`;
   if (!avatar) return undefined;
-  const rows = await sql<AvatarClipRow[]>`select * from avatar_clips where avatar_id = ${avatarId} and retired_at is null order by created_at, clip_id`;
+  const rows = await sql<
+    AvatarClipRow[]
+  >`select * from avatar_clips where avatar_id = ${avatarId} and retired_at is null order by created_at, clip_id`;
   const clips = new Map<string, PlaybackClip>();
-  for (const r of rows) clips.set(r.clip_id, { clipId: r.clip_id, cacheKey: r.cache_key, availability: clipAvailability(r) });
+  for (const r of rows)
+    clips.set(r.clip_id, { clipId: r.clip_id, cacheKey: r.cache_key, availability: clipAvailability(r) });
   const statuses = Object.fromEntries([...clips.values()].map((c) => [c.clipId, c.availability]));
   return {
     avatarId: avatar.id,

@@ -27,7 +27,12 @@ export async function uploadRender(
 }
 
 /** Uploads a frame cache directory's files under `cacheKey/`, noting each key in `uploaded` as it lands; returns cacheKey. */
-export async function uploadFrameCache(storage: ObjectStorage, cacheKey: string, cacheDir: string, uploaded: string[]): Promise<string> {
+export async function uploadFrameCache(
+  storage: ObjectStorage,
+  cacheKey: string,
+  cacheDir: string,
+  uploaded: string[],
+): Promise<string> {
   for (const f of await readdir(cacheDir)) {
     const key = `${cacheKey}/${f}`;
     await storage.put(key, createReadStream(path.join(cacheDir, f)), {

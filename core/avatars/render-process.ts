@@ -25,7 +25,11 @@ export class RenderRefused extends Error {
  * How a failed render attempt ends: for good, with the error to store, on a refusal or on the
  * job's last attempt; otherwise (undefined) the job retries.
  */
-export function finalRenderFailure(err: unknown, job: Pick<JobContext, 'retryCount' | 'retryLimit'>, what: 'Loop' | 'Clip'): string | undefined {
+export function finalRenderFailure(
+  err: unknown,
+  job: Pick<JobContext, 'retryCount' | 'retryLimit'>,
+  what: 'Loop' | 'Clip',
+): string | undefined {
   if (err instanceof RenderRefused) return err.message;
   if (job.retryCount >= job.retryLimit) return `${what} generation failed after ${job.retryCount + 1} attempts`;
   return undefined;
@@ -75,8 +79,15 @@ export class ChildJobs {
         stopped ??= why;
         child.kill('SIGKILL');
       };
-      const timer = opts.timeoutMs === undefined ? undefined : setTimeout(() => stop(new ChildJobTimeout(`${opts.what} ran past its limit of ${opts.timeoutMs} ms`)), opts.timeoutMs);
-      const onAbort = () => stop(opts.signal!.reason instanceof Error ? opts.signal!.reason : new Error(`${opts.what} aborted`));
+      const timer =
+        opts.timeoutMs === undefined
+          ? undefined
+          : setTimeout(
+              () => stop(new ChildJobTimeout(`${opts.what} ran past its limit of ${opts.timeoutMs} ms`)),
+              opts.timeoutMs,
+            );
+      const onAbort = () =>
+        stop(opts.signal!.reason instanceof Error ? opts.signal!.reason : new Error(`${opts.what} aborted`));
       opts.signal?.addEventListener('abort', onAbort, { once: true });
       child.stdout!.on('data', (b: Buffer) => (out += b.toString()));
       child.stderr!.on('data', (b: Buffer) => (errText = (errText + b.toString()).slice(-4000)));
@@ -117,8 +128,12 @@ export class RenderProcesses {
    * with a plain Error (the job retries).
    */
   async render(req: RenderRequest, opts: Omit<ChildJobOptions, 'what'> = {}): Promise<RenderedFiles> {
-    const result = await this.children.run<RenderResult>(RENDER_CHILD, req, { ...opts, what: req.clip ? 'clip render' : 'loop render' });
-    if (!result.ok) throw new RenderRefused(`The portrait cannot be animated (${result.refused.code}): ${result.refused.message}`);
+    const result = await this.children.run<RenderResult>(RENDER_CHILD, req, {
+      ...opts,
+      what: req.clip ? 'clip render' : 'loop render',
+    });
+    if (!result.ok)
+      throw new RenderRefused(`The portrait cannot be animated (${result.refused.code}): ${result.refused.message}`);
     return result;
   }
 

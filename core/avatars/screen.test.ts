@@ -38,7 +38,10 @@ describe('local prompt rules', () => {
     expect(DECLARED_MOTION_PROMPT_MAX).toBe(MOTION_PROMPT_MAX);
   });
   it('accepts ordinary direction, trimmed', () => {
-    expect(localVerdict('  calm, smiling, nods now and then ')).toEqual({ ok: true, text: 'calm, smiling, nods now and then' });
+    expect(localVerdict('  calm, smiling, nods now and then ')).toEqual({
+      ok: true,
+      text: 'calm, smiling, nods now and then',
+    });
     expect(localVerdict('x'.repeat(1200)).ok).toBe(true);
   });
   it('refuses empty, over 1,200 characters (UTF-16 units) and disallowed content, whole words only', () => {
@@ -84,17 +87,30 @@ describe('PUT /avatars/{id}/loop with an unreachable moderation endpoint', () =>
 
   it('error: 503 clip_screen_unavailable, retryable, nothing written or billed', async () => {
     const { apiKey, tenantId } = await t.newTenant({ credits: 100 });
-    await t.services.sql`insert into assets (id, tenant_id, kind, status) values ('ast_screen', ${tenantId}, 'image', 'ready')`;
+    await t.services
+      .sql`insert into assets (id, tenant_id, kind, status) values ('ast_screen', ${tenantId}, 'image', 'ready')`;
     await t.services.sql`
       insert into avatars (id, tenant_id, display_name, source_asset_id, status, idle_video_status, cache_version)
       values ('ava_screened', ${tenantId}, 's', 'ast_screen', 'ready', 'ready', 1)`;
-    const res = await t.request('PUT', '/api/v1/avatars/ava_screened/loop', { key: apiKey, body: { motionPrompt: 'nod' }, headers: { 'idempotency-key': 'k1' } });
+    const res = await t.request('PUT', '/api/v1/avatars/ava_screened/loop', {
+      key: apiKey,
+      body: { motionPrompt: 'nod' },
+      headers: { 'idempotency-key': 'k1' },
+    });
     expect(res.status).toBe(503);
     expect(await res.json()).toMatchObject({ code: 'clip_screen_unavailable', retryable: true });
     const [a] = await t.services.sql`select idle_video_status, generation_id from avatars where id = 'ava_screened'`;
     expect(a).toMatchObject({ idle_video_status: 'ready', generation_id: null });
     expect((await t.services.ledger.balance(tenantId)).reservedCreditMicros).toBe(0);
     // The key was freed: a retry with it runs again (and fails the same way here).
-    expect((await t.request('PUT', '/api/v1/avatars/ava_screened/loop', { key: apiKey, body: { motionPrompt: 'nod' }, headers: { 'idempotency-key': 'k1' } })).status).toBe(503);
+    expect(
+      (
+        await t.request('PUT', '/api/v1/avatars/ava_screened/loop', {
+          key: apiKey,
+          body: { motionPrompt: 'nod' },
+          headers: { 'idempotency-key': 'k1' },
+        })
+      ).status,
+    ).toBe(503);
   });
 });

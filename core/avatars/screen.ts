@@ -52,13 +52,24 @@ export const DISALLOWED_TERMS = [
   'shoot herself',
 ];
 
-const DISALLOWED_RE = new RegExp(`(?<![\\p{L}\\p{N}])(${DISALLOWED_TERMS.map((t) => t.replace(/[-\s]/g, '[-\\s]+')).join('|')})(?![\\p{L}\\p{N}])`, 'iu');
+const DISALLOWED_RE = new RegExp(
+  `(?<![\\p{L}\\p{N}])(${DISALLOWED_TERMS.map((t) => t.replace(/[-\s]/g, '[-\\s]+')).join('|')})(?![\\p{L}\\p{N}])`,
+  'iu',
+);
 
 /** The built-in rules: trimmed, nonempty, at most MOTION_PROMPT_MAX (render's generator limit) characters, none of DISALLOWED_TERMS. */
 export function localVerdict(text: string): ScreenVerdict {
   const t = text.trim();
-  if (t.length === 0) return { ok: false, reason: 'The motion prompt is empty: describe the motion, e.g. "calm, smiling, glances aside now and then"' };
-  if (t.length > MOTION_PROMPT_MAX) return { ok: false, reason: `The motion prompt is ${t.length} characters long; at most ${MOTION_PROMPT_MAX} are allowed` };
+  if (t.length === 0)
+    return {
+      ok: false,
+      reason: 'The motion prompt is empty: describe the motion, e.g. "calm, smiling, glances aside now and then"',
+    };
+  if (t.length > MOTION_PROMPT_MAX)
+    return {
+      ok: false,
+      reason: `The motion prompt is ${t.length} characters long; at most ${MOTION_PROMPT_MAX} are allowed`,
+    };
   const hit = DISALLOWED_RE.exec(t);
   if (hit) return { ok: false, reason: `The motion prompt asks for disallowed content ("${hit[1]}")` };
   return { ok: true, text: t };
@@ -86,12 +97,19 @@ export class ModerationPromptScreen implements PromptScreen {
   async screen(text: string): Promise<ScreenVerdict> {
     const local = localVerdict(text);
     if (!local.ok) return local;
-    const unavailable = () => new ApiError('clip_screen_unavailable', 'The prompt screen is unavailable right now; nothing was written. Retry with backoff');
+    const unavailable = () =>
+      new ApiError(
+        'clip_screen_unavailable',
+        'The prompt screen is unavailable right now; nothing was written. Retry with backoff',
+      );
     let body: unknown;
     try {
       const res = await fetch(this.url, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', ...(this.apiKey ? { authorization: `Bearer ${this.apiKey}` } : {}) },
+        headers: {
+          'content-type': 'application/json',
+          ...(this.apiKey ? { authorization: `Bearer ${this.apiKey}` } : {}),
+        },
         body: JSON.stringify({ input: local.text, ...(this.model ? { model: this.model } : {}) }),
         signal: AbortSignal.timeout(this.timeoutMs),
         redirect: 'error',
@@ -107,7 +125,11 @@ export class ModerationPromptScreen implements PromptScreen {
       throw unavailable();
     }
     const results = (body as { results?: unknown })?.results;
-    if (!Array.isArray(results) || results.length === 0 || typeof (results[0] as { flagged?: unknown }).flagged !== 'boolean') {
+    if (
+      !Array.isArray(results) ||
+      results.length === 0 ||
+      typeof (results[0] as { flagged?: unknown }).flagged !== 'boolean'
+    ) {
       this.log.warn('moderation endpoint gave an unreadable answer');
       throw unavailable();
     }
@@ -116,6 +138,9 @@ export class ModerationPromptScreen implements PromptScreen {
     const cats = Object.entries(first.categories ?? {})
       .filter(([, v]) => v === true)
       .map(([k]) => k);
-    return { ok: false, reason: `The motion prompt was refused by moderation${cats.length ? ` (${cats.join(', ')})` : ''}` };
+    return {
+      ok: false,
+      reason: `The motion prompt was refused by moderation${cats.length ? ` (${cats.join(', ')})` : ''}`,
+    };
   }
 }

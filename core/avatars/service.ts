@@ -11,7 +11,14 @@ import type { PortraitAssets } from './ports.ts';
 import { sessionInstructions, SESSION_INSTRUCTIONS_MAX } from './profile.ts';
 import type { PromptScreen } from './screen.ts';
 import { checkSource, sourceReviewed, type SourceVerdict } from './source-check.ts';
-import { AVATAR_LOOP_DEAD_JOB, AVATAR_LOOP_JOB, type Avatar, type AvatarRow, type LoopJobData, type MotionLibraryClip } from './types.ts';
+import {
+  AVATAR_LOOP_DEAD_JOB,
+  AVATAR_LOOP_JOB,
+  type Avatar,
+  type AvatarRow,
+  type LoopJobData,
+  type MotionLibraryClip,
+} from './types.ts';
 
 /** How long a serving URL handed out in an Avatar stays valid. */
 export const SERVING_URL_TTL_SECONDS = 3600;
@@ -65,7 +72,8 @@ export interface AvatarServiceDeps {
   checkSource?: (bytes: Buffer) => Promise<SourceVerdict>;
 }
 
-const badPortrait = (why: string) => new ApiError('validation_error', `Invalid field "sourceAssetId" in body: ${why}`, { field: 'sourceAssetId' });
+const badPortrait = (why: string) =>
+  new ApiError('validation_error', `Invalid field "sourceAssetId" in body: ${why}`, { field: 'sourceAssetId' });
 
 const SWAP_FIELDS = new Set(['sourceAssetId', 'anchorTimeMs', 'sourceReview']);
 
@@ -97,7 +105,9 @@ export class AvatarService {
       sourceAssetId: r.source_asset_id,
       status: r.status,
       idleVideoStatus: r.idle_video_status,
-      servingUrl: r.serving_loop_key ? await this.d.storage.signedUrl(r.serving_loop_key, SERVING_URL_TTL_SECONDS) : null,
+      servingUrl: r.serving_loop_key
+        ? await this.d.storage.signedUrl(r.serving_loop_key, SERVING_URL_TTL_SECONDS)
+        : null,
       error: r.error,
       defaultVoiceId: r.default_voice_id,
       cacheManifestId: r.cache_manifest_id,
@@ -122,8 +132,12 @@ export class AvatarService {
   async row(tenantId: string, avatarId: string, tx?: Tx, forUpdate = false): Promise<AvatarRow | undefined> {
     const q = tx ?? this.d.sql;
     const [row] = forUpdate
-      ? await q<AvatarRow[]>`select * from avatars where id = ${avatarId} and tenant_id = ${tenantId} and deleted_at is null for update`
-      : await q<AvatarRow[]>`select * from avatars where id = ${avatarId} and tenant_id = ${tenantId} and deleted_at is null`;
+      ? await q<
+          AvatarRow[]
+        >`select * from avatars where id = ${avatarId} and tenant_id = ${tenantId} and deleted_at is null for update`
+      : await q<
+          AvatarRow[]
+        >`select * from avatars where id = ${avatarId} and tenant_id = ${tenantId} and deleted_at is null`;
     return row;
   }
 
@@ -141,7 +155,11 @@ export class AvatarService {
     const rows = await this.d.sql<AvatarRow[]>`
       select * from avatars where tenant_id = ${tenantId} and deleted_at is null
       order by updated_at desc, id desc limit ${AVATAR_LIST_MAX}`;
-    const libraries = await motionLibraries(this.d.sql, this.d.storage, rows.map((r) => r.id));
+    const libraries = await motionLibraries(
+      this.d.sql,
+      this.d.storage,
+      rows.map((r) => r.id),
+    );
     return Promise.all(rows.map((r) => this.toAvatar(r, libraries.get(r.id) ?? [])));
   }
 
@@ -152,13 +170,16 @@ export class AvatarService {
   private async requirePortrait(tenantId: string, assetId: string): Promise<void> {
     const asset = await this.d.assets.get(tenantId, assetId);
     if (!asset) throw badPortrait(`asset ${assetId} not found, or it does not belong to this tenant`);
-    if (asset.kind !== 'image') throw badPortrait(`asset ${assetId} is a ${asset.kind}; avatars are created from an image (portrait)`);
-    if (asset.status !== 'ready') throw badPortrait(`asset ${assetId} is ${asset.status}, not ready: wait until its upload completes`);
+    if (asset.kind !== 'image')
+      throw badPortrait(`asset ${assetId} is a ${asset.kind}; avatars are created from an image (portrait)`);
+    if (asset.status !== 'ready')
+      throw badPortrait(`asset ${assetId} is ${asset.status}, not ready: wait until its upload completes`);
   }
 
   /** Inside the writing transaction: the portrait is held against a concurrent DELETE /assets/{id}, or it was just deleted (422). */
   private async holdPortrait(tx: Tx, tenantId: string, assetId: string): Promise<void> {
-    if (!(await this.d.assets.holdForUse(tx, tenantId, assetId))) throw badPortrait(`asset ${assetId} not found, or it does not belong to this tenant`);
+    if (!(await this.d.assets.holdForUse(tx, tenantId, assetId)))
+      throw badPortrait(`asset ${assetId} not found, or it does not belong to this tenant`);
   }
 
   private async screenPrompt(text: string): Promise<string> {
@@ -197,7 +218,16 @@ export class AvatarService {
                 ${tx.json((input.metadata ?? {}) as never)}, ${generationId})
         returning *`;
       if (portrait) {
-        await this.enqueueLoop(tx, { tenantId, avatarId: id, generationId: generationId!, motionPrompt, reason: 'create', reviewed: false, usageSessionId: null, priceCreditMicros: 0 });
+        await this.enqueueLoop(tx, {
+          tenantId,
+          avatarId: id,
+          generationId: generationId!,
+          motionPrompt,
+          reason: 'create',
+          reviewed: false,
+          usageSessionId: null,
+          priceCreditMicros: 0,
+        });
       }
       return r!;
     });
@@ -212,7 +242,15 @@ export class AvatarService {
    */
   async createReady(
     tenantId: string,
-    input: { id: string; displayName: string; sourceAssetId: string; generationId: string; loopKey: string; cacheKey: string; metadata?: Json },
+    input: {
+      id: string;
+      displayName: string;
+      sourceAssetId: string;
+      generationId: string;
+      loopKey: string;
+      cacheKey: string;
+      metadata?: Json;
+    },
     tx?: Tx,
   ): Promise<AvatarRow> {
     const run = async (t: Tx) => {
@@ -242,16 +280,27 @@ export class AvatarService {
     if (keys.some((k) => SWAP_FIELDS.has(k))) {
       const other = keys.find((k) => !SWAP_FIELDS.has(k));
       if (other) {
-        throw new ApiError('validation_error', `Invalid field "${other}" in body: a portrait swap (sourceAssetId) takes only anchorTimeMs and sourceReview`, { field: other });
+        throw new ApiError(
+          'validation_error',
+          `Invalid field "${other}" in body: a portrait swap (sourceAssetId) takes only anchorTimeMs and sourceReview`,
+          { field: other },
+        );
       }
       if (input.sourceAssetId === undefined) {
         const field = keys.find((k) => k !== 'sourceAssetId')!;
-        throw new ApiError('validation_error', `Invalid field "${field}" in body: only allowed with sourceAssetId (a portrait swap)`, { field });
+        throw new ApiError(
+          'validation_error',
+          `Invalid field "${field}" in body: only allowed with sourceAssetId (a portrait swap)`,
+          { field },
+        );
       }
       return this.swap(principal, current, input.sourceAssetId, input.anchorTimeMs ?? 0, input.sourceReview);
     }
 
-    const motionPrompt = input.motionPrompt === undefined || input.motionPrompt === null ? input.motionPrompt : await this.screenPrompt(input.motionPrompt);
+    const motionPrompt =
+      input.motionPrompt === undefined || input.motionPrompt === null
+        ? input.motionPrompt
+        : await this.screenPrompt(input.motionPrompt);
     const pick = <T>(v: T | undefined, cur: T): T => (v === undefined ? cur : v);
     const next = {
       displayName: pick(input.displayName, current.display_name),
@@ -284,11 +333,20 @@ export class AvatarService {
   }
 
   /** The swap lane: run the source checks, record them, and re-queue generation from the new portrait. */
-  private async swap(principal: Principal, current: AvatarRow, assetId: string, anchorTimeMs: number, review?: { reason: string }): Promise<Avatar> {
+  private async swap(
+    principal: Principal,
+    current: AvatarRow,
+    assetId: string,
+    anchorTimeMs: number,
+    review?: { reason: string },
+  ): Promise<Avatar> {
     const tenantId = principal.tenantId;
     await this.requirePortrait(tenantId, assetId);
     if (current.idle_video_status === 'queued' || current.idle_video_status === 'generating') {
-      throw new ApiError('avatar_state_conflict', 'A loop generation of this avatar is still in flight: retry the swap once it settles');
+      throw new ApiError(
+        'avatar_state_conflict',
+        'A loop generation of this avatar is still in flight: retry the swap once it settles',
+      );
     }
     const bytes = await this.d.assets.readBytes(tenantId, assetId);
     const verdict = await this.check(bytes);
@@ -310,7 +368,10 @@ export class AvatarService {
     const row = await this.d.sql.begin(async (tx) => {
       const locked = await this.mustRow(tenantId, current.id, tx, true);
       if (locked.idle_video_status === 'queued' || locked.idle_video_status === 'generating') {
-        throw new ApiError('avatar_state_conflict', 'A loop generation of this avatar is still in flight: retry the swap once it settles');
+        throw new ApiError(
+          'avatar_state_conflict',
+          'A loop generation of this avatar is still in flight: retry the swap once it settles',
+        );
       }
       await this.holdPortrait(tx, tenantId, assetId);
       await record(tx);
@@ -327,7 +388,12 @@ export class AvatarService {
         update avatar_clips set status = 'queued', error = null, updated_at = now()
         where avatar_id = ${current.id} and retired_at is null returning clip_id`;
       for (const { clip_id } of live) {
-        await enqueueClip(tx, this.d.jobs, { tenantId, avatarId: current.id, clipId: clip_id, reviewed: review !== undefined });
+        await enqueueClip(tx, this.d.jobs, {
+          tenantId,
+          avatarId: current.id,
+          clipId: clip_id,
+          reviewed: review !== undefined,
+        });
       }
       await this.enqueueLoop(tx, {
         tenantId,
@@ -395,7 +461,12 @@ export class AvatarService {
   }
 
   private async enqueueLoop(tx: Tx, data: LoopJobData): Promise<void> {
-    await this.d.jobs.enqueue(AVATAR_LOOP_JOB, data, { singletonKey: `${data.avatarId}:${data.generationId}`, deadLetter: AVATAR_LOOP_DEAD_JOB }, tx);
+    await this.d.jobs.enqueue(
+      AVATAR_LOOP_JOB,
+      data,
+      { singletonKey: `${data.avatarId}:${data.generationId}`, deadLetter: AVATAR_LOOP_DEAD_JOB },
+      tx,
+    );
   }
 }
 
@@ -407,7 +478,12 @@ function assertGeneratable(row: AvatarRow): void {
     );
   }
   if (row.idle_video_status === 'queued' || row.idle_video_status === 'generating') {
-    throw new ApiError('loop_pending', 'A loop render of this avatar is still in flight: retry once it publishes', {}, {});
+    throw new ApiError(
+      'loop_pending',
+      'A loop render of this avatar is still in flight: retry once it publishes',
+      {},
+      {},
+    );
   }
 }
 

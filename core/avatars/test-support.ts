@@ -12,11 +12,26 @@ export function stillMp4(fixture: string, o: { rotateDeg?: number } = {}): Buffe
   const dir = mkdtempSync(path.join(os.tmpdir(), 'still-mp4-'));
   const out = path.join(dir, 'clip.mp4');
   execFileSync(resolveFfmpegPath(), [
-    '-v', 'error', '-y', '-loop', '1', '-t', '1', '-i', path.join(FIXTURES, `${fixture}.jpg`),
-    '-vf', `${o.rotateDeg ? `rotate=${(o.rotateDeg * Math.PI) / 180},` : ''}scale=trunc(iw/2)*2:trunc(ih/2)*2`, '-r', '10', '-pix_fmt', 'yuv420p', '-c:v', 'libx264', out,
+    '-v',
+    'error',
+    '-y',
+    '-loop',
+    '1',
+    '-t',
+    '1',
+    '-i',
+    path.join(FIXTURES, `${fixture}.jpg`),
+    '-vf',
+    `${o.rotateDeg ? `rotate=${(o.rotateDeg * Math.PI) / 180},` : ''}scale=trunc(iw/2)*2:trunc(ih/2)*2`,
+    '-r',
+    '10',
+    '-pix_fmt',
+    'yuv420p',
+    '-c:v',
+    'libx264',
+    out,
   ]);
   const bytes = readFileSync(out);
   rmSync(dir, { recursive: true, force: true });
   return bytes;
 }
-

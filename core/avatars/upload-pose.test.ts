@@ -18,8 +18,14 @@ describe('checkUploadedClip', () => {
     const anchor = await anchorPose(portrait);
     const v = await checkUploadedClip(stillMp4('brick'), anchor);
     expect(v).toMatchObject({ verdict: 'refused', code: 'no_face' });
-    expect(await checkUploadedClip(Buffer.from('not a video at all'), anchor)).toMatchObject({ verdict: 'refused', code: 'invalid_media' });
-    expect(await checkUploadedClip(Buffer.alloc(UPLOAD_CLIP_MAX_BYTES + 1), anchor)).toMatchObject({ verdict: 'refused', code: 'too_large' });
+    expect(await checkUploadedClip(Buffer.from('not a video at all'), anchor)).toMatchObject({
+      verdict: 'refused',
+      code: 'invalid_media',
+    });
+    expect(await checkUploadedClip(Buffer.alloc(UPLOAD_CLIP_MAX_BYTES + 1), anchor)).toMatchObject({
+      verdict: 'refused',
+      code: 'too_large',
+    });
   });
 
   it('a rolled head (the portrait rotated 25°) is a pose_mismatch naming the roll', async () => {

@@ -24,7 +24,13 @@ export const UPLOAD_CLIP_MAX_BYTES = 18_000_000;
  * How far a frame may be from the anchor (the portrait's rig pose). Degrees for the angles; the
  * face size is the rig box's width over the frame's width, compared as a ratio to the anchor's.
  */
-export const POSE_TOLERANCE = { yawDeg: 15, pitchDeg: 15, rollDeg: 10, faceSizeRatioMin: 0.5, faceSizeRatioMax: 2 } as const;
+export const POSE_TOLERANCE = {
+  yawDeg: 15,
+  pitchDeg: 15,
+  rollDeg: 10,
+  faceSizeRatioMin: 0.5,
+  faceSizeRatioMax: 2,
+} as const;
 
 /** Frames sampled per second of video before first, middle and last are picked (at most FRAME_CAP of them). */
 const SAMPLE_FPS = 2;
@@ -48,14 +54,32 @@ export interface AnchorPose {
 }
 
 export type UploadPoseCheck =
-  | { verdict: 'accepted'; anchor: AnchorPose; frames: FramePose[]; tolerance: typeof POSE_TOLERANCE; checkedAt: string }
-  | { verdict: 'pose_mismatch'; message: string; anchor: AnchorPose; frames: FramePose[]; tolerance: typeof POSE_TOLERANCE; checkedAt: string }
+  | {
+      verdict: 'accepted';
+      anchor: AnchorPose;
+      frames: FramePose[];
+      tolerance: typeof POSE_TOLERANCE;
+      checkedAt: string;
+    }
+  | {
+      verdict: 'pose_mismatch';
+      message: string;
+      anchor: AnchorPose;
+      frames: FramePose[];
+      tolerance: typeof POSE_TOLERANCE;
+      checkedAt: string;
+    }
   | { verdict: 'refused'; code: string; message: string; frames: { at: string; code?: string }[]; checkedAt: string };
 
 const round = (v: number) => Math.round(v * 1000) / 1000;
 
 function poseOf(rig: FaceRig, width: number): AnchorPose {
-  return { yawDeg: round(rig.pose.yaw), pitchDeg: round(rig.pose.pitch), rollDeg: round(rig.pose.roll), faceSize: round(rig.box.width / width) };
+  return {
+    yawDeg: round(rig.pose.yaw),
+    pitchDeg: round(rig.pose.pitch),
+    rollDeg: round(rig.pose.roll),
+    faceSize: round(rig.box.width / width),
+  };
 }
 
 async function imageWidth(bytes: Buffer): Promise<number> {
@@ -76,9 +100,24 @@ export async function sampleFrames(video: Buffer): Promise<{ at: FramePose['at']
     const input = path.join(work, 'in.mp4');
     await writeFile(input, video);
     try {
-      await run(resolveFfmpegPath(), ['-v', 'error', '-nostdin', '-i', input, '-vf', `fps=${SAMPLE_FPS}`, '-frames:v', String(FRAME_CAP), path.join(work, 'f%04d.png')], {
-        timeout: 60_000,
-      });
+      await run(
+        resolveFfmpegPath(),
+        [
+          '-v',
+          'error',
+          '-nostdin',
+          '-i',
+          input,
+          '-vf',
+          `fps=${SAMPLE_FPS}`,
+          '-frames:v',
+          String(FRAME_CAP),
+          path.join(work, 'f%04d.png'),
+        ],
+        {
+          timeout: 60_000,
+        },
+      );
     } catch {
       // Not a video ffmpeg can decode: whatever frames it wrote (likely none) decide.
     }
@@ -111,7 +150,13 @@ export async function checkUploadedClip(video: Buffer, anchor: AnchorPose): Prom
   }
   const sampled = await sampleFrames(video);
   if (sampled.length === 0) {
-    return { verdict: 'refused', code: 'invalid_media', message: 'No video frame could be decoded from the upload', frames: [], checkedAt };
+    return {
+      verdict: 'refused',
+      code: 'invalid_media',
+      message: 'No video frame could be decoded from the upload',
+      frames: [],
+      checkedAt,
+    };
   }
   const frames: FramePose[] = [];
   for (const f of sampled) {
@@ -135,7 +180,8 @@ export async function checkUploadedClip(video: Buffer, anchor: AnchorPose): Prom
     if (Math.abs(f.yawDeg - anchor.yawDeg) > POSE_TOLERANCE.yawDeg) off.push(`${f.at} frame yaw`);
     if (Math.abs(f.pitchDeg - anchor.pitchDeg) > POSE_TOLERANCE.pitchDeg) off.push(`${f.at} frame pitch`);
     if (Math.abs(f.rollDeg - anchor.rollDeg) > POSE_TOLERANCE.rollDeg) off.push(`${f.at} frame roll`);
-    if (ratio < POSE_TOLERANCE.faceSizeRatioMin || ratio > POSE_TOLERANCE.faceSizeRatioMax) off.push(`${f.at} frame face size`);
+    if (ratio < POSE_TOLERANCE.faceSizeRatioMin || ratio > POSE_TOLERANCE.faceSizeRatioMax)
+      off.push(`${f.at} frame face size`);
   }
   if (off.length > 0) {
     return {

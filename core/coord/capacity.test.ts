@@ -3,7 +3,13 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { newId } from '../ids.ts';
 import { redisConnections } from '../../test/helpers.ts';
-import { memoryCapacity, redisCapacity, type AcquireResult, type CapacityCoordinator, type CapacityOptions } from './capacity.ts';
+import {
+  memoryCapacity,
+  redisCapacity,
+  type AcquireResult,
+  type CapacityCoordinator,
+  type CapacityOptions,
+} from './capacity.ts';
 
 /** One contract, two implementations: the same suite runs against the in-process and the Redis coordinator. */
 const redisConnection = redisConnections();
@@ -50,7 +56,8 @@ describe.each(flavours)('capacity coordinator contract: $name', ({ make }) => {
   it('grants up to the slot count, then queues with 1-based positions in arrival order', async () => {
     const c = make({ ticketTtlMs: TTL })();
     const results: AcquireResult[] = [];
-    for (let i = 0; i < 5; i++) results.push(await c.acquire({ pool: 'p', slots: 2, holder: `ses_${i}`, tenantId: T, enqueue: true }));
+    for (let i = 0; i < 5; i++)
+      results.push(await c.acquire({ pool: 'p', slots: 2, holder: `ses_${i}`, tenantId: T, enqueue: true }));
     expect(results.slice(0, 2)).toEqual([{ status: 'granted' }, { status: 'granted' }]);
     expect(results.slice(2).map((r) => (r.status === 'queued' ? r.position : -1))).toEqual([1, 2, 3]);
     expect(await c.usage('p')).toEqual({ inUse: 2, queueSize: 3 });
@@ -59,7 +66,10 @@ describe.each(flavours)('capacity coordinator contract: $name', ({ make }) => {
   it('a probe (enqueue false) answers full without queueing', async () => {
     const c = make({ ticketTtlMs: TTL })();
     await c.acquire({ pool: 'p', slots: 1, holder: 'ses_1', tenantId: T, enqueue: true });
-    expect(await c.acquire({ pool: 'p', slots: 1, holder: 'ses_2', tenantId: T, enqueue: false })).toEqual({ status: 'full', queueSize: 0 });
+    expect(await c.acquire({ pool: 'p', slots: 1, holder: 'ses_2', tenantId: T, enqueue: false })).toEqual({
+      status: 'full',
+      queueSize: 0,
+    });
     expect(await c.usage('p')).toEqual({ inUse: 1, queueSize: 0 });
   });
 
@@ -70,13 +80,24 @@ describe.each(flavours)('capacity coordinator contract: $name', ({ make }) => {
     const b = await c.acquire({ pool: 'p', slots: 1, holder: 'ses_b', tenantId: T, enqueue: true });
     if (a.status !== 'queued' || b.status !== 'queued') throw new Error('expected both queued');
     // Still full: each keeps its place.
-    expect(await c.acquire({ pool: 'p', slots: 1, holder: 'ses_b2', tenantId: T, ticketId: b.ticketId, enqueue: true })).toMatchObject({ status: 'queued', ticketId: b.ticketId, position: 2 });
+    expect(
+      await c.acquire({ pool: 'p', slots: 1, holder: 'ses_b2', tenantId: T, ticketId: b.ticketId, enqueue: true }),
+    ).toMatchObject({ status: 'queued', ticketId: b.ticketId, position: 2 });
     expect(await c.release('p', 'ses_0')).toBe(true);
     // A newcomer and the second in line do not jump the head.
-    expect(await c.acquire({ pool: 'p', slots: 1, holder: 'ses_new', tenantId: T, enqueue: false })).toEqual({ status: 'full', queueSize: 2 });
-    expect(await c.acquire({ pool: 'p', slots: 1, holder: 'ses_b3', tenantId: T, ticketId: b.ticketId, enqueue: true })).toMatchObject({ status: 'queued', position: 2 });
-    expect(await c.acquire({ pool: 'p', slots: 1, holder: 'ses_a2', tenantId: T, ticketId: a.ticketId, enqueue: true })).toEqual({ status: 'granted' });
-    expect(await c.acquire({ pool: 'p', slots: 1, holder: 'ses_b4', tenantId: T, ticketId: b.ticketId, enqueue: true })).toMatchObject({ status: 'queued', position: 1 });
+    expect(await c.acquire({ pool: 'p', slots: 1, holder: 'ses_new', tenantId: T, enqueue: false })).toEqual({
+      status: 'full',
+      queueSize: 2,
+    });
+    expect(
+      await c.acquire({ pool: 'p', slots: 1, holder: 'ses_b3', tenantId: T, ticketId: b.ticketId, enqueue: true }),
+    ).toMatchObject({ status: 'queued', position: 2 });
+    expect(
+      await c.acquire({ pool: 'p', slots: 1, holder: 'ses_a2', tenantId: T, ticketId: a.ticketId, enqueue: true }),
+    ).toEqual({ status: 'granted' });
+    expect(
+      await c.acquire({ pool: 'p', slots: 1, holder: 'ses_b4', tenantId: T, ticketId: b.ticketId, enqueue: true }),
+    ).toMatchObject({ status: 'queued', position: 1 });
     expect(await c.holders('p')).toEqual([expect.objectContaining({ holder: 'ses_a2' })]);
   });
 
@@ -84,15 +105,24 @@ describe.each(flavours)('capacity coordinator contract: $name', ({ make }) => {
     const c = make({ ticketTtlMs: TTL })();
     for (let i = 0; i < 3; i++) await c.acquire({ pool: 'p', slots: 3, holder: `h${i}`, tenantId: T, enqueue: true });
     const q = [];
-    for (let i = 0; i < 3; i++) q.push(await c.acquire({ pool: 'p', slots: 3, holder: `w${i}`, tenantId: T, enqueue: true }));
+    for (let i = 0; i < 3; i++)
+      q.push(await c.acquire({ pool: 'p', slots: 3, holder: `w${i}`, tenantId: T, enqueue: true }));
     const tickets = q.map((r) => (r.status === 'queued' ? r.ticketId : ''));
     await c.release('p', 'h0');
     await c.release('p', 'h1');
     // Two free: ranks 0 and 1 are admitted, rank 2 is not, whatever the order they come back in.
-    expect(await c.acquire({ pool: 'p', slots: 3, holder: 'w1', tenantId: T, ticketId: tickets[1], enqueue: true })).toEqual({ status: 'granted' });
-    expect(await c.acquire({ pool: 'p', slots: 3, holder: 'w2', tenantId: T, ticketId: tickets[2], enqueue: true })).toMatchObject({ status: 'queued', position: 2 });
-    expect(await c.acquire({ pool: 'p', slots: 3, holder: 'w0', tenantId: T, ticketId: tickets[0], enqueue: true })).toEqual({ status: 'granted' });
-    expect(await c.acquire({ pool: 'p', slots: 3, holder: 'w2', tenantId: T, ticketId: tickets[2], enqueue: true })).toMatchObject({ status: 'queued', position: 1 });
+    expect(
+      await c.acquire({ pool: 'p', slots: 3, holder: 'w1', tenantId: T, ticketId: tickets[1], enqueue: true }),
+    ).toEqual({ status: 'granted' });
+    expect(
+      await c.acquire({ pool: 'p', slots: 3, holder: 'w2', tenantId: T, ticketId: tickets[2], enqueue: true }),
+    ).toMatchObject({ status: 'queued', position: 2 });
+    expect(
+      await c.acquire({ pool: 'p', slots: 3, holder: 'w0', tenantId: T, ticketId: tickets[0], enqueue: true }),
+    ).toEqual({ status: 'granted' });
+    expect(
+      await c.acquire({ pool: 'p', slots: 3, holder: 'w2', tenantId: T, ticketId: tickets[2], enqueue: true }),
+    ).toMatchObject({ status: 'queued', position: 1 });
   });
 
   it('a ticket not sent back within the ttl leaves the queue; a late one queues again at the tail', async () => {
@@ -107,8 +137,17 @@ describe.each(flavours)('capacity coordinator contract: $name', ({ make }) => {
     // The first ticket was not sent back within the ttl: gone; the second moves up.
     expect(await c.usage('p')).toEqual({ inUse: 1, queueSize: 1 });
     if (stale.status !== 'queued' || fresh.status !== 'queued') throw new Error('expected queued');
-    expect(await c.acquire({ pool: 'p', slots: 1, holder: 'f', tenantId: T, ticketId: fresh.ticketId, enqueue: true })).toMatchObject({ position: 1 });
-    const late = await c.acquire({ pool: 'p', slots: 1, holder: 's', tenantId: T, ticketId: stale.ticketId, enqueue: true });
+    expect(
+      await c.acquire({ pool: 'p', slots: 1, holder: 'f', tenantId: T, ticketId: fresh.ticketId, enqueue: true }),
+    ).toMatchObject({ position: 1 });
+    const late = await c.acquire({
+      pool: 'p',
+      slots: 1,
+      holder: 's',
+      tenantId: T,
+      ticketId: stale.ticketId,
+      enqueue: true,
+    });
     expect(late).toMatchObject({ status: 'queued', position: 2 });
     expect(late.status === 'queued' && late.ticketId).not.toBe(stale.ticketId);
     clock.advance(TTL);
@@ -122,10 +161,19 @@ describe.each(flavours)('capacity coordinator contract: $name', ({ make }) => {
     await c.acquire({ pool: 'q', slots: 0, holder: 'x', tenantId: T, enqueue: true });
     const mine = await c.acquire({ pool: 'p', slots: 1, holder: 'm', tenantId: T, enqueue: true });
     if (mine.status !== 'queued') throw new Error('expected queued');
-    const theirs = await c.acquire({ pool: 'p', slots: 1, holder: 'o', tenantId: 'ten_b', ticketId: mine.ticketId, enqueue: true });
+    const theirs = await c.acquire({
+      pool: 'p',
+      slots: 1,
+      holder: 'o',
+      tenantId: 'ten_b',
+      ticketId: mine.ticketId,
+      enqueue: true,
+    });
     expect(theirs).toMatchObject({ status: 'queued', position: 2 });
     expect(theirs.status === 'queued' && theirs.ticketId).not.toBe(mine.ticketId);
-    expect(await c.acquire({ pool: 'q', slots: 0, holder: 'm', tenantId: T, ticketId: mine.ticketId, enqueue: true })).toMatchObject({ status: 'queued', position: 2 });
+    expect(
+      await c.acquire({ pool: 'q', slots: 0, holder: 'm', tenantId: T, ticketId: mine.ticketId, enqueue: true }),
+    ).toMatchObject({ status: 'queued', position: 2 });
     expect(await c.ticket(mine.ticketId)).toEqual({ ticketId: mine.ticketId, pool: 'p', tenantId: T });
   });
 
@@ -138,7 +186,9 @@ describe.each(flavours)('capacity coordinator contract: $name', ({ make }) => {
     const rec = (await c.ticket(a.ticketId))!;
     await c.leaveQueue(rec);
     await c.leaveQueue(rec);
-    expect(await c.acquire({ pool: 'p', slots: 1, holder: 'b', tenantId: T, ticketId: b.ticketId, enqueue: true })).toMatchObject({ position: 1 });
+    expect(
+      await c.acquire({ pool: 'p', slots: 1, holder: 'b', tenantId: T, ticketId: b.ticketId, enqueue: true }),
+    ).toMatchObject({ position: 1 });
     expect(await c.release('p', 'h')).toBe(true);
     expect(await c.release('p', 'h')).toBe(false);
     expect(await c.ticket('qtk_unknown')).toBeUndefined();
@@ -148,43 +198,69 @@ describe.each(flavours)('capacity coordinator contract: $name', ({ make }) => {
     const c = make({ ticketTtlMs: TTL })();
     await c.acquire({ pool: 'p', slots: 2, holder: 'h1', tenantId: T, enqueue: true });
     await c.acquire({ pool: 'p', slots: 2, holder: 'h2', tenantId: T, enqueue: true });
-    expect(await c.acquire({ pool: 'p', slots: 2, holder: 'h1', tenantId: T, enqueue: true })).toEqual({ status: 'granted' });
+    expect(await c.acquire({ pool: 'p', slots: 2, holder: 'h1', tenantId: T, enqueue: true })).toEqual({
+      status: 'granted',
+    });
     expect((await c.usage('p')).inUse).toBe(2);
     await c.release('p', 'h1');
-    expect(await c.acquire({ pool: 'p', slots: 0, holder: 'n', tenantId: T, enqueue: false })).toEqual({ status: 'full', queueSize: 0 });
+    expect(await c.acquire({ pool: 'p', slots: 0, holder: 'n', tenantId: T, enqueue: false })).toEqual({
+      status: 'full',
+      queueSize: 0,
+    });
     expect(await c.pools()).toEqual(['p']);
   });
 
   it('concurrent acquires from two processes grant exactly N, queue the rest, and never leak a slot (property)', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.integer({ min: 0, max: 6 }), fc.integer({ min: 1, max: 20 }), fc.array(fc.boolean(), { maxLength: 20 }), async (slots, n, releases) => {
-        const shared = make({ ticketTtlMs: TTL });
-        const [one, two] = [shared(), shared()];
-        const results = await Promise.all(
-          Array.from({ length: n }, (_, i) => (i % 2 ? one : two).acquire({ pool: 'p', slots, holder: `ses_${i}`, tenantId: T, enqueue: true })),
-        );
-        const grantedIds = results.flatMap((r, i) => (granted(r) ? [`ses_${i}`] : []));
-        expect(grantedIds).toHaveLength(Math.min(slots, n));
-        const queued = results.filter((r) => r.status === 'queued');
-        expect(queued.map((r) => (r.status === 'queued' ? r.position : 0)).sort((a, b) => a - b)).toEqual(queued.map((_, i) => i + 1));
-        // Release some holders, then every ticket comes back in queue order: each free slot goes to the head.
-        let freed = 0;
-        for (const [i, id] of grantedIds.entries()) {
-          if (releases[i]) {
-            expect(await one.release('p', id)).toBe(true);
-            freed++;
+      fc.asyncProperty(
+        fc.integer({ min: 0, max: 6 }),
+        fc.integer({ min: 1, max: 20 }),
+        fc.array(fc.boolean(), { maxLength: 20 }),
+        async (slots, n, releases) => {
+          const shared = make({ ticketTtlMs: TTL });
+          const [one, two] = [shared(), shared()];
+          const results = await Promise.all(
+            Array.from({ length: n }, (_, i) =>
+              (i % 2 ? one : two).acquire({ pool: 'p', slots, holder: `ses_${i}`, tenantId: T, enqueue: true }),
+            ),
+          );
+          const grantedIds = results.flatMap((r, i) => (granted(r) ? [`ses_${i}`] : []));
+          expect(grantedIds).toHaveLength(Math.min(slots, n));
+          const queued = results.filter((r) => r.status === 'queued');
+          expect(queued.map((r) => (r.status === 'queued' ? r.position : 0)).sort((a, b) => a - b)).toEqual(
+            queued.map((_, i) => i + 1),
+          );
+          // Release some holders, then every ticket comes back in queue order: each free slot goes to the head.
+          let freed = 0;
+          for (const [i, id] of grantedIds.entries()) {
+            if (releases[i]) {
+              expect(await one.release('p', id)).toBe(true);
+              freed++;
+            }
           }
-        }
-        const byPosition = [...queued].sort((a, b) => (a.status === 'queued' && b.status === 'queued' ? a.position - b.position : 0));
-        let admitted = 0;
-        for (const q of byPosition) {
-          if (q.status !== 'queued') continue;
-          const again = await two.acquire({ pool: 'p', slots, holder: `t_${q.ticketId}`, tenantId: T, ticketId: q.ticketId, enqueue: true });
-          if (granted(again)) admitted++;
-        }
-        expect(admitted).toBe(Math.min(freed, queued.length));
-        expect(await one.usage('p')).toEqual({ inUse: Math.min(slots, n) - freed + admitted, queueSize: queued.length - admitted });
-      }),
+          const byPosition = [...queued].sort((a, b) =>
+            a.status === 'queued' && b.status === 'queued' ? a.position - b.position : 0,
+          );
+          let admitted = 0;
+          for (const q of byPosition) {
+            if (q.status !== 'queued') continue;
+            const again = await two.acquire({
+              pool: 'p',
+              slots,
+              holder: `t_${q.ticketId}`,
+              tenantId: T,
+              ticketId: q.ticketId,
+              enqueue: true,
+            });
+            if (granted(again)) admitted++;
+          }
+          expect(admitted).toBe(Math.min(freed, queued.length));
+          expect(await one.usage('p')).toEqual({
+            inUse: Math.min(slots, n) - freed + admitted,
+            queueSize: queued.length - admitted,
+          });
+        },
+      ),
       { numRuns: 25 },
     );
   });

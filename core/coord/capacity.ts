@@ -141,7 +141,12 @@ export function memoryCapacity(o: CapacityOptions, newTicketId: TicketIds): Capa
       if (!req.enqueue) return { status: 'full', queueSize: size };
       const ticketId = newTicketId();
       p.queue.set(ticketId, now);
-      records.set(ticketId, { ticketId, pool: req.pool, tenantId: req.tenantId, until: now + TICKET_RECORD_SECONDS * 1000 });
+      records.set(ticketId, {
+        ticketId,
+        pool: req.pool,
+        tenantId: req.tenantId,
+        until: now + TICKET_RECORD_SECONDS * 1000,
+      });
       return { status: 'queued', ticketId, position: size + 1, queueSize: size + 1 };
     },
     async release(pool, holder) {
@@ -161,7 +166,10 @@ export function memoryCapacity(o: CapacityOptions, newTicketId: TicketIds): Capa
       return { inUse: p.holders.size, queueSize: p.queue.size };
     },
     async holders(pool) {
-      return [...(pools.get(pool)?.holders ?? new Map<string, number>())].map(([holder, grantedAt]) => ({ holder, grantedAt }));
+      return [...(pools.get(pool)?.holders ?? new Map<string, number>())].map(([holder, grantedAt]) => ({
+        holder,
+        grantedAt,
+      }));
     },
     async pools() {
       return [...pools.keys()];
@@ -258,13 +266,23 @@ export function redisCapacity(redis: Redis, o: CapacityOptions, newTicketId: Tic
     redis.defineCommand('capacityAcquire', { numberOfKeys: 7, lua: ACQUIRE });
     redis.defineCommand('capacityUsage', { numberOfKeys: 3, lua: USAGE });
   }
-  const keys = (pool: string) => ({ holders: `${prefix}{${pool}}:holders`, queue: `${prefix}{${pool}}:queue`, seen: `${prefix}{${pool}}:seen` });
+  const keys = (pool: string) => ({
+    holders: `${prefix}{${pool}}:holders`,
+    queue: `${prefix}{${pool}}:queue`,
+    seen: `${prefix}{${pool}}:seen`,
+  });
   const recordKey = (ticketId: string) => `${prefix}ticket:${ticketId}`;
   const poolsKey = `${prefix}pools`;
 
   const usage = async (pool: string): Promise<PoolUsage & { expired: number }> => {
     const k = keys(pool);
-    const [inUse, queueSize, expired] = await commands.capacityUsage(k.holders, k.queue, k.seen, clock(), o.ticketTtlMs);
+    const [inUse, queueSize, expired] = await commands.capacityUsage(
+      k.holders,
+      k.queue,
+      k.seen,
+      clock(),
+      o.ticketTtlMs,
+    );
     return { inUse, queueSize, expired };
   };
 

@@ -16,11 +16,14 @@ async function newTenant(seconds = 0): Promise<string> {
   return t.id;
 }
 
-async function newKey(tenantId: string, spendLimitCreditMicros: number | null = null, parentId: string | null = null): Promise<string> {
+async function newKey(
+  tenantId: string,
+  spendLimitCreditMicros: number | null = null,
+  parentId: string | null = null,
+): Promise<string> {
   const { record } = await s.keys.create({ tenantId, name: 'k', scopes: ['*'], spendLimitCreditMicros, parentId });
   return record.id;
 }
-
 
 async function keyRow(id: string) {
   const [k] = await s.sql<{ spent_credit_micros: number; reserved_credit_micros: number }[]>`
@@ -88,7 +91,8 @@ describe('credit wallet: grant, reserve, settle', () => {
       lifetimeUsedCreditMicros: 3 * SEC,
     });
     expect(await ledger.getReservation(r.id)).toMatchObject({ status: 'settled', settledCreditMicros: 3 * SEC });
-    const usage = await s.sql`select amount_credit_micros, reservation_id from credit_ledger where tenant_id = ${t} and kind = 'usage'`;
+    const usage =
+      await s.sql`select amount_credit_micros, reservation_id from credit_ledger where tenant_id = ${t} and kind = 'usage'`;
     expect(usage).toEqual([{ amount_credit_micros: -3 * SEC, reservation_id: r.id }]);
   });
 
@@ -107,7 +111,9 @@ describe('credit wallet: grant, reserve, settle', () => {
     const r = await reserve(t, 3);
     expect((await ledger.settle(r.id, 0)).chargedCreditMicros).toBe(0);
     expect(await ledger.balance(t)).toMatchObject({ balanceCreditMicros: 3 * SEC, reservedCreditMicros: 0 });
-    const [n] = await s.sql<{ n: number }[]>`select count(*)::int as n from credit_ledger where tenant_id = ${t} and kind = 'usage'`;
+    const [n] = await s.sql<
+      { n: number }[]
+    >`select count(*)::int as n from credit_ledger where tenant_id = ${t} and kind = 'usage'`;
     expect(n!.n).toBe(0);
   });
 
@@ -204,15 +210,17 @@ describe('credit wallet: refusals', () => {
 });
 
 describe('credit wallet: keys minted under a spend-limited key', () => {
-  it('security: a child\'s reservation and its settlement count against its parent and grandparent', async () => {
+  it("security: a child's reservation and its settlement count against its parent and grandparent", async () => {
     const t = await newTenant(100);
     const root = await newKey(t, 10 * SEC);
     const parent = await newKey(t, 8 * SEC, root);
     const child = await newKey(t, 5 * SEC, parent);
     const r = await reserve(t, 4, { apiKeyId: child });
-    for (const k of [root, parent, child]) expect(await keyRow(k)).toEqual({ spent_credit_micros: 0, reserved_credit_micros: 4 * SEC });
+    for (const k of [root, parent, child])
+      expect(await keyRow(k)).toEqual({ spent_credit_micros: 0, reserved_credit_micros: 4 * SEC });
     await ledger.settle(r.id, 3 * SEC);
-    for (const k of [root, parent, child]) expect(await keyRow(k)).toEqual({ spent_credit_micros: 3 * SEC, reserved_credit_micros: 0 });
+    for (const k of [root, parent, child])
+      expect(await keyRow(k)).toEqual({ spent_credit_micros: 3 * SEC, reserved_credit_micros: 0 });
     // The parent's own spend counts against the root, not against the child below it.
     await reserve(t, 1, { apiKeyId: parent });
     expect(await keyRow(child)).toEqual({ spent_credit_micros: 3 * SEC, reserved_credit_micros: 0 });
@@ -236,25 +244,40 @@ describe('credit wallet: keys minted under a spend-limited key', () => {
     const used = await expectApiError(ledger.assertSpendable(t, child), 'spend_limit_exceeded', 402);
     expect(used.extra).toMatchObject({ spendLimitKeyId: parent });
     // And its own limit, named as its own.
-    const own = await expectApiError(reserve(t, 4, { apiKeyId: await newKey(t, 3 * SEC) }), 'spend_limit_exceeded', 402);
+    const own = await expectApiError(
+      reserve(t, 4, { apiKeyId: await newKey(t, 3 * SEC) }),
+      'spend_limit_exceeded',
+      402,
+    );
     expect(own.message).toMatch(/^This API key's spend limit/);
   });
 
-  it('security: a parent and children minted with its limit, spending in parallel, never pass the parent\'s limit', async () => {
+  it("security: a parent and children minted with its limit, spending in parallel, never pass the parent's limit", async () => {
     // The probe of issue 25: a 3 s key minted three 3 s children; the four together spent 8.6 s.
     const t = await newTenant(100);
     const parent = await newKey(t, 3 * SEC);
-    const children = [await newKey(t, 3 * SEC, parent), await newKey(t, 3 * SEC, parent), await newKey(t, 3 * SEC, parent)];
+    const children = [
+      await newKey(t, 3 * SEC, parent),
+      await newKey(t, 3 * SEC, parent),
+      await newKey(t, 3 * SEC, parent),
+    ];
     const payers = [parent, ...children];
     const tenth = SEC / 10;
     const attempts = payers.flatMap((k) => Array.from({ length: 12 }, () => k));
     const results = await Promise.allSettled(
       attempts.map(async (k) => {
-        const r = await ledger.reserve({ tenantId: t, apiKeyId: k, amountCreditMicros: 3 * tenth, purpose: 'turn', ttlSeconds: 60 });
+        const r = await ledger.reserve({
+          tenantId: t,
+          apiKeyId: k,
+          amountCreditMicros: 3 * tenth,
+          purpose: 'turn',
+          ttlSeconds: 60,
+        });
         await ledger.settle(r.id, 3 * tenth);
       }),
     );
-    for (const r of results) if (r.status === 'rejected') expect((r.reason as ApiError).code).toBe('spend_limit_exceeded');
+    for (const r of results)
+      if (r.status === 'rejected') expect((r.reason as ApiError).code).toBe('spend_limit_exceeded');
     expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(10);
     expect((await ledger.balance(t)).lifetimeUsedCreditMicros).toBe(3 * SEC);
     expect(await keyRow(parent)).toEqual({ spent_credit_micros: 3 * SEC, reserved_credit_micros: 0 });
@@ -265,9 +288,15 @@ describe('credit wallet: keys minted under a spend-limited key', () => {
     const t = await newTenant(100);
     const parent = await newKey(t, 3 * SEC);
     const child = await newKey(t, 2 * SEC, parent);
-    expect(await spendRoom(s.sql, child)).toEqual({ roomCreditMicros: 2 * SEC, limitingKey: { id: child, spendLimitCreditMicros: 2 * SEC, self: true } });
+    expect(await spendRoom(s.sql, child)).toEqual({
+      roomCreditMicros: 2 * SEC,
+      limitingKey: { id: child, spendLimitCreditMicros: 2 * SEC, self: true },
+    });
     await reserve(t, 2, { apiKeyId: parent });
-    expect(await spendRoom(s.sql, child)).toEqual({ roomCreditMicros: 1 * SEC, limitingKey: { id: parent, spendLimitCreditMicros: 3 * SEC, self: false } });
+    expect(await spendRoom(s.sql, child)).toEqual({
+      roomCreditMicros: 1 * SEC,
+      limitingKey: { id: parent, spendLimitCreditMicros: 3 * SEC, self: false },
+    });
     expect(await spendRoom(s.sql, await newKey(t))).toEqual({ roomCreditMicros: null, limitingKey: null });
   });
 });
@@ -276,7 +305,9 @@ describe('credit wallet: the database refuses impossible states', () => {
   it('a negative balance, reserved above balance, or a settlement above its reservation violate CHECK constraints', async () => {
     const t = await newTenant(5);
     const r = await reserve(t, 2);
-    await expect(s.sql`update credit_wallets set balance_credit_micros = -1 where tenant_id = ${t}`).rejects.toThrow(/check constraint/);
+    await expect(s.sql`update credit_wallets set balance_credit_micros = -1 where tenant_id = ${t}`).rejects.toThrow(
+      /check constraint/,
+    );
     await expect(
       s.sql`update credit_wallets set reserved_credit_micros = balance_credit_micros + 1 where tenant_id = ${t}`,
     ).rejects.toThrow(/check constraint/);
@@ -304,7 +335,11 @@ describe('credit wallet: progress and expiry of crashed holders', () => {
     const r = await reserve(t, 2);
     await ledger.settle(r.id, SEC);
     await ledger.reportProgress(r.id, 2 * SEC);
-    expect(await reservationRow(r.id)).toMatchObject({ status: 'settled', progress_credit_micros: 0, settled_credit_micros: SEC });
+    expect(await reservationRow(r.id)).toMatchObject({
+      status: 'settled',
+      progress_credit_micros: 0,
+      settled_credit_micros: SEC,
+    });
   });
 
   it('expireDue settles an expired reservation at its reported progress and leaves unexpired ones alone', async () => {
@@ -315,7 +350,9 @@ describe('credit wallet: progress and expiry of crashed holders', () => {
     await ledger.reportProgress(due.id, 1.25 * SEC);
     await ledger.reportProgress(alive.id, 1 * SEC);
     await waitFor('the short reservation to pass its expiry on the database clock', async () =>
-      (await s.sql`select 1 from credit_reservations where id = ${due.id} and expires_at <= now()`).length > 0 ? true : undefined,
+      (await s.sql`select 1 from credit_reservations where id = ${due.id} and expires_at <= now()`).length > 0
+        ? true
+        : undefined,
     );
 
     const expired = await ledger.expireDue();
@@ -398,7 +435,14 @@ type Op =
 const UNIT = 1000; // credit micros per generated unit
 
 const opArb: fc.Arbitrary<Op> = fc.oneof(
-  { weight: 2, arbitrary: fc.record({ op: fc.constant('grant' as const), tenant: fc.nat(1), units: fc.integer({ min: 1, max: 40 }) }) },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      op: fc.constant('grant' as const),
+      tenant: fc.nat(1),
+      units: fc.integer({ min: 1, max: 40 }),
+    }),
+  },
   {
     weight: 4,
     arbitrary: fc.record({
@@ -410,8 +454,22 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
       expiresNow: fc.boolean(),
     }),
   },
-  { weight: 3, arbitrary: fc.record({ op: fc.constant('settle' as const), ref: fc.nat(50), units: fc.integer({ min: 0, max: 40 }) }) },
-  { weight: 2, arbitrary: fc.record({ op: fc.constant('progress' as const), ref: fc.nat(50), units: fc.integer({ min: 0, max: 40 }) }) },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      op: fc.constant('settle' as const),
+      ref: fc.nat(50),
+      units: fc.integer({ min: 0, max: 40 }),
+    }),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      op: fc.constant('progress' as const),
+      ref: fc.nat(50),
+      units: fc.integer({ min: 0, max: 40 }),
+    }),
+  },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('expire' as const) }) },
 );
 
@@ -485,7 +543,9 @@ describe('credit wallet invariants under concurrent random operations', () => {
           // Settle half of what is left concurrently, then let the janitor take the rest.
           await Promise.all(
             reservations.map((r, i) =>
-              i % 2 === 0 ? ledger.settle(r.id, Math.floor(r.amount / 2)).catch((e: unknown) => unexpected.push(e)) : undefined,
+              i % 2 === 0
+                ? ledger.settle(r.id, Math.floor(r.amount / 2)).catch((e: unknown) => unexpected.push(e))
+                : undefined,
             ),
           );
           expect(unexpected).toEqual([]);

@@ -77,7 +77,10 @@ function spendRoomOf(chain: readonly ChainKey[]): SpendRoom {
     if (k.spend_limit_credit_micros === null) continue;
     const room = k.spend_limit_credit_micros - k.committed;
     if (best.roomCreditMicros === null || room < best.roomCreditMicros) {
-      best = { roomCreditMicros: room, limitingKey: { id: k.id, spendLimitCreditMicros: k.spend_limit_credit_micros, self: k.self } };
+      best = {
+        roomCreditMicros: room,
+        limitingKey: { id: k.id, spendLimitCreditMicros: k.spend_limit_credit_micros, self: k.self },
+      };
     }
   }
   return best;
@@ -188,7 +191,10 @@ export class CreditLedger {
     if (!w) throw new ApiError('not_found', 'Tenant not found');
     const available = w.balance_credit_micros - w.reserved_credit_micros;
     if (available <= 0) {
-      throw new ApiError('insufficient_credits', `Insufficient credits: ${available} credit micros are available`, { requiredCreditMicros: 1, availableCreditMicros: available });
+      throw new ApiError('insufficient_credits', `Insufficient credits: ${available} credit micros are available`, {
+        requiredCreditMicros: 1,
+        availableCreditMicros: available,
+      });
     }
     if (!apiKeyId) return;
     const room = await spendRoom(this.sql, apiKeyId);

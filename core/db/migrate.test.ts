@@ -9,7 +9,8 @@ const tableExists = async (name: string) => {
   const [r] = await db.sql<{ t: string | null }[]>`select to_regclass(${name})::text as t`;
   return r?.t != null;
 };
-const applied = async () => (await db.sql<{ version: string }[]>`select version from schema_migrations order by version`).map((r) => r.version);
+const applied = async () =>
+  (await db.sql<{ version: string }[]>`select version from schema_migrations order by version`).map((r) => r.version);
 
 describe('migrate', () => {
   it('applies pending migrations as one batch: a failing one rolls back the ones before it', async () => {
@@ -29,7 +30,10 @@ describe('migrate', () => {
 
   it('serialises concurrent migrators: one applies a migration, the other finds it applied', async () => {
     // The sleep keeps the first migrator inside its transaction while the second one starts.
-    const slow = { version: '9997_concurrent_probe', sql: 'select pg_sleep(0.3); create table migrate_concurrent_probe (id int primary key)' };
+    const slow = {
+      version: '9997_concurrent_probe',
+      sql: 'select pg_sleep(0.3); create table migrate_concurrent_probe (id int primary key)',
+    };
     const next = [...listMigrations(), slow];
     const results = await Promise.all([migrate(db.sql, next), migrate(db.sql, next)]);
     expect(results.map((r) => r.join(',')).sort()).toEqual(['', '9997_concurrent_probe']);

@@ -31,7 +31,9 @@ export async function migrate(sql: Sql, migrations: readonly Migration[] = listM
   await sql.begin(async (tx) => {
     await tx`select pg_advisory_xact_lock(${MIGRATION_LOCK})`;
     await tx`create table if not exists schema_migrations (version text primary key, applied_at timestamptz not null default now())`;
-    const done = new Set((await tx<{ version: string }[]>`select version from schema_migrations`).map((r) => r.version));
+    const done = new Set(
+      (await tx<{ version: string }[]>`select version from schema_migrations`).map((r) => r.version),
+    );
     for (const m of migrations) {
       if (done.has(m.version)) continue;
       await tx.unsafe(m.sql);

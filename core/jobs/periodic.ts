@@ -9,7 +9,9 @@ import type { JobQueue } from './queue.ts';
  */
 export function schedulePeriodic(jobs: JobQueue, name: string, intervalSeconds: number, log: Logger): { stop(): void } {
   const offer = () => {
-    jobs.enqueue(name, {}, { singletonKey: name, singletonSeconds: intervalSeconds }).catch((err: unknown) => log.warn({ err, job: name }, 'periodic job could not be queued'));
+    jobs
+      .enqueue(name, {}, { singletonKey: name, singletonSeconds: intervalSeconds })
+      .catch((err: unknown) => log.warn({ err, job: name }, 'periodic job could not be queued'));
   };
   offer();
   const timer = setInterval(offer, intervalSeconds * 1000);

@@ -25,7 +25,11 @@ describe('JobQueue (pg-boss)', () => {
       if (job.retryCount < 1) throw new Error('transient');
     });
     await s.jobs.enqueue('test-retry', { k: 'x' });
-    await waitFor('the retried job to complete', async () => ((await s.sql`select state from pgboss.job where name = 'test-retry'`)[0]?.state === 'completed' ? true : undefined));
+    await waitFor('the retried job to complete', async () =>
+      (await s.sql`select state from pgboss.job where name = 'test-retry'`)[0]?.state === 'completed'
+        ? true
+        : undefined,
+    );
     expect(attempts).toEqual([0, 1]);
   });
 });

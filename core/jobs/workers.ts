@@ -30,7 +30,10 @@ export interface RunningWorkers {
  * pool), and the periodic media janitors (recording retention, scene expiry).
  * Started by the API server (`JOB_WORKERS` > 0) and by `tsx core/jobs/worker-main.ts`.
  */
-export async function startJobWorkers(services: Services, opts: { concurrency?: number; loopSeconds?: number } = {}): Promise<RunningWorkers> {
+export async function startJobWorkers(
+  services: Services,
+  opts: { concurrency?: number; loopSeconds?: number } = {},
+): Promise<RunningWorkers> {
   const renders = new RenderProcesses();
   // What every job worker takes.
   const common = {
@@ -76,7 +79,9 @@ export async function startJobWorkers(services: Services, opts: { concurrency?: 
   // Media janitors, durable and periodic: recordings past retention or never finalised, expired scenes.
   await services.jobs.work(RECORDING_RETENTION_JOB, async () => void (await services.recordings.sweep()));
   await services.jobs.work(SCENE_EXPIRY_JOB, async () => void (await services.scenes.expireDue()));
-  const sweeps = [RECORDING_RETENTION_JOB, SCENE_EXPIRY_JOB].map((name) => schedulePeriodic(services.jobs, name, services.config.MEDIA_SWEEP_SECONDS, services.log));
+  const sweeps = [RECORDING_RETENTION_JOB, SCENE_EXPIRY_JOB].map((name) =>
+    schedulePeriodic(services.jobs, name, services.config.MEDIA_SWEEP_SECONDS, services.log),
+  );
   return {
     loops,
     clips,

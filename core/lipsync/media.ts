@@ -33,7 +33,13 @@ export interface FetchMediaInput {
 }
 
 const accepted = (kind: AssetKind) =>
-  [...new Set(Object.entries(ACCEPTED_TYPES).filter(([, t]) => t.kind === kind).map(([ext]) => ext))].join(', ');
+  [
+    ...new Set(
+      Object.entries(ACCEPTED_TYPES)
+        .filter(([, t]) => t.kind === kind)
+        .map(([ext]) => ext),
+    ),
+  ].join(', ');
 
 /**
  * Reads a media file a user named by URL. One of the service's own signed media URLs (an asset's
@@ -43,7 +49,10 @@ const accepted = (kind: AssetKind) =>
  * the type is sniffed from the bytes and must be of `kind`, and the size is capped while the bytes
  * stream. Refusals are ApiErrors naming `field`.
  */
-export async function fetchMedia(input: FetchMediaInput, deps: { storage: ObjectStorage; fetcher: SafeFetcher }): Promise<FetchedMedia> {
+export async function fetchMedia(
+  input: FetchMediaInput,
+  deps: { storage: ObjectStorage; fetcher: SafeFetcher },
+): Promise<FetchedMedia> {
   const { field } = input;
   let body: Readable;
   let source: FetchedMedia['source'];
@@ -51,16 +60,28 @@ export async function fetchMedia(input: FetchMediaInput, deps: { storage: Object
   if (own) {
     source = 'storage';
     if (own.signature === 'expired') {
-      throw new ApiError('media_url_expired', `Invalid field "${field}": this signed media URL has expired: get a fresh one from the API (an asset's publicUrl lasts an hour)`, { field });
+      throw new ApiError(
+        'media_url_expired',
+        `Invalid field "${field}": this signed media URL has expired: get a fresh one from the API (an asset's publicUrl lasts an hour)`,
+        { field },
+      );
     }
-    if (own.signature === 'invalid') throw new ApiError('validation_error', `Invalid field "${field}": the signature of this media URL is not valid`, { field });
+    if (own.signature === 'invalid')
+      throw new ApiError('validation_error', `Invalid field "${field}": the signature of this media URL is not valid`, {
+        field,
+      });
     if (!own.key.startsWith(`tenants/${input.tenantId}/`)) {
-      throw new ApiError('validation_error', `Invalid field "${field}": this media URL belongs to another workspace`, { field });
+      throw new ApiError('validation_error', `Invalid field "${field}": this media URL belongs to another workspace`, {
+        field,
+      });
     }
     try {
       body = await deps.storage.get(own.key);
     } catch (err) {
-      if (err instanceof ObjectNotFoundError) throw new ApiError('validation_error', `Invalid field "${field}": the media this URL named no longer exists`, { field });
+      if (err instanceof ObjectNotFoundError)
+        throw new ApiError('validation_error', `Invalid field "${field}": the media this URL named no longer exists`, {
+          field,
+        });
       throw err;
     }
   } else {
@@ -83,12 +104,18 @@ export async function fetchMedia(input: FetchMediaInput, deps: { storage: Object
   };
   if (sniffed.empty) refuse(new ApiError('validation_error', `Invalid field "${field}": the file is empty`, { field }));
   if (sniffed.type?.kind !== input.kind) {
-    const what = sniffed.type ? `${sniffed.type.contentType} (${sniffed.type.kind})` : (sniffed.detectedMime ?? 'of no recognised type');
+    const what = sniffed.type
+      ? `${sniffed.type.contentType} (${sniffed.type.kind})`
+      : (sniffed.detectedMime ?? 'of no recognised type');
     refuse(
-      new ApiError('unsupported_asset_type', `Invalid field "${field}": the file is ${what}, not ${input.kind}; accepted: ${accepted(input.kind)}`, {
-        field,
-        detectedType: sniffed.type?.contentType ?? sniffed.detectedMime ?? null,
-      }),
+      new ApiError(
+        'unsupported_asset_type',
+        `Invalid field "${field}": the file is ${what}, not ${input.kind}; accepted: ${accepted(input.kind)}`,
+        {
+          field,
+          detectedType: sniffed.type?.contentType ?? sniffed.detectedMime ?? null,
+        },
+      ),
     );
   }
 
@@ -97,7 +124,8 @@ export async function fetchMedia(input: FetchMediaInput, deps: { storage: Object
   const meter = new Transform({
     transform(chunk: Buffer, _enc, cb) {
       size += chunk.length;
-      if (size > input.maxBytes) return cb(new SafeFetchError('too_large', `The file exceeds the cap of ${input.maxBytes} bytes`));
+      if (size > input.maxBytes)
+        return cb(new SafeFetchError('too_large', `The file exceeds the cap of ${input.maxBytes} bytes`));
       hash.update(chunk);
       cb(null, chunk);
     },
@@ -105,9 +133,16 @@ export async function fetchMedia(input: FetchMediaInput, deps: { storage: Object
   try {
     await pipeline(sniffed.stream, meter, createWriteStream(input.path, { mode: 0o600 }), { signal: input.signal });
   } catch (err) {
-    const cause = err instanceof SafeFetchError ? err : body.errored instanceof SafeFetchError ? body.errored : undefined;
+    const cause =
+      err instanceof SafeFetchError ? err : body.errored instanceof SafeFetchError ? body.errored : undefined;
     if (cause) throw fetchFailure(cause, field);
     throw err;
   }
-  return { path: input.path, contentType: sniffed.type!.contentType, sizeBytes: size, sha256: hash.digest('hex'), source };
+  return {
+    path: input.path,
+    contentType: sniffed.type!.contentType,
+    sizeBytes: size,
+    sha256: hash.digest('hex'),
+    source,
+  };
 }

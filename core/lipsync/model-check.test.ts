@@ -22,11 +22,28 @@ afterAll(() => {
 describe('the lip-sync model at start-up', () => {
   it('is logged with how it runs when it fits; builtin needs no check', async () => {
     const lines: Record<string, unknown>[] = [];
-    const log = pino({ level: 'info' }, new Writable({ write: (chunk: Buffer, _enc, done) => (lines.push(JSON.parse(chunk.toString()) as Record<string, unknown>), done()) }));
+    const log = pino(
+      { level: 'info' },
+      new Writable({
+        write: (chunk: Buffer, _enc, done) => (
+          lines.push(JSON.parse(chunk.toString()) as Record<string, unknown>),
+          done()
+        ),
+      }),
+    );
     await checkLipSyncModel('builtin', log);
     expect(lines).toEqual([]);
     await checkLipSyncModel(fixture('wav2lip_hq_256'), log);
-    expect(lines).toMatchObject([{ msg: 'lip-sync model fits', melInput: 'mel_spectrogram', faceInput: 'video_frames', faceOutput: 'predicted_frames', faceSize: 256, fixedBatch: true }]);
+    expect(lines).toMatchObject([
+      {
+        msg: 'lip-sync model fits',
+        melInput: 'mel_spectrogram',
+        faceInput: 'video_frames',
+        faceOutput: 'predicted_frames',
+        faceSize: 256,
+        fixedBatch: true,
+      },
+    ]);
   });
 
   for (const entry of ['api/main.ts', 'agent/main.ts']) {
@@ -47,7 +64,9 @@ describe('the lip-sync model at start-up', () => {
       const { code } = await proc.exited;
       expect(code, proc.output()).toBe(2);
       const stderr = proc.lines.filter((l) => l.stream === 'stderr').map((l) => l.text);
-      expect(stderr.join('\n')).toMatch(/^LIPSYNC_MODEL: .*misfit_rgb_face\.onnx is not a Wav2Lip-class lip-sync model: input `x` has 3 channels; a Wav2Lip-class model has a 1-channel mel \[N,1,80,16\] and a 6-channel face \[N,6,H,H\]$/m);
+      expect(stderr.join('\n')).toMatch(
+        /^LIPSYNC_MODEL: .*misfit_rgb_face\.onnx is not a Wav2Lip-class lip-sync model: input `x` has 3 channels; a Wav2Lip-class model has a 1-channel mel \[N,1,80,16\] and a 6-channel face \[N,6,H,H\]$/m,
+      );
       expect(existsSync(path.join(dataDir, 'postgres')), 'its database was started').toBe(false);
     });
   }

@@ -14,7 +14,17 @@ export async function checkLipSyncModel(model: string, log: Logger): Promise<voi
   const engine = await loadNeuralLipSync(choice.path);
   await engine.release();
   const c = engine.contract!;
-  log.info({ model: choice.path, melInput: c.melInput, faceInput: c.faceInput, faceOutput: c.faceOutputs[0], faceSize: c.faceSize, fixedBatch: c.fixedBatch }, 'lip-sync model fits');
+  log.info(
+    {
+      model: choice.path,
+      melInput: c.melInput,
+      faceInput: c.faceInput,
+      faceOutput: c.faceOutputs[0],
+      faceSize: c.faceSize,
+      fixedBatch: c.fixedBatch,
+    },
+    'lip-sync model fits',
+  );
 }
 
 /** checkLipSyncModel, or the refusal on stderr and exit status 2 (a configuration error). */

@@ -76,32 +76,65 @@ export class LipsyncPortraits {
       let rendered;
       try {
         rendered = await this.d.renders.render(
-          { portraitPath: portrait.path, outDir: path.join(work, 'out'), seed: portrait.sha256, motionPrompt: null, seconds: this.d.loopSeconds, reviewed: false },
+          {
+            portraitPath: portrait.path,
+            outDir: path.join(work, 'out'),
+            seed: portrait.sha256,
+            motionPrompt: null,
+            seconds: this.d.loopSeconds,
+            reviewed: false,
+          },
           { signal },
         );
       } catch (err) {
-        if (err instanceof RenderRefused) throw new ApiError('portrait_rejected', `Invalid field "portraitUrl": ${err.message}`, { field: 'portraitUrl' });
+        if (err instanceof RenderRefused)
+          throw new ApiError('portrait_rejected', `Invalid field "portraitUrl": ${err.message}`, {
+            field: 'portraitUrl',
+          });
         throw err;
       }
-      const asset = await this.d.assets.createUploaded({ tenantId, source: createReadStream(portrait.path), declaredKind: 'image' });
+      const asset = await this.d.assets.createUploaded({
+        tenantId,
+        source: createReadStream(portrait.path),
+        declaredKind: 'image',
+      });
       const avatarId = newId('avatar');
       const generationId = newGenerationId();
-      const { mp4Key, cacheKey } = await uploadRender(this.d.storage, loopPrefix({ tenantId, avatarId, generationId }), rendered, 'idle.mp4', uploaded);
+      const { mp4Key, cacheKey } = await uploadRender(
+        this.d.storage,
+        loopPrefix({ tenantId, avatarId, generationId }),
+        rendered,
+        'idle.mp4',
+        uploaded,
+      );
       await this.d.sql.begin(async (tx) => {
         // Held against a concurrent DELETE /assets/{id} of the fresh asset (listed from the moment it is stored).
         if (!(await this.d.assets.holdForUse(tx, tenantId, asset.id))) {
-          throw new ApiError('not_found', `The portrait's asset ${asset.id} was deleted while the portrait was registered: send the request again`);
+          throw new ApiError(
+            'not_found',
+            `The portrait's asset ${asset.id} was deleted while the portrait was registered: send the request again`,
+          );
         }
         await this.d.avatars.createReady(
           tenantId,
-          { id: avatarId, displayName: `Portrait ${portrait.sha256.slice(0, 8)}`, sourceAssetId: asset.id, generationId, loopKey: mp4Key, cacheKey },
+          {
+            id: avatarId,
+            displayName: `Portrait ${portrait.sha256.slice(0, 8)}`,
+            sourceAssetId: asset.id,
+            generationId,
+            loopKey: mp4Key,
+            cacheKey,
+          },
           tx,
         );
         await tx`
           insert into lipsync_portraits (tenant_id, sha256, avatar_id) values (${tenantId}, ${portrait.sha256}, ${avatarId})
           on conflict (tenant_id, sha256) do update set avatar_id = excluded.avatar_id, updated_at = now()`;
       });
-      this.d.log.info({ tenantId, avatarId, frames: rendered.frames, renderMs: rendered.renderMs }, 'lipsync portrait registered');
+      this.d.log.info(
+        { tenantId, avatarId, frames: rendered.frames, renderMs: rendered.renderMs },
+        'lipsync portrait registered',
+      );
       return { avatarId, cacheKey };
     } catch (err) {
       await deleteObjects(this.d.storage, this.d.log, uploaded);

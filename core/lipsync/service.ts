@@ -128,7 +128,15 @@ export class LipsyncService {
 
   constructor(private readonly d: LipsyncServiceDeps) {
     this.caches = new LocalFrameCaches(d.storage, d.cacheDir);
-    this.portraits = new LipsyncPortraits({ sql: d.sql, storage: d.storage, assets: d.assets, avatars: d.avatars, log: d.log, renders: this.renders, loopSeconds: d.limits.portraitLoopSeconds });
+    this.portraits = new LipsyncPortraits({
+      sql: d.sql,
+      storage: d.storage,
+      assets: d.assets,
+      avatars: d.avatars,
+      log: d.log,
+      renders: this.renders,
+      loopSeconds: d.limits.portraitLoopSeconds,
+    });
     this.slots = new Slots(d.limits.concurrency);
   }
 
@@ -141,7 +149,10 @@ export class LipsyncService {
       return await this.run(req, work, signal);
     } catch (err) {
       if (deadline.aborted && !(err instanceof ApiError)) {
-        throw new ApiError('render_failed', `The lipsync did not finish within ${limits.timeoutSeconds} s: retry, or send shorter audio`);
+        throw new ApiError(
+          'render_failed',
+          `The lipsync did not finish within ${limits.timeoutSeconds} s: retry, or send shorter audio`,
+        );
       }
       throw err;
     } finally {
@@ -160,12 +171,24 @@ export class LipsyncService {
       const playback = await loadAvatarPlayback(this.d.sql, req.tenantId, req.avatarId);
       if (!playback) throw notFound('Avatar');
       if (playback.status !== 'ready' || !playback.loopCacheKey) {
-        throw new ApiError('avatar_state_conflict', `The avatar is ${playback.status} and has no idle loop to speak over yet: retry once it is ready`, { avatarStatus: playback.status });
+        throw new ApiError(
+          'avatar_state_conflict',
+          `The avatar is ${playback.status} and has no idle loop to speak over yet: retry once it is ready`,
+          { avatarStatus: playback.status },
+        );
       }
       subject = { avatarId: playback.avatarId, cacheKey: playback.loopCacheKey };
     } else {
       portrait = await fetchMedia(
-        { url: req.portraitUrl!, field: 'portraitUrl', kind: 'image', maxBytes: limits.maxPortraitBytes, tenantId: req.tenantId, path: path.join(work, 'portrait'), signal },
+        {
+          url: req.portraitUrl!,
+          field: 'portraitUrl',
+          kind: 'image',
+          maxBytes: limits.maxPortraitBytes,
+          tenantId: req.tenantId,
+          path: path.join(work, 'portrait'),
+          signal,
+        },
         fetchDeps,
       );
       subject = await this.portraits.find(req.tenantId, portrait.sha256);
@@ -173,7 +196,15 @@ export class LipsyncService {
 
     // 2. The audio, and its length: what the render will bill.
     const audio = await fetchMedia(
-      { url: req.audioUrl, field: 'audioUrl', kind: 'audio', maxBytes: limits.maxAudioBytes, tenantId: req.tenantId, path: path.join(work, 'audio'), signal },
+      {
+        url: req.audioUrl,
+        field: 'audioUrl',
+        kind: 'audio',
+        maxBytes: limits.maxAudioBytes,
+        tenantId: req.tenantId,
+        path: path.join(work, 'audio'),
+        signal,
+      },
       fetchDeps,
     );
     let samples: Int16Array;
@@ -189,8 +220,14 @@ export class LipsyncService {
         cacheDir = await this.caches.local(subject.cacheKey);
         fps = await manifestFps(cacheDir);
       } catch (err) {
-        this.d.log.error({ err, avatarId: subject.avatarId, cacheKey: subject.cacheKey }, 'idle loop frame cache unreadable');
-        throw new ApiError('render_failed', "The avatar's idle loop could not be read: retry, and quote the requestId if it persists");
+        this.d.log.error(
+          { err, avatarId: subject.avatarId, cacheKey: subject.cacheKey },
+          'idle loop frame cache unreadable',
+        );
+        throw new ApiError(
+          'render_failed',
+          "The avatar's idle loop could not be read: retry, and quote the requestId if it persists",
+        );
       }
     }
     // One frame of slack: decoding at the render's rate may round the length up to the next frame.
@@ -222,12 +259,22 @@ export class LipsyncService {
       const release = await this.slots.take(signal);
       let result: LipsyncJobResult;
       try {
-        const job: LipsyncJobRequest = { cacheDir: loopDir, audioPath: audio.path, out, lipsyncModel: limits.lipsyncModel, maxSeconds: limits.maxAudioSeconds };
+        const job: LipsyncJobRequest = {
+          cacheDir: loopDir,
+          audioPath: audio.path,
+          out,
+          lipsyncModel: limits.lipsyncModel,
+          maxSeconds: limits.maxAudioSeconds,
+        };
         result = await this.children.run<LipsyncJobResult>(CHILD, job, { what: 'lipsync render', signal });
       } finally {
         release();
       }
-      if (!result.ok) throw audioRefusal(new TalkingHeadError(result.refused.code as TalkingHeadError['code'], result.refused.message), limits.maxAudioSeconds);
+      if (!result.ok)
+        throw audioRefusal(
+          new TalkingHeadError(result.refused.code as TalkingHeadError['code'], result.refused.message),
+          limits.maxAudioSeconds,
+        );
 
       // 6. Store, then settle to the rendered seconds.
       const key = lipsyncResultKey(req.tenantId, sessionId);
@@ -245,11 +292,18 @@ export class LipsyncService {
         sessionId,
       };
     } catch (err) {
-      await this.d.usage.finish(sessionId, { status: 'failed', billableMs: 0 }).catch((e: unknown) => log.error({ err: e }, 'lipsync usage could not be settled'));
+      await this.d.usage
+        .finish(sessionId, { status: 'failed', billableMs: 0 })
+        .catch((e: unknown) => log.error({ err: e }, 'lipsync usage could not be settled'));
       if (stored) await this.d.storage.delete(stored).catch(() => {});
       if (err instanceof ApiError || signal.aborted) throw err;
       log.warn({ err }, 'lipsync render failed');
-      throw new ApiError('render_failed', err instanceof ChildJobTimeout ? 'The lipsync render ran past its time limit: retry' : 'The lipsync render failed: retry, and quote the requestId if it persists');
+      throw new ApiError(
+        'render_failed',
+        err instanceof ChildJobTimeout
+          ? 'The lipsync render ran past its time limit: retry'
+          : 'The lipsync render failed: retry, and quote the requestId if it persists',
+      );
     }
   }
 
@@ -264,7 +318,11 @@ export class LipsyncService {
 function audioRefusal(err: unknown, maxSeconds: number): unknown {
   if (!(err instanceof TalkingHeadError)) return err;
   if (err.code === 'audio_too_long') {
-    return new ApiError('audio_too_long', `Invalid field "audioUrl": the audio is longer than the cap of ${maxSeconds} s`, { field: 'audioUrl', maxSeconds });
+    return new ApiError(
+      'audio_too_long',
+      `Invalid field "audioUrl": the audio is longer than the cap of ${maxSeconds} s`,
+      { field: 'audioUrl', maxSeconds },
+    );
   }
   return new ApiError('invalid_audio', `Invalid field "audioUrl": ${err.message}`, { field: 'audioUrl' });
 }

@@ -49,7 +49,14 @@ export const ROOM_MAX_PARTICIPANTS = 4;
 const RESERVATION_SLACK_SECONDS = 3600;
 
 /** Why a call may be released: the client's closed set. */
-export const RELEASE_REASONS = ['page_hide', 'disconnected', 'superseded', 'unmount', 'manual', 'idle_timeout'] as const;
+export const RELEASE_REASONS = [
+  'page_hide',
+  'disconnected',
+  'superseded',
+  'unmount',
+  'manual',
+  'idle_timeout',
+] as const;
 export type ReleaseReason = (typeof RELEASE_REASONS)[number];
 /** The end reason recorded for a release that gave none. */
 export const DEFAULT_RELEASE_REASON = 'released';
@@ -177,7 +184,9 @@ export class LiveCalls {
     const t1 = performance.now();
     const { roomMs, dispatchMs } = await this.dispatch(call, admitted.pool);
     const t2 = performance.now();
-    const token = call.identities.user ? await livekit!.userToken(call.roomName, call.identities.user, config.LIVE_TOKEN_TTL_SECONDS) : null;
+    const token = call.identities.user
+      ? await livekit!.userToken(call.roomName, call.identities.user, config.LIVE_TOKEN_TTL_SECONDS)
+      : null;
     const ownMs = t1 - t0 + (performance.now() - t2);
     return {
       grant: {
@@ -199,7 +208,12 @@ export class LiveCalls {
    * A mint's transaction, under the tenant's lock: its policy checks, its capacity slot, and its
    * rows. A slot taken is freed again when anything after it fails, before the error is answered.
    */
-  private async admit(caller: Caller, input: MintInput, call: PlannedCall, pools: Map<string, PoolSlots>): Promise<Admitted> {
+  private async admit(
+    caller: Caller,
+    input: MintInput,
+    call: PlannedCall,
+    pools: Map<string, PoolSlots>,
+  ): Promise<Admitted> {
     let granted: string | undefined;
     try {
       return await this.d.sql.begin(async (tx) => {
@@ -211,7 +225,11 @@ export class LiveCalls {
       });
     } catch (err) {
       if (granted) {
-        await this.d.capacity.release(granted, call.sessionId).catch((e: unknown) => this.d.log.error({ err: e, sessionId: call.sessionId }, 'could not free the slot of a failed mint'));
+        await this.d.capacity
+          .release(granted, call.sessionId)
+          .catch((e: unknown) =>
+            this.d.log.error({ err: e, sessionId: call.sessionId }, 'could not free the slot of a failed mint'),
+          );
       }
       throw err;
     }
@@ -229,12 +247,20 @@ export class LiveCalls {
     const playback = await loadAvatarPlayback(tx, caller.tenantId, input.avatarId);
     if (!playback) throw notFound(`Avatar ${input.avatarId.slice(0, 80)}`);
     if (playback.status !== 'ready') {
-      throw new ApiError('avatar_state_conflict', `Avatar ${input.avatarId} is ${playback.status}, not ready: a call can start once it is ready`);
+      throw new ApiError(
+        'avatar_state_conflict',
+        `Avatar ${input.avatarId} is ${playback.status}, not ready: a call can start once it is ready`,
+      );
     }
     const counts = await liveCounts(tx, caller.tenantId);
-    const scene = input.videoCacheId ? await this.checkScene(tx, caller.tenantId, input.videoCacheId, policy, counts.scene) : undefined;
+    const scene = input.videoCacheId
+      ? await this.checkScene(tx, caller.tenantId, input.videoCacheId, policy, counts.scene)
+      : undefined;
     if (input.record === true && !policy.recordings_enabled) {
-      throw new ApiError('recordings_not_enabled', 'Recording is not enabled for this workspace: omit record (or send false), or ask an operator to enable recordings');
+      throw new ApiError(
+        'recordings_not_enabled',
+        'Recording is not enabled for this workspace: omit record (or send false), or ask an operator to enable recordings',
+      );
     }
     const record = input.record ?? policy.recordings_enabled;
     if (!scene) checkIdlePool(playback.behavior, playback.availability);
@@ -253,15 +279,30 @@ export class LiveCalls {
         },
       );
     }
-    if (!this.d.livekit) throw new ApiError('capacity_unavailable', 'Live calls are not available: this server has no LiveKit configured (LIVEKIT_URL)');
+    if (!this.d.livekit)
+      throw new ApiError(
+        'capacity_unavailable',
+        'Live calls are not available: this server has no LiveKit configured (LIVEKIT_URL)',
+      );
     return { sceneId: scene?.id ?? null, record, seconds };
   }
 
   /** The call's capacity slot (the pool that granted it), or the refusal: unavailable, or queued with a ticket. */
-  private async takeSlot(caller: Caller, input: MintInput, sessionId: string, pools: Map<string, PoolSlots>): Promise<string> {
-    const decision = await this.d.capacity.acquire({ pool: input.capacityPool, holder: sessionId, tenantId: caller.tenantId, ticketId: input.queueTicketId }, pools);
+  private async takeSlot(
+    caller: Caller,
+    input: MintInput,
+    sessionId: string,
+    pools: Map<string, PoolSlots>,
+  ): Promise<string> {
+    const decision = await this.d.capacity.acquire(
+      { pool: input.capacityPool, holder: sessionId, tenantId: caller.tenantId, ticketId: input.queueTicketId },
+      pools,
+    );
     if (decision.status === 'unavailable') {
-      throw new ApiError('capacity_unavailable', 'No capacity: no agent worker serves any pool and no pool has configured slots. Retry with backoff');
+      throw new ApiError(
+        'capacity_unavailable',
+        'No capacity: no agent worker serves any pool and no pool has configured slots. Retry with backoff',
+      );
     }
     if (decision.status === 'queued') {
       const retryMs = recommendedRetryMs(decision.position, this.d.config.QUEUE_TICKET_TTL_SECONDS);
@@ -276,7 +317,13 @@ export class LiveCalls {
   }
 
   /** The call's credit reservation (its session_usage row) and its live_sessions row, pending. */
-  private async insertCall(tx: Tx, caller: Caller, input: MintInput, call: PlannedCall, admitted: Admitted): Promise<void> {
+  private async insertCall(
+    tx: Tx,
+    caller: Caller,
+    input: MintInput,
+    call: PlannedCall,
+    admitted: Admitted,
+  ): Promise<void> {
     const { config } = this.d;
     const { sessionId, mode, roomName, identities } = call;
     await this.d.usage.open(
@@ -288,7 +335,11 @@ export class LiveCalls {
         avatarId: input.avatarId,
         endUserId: input.endUserId ?? null,
         reserveCreditMicros: admitted.seconds * MICROS_PER_SECOND,
-        ttlSeconds: admitted.seconds + config.LIVE_JOIN_TIMEOUT_SECONDS + config.USER_JOIN_TIMEOUT_SECONDS + RESERVATION_SLACK_SECONDS,
+        ttlSeconds:
+          admitted.seconds +
+          config.LIVE_JOIN_TIMEOUT_SECONDS +
+          config.USER_JOIN_TIMEOUT_SECONDS +
+          RESERVATION_SLACK_SECONDS,
       },
       tx,
     );
@@ -325,21 +376,38 @@ export class LiveCalls {
       await this.d.sessions.end(sessionId, 'dispatch_failed');
       await capacity.release(pool, sessionId);
       if (mode === 'conversation') await livekit.deleteRoom(roomName).catch(() => {});
-      throw new ApiError('session_dispatch_failed', 'The call could not be set up on LiveKit (room or agent dispatch failed); nothing was charged. Retry with backoff');
+      throw new ApiError(
+        'session_dispatch_failed',
+        'The call could not be set up on LiveKit (room or agent dispatch failed); nothing was charged. Retry with backoff',
+      );
     }
   }
 
   /** The scene a mint plays, or the refusal: 403 not enabled, 404 unknown/expired/failed, 409 building, 429 over the scene-call limit. */
-  private async checkScene(tx: Tx, tenantId: string, videoCacheId: string, policy: TenantPolicy, sceneCalls: number): Promise<{ id: string }> {
-    if (!policy.scene_sessions_enabled) throw new ApiError('scene_sessions_not_enabled', 'Scene sessions are not enabled for this workspace');
+  private async checkScene(
+    tx: Tx,
+    tenantId: string,
+    videoCacheId: string,
+    policy: TenantPolicy,
+    sceneCalls: number,
+  ): Promise<{ id: string }> {
+    if (!policy.scene_sessions_enabled)
+      throw new ApiError('scene_sessions_not_enabled', 'Scene sessions are not enabled for this workspace');
     const found = await sceneForMint(tx, tenantId, videoCacheId);
     const scene = found && { id: found.sceneId, status: found.status };
     if (!scene || scene.status === 'failed') {
-      throw new ApiError('scene_not_found', `Scene ${videoCacheId.slice(0, 80)} not found (unknown, expired, failed, or not this workspace's): prepare it with POST /scenes`);
+      throw new ApiError(
+        'scene_not_found',
+        `Scene ${videoCacheId.slice(0, 80)} not found (unknown, expired, failed, or not this workspace's): prepare it with POST /scenes`,
+      );
     }
-    if (scene.status !== 'ready') throw new ApiError('scene_not_ready', `Scene ${scene.id} is still building: retry once it is ready`);
+    if (scene.status !== 'ready')
+      throw new ApiError('scene_not_ready', `Scene ${scene.id} is still building: retry once it is ready`);
     if (sceneCalls >= policy.max_concurrent_scene_sessions) {
-      throw new ApiError('scene_concurrency_limit_reached', `At most ${policy.max_concurrent_scene_sessions} scene calls run at once in this workspace: retry once one ends`);
+      throw new ApiError(
+        'scene_concurrency_limit_reached',
+        `At most ${policy.max_concurrent_scene_sessions} scene calls run at once in this workspace: retry once one ends`,
+      );
     }
     return scene;
   }
@@ -360,10 +428,14 @@ export class LiveCalls {
     if (seconds >= floor) return seconds;
     const needed = floor * MICROS_PER_SECOND;
     if (available < needed) {
-      throw new ApiError('insufficient_credits', `Insufficient credits: a call needs at least ${needed} credit micros (${floor} s) and ${available} are available`, {
-        requiredCreditMicros: needed,
-        availableCreditMicros: available,
-      });
+      throw new ApiError(
+        'insufficient_credits',
+        `Insufficient credits: a call needs at least ${needed} credit micros (${floor} s) and ${available} are available`,
+        {
+          requiredCreditMicros: needed,
+          availableCreditMicros: available,
+        },
+      );
     }
     throw spendLimitError(room, `leaves less than ${floor} s of call time`);
   }
@@ -374,7 +446,10 @@ export class LiveCalls {
    * deleted (the user and the avatar leave); a provider's room is theirs and stays (the avatar
    * leaves when its worker sees the end on its next heartbeat).
    */
-  async release(caller: Caller, input: { sessionId?: string; ticketId?: string; reason?: ReleaseReason }): Promise<ReleaseOutcome> {
+  async release(
+    caller: Caller,
+    input: { sessionId?: string; ticketId?: string; reason?: ReleaseReason },
+  ): Promise<ReleaseOutcome> {
     const { sql, sessions, capacity } = this.d;
     if (input.ticketId) {
       const ticket = await capacity.ticket(input.ticketId);
@@ -458,7 +533,9 @@ export class LiveCalls {
   /** Deletes a conversation call's room, which disconnects whoever is left in it; a provider's room is theirs and stays. */
   private async closeRoom(s: Pick<LiveSession, 'id' | 'mode' | 'roomName'>): Promise<void> {
     if (s.mode !== 'conversation' || !this.d.livekit) return;
-    await this.d.livekit.deleteRoom(s.roomName).catch((err: unknown) => this.d.log.warn({ err, sessionId: s.id }, 'could not delete the room of an ended call'));
+    await this.d.livekit
+      .deleteRoom(s.roomName)
+      .catch((err: unknown) => this.d.log.warn({ err, sessionId: s.id }, 'could not delete the room of an ended call'));
   }
 
   /** A live session of the tenant (for reads), or 404. */
@@ -474,9 +551,16 @@ function checkIdlePool(...args: Parameters<typeof assertIdlePoolPlayable>): void
   try {
     assertIdlePoolPlayable(...args);
   } catch (err) {
-    if (err instanceof ClipLibraryNotReady) throw new ApiError('clip_library_not_ready', `The avatar's idle clips are still being prepared (${err.pendingMembers.join(', ')}): retry shortly`);
+    if (err instanceof ClipLibraryNotReady)
+      throw new ApiError(
+        'clip_library_not_ready',
+        `The avatar's idle clips are still being prepared (${err.pendingMembers.join(', ')}): retry shortly`,
+      );
     if (err instanceof IdlePoolExhausted) {
-      throw new ApiError('avatar_state_conflict', "No idle clip of this avatar can play (every weighted member failed or was retired): declare the clip library again");
+      throw new ApiError(
+        'avatar_state_conflict',
+        'No idle clip of this avatar can play (every weighted member failed or was retired): declare the clip library again',
+      );
     }
     throw err;
   }
@@ -491,4 +575,10 @@ const WEBHOOK_KIND: Record<string, ConnectionEventInput['kind'] | undefined> = {
 
 /** LiveKit's TrackType and TrackSource enums, as names. */
 const TRACK_KIND: Record<number, 'audio' | 'video' | undefined> = { 0: 'audio', 1: 'video' };
-const TRACK_SOURCE: Record<number, string | undefined> = { 0: 'unknown', 1: 'camera', 2: 'microphone', 3: 'screen_share', 4: 'screen_share_audio' };
+const TRACK_SOURCE: Record<number, string | undefined> = {
+  0: 'unknown',
+  1: 'camera',
+  2: 'microphone',
+  3: 'screen_share',
+  4: 'screen_share_audio',
+};

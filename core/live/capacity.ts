@@ -57,7 +57,8 @@ export class LiveCapacity {
     ]);
     const out = new Map<string, PoolSlots>();
     for (const [name, d] of declared) out.set(name, { slots: d.slots, configured: false, workers: d.workers });
-    for (const c of configured) out.set(c.name, { slots: c.slots, configured: true, workers: declared.get(c.name)?.workers ?? 0 });
+    for (const c of configured)
+      out.set(c.name, { slots: c.slots, configured: true, workers: declared.get(c.name)?.workers ?? 0 });
     return out;
   }
 
@@ -67,27 +68,41 @@ export class LiveCapacity {
    * `pools` is a `pools()` read by the caller: a mint reads it before its transaction, so that it
    * never needs a second database connection while holding one.
    */
-  async acquire(req: { pool: string; holder: string; tenantId: string; ticketId?: string }, pools: Map<string, PoolSlots>): Promise<CapacityDecision> {
+  async acquire(
+    req: { pool: string; holder: string; tenantId: string; ticketId?: string },
+    pools: Map<string, PoolSlots>,
+  ): Promise<CapacityDecision> {
     const asked = pools.get(req.pool)?.slots ?? 0;
-    const others = [...pools].filter(([name, p]) => name !== req.pool && p.slots > 0).sort(([a], [b]) => a.localeCompare(b));
+    const others = [...pools]
+      .filter(([name, p]) => name !== req.pool && p.slots > 0)
+      .sort(([a], [b]) => a.localeCompare(b));
     if (asked <= 0 && others.length === 0) return { status: 'unavailable' };
     const base = { holder: req.holder, tenantId: req.tenantId };
 
     // The asked pool first, keeping a returning ticket's place (no new ticket yet).
-    const first = await this.coordinator.acquire({ ...base, pool: req.pool, slots: asked, ticketId: req.ticketId, enqueue: false });
+    const first = await this.coordinator.acquire({
+      ...base,
+      pool: req.pool,
+      slots: asked,
+      ticketId: req.ticketId,
+      enqueue: false,
+    });
     if (first.status === 'granted') return { status: 'granted', pool: req.pool };
     // Failover: another pool with room (free slots beyond its own queue).
     for (const [name, p] of others) {
       const r = await this.coordinator.acquire({ ...base, pool: name, slots: p.slots, enqueue: false });
       if (r.status !== 'granted') continue;
-      if (first.status === 'queued') await this.coordinator.leaveQueue({ ticketId: first.ticketId, pool: req.pool, tenantId: req.tenantId });
+      if (first.status === 'queued')
+        await this.coordinator.leaveQueue({ ticketId: first.ticketId, pool: req.pool, tenantId: req.tenantId });
       return { status: 'granted', pool: name };
     }
-    if (first.status === 'queued') return { status: 'queued', pool: req.pool, ticketId: first.ticketId, position: first.position };
+    if (first.status === 'queued')
+      return { status: 'queued', pool: req.pool, ticketId: first.ticketId, position: first.position };
     // Queue at the tail of the asked pool (granted after all if a slot freed meanwhile).
     const last = await this.coordinator.acquire({ ...base, pool: req.pool, slots: asked, enqueue: true });
     if (last.status === 'granted') return { status: 'granted', pool: req.pool };
-    if (last.status === 'queued') return { status: 'queued', pool: req.pool, ticketId: last.ticketId, position: last.position };
+    if (last.status === 'queued')
+      return { status: 'queued', pool: req.pool, ticketId: last.ticketId, position: last.position };
     throw new Error('A queueing acquire answered full');
   }
 
@@ -124,7 +139,9 @@ export class LiveCapacity {
       if (at <= 0) return;
       const pool = payload.slice(0, at);
       const sessionId = payload.slice(at + 1);
-      this.release(pool, sessionId).catch((err: unknown) => this.log.warn({ err, sessionId }, 'could not free the slot of an ended call'));
+      this.release(pool, sessionId).catch((err: unknown) =>
+        this.log.warn({ err, sessionId }, 'could not free the slot of an ended call'),
+      );
     });
     this.unlisten = () => sub.unlisten();
   }
@@ -141,10 +158,14 @@ export class LiveCapacity {
   async reconcile(graceMs = SLOT_RECONCILE_GRACE_MS, now = Date.now()): Promise<number> {
     let freed = 0;
     for (const pool of await this.coordinator.pools()) {
-      const old = (await this.coordinator.holders(pool)).filter((h) => now - h.grantedAt > graceMs).map((h) => h.holder);
+      const old = (await this.coordinator.holders(pool))
+        .filter((h) => now - h.grantedAt > graceMs)
+        .map((h) => h.holder);
       if (old.length === 0) continue;
       const live = new Set(
-        (await this.sql<{ id: string }[]>`select id from live_sessions where id = any(${old}) and state <> 'ended'`).map((r) => r.id),
+        (
+          await this.sql<{ id: string }[]>`select id from live_sessions where id = any(${old}) and state <> 'ended'`
+        ).map((r) => r.id),
       );
       for (const holder of old) {
         if (live.has(holder)) continue;

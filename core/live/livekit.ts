@@ -3,7 +3,15 @@
  * worker into it, mint the user's token, verify webhooks. One instance per process, built only when
  * LIVEKIT_URL, LIVEKIT_API_KEY and LIVEKIT_API_SECRET are set.
  */
-import { AccessToken, AgentDispatchClient, RoomServiceClient, ServerError, TrackSource, WebhookReceiver, type WebhookEvent } from 'livekit-server-sdk';
+import {
+  AccessToken,
+  AgentDispatchClient,
+  RoomServiceClient,
+  ServerError,
+  TrackSource,
+  WebhookReceiver,
+  type WebhookEvent,
+} from 'livekit-server-sdk';
 import type { Config } from '../config.ts';
 
 /** Each LiveKit API call gives up after this long (seconds): a mint must not hang on a dead server. */
@@ -47,7 +55,12 @@ export class LiveKit {
   }
 
   async createRoom(name: string, o: RoomOptions): Promise<void> {
-    await this.rooms.createRoom({ name, emptyTimeout: o.emptyTimeoutSeconds, departureTimeout: o.departureTimeoutSeconds, maxParticipants: o.maxParticipants });
+    await this.rooms.createRoom({
+      name,
+      emptyTimeout: o.emptyTimeoutSeconds,
+      departureTimeout: o.departureTimeoutSeconds,
+      maxParticipants: o.maxParticipants,
+    });
   }
 
   /** Deletes a room; a room already gone is not an error. */
@@ -62,7 +75,9 @@ export class LiveKit {
 
   /** Dispatches the agent worker (AGENT_NAME) into a room with the call's session id: exactly `{"session_id":"ses_..."}`. */
   async dispatchAgent(room: string, sessionId: string): Promise<void> {
-    await this.dispatches.createDispatch(room, this.o.agentName, { metadata: JSON.stringify({ session_id: sessionId }) });
+    await this.dispatches.createDispatch(room, this.o.agentName, {
+      metadata: JSON.stringify({ session_id: sessionId }),
+    });
   }
 
   /**
@@ -72,7 +87,14 @@ export class LiveKit {
    */
   async userToken(room: string, identity: string, ttlSeconds: number): Promise<string> {
     const at = new AccessToken(this.o.apiKey, this.o.apiSecret, { identity, ttl: ttlSeconds });
-    at.addGrant({ room, roomJoin: true, canPublish: true, canPublishSources: [TrackSource.MICROPHONE], canSubscribe: true, canPublishData: true });
+    at.addGrant({
+      room,
+      roomJoin: true,
+      canPublish: true,
+      canPublishSources: [TrackSource.MICROPHONE],
+      canSubscribe: true,
+      canPublishData: true,
+    });
     return at.toJwt();
   }
 

@@ -13,7 +13,14 @@ async function mintedCall(): Promise<{ tenantId: string; sessionId: string }> {
   await s.ledger.grant(tenant.id, 100 * SEC);
   const avatarId = newId('avatar');
   await s.sql`insert into avatars (id, tenant_id, display_name, status) values (${avatarId}, ${tenant.id}, 'Ava', 'ready')`;
-  const { sessionId } = await s.usage.open({ tenantId: tenant.id, apiKeyId: null, kind: 'live', avatarId, reserveCreditMicros: 60 * SEC, ttlSeconds: 600 });
+  const { sessionId } = await s.usage.open({
+    tenantId: tenant.id,
+    apiKeyId: null,
+    kind: 'live',
+    avatarId,
+    reserveCreditMicros: 60 * SEC,
+    ttlSeconds: 600,
+  });
   await s.sql`
     insert into live_sessions (id, tenant_id, avatar_id, capacity_pool, mode, room_name, avatar_identity, max_duration_seconds, state)
     values (${sessionId}, ${tenant.id}, ${avatarId}, 'default', 'provider', ${`room-${sessionId}`}, ${`avatar-${sessionId}`}, 60, 'pending')`;
@@ -40,7 +47,10 @@ describe('LiveSessionStore.end', () => {
   it('ends a call that never started as failed, billing nothing, and a second end keeps it so', async () => {
     const { tenantId, sessionId } = await mintedCall();
     expect(await s.liveSessions.end(sessionId, 'user_never_joined')).toMatchObject({ endedNow: true });
-    expect(await s.liveSessions.end(sessionId, 'released')).toMatchObject({ endedNow: false, session: { endReason: 'user_never_joined' } });
+    expect(await s.liveSessions.end(sessionId, 'released')).toMatchObject({
+      endedNow: false,
+      session: { endReason: 'user_never_joined' },
+    });
     expect(await s.usage.get(tenantId, sessionId)).toMatchObject({ status: 'failed', billedCreditMicros: 0 });
     expect(await s.ledger.balance(tenantId)).toMatchObject({ balanceCreditMicros: 100 * SEC, reservedCreditMicros: 0 });
   });
@@ -48,7 +58,10 @@ describe('LiveSessionStore.end', () => {
   it('lets exactly one of two simultaneous ends end the call', async () => {
     const { sessionId } = await mintedCall();
     await s.liveSessions.started(sessionId, new Date(Date.now() - 2_000));
-    const both = await Promise.all([s.liveSessions.end(sessionId, 'released'), s.liveSessions.end(sessionId, 'room_closed')]);
+    const both = await Promise.all([
+      s.liveSessions.end(sessionId, 'released'),
+      s.liveSessions.end(sessionId, 'room_closed'),
+    ]);
     expect(both.filter((e) => e?.endedNow)).toHaveLength(1);
     const reason = both.find((e) => e?.endedNow)!.session.endReason;
     expect(both.map((e) => e?.session.endReason)).toEqual([reason, reason]);

@@ -176,7 +176,11 @@ export class LiveSessionStore {
         update live_sessions set state = 'ended', end_reason = ${reason}, ended_at = ${endAt}, updated_at = now()
         where id = ${id} returning *`;
       const billableMs = row.started_at ? endAt.getTime() - row.started_at.getTime() : 0;
-      await this.usage.finish(id, row.started_at ? { status: 'released', billableMs } : { status: 'failed', billableMs: 0 }, tx);
+      await this.usage.finish(
+        id,
+        row.started_at ? { status: 'released', billableMs } : { status: 'failed', billableMs: 0 },
+        tx,
+      );
       return { session: toLiveSession(ended!), endedNow: true };
     }) as Promise<EndedSession | undefined>;
   }
@@ -240,7 +244,11 @@ export interface StaleSessionsEnded {
   unjoined: LiveSession[];
 }
 
-export async function endStaleSessions(store: LiveSessionStore, sql: Sql, rules: StaleSessionRules): Promise<StaleSessionsEnded> {
+export async function endStaleSessions(
+  store: LiveSessionStore,
+  sql: Sql,
+  rules: StaleSessionRules,
+): Promise<StaleSessionsEnded> {
   const out: StaleSessionsEnded = { overdue: [], lost: [], unjoined: [] };
   const overdue = await sql<{ id: string; due: Date }[]>`
     select id, started_at + make_interval(secs => max_duration_seconds) as due from live_sessions

@@ -18,9 +18,17 @@ export function fetchFailure(cause: SafeFetchError, field: string, extra: Record
       return new ApiError('payload_too_large', `Invalid field "${field}": ${cause.message}`, { field, ...extra });
     case 'http_status':
       if (cause.status !== undefined && cause.status < 500) {
-        return new ApiError('validation_error', `Invalid field "${field}": ${cause.message}`, { field, upstreamStatus: cause.status, ...extra });
+        return new ApiError('validation_error', `Invalid field "${field}": ${cause.message}`, {
+          field,
+          upstreamStatus: cause.status,
+          ...extra,
+        });
       }
-      return new ApiError('upstream_unreachable', cause.message, { field, upstreamStatus: cause.status ?? null, ...extra });
+      return new ApiError('upstream_unreachable', cause.message, {
+        field,
+        upstreamStatus: cause.status ?? null,
+        ...extra,
+      });
     case 'timeout':
       return new ApiError('upstream_timeout', cause.message, { field, ...extra });
     case 'unreachable':

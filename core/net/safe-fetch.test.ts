@@ -22,7 +22,9 @@ interface Origin {
   server: http.Server;
 }
 
-async function origin(handler: (req: http.IncomingMessage, res: http.ServerResponse, o: Origin) => void): Promise<Origin> {
+async function origin(
+  handler: (req: http.IncomingMessage, res: http.ServerResponse, o: Origin) => void,
+): Promise<Origin> {
   const o = { port: 0, connections: 0, hits: [] as string[], bytesSent: 0 } as Origin;
   o.server = http.createServer((req, res) => {
     o.hits.push(req.url ?? '');
@@ -113,14 +115,61 @@ async function refusal(p: Promise<unknown>): Promise<SafeFetchError> {
 describe('address rules (forbiddenReason)', () => {
   it('refuses loopback, private, CGNAT, link-local, metadata, ULA, multicast, reserved and IPv4-in-IPv6', () => {
     const refused = [
-      '127.0.0.1', '127.255.255.254', '0.0.0.0', '10.0.0.1', '172.16.0.1', '172.31.255.255', '192.168.1.1', '100.64.0.1', '100.127.255.255',
-      '169.254.169.254', '169.254.0.1', '192.0.0.8', '192.0.2.1', '198.18.0.1', '198.51.100.7', '203.0.113.9', '224.0.0.1', '239.255.255.250',
-      '240.0.0.1', '255.255.255.255', '::', '::1', 'fe80::1', 'febf::1', 'fc00::1', 'fd12:3456::1', 'ff02::1', '::ffff:127.0.0.1',
-      '::ffff:7f00:1', '::ffff:10.0.0.1', '::ffff:169.254.169.254', '64:ff9b::a00:1', '64:ff9b::7f00:1', '::127.0.0.1', '2001:db8::1',
-      '2002:7f00:1::', '2001::1', 'fe80::1%eth0', '100::1', 'not-an-ip',
+      '127.0.0.1',
+      '127.255.255.254',
+      '0.0.0.0',
+      '10.0.0.1',
+      '172.16.0.1',
+      '172.31.255.255',
+      '192.168.1.1',
+      '100.64.0.1',
+      '100.127.255.255',
+      '169.254.169.254',
+      '169.254.0.1',
+      '192.0.0.8',
+      '192.0.2.1',
+      '198.18.0.1',
+      '198.51.100.7',
+      '203.0.113.9',
+      '224.0.0.1',
+      '239.255.255.250',
+      '240.0.0.1',
+      '255.255.255.255',
+      '::',
+      '::1',
+      'fe80::1',
+      'febf::1',
+      'fc00::1',
+      'fd12:3456::1',
+      'ff02::1',
+      '::ffff:127.0.0.1',
+      '::ffff:7f00:1',
+      '::ffff:10.0.0.1',
+      '::ffff:169.254.169.254',
+      '64:ff9b::a00:1',
+      '64:ff9b::7f00:1',
+      '::127.0.0.1',
+      '2001:db8::1',
+      '2002:7f00:1::',
+      '2001::1',
+      'fe80::1%eth0',
+      '100::1',
+      'not-an-ip',
     ];
     for (const ip of refused) expect(forbiddenReason(ip), ip).toBeDefined();
-    const allowed = ['1.1.1.1', '8.8.8.8', '93.184.216.34', '100.63.255.255', '100.128.0.1', '172.32.0.1', '169.253.0.1', '2606:4700::1111', '2a00:1450:4001::1', '::ffff:8.8.8.8', '64:ff9b::808:808'];
+    const allowed = [
+      '1.1.1.1',
+      '8.8.8.8',
+      '93.184.216.34',
+      '100.63.255.255',
+      '100.128.0.1',
+      '172.32.0.1',
+      '169.253.0.1',
+      '2606:4700::1111',
+      '2a00:1450:4001::1',
+      '::ffff:8.8.8.8',
+      '64:ff9b::808:808',
+    ];
     for (const ip of allowed) expect(forbiddenReason(ip), ip).toBeUndefined();
   });
 });
@@ -157,7 +206,16 @@ describe('SafeFetcher: happy paths', () => {
 describe('SafeFetcher: security', () => {
   it('refuses URLs with other schemes or credentials', async () => {
     const f = fetcher();
-    for (const url of ['ftp://example.com/x', 'file:///etc/passwd', 'data:text/plain,hi', 'javascript:alert(1)', 'gopher://x/', 'not a url', `http://user:pw@127.0.0.1:${A.port}/hello`, `http://user@127.0.0.1:${A.port}/hello`]) {
+    for (const url of [
+      'ftp://example.com/x',
+      'file:///etc/passwd',
+      'data:text/plain,hi',
+      'javascript:alert(1)',
+      'gopher://x/',
+      'not a url',
+      `http://user:pw@127.0.0.1:${A.port}/hello`,
+      `http://user@127.0.0.1:${A.port}/hello`,
+    ]) {
       expect((await refusal(f.fetch(url, { maxBytes: 10 }))).reason, url).toBe('invalid_url');
     }
     await f.close();
@@ -194,7 +252,9 @@ describe('SafeFetcher: security', () => {
   it('refuses a hostname that resolves to loopback or a private address, before connecting', async () => {
     const before = A.connections;
     const plain = new SafeFetcher();
-    expect((await refusal(plain.fetch(`http://localhost:${A.port}/hello`, { maxBytes: 10 }))).reason).toBe('forbidden_address');
+    expect((await refusal(plain.fetch(`http://localhost:${A.port}/hello`, { maxBytes: 10 }))).reason).toBe(
+      'forbidden_address',
+    );
     const resolve: Resolver = async (h) =>
       ({
         'internal.test': [{ address: '10.1.2.3', family: 4 }],
@@ -217,7 +277,8 @@ describe('SafeFetcher: security', () => {
   });
 
   it('refuses a redirect hop to any other forbidden address: 127.0.0.2, ::1, 10.0.0.1, metadata, another port, a bad hostname', async () => {
-    const resolve: Resolver = async (h) => (h === 'rebind.test' ? [{ address: '192.168.1.20', family: 4 }] : [{ address: '127.0.0.1', family: 4 }]);
+    const resolve: Resolver = async (h) =>
+      h === 'rebind.test' ? [{ address: '192.168.1.20', family: 4 }] : [{ address: '127.0.0.1', family: 4 }];
     const f = fetcher({ resolve });
     const targets = [
       `http://127.0.0.2:${A.port}/hello`,
@@ -233,14 +294,20 @@ describe('SafeFetcher: security', () => {
     for (const to of targets) {
       for (const status of [302, 307]) {
         const hitsBefore = A.hits.length;
-        const err = await refusal(f.fetch(`http://127.0.0.1:${A.port}/redirect?status=${status}&to=${encodeURIComponent(to)}`, { maxBytes: 1024 }));
+        const err = await refusal(
+          f.fetch(`http://127.0.0.1:${A.port}/redirect?status=${status}&to=${encodeURIComponent(to)}`, {
+            maxBytes: 1024,
+          }),
+        );
         expect(err.reason, `${status} to ${to}`).toBe('forbidden_address');
         expect(A.hits.length - hitsBefore).toBe(1);
       }
     }
     expect(B.connections, 'the other loopback port was never connected to').toBe(bBefore);
     for (const to of ['file:///etc/passwd', 'ftp://example.com/', `http://u:p@127.0.0.1:${A.port}/hello`]) {
-      const err = await refusal(f.fetch(`http://127.0.0.1:${A.port}/redirect?to=${encodeURIComponent(to)}`, { maxBytes: 1024 }));
+      const err = await refusal(
+        f.fetch(`http://127.0.0.1:${A.port}/redirect?to=${encodeURIComponent(to)}`, { maxBytes: 1024 }),
+      );
       expect(err.reason, to).toBe('invalid_url');
     }
     await f.close();
@@ -276,7 +343,9 @@ describe('SafeFetcher: caps and timeouts', () => {
   it('times out waiting for headers, on a stalled body, and on the total deadline', async () => {
     const f = fetcher({ headersTimeoutMs: 300, bodyIdleTimeoutMs: 300, totalTimeoutMs: 60_000 });
     const t0 = Date.now();
-    expect((await refusal(f.fetch(`http://127.0.0.1:${A.port}/no-headers`, { maxBytes: 1024 }))).reason).toBe('timeout');
+    expect((await refusal(f.fetch(`http://127.0.0.1:${A.port}/no-headers`, { maxBytes: 1024 }))).reason).toBe(
+      'timeout',
+    );
     expect(Date.now() - t0).toBeLessThan(5_000);
     const stalled = await f.fetch(`http://127.0.0.1:${A.port}/stall-body`, { maxBytes: 1024 });
     expect((await refusal(text(stalled.body))).reason).toBe('timeout');
@@ -303,11 +372,21 @@ describe('SafeFetcher: caps and timeouts', () => {
   it('checkTarget answers before any request: forbidden literal or resolved addresses refused, an unresolvable host let through', async () => {
     const resolve: Resolver = async (h) => {
       if (h === 'gone.test') throw Object.assign(new Error('not found'), { code: 'ENOTFOUND' });
-      return ({ 'internal.test': [{ address: '10.1.2.3', family: 4 }], 'public.test': [{ address: '93.184.215.14', family: 4 }] })[h] ?? [];
+      return (
+        {
+          'internal.test': [{ address: '10.1.2.3', family: 4 }],
+          'public.test': [{ address: '93.184.215.14', family: 4 }],
+        }[h] ?? []
+      );
     };
     const f = fetcher({ resolve });
     const before = A.connections;
-    for (const url of ['http://127.0.0.1:1/x', 'http://internal.test/x', 'http://[::1]/x', 'http://169.254.169.254/latest']) {
+    for (const url of [
+      'http://127.0.0.1:1/x',
+      'http://internal.test/x',
+      'http://[::1]/x',
+      'http://169.254.169.254/latest',
+    ]) {
       expect((await refusal(f.checkTarget(url))).reason, url).toBe('forbidden_address');
     }
     for (const url of ['ftp://public.test/x', 'http://user:pw@public.test/x', 'not a url']) {

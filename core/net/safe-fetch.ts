@@ -21,13 +21,7 @@ import { endpointKey, forbiddenReason } from './ip.ts';
  */
 
 export type SafeFetchFailure =
-  | 'invalid_url'
-  | 'forbidden_address'
-  | 'unreachable'
-  | 'timeout'
-  | 'too_large'
-  | 'too_many_redirects'
-  | 'http_status';
+  'invalid_url' | 'forbidden_address' | 'unreachable' | 'timeout' | 'too_large' | 'too_many_redirects' | 'http_status';
 
 export class SafeFetchError extends Error {
   override name = 'SafeFetchError';
@@ -90,7 +84,8 @@ export function checkUrl(raw: string | URL, allowed: ReadonlySet<string> = new S
   } catch {
     throw new SafeFetchError('invalid_url', 'Not a valid absolute URL');
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new SafeFetchError('invalid_url', `Scheme ${url.protocol} is not allowed: use http or https`);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new SafeFetchError('invalid_url', `Scheme ${url.protocol} is not allowed: use http or https`);
   if (url.username || url.password) throw new SafeFetchError('invalid_url', 'Credentials in the URL are not allowed');
   const host = url.hostname.replace(/^\[|\]$/g, '');
   if (!host) throw new SafeFetchError('invalid_url', 'The URL has no host');
@@ -163,9 +158,14 @@ export class SafeFetcher {
     if (net.isIP(host)) {
       // Node does not call `lookup` for IP literals: check before connecting.
       const why = this.refusal(host, port);
-      if (why) return callback(new SafeFetchError('forbidden_address', `The address ${host} is not allowed (${why})`), null);
+      if (why)
+        return callback(new SafeFetchError('forbidden_address', `The address ${host} is not allowed (${why})`), null);
     }
-    const lookup = (hostname: string, options: dns.LookupOptions, cb: (err: Error | null, address: string | LookupAddress[], family?: number) => void) => {
+    const lookup = (
+      hostname: string,
+      options: dns.LookupOptions,
+      cb: (err: Error | null, address: string | LookupAddress[], family?: number) => void,
+    ) => {
       this.opts
         .resolve(hostname)
         .then((all) => {
@@ -174,15 +174,28 @@ export class SafeFetcher {
           // Every address must pass: connecting only to the ones checked leaves no rebinding window.
           for (const a of addresses) {
             const why = this.refusal(a.address, port);
-            if (why) throw new SafeFetchError('forbidden_address', `${hostname} resolves to ${a.address}, which is not allowed (${why})`);
+            if (why)
+              throw new SafeFetchError(
+                'forbidden_address',
+                `${hostname} resolves to ${a.address}, which is not allowed (${why})`,
+              );
           }
-          const wanted = options.family === 4 || options.family === 6 ? addresses.filter((a) => a.family === options.family) : addresses;
+          const wanted =
+            options.family === 4 || options.family === 6
+              ? addresses.filter((a) => a.family === options.family)
+              : addresses;
           if (options.all) cb(null, wanted);
           else if (wanted[0]) cb(null, wanted[0].address, wanted[0].family);
           else cb(new SafeFetchError('unreachable', `${hostname} has no IPv${options.family} address`), '');
         })
         .catch((err: unknown) => {
-          const e = err instanceof SafeFetchError ? err : new SafeFetchError('unreachable', `${hostname} could not be resolved (${(err as NodeJS.ErrnoException)?.code ?? 'error'})`);
+          const e =
+            err instanceof SafeFetchError
+              ? err
+              : new SafeFetchError(
+                  'unreachable',
+                  `${hostname} could not be resolved (${(err as NodeJS.ErrnoException)?.code ?? 'error'})`,
+                );
           cb(e, '');
         });
     };
@@ -193,7 +206,10 @@ export class SafeFetcher {
       const why = this.refusal(peer, port);
       if (why) {
         socket.destroy();
-        return callback(new SafeFetchError('forbidden_address', `Connected to ${peer}, which is not allowed (${why})`), null);
+        return callback(
+          new SafeFetchError('forbidden_address', `Connected to ${peer}, which is not allowed (${why})`),
+          null,
+        );
       }
       callback(null, socket);
     });
@@ -218,7 +234,11 @@ export class SafeFetcher {
     }
     for (const a of addresses) {
       const why = this.refusal(a.address, port);
-      if (why) throw new SafeFetchError('forbidden_address', `${host} resolves to ${a.address}, which is not allowed (${why})`);
+      if (why)
+        throw new SafeFetchError(
+          'forbidden_address',
+          `${host} resolves to ${a.address}, which is not allowed (${why})`,
+        );
     }
     return url;
   }
@@ -244,7 +264,8 @@ export class SafeFetcher {
       const location = res.headers.location;
       if (REDIRECTS.has(res.statusCode) && typeof location === 'string') {
         discard(res.body);
-        if (hop >= this.opts.maxRedirects) throw new SafeFetchError('too_many_redirects', `More than ${this.opts.maxRedirects} redirects`);
+        if (hop >= this.opts.maxRedirects)
+          throw new SafeFetchError('too_many_redirects', `More than ${this.opts.maxRedirects} redirects`);
         let next: URL;
         try {
           next = new URL(location, url);
@@ -259,13 +280,23 @@ export class SafeFetcher {
         throw new SafeFetchError('http_status', `The remote server answered HTTP ${res.statusCode}`, res.statusCode);
       }
       const lengthHeader = res.headers['content-length'];
-      const contentLength = typeof lengthHeader === 'string' && /^\d+$/.test(lengthHeader) ? Number(lengthHeader) : undefined;
+      const contentLength =
+        typeof lengthHeader === 'string' && /^\d+$/.test(lengthHeader) ? Number(lengthHeader) : undefined;
       if (contentLength !== undefined && contentLength > req.maxBytes) {
         discard(res.body);
-        throw new SafeFetchError('too_large', `The remote file is ${contentLength} bytes, over the cap of ${req.maxBytes}`);
+        throw new SafeFetchError(
+          'too_large',
+          `The remote file is ${contentLength} bytes, over the cap of ${req.maxBytes}`,
+        );
       }
       const contentType = typeof res.headers['content-type'] === 'string' ? res.headers['content-type'] : undefined;
-      return { url: url.toString(), status: res.statusCode, contentType, contentLength, body: this.capped(res.body, req.maxBytes, deadline) };
+      return {
+        url: url.toString(),
+        status: res.statusCode,
+        contentType,
+        contentLength,
+        body: this.capped(res.body, req.maxBytes, deadline),
+      };
     }
   }
 
@@ -275,7 +306,8 @@ export class SafeFetcher {
     const out = new Transform({
       transform(chunk: Buffer, _enc, cb) {
         seen += chunk.length;
-        if (seen > maxBytes) return cb(new SafeFetchError('too_large', `The remote file exceeds the cap of ${maxBytes} bytes`));
+        if (seen > maxBytes)
+          return cb(new SafeFetchError('too_large', `The remote file exceeds the cap of ${maxBytes} bytes`));
         cb(null, chunk);
       },
     });

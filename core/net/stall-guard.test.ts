@@ -10,10 +10,15 @@ beforeAll(async () => {
 afterAll(() => fake.close());
 
 /** The OpenAI SDK as the agent builds it: its own timeout up to the response head, the guard after. */
-const client = (idleMs: number) => new OpenAI({ apiKey: 'k', baseURL: fake.baseUrl, maxRetries: 0, timeout: idleMs, fetch: stallGuardedFetch(idleMs) });
+const client = (idleMs: number) =>
+  new OpenAI({ apiKey: 'k', baseURL: fake.baseUrl, maxRetries: 0, timeout: idleMs, fetch: stallGuardedFetch(idleMs) });
 
 async function answer(c: OpenAI, onChunk?: () => Promise<void>): Promise<string> {
-  const stream = await c.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }], stream: true });
+  const stream = await c.chat.completions.create({
+    model: 'm',
+    messages: [{ role: 'user', content: 'hi' }],
+    stream: true,
+  });
   let text = '';
   for await (const chunk of stream) {
     text += chunk.choices[0]?.delta?.content ?? '';
@@ -24,7 +29,13 @@ async function answer(c: OpenAI, onChunk?: () => Promise<void>): Promise<string>
 
 describe('stallGuardedFetch', () => {
   it('fails a streamed answer that stops mid-way, once it has been silent for the limit', async () => {
-    fake.script = { chat: () => ({ text: 'Let me think about that for a while.', chunkChars: 5, holdAfter: { chars: 10, until: new Promise(() => {}) } }) };
+    fake.script = {
+      chat: () => ({
+        text: 'Let me think about that for a while.',
+        chunkChars: 5,
+        holdAfter: { chars: 10, until: new Promise(() => {}) },
+      }),
+    };
     const t0 = performance.now();
     const err = await answer(client(300)).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(StalledResponse);
@@ -45,7 +56,10 @@ describe('stallGuardedFetch', () => {
     expect(err).toBeInstanceOf(OpenAI.APIError);
     expect((err as InstanceType<typeof OpenAI.APIError>).status).toBe(503);
     fake.script = { chat: () => ({ text: 'Whole.' }) };
-    const whole = await client(500).chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }] });
+    const whole = await client(500).chat.completions.create({
+      model: 'm',
+      messages: [{ role: 'user', content: 'hi' }],
+    });
     expect(whole.choices[0]?.message.content).toBe('Whole.');
   });
 });

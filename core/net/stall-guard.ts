@@ -23,7 +23,10 @@ export function stallGuardedFetch(idleMs: number, base: typeof fetch = fetch): t
         async pull(controller) {
           let timer: NodeJS.Timeout | undefined;
           const stalled = new Promise<never>((_, reject) => {
-            timer = setTimeout(() => reject(new StalledResponse(`The response sent nothing for ${idleMs / 1000} s`)), idleMs);
+            timer = setTimeout(
+              () => reject(new StalledResponse(`The response sent nothing for ${idleMs / 1000} s`)),
+              idleMs,
+            );
           });
           try {
             const chunk = await Promise.race([source.read(), stalled]);

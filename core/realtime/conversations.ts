@@ -40,7 +40,12 @@ export class ConversationStore {
   }
 
   /** Adds messages at the end (an expired conversation starts afresh) and moves its expiry. */
-  async append(tenantId: string, avatarId: string, conversationId: string, messages: readonly HistoryMessage[]): Promise<void> {
+  async append(
+    tenantId: string,
+    avatarId: string,
+    conversationId: string,
+    messages: readonly HistoryMessage[],
+  ): Promise<void> {
     if (messages.length === 0) return;
     await this.sql.begin(async (tx) => {
       // Expired conversations of the workspace go first (they are never read again).

@@ -25,7 +25,9 @@ class LlmTimeout extends Error {
 export class ChatModel {
   private readonly client: OpenAI;
 
-  constructor(private readonly config: Pick<Config, 'OPENAI_BASE_URL' | 'OPENAI_API_KEY' | 'LLM_MODEL' | 'LLM_TIMEOUT_SECONDS'>) {
+  constructor(
+    private readonly config: Pick<Config, 'OPENAI_BASE_URL' | 'OPENAI_API_KEY' | 'LLM_MODEL' | 'LLM_TIMEOUT_SECONDS'>,
+  ) {
     this.client = new OpenAI({
       apiKey: config.OPENAI_API_KEY ?? 'unused',
       ...(config.OPENAI_BASE_URL ? { baseURL: config.OPENAI_BASE_URL } : {}),
@@ -50,7 +52,10 @@ export class ChatModel {
      * waiting for it: a turn that reads slowly is not the LLM's fault).
      */
     const next = async () => {
-      timer = setTimeout(() => controller.abort(new LlmTimeout(`The LLM sent nothing for ${this.config.LLM_TIMEOUT_SECONDS} s`)), timeoutMs);
+      timer = setTimeout(
+        () => controller.abort(new LlmTimeout(`The LLM sent nothing for ${this.config.LLM_TIMEOUT_SECONDS} s`)),
+        timeoutMs,
+      );
       try {
         return await pieces.next();
       } finally {
@@ -68,17 +73,26 @@ export class ChatModel {
       if (signal?.aborted) return err;
       if (err instanceof ApiError) return err;
       if (err instanceof OpenAI.APIError && typeof err.status === 'number') {
-        return new ApiError('upstream_unreachable', `The LLM refused the request (HTTP ${err.status}): ${err.message.slice(0, 300)}`);
+        return new ApiError(
+          'upstream_unreachable',
+          `The LLM refused the request (HTTP ${err.status}): ${err.message.slice(0, 300)}`,
+        );
       }
-      return new ApiError('upstream_unreachable', `The LLM could not be reached or its answer broke off: ${err instanceof Error ? err.message.slice(0, 300) : String(err)}`);
+      return new ApiError(
+        'upstream_unreachable',
+        `The LLM could not be reached or its answer broke off: ${err instanceof Error ? err.message.slice(0, 300) : String(err)}`,
+      );
     };
 
     // The first next() sends the request, so the timeout covers connecting and the response head too.
     let pieces: AsyncIterator<OpenAI.Chat.Completions.ChatCompletionChunk> = {
-      next: () => this.client.chat.completions.create({ model: this.config.LLM_MODEL, messages, stream: true }, { signal: controller.signal }).then((stream) => {
-        pieces = stream[Symbol.asyncIterator]();
-        return pieces.next();
-      }),
+      next: () =>
+        this.client.chat.completions
+          .create({ model: this.config.LLM_MODEL, messages, stream: true }, { signal: controller.signal })
+          .then((stream) => {
+            pieces = stream[Symbol.asyncIterator]();
+            return pieces.next();
+          }),
     };
     let first: string | undefined;
     try {

@@ -13,7 +13,14 @@ import { RealtimeMedia } from './media.ts';
 const tmp = mkdtempSync(path.join(os.tmpdir(), 'realtime-media-test-'));
 const storage = createStorage(loadConfig({ DATA_DIR: tmp }));
 const dir = path.join(tmp, 'open');
-const media = new RealtimeMedia({ storage, dir, capacity: 2, lipsyncModel: 'builtin', device: 'cpu', log: createLogger('silent') });
+const media = new RealtimeMedia({
+  storage,
+  dir,
+  capacity: 2,
+  lipsyncModel: 'builtin',
+  device: 'cpu',
+  log: createLogger('silent'),
+});
 afterAll(async () => {
   await media.close();
   rmSync(tmp, { recursive: true, force: true });

@@ -87,7 +87,8 @@ export class RealtimeMedia {
   async acquire(cacheKey: string): Promise<HeldMedia> {
     let entry = this.entries.get(cacheKey);
     const loaded = !entry;
-    if (entry) this.entries.delete(cacheKey); // re-inserted below: now the most recent
+    if (entry)
+      this.entries.delete(cacheKey); // re-inserted below: now the most recent
     else {
       const dir = path.join(this.o.dir, createHash('sha256').update(cacheKey).digest('hex').slice(0, 32));
       entry = { key: cacheKey, dir, users: 0, ready: this.load(cacheKey, dir) };
@@ -113,7 +114,10 @@ export class RealtimeMedia {
     } catch (err) {
       release();
       this.o.log.warn({ err, cacheKey }, 'realtime media could not be loaded');
-      throw new ApiError('media_unavailable', "The avatar's media could not be loaded: retry, and quote the requestId if it persists");
+      throw new ApiError(
+        'media_unavailable',
+        "The avatar's media could not be loaded: retry, and quote the requestId if it persists",
+      );
     }
   }
 
@@ -141,7 +145,8 @@ export class RealtimeMedia {
   private async load(cacheKey: string, dir: string): Promise<{ body: FrameCacheBody; timings: HeldMedia['timings'] }> {
     const engine = await this.lipsync();
     const t0 = performance.now();
-    if (!(await stat(path.join(dir, MANIFEST_FILE)).catch(() => undefined))) await fetchFrameCache(this.o.storage, cacheKey, dir);
+    if (!(await stat(path.join(dir, MANIFEST_FILE)).catch(() => undefined)))
+      await fetchFrameCache(this.o.storage, cacheKey, dir);
     const t1 = performance.now();
     const cache = await openFrameCache(dir, { lruFrames: DECODED_FRAMES });
     const body = frameCacheBody(cache, engine);

@@ -42,7 +42,12 @@ describe('StreamSink', () => {
 
   it('stops a reader that takes nothing for stallMs while data waits: what waited is dropped, the producer ends the stream with its own last record', async () => {
     const stops: StopReason[] = [];
-    const sink = new StreamSink({ maxQueuedBytes: 4, stallMs: 50, onStop: (r) => stops.push(r), onAbandon: () => expect.unreachable() });
+    const sink = new StreamSink({
+      maxQueuedBytes: 4,
+      stallMs: 50,
+      onStop: (r) => stops.push(r),
+      onAbandon: () => expect.unreachable(),
+    });
     const reader = sink.readable.getReader();
     await expect(sink.write(bytes(8), { audioSamples: 7 })).rejects.toEqual(new StreamStopped('stalled'));
     expect(stops).toEqual(['stalled']);

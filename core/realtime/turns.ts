@@ -10,7 +10,20 @@
  * process still bills what was delivered (the janitor settles at the last report).
  */
 import { EventEmitter } from 'node:events';
-import { estimateSpeechSeconds, isVoice, normalizeText, sentencesOf, splitSentences, synthesize, synthesizeSentences, VOICES, DEFAULT_VOICE, isTtsError, type FliteEngine, type Voice } from '../../render/tts/index.ts';
+import {
+  estimateSpeechSeconds,
+  isVoice,
+  normalizeText,
+  sentencesOf,
+  splitSentences,
+  synthesize,
+  synthesizeSentences,
+  VOICES,
+  DEFAULT_VOICE,
+  isTtsError,
+  type FliteEngine,
+  type Voice,
+} from '../../render/tts/index.ts';
 import { errorRecord } from '../../render/encode/index.ts';
 import { TurnStream, type TurnError } from '../../render/turn/index.ts';
 import type { Principal } from '../auth/key-store.ts';
@@ -125,8 +138,13 @@ export function voiceOf(playback: Pick<AvatarPlayback, 'defaultVoiceId'>): Voice
 /** The ERROR record of a failure inside a turn. */
 export function turnError(err: unknown): TurnError {
   if (err instanceof ApiError) return { code: err.code, message: err.message, retryable: err.retryable };
-  if (isTtsError(err)) return { code: 'internal_error', message: `Speech synthesis failed: ${err.message}`, retryable: true };
-  return { code: 'internal_error', message: 'The turn failed: retry it, and quote the turn_id if it persists', retryable: true };
+  if (isTtsError(err))
+    return { code: 'internal_error', message: `Speech synthesis failed: ${err.message}`, retryable: true };
+  return {
+    code: 'internal_error',
+    message: 'The turn failed: retry it, and quote the turn_id if it persists',
+    retryable: true,
+  };
 }
 
 interface PumpRun {
@@ -159,14 +177,22 @@ export class TurnService {
     const id = r.session.sessionId;
     const failed = failedTurn && delivered === 0;
     const row = await this.d.usage
-      .finish(id, failed ? { status: 'failed', billableMs: 0 } : { status: 'released', billableMs: (delivered * 1000) / r.sampleRate })
+      .finish(
+        id,
+        failed
+          ? { status: 'failed', billableMs: 0 }
+          : { status: 'released', billableMs: (delivered * 1000) / r.sampleRate },
+      )
       .catch((err: unknown) => {
         log.error({ err, turnId: id }, 'turn usage could not be settled');
         return undefined;
       });
     // The conversation keeps what the listener got: the user's text, and the sentences that began to play.
     if (r.input.conversationId) {
-      const spoken = r.turn.stats.sentences.filter((s) => s.startSample < delivered).map((s) => s.text).join(' ');
+      const spoken = r.turn.stats.sentences
+        .filter((s) => s.startSample < delivered)
+        .map((s) => s.text)
+        .join(' ');
       const messages: HistoryMessage[] = [];
       if (spoken) {
         if (r.input.mode === 'talk') messages.push({ role: 'user', content: r.input.text });
@@ -176,13 +202,19 @@ export class TurnService {
         .append(r.principal.tenantId, r.input.avatarId, r.input.conversationId, messages)
         .catch((err: unknown) => log.warn({ err, turnId: id }, 'turn conversation could not be recorded'));
     }
-    return row && (row.status === 'released' || row.status === 'failed') ? { status: row.status, billedCreditMicros: row.billedCreditMicros } : undefined;
+    return row && (row.status === 'released' || row.status === 'failed')
+      ? { status: row.status, billedCreditMicros: row.billedCreditMicros }
+      : undefined;
   }
 
   /** The ERROR record's content for a client that stopped reading (the rest of its turn was dropped). */
   private stalled(): TurnError {
     const seconds = this.d.config.TURN_STALL_SECONDS;
-    return { code: 'stream_stalled', message: `The client read nothing for ${seconds} s while the turn waited: the rest of it was dropped`, retryable: true };
+    return {
+      code: 'stream_stalled',
+      message: `The client read nothing for ${seconds} s while the turn waited: the rest of it was dropped`,
+      retryable: true,
+    };
   }
 
   /** Turns streaming in this process now. */
@@ -195,7 +227,10 @@ export class TurnService {
     const playback = await loadAvatarPlayback(this.d.sql, tenantId, avatarId);
     if (!playback) throw notFound(`Avatar ${avatarId}`);
     if (playback.status !== 'ready' || !playback.loopCacheKey) {
-      throw new ApiError('avatar_state_conflict', `Avatar ${avatarId} is not ready (status ${playback.status}): wait until GET /avatars/${avatarId} says ready`);
+      throw new ApiError(
+        'avatar_state_conflict',
+        `Avatar ${avatarId} is not ready (status ${playback.status}): wait until GET /avatars/${avatarId} says ready`,
+      );
     }
     return playback as AvatarPlayback & { loopCacheKey: string };
   }
@@ -205,7 +240,9 @@ export class TurnService {
     const t0 = performance.now();
     const playback = await this.readyAvatar(principal.tenantId, avatarId);
     await this.d.ledger.assertSpendable(principal.tenantId, principal.apiKeyId);
-    const [{ model_id: modelId } = { model_id: 'builtin-rig-v1' }] = await this.d.sql<{ model_id: string }[]>`select model_id from avatars where id = ${avatarId}`;
+    const [{ model_id: modelId } = { model_id: 'builtin-rig-v1' }] = await this.d.sql<
+      { model_id: string }[]
+    >`select model_id from avatars where id = ${avatarId}`;
     const tEngine = performance.now();
     const backendId = await this.d.media.backendId();
     const engineMs = performance.now() - tEngine;
@@ -252,10 +289,17 @@ export class TurnService {
   async check(principal: Principal, input: TurnInput): Promise<CheckedTurn> {
     const playback = await this.readyAvatar(principal.tenantId, input.avatarId);
     if (input.mode === 'repeat' && !/[A-Za-z0-9]/.test(normalizeText(input.text))) {
-      throw new ApiError('validation_error', 'Invalid field "text" in body: it has nothing to speak (no letters or digits once folded to ASCII)', { field: 'text' });
+      throw new ApiError(
+        'validation_error',
+        'Invalid field "text" in body: it has nothing to speak (no letters or digits once folded to ASCII)',
+        { field: 'text' },
+      );
     }
     if (input.mode === 'talk' && (!this.d.chat || !llmConfigured(this.d.config))) {
-      throw new ApiError('llm_not_configured', 'Talk turns need an LLM: set OPENAI_BASE_URL (an OpenAI-compatible endpoint) and/or OPENAI_API_KEY, or use mode "repeat"');
+      throw new ApiError(
+        'llm_not_configured',
+        'Talk turns need an LLM: set OPENAI_BASE_URL (an OpenAI-compatible endpoint) and/or OPENAI_API_KEY, or use mode "repeat"',
+      );
     }
     return { principal, input, playback };
   }
@@ -268,7 +312,12 @@ export class TurnService {
    */
   async start(
     { principal, input, playback }: CheckedTurn,
-    opts: { started?: (turnId: string) => Promise<void>; signal?: AbortSignal; startedAt?: number; dropConnection?: () => void } = {},
+    opts: {
+      started?: (turnId: string) => Promise<void>;
+      signal?: AbortSignal;
+      startedAt?: number;
+      dropConnection?: () => void;
+    } = {},
   ): Promise<StartedTurn> {
     const startedAt = opts.startedAt ?? performance.now();
     const { config, usage, log } = this.d;
@@ -298,8 +347,13 @@ export class TurnService {
       let history: HistoryMessage[] = [];
       let sentences: AsyncIterable<string> | Iterable<string>;
       if (input.mode === 'talk') {
-        if (input.conversationId) history = await this.d.conversations.history(principal.tenantId, input.avatarId, input.conversationId);
-        const messages: ChatMessage[] = [{ role: 'system', content: playback.instructions }, ...history, { role: 'user', content: input.text }];
+        if (input.conversationId)
+          history = await this.d.conversations.history(principal.tenantId, input.avatarId, input.conversationId);
+        const messages: ChatMessage[] = [
+          { role: 'system', content: playback.instructions },
+          ...history,
+          { role: 'user', content: input.text },
+        ];
         // Waits for the first text of the answer: an LLM that fails now is an error answer, not a stream.
         sentences = sentencesOf(await this.d.chat!.open(messages, controller.signal));
       } else {
@@ -326,7 +380,13 @@ export class TurnService {
           mode: input.mode,
           voice,
           ...(input.conversationId ? { conversation_id: input.conversationId } : {}),
-          cursor: { clip_id: 'source', frame: startFrame, frame_count: body.frameCount, fps: body.fps, clock_ms: clockMs },
+          cursor: {
+            clip_id: 'source',
+            frame: startFrame,
+            frame_count: body.frameCount,
+            fps: body.fps,
+            clock_ms: clockMs,
+          },
         },
         describeError: turnError,
       });
@@ -344,7 +404,10 @@ export class TurnService {
       controller.abort();
       opts.signal?.removeEventListener('abort', onAbort);
       held?.release();
-      if (session) await usage.finish(session.sessionId, { status: 'failed', billableMs: 0 }).catch((e: unknown) => log.error({ err: e }, 'turn usage could not be settled'));
+      if (session)
+        await usage
+          .finish(session.sessionId, { status: 'failed', billableMs: 0 })
+          .catch((e: unknown) => log.error({ err: e }, 'turn usage could not be settled'));
       throw err;
     }
   }
@@ -378,7 +441,9 @@ export class TurnService {
         if (performance.now() - lastReport > PROGRESS_EVERY_MS) {
           lastReport = performance.now();
           const micros = Math.round((sink.deliveredAudioSamples * MICROS_PER_SECOND) / sampleRate);
-          ledger.reportProgress(session.reservationId, micros, RESERVATION_SLACK_SECONDS).catch((err: unknown) => log.warn({ err }, 'turn progress could not be reported'));
+          ledger
+            .reportProgress(session.reservationId, micros, RESERVATION_SLACK_SECONDS)
+            .catch((err: unknown) => log.warn({ err }, 'turn progress could not be reported'));
         }
       }
       await sink.close();
@@ -398,7 +463,8 @@ export class TurnService {
       r.held.release();
     }
     const delivered = sink.deliveredAudioSamples;
-    if (settled === null) settled = await this.settle(r, delivered, turn.stats.outcome === 'error' || broken !== undefined);
+    if (settled === null)
+      settled = await this.settle(r, delivered, turn.stats.outcome === 'error' || broken !== undefined);
 
     const stats = turn.stats;
     const summary: TurnSummary = {
@@ -406,7 +472,13 @@ export class TurnService {
       tenantId: r.principal.tenantId,
       avatarId: r.input.avatarId,
       mode: r.input.mode,
-      outcome: sink.stopped ?? (broken !== undefined || stats.outcome === 'error' ? 'failed' : stats.outcome === 'truncated' ? 'truncated' : 'completed'),
+      outcome:
+        sink.stopped ??
+        (broken !== undefined || stats.outcome === 'error'
+          ? 'failed'
+          : stats.outcome === 'truncated'
+            ? 'truncated'
+            : 'completed'),
       ...(broken !== undefined || stats.error !== undefined ? { error: broken ?? stats.error } : {}),
       sampleRate,
       speechSamples: stats.audioSamples,

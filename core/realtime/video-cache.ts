@@ -14,7 +14,14 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { MANIFEST_FILE, type FrameCacheManifest } from '../../render/framecache/format.ts';
-import { openFrameCache, resolveSettings, sameSettings, settingsOf, transcodeFrameCache, type FrameCacheSettings } from '../../render/framecache/index.ts';
+import {
+  openFrameCache,
+  resolveSettings,
+  sameSettings,
+  settingsOf,
+  transcodeFrameCache,
+  type FrameCacheSettings,
+} from '../../render/framecache/index.ts';
 import type { Principal } from '../auth/key-store.ts';
 import { deleteObjects, renderObjectKeys, uploadFrameCache } from '../avatars/render-outputs.ts';
 import { loadAvatarPlayback } from '../avatars/playback.ts';
@@ -113,7 +120,11 @@ async function readAll(stream: Readable): Promise<Buffer> {
 /** What a manifest says of its cache: frames, size on disk (frames, landmarks, manifest) and digest. */
 function statsOf(m: FrameCacheManifest, manifestBytes: number): { frames: number; bytes: number; digest: string } {
   const last = m.frames[m.frameCount - 1]!;
-  return { frames: m.frameCount, bytes: last[0] + last[1] + m.frameCount * m.landmarkCount * 12 + manifestBytes, digest: m.hash };
+  return {
+    frames: m.frameCount,
+    bytes: last[0] + last[1] + m.frameCount * m.landmarkCount * 12 + manifestBytes,
+    digest: m.hash,
+  };
 }
 
 export interface VideoCacheDeps {
@@ -130,7 +141,9 @@ export class VideoCachePlanner {
     const { sql } = this.d;
     const playback = await loadAvatarPlayback(sql, principal.tenantId, avatarId);
     if (!playback) throw notFound(`Avatar ${avatarId}`);
-    const [avatar] = await sql<{ cache_manifest_id: string | null }[]>`select cache_manifest_id from avatars where id = ${avatarId}`;
+    const [avatar] = await sql<
+      { cache_manifest_id: string | null }[]
+    >`select cache_manifest_id from avatars where id = ${avatarId}`;
 
     // The clips that have a frame cache to play (and to transcode from), the loop first.
     const sources: { clipId: string; key: string }[] = [];
@@ -139,18 +152,28 @@ export class VideoCachePlanner {
     else entries.push({ clip_id: LOOP_CLIP_ID, status: 'waiting', native: false, error: null });
     for (const c of playback.clips.values()) {
       if (c.cacheKey) sources.push({ clipId: c.clipId, key: c.cacheKey });
-      else entries.push({ clip_id: c.clipId, status: c.availability === 'failed' ? 'failed' : 'waiting', native: false, error: null });
+      else
+        entries.push({
+          clip_id: c.clipId,
+          status: c.availability === 'failed' ? 'failed' : 'waiting',
+          native: false,
+          error: null,
+        });
     }
 
     await this.dropStale(principal.tenantId, avatarId, sources);
     const natives = new Map<string, EntryRow>();
     for (const s of sources) {
       const row = await this.nativeEntry(principal.tenantId, avatarId, s.clipId, s.key);
-      if ('unreadable' in row) entries.push({ clip_id: s.clipId, status: 'failed', native: true, error: row.unreadable });
+      if ('unreadable' in row)
+        entries.push({ clip_id: s.clipId, status: 'failed', native: true, error: row.unreadable });
       else natives.set(s.clipId, row);
     }
     const base = natives.get(LOOP_CLIP_ID) ?? natives.values().next().value;
-    const settings = resolveSettings(base ? settingsOf(base) : { fps: 25, width: 512, height: 512, quality: 90 }, overrides);
+    const settings = resolveSettings(
+      base ? settingsOf(base) : { fps: 25, width: 512, height: 512, quality: 90 },
+      overrides,
+    );
 
     let queued = 0;
     const ready: ManifestEntry[] = [];
@@ -186,12 +209,23 @@ export class VideoCachePlanner {
     return {
       status: entries.length > 0 && entries.every((e) => e.status === 'ready') ? 'ready' : 'queued',
       plan: { settings, entries, queued },
-      manifest: { id: avatar?.cache_manifest_id ?? null, avatar_id: avatarId, cache_version: playback.cacheVersion, settings, entries: ready },
+      manifest: {
+        id: avatar?.cache_manifest_id ?? null,
+        avatar_id: avatarId,
+        cache_version: playback.cacheVersion,
+        settings,
+        entries: ready,
+      },
     };
   }
 
   /** The clip's own cache as an entry: read from its manifest once, then from the table. */
-  private async nativeEntry(tenantId: string, avatarId: string, clipId: string, key: string): Promise<EntryRow | { unreadable: string }> {
+  private async nativeEntry(
+    tenantId: string,
+    avatarId: string,
+    clipId: string,
+    key: string,
+  ): Promise<EntryRow | { unreadable: string }> {
     const { sql } = this.d;
     const [found] = await sql<EntryRow[]>`
       select * from video_cache_entries where avatar_id = ${avatarId} and clip_id = ${clipId} and source_key = ${key} and native`;
@@ -218,7 +252,13 @@ export class VideoCachePlanner {
   }
 
   /** The transcode of a clip's cache at `s`: found, or inserted and queued (a failed one is queued again). */
-  private async transcodeEntry(tenantId: string, avatarId: string, clipId: string, key: string, s: FrameCacheSettings): Promise<{ entry: EntryRow; enqueued: boolean }> {
+  private async transcodeEntry(
+    tenantId: string,
+    avatarId: string,
+    clipId: string,
+    key: string,
+    s: FrameCacheSettings,
+  ): Promise<{ entry: EntryRow; enqueued: boolean }> {
     return this.d.sql.begin(async (tx: Tx) => {
       const [inserted] = await tx<EntryRow[]>`
         insert into video_cache_entries (id, tenant_id, avatar_id, clip_id, source_key, fps, width, height, quality, status)
@@ -240,13 +280,22 @@ export class VideoCachePlanner {
           return { entry: current!, enqueued: false };
         }
       }
-      await this.d.jobs.enqueue(VIDEO_CACHE_JOB, { entryId: entry.id } satisfies VideoCacheJob, { singletonKey: entry.id, deadLetter: VIDEO_CACHE_DEAD_JOB }, tx);
+      await this.d.jobs.enqueue(
+        VIDEO_CACHE_JOB,
+        { entryId: entry.id } satisfies VideoCacheJob,
+        { singletonKey: entry.id, deadLetter: VIDEO_CACHE_DEAD_JOB },
+        tx,
+      );
       return { entry, enqueued: true };
     });
   }
 
   /** Entries made from caches that no longer serve (a new loop, a re-rendered or retired clip) go, with their objects. */
-  private async dropStale(tenantId: string, avatarId: string, sources: { clipId: string; key: string }[]): Promise<void> {
+  private async dropStale(
+    tenantId: string,
+    avatarId: string,
+    sources: { clipId: string; key: string }[],
+  ): Promise<void> {
     const clipIds = sources.map((s) => s.clipId);
     const keys = sources.map((s) => s.key);
     const gone = await this.d.sql<EntryRow[]>`
@@ -265,7 +314,9 @@ export class VideoCacheWorker {
   constructor(private readonly d: VideoCacheDeps & { concurrency: number }) {}
 
   async start(): Promise<void> {
-    await this.d.jobs.work<VideoCacheJob>(VIDEO_CACHE_JOB, (data, job) => this.run(data, job), { concurrency: this.d.concurrency });
+    await this.d.jobs.work<VideoCacheJob>(VIDEO_CACHE_JOB, (data, job) => this.run(data, job), {
+      concurrency: this.d.concurrency,
+    });
     await this.d.jobs.work<VideoCacheJob>(VIDEO_CACHE_DEAD_JOB, (data) => this.dead(data));
   }
 
@@ -326,6 +377,7 @@ export class VideoCacheWorker {
   }
 
   private async fail(id: string, error: string): Promise<void> {
-    await this.d.sql`update video_cache_entries set status = 'failed', error = ${error}, updated_at = now() where id = ${id} and status in ('queued', 'rendering')`;
+    await this.d
+      .sql`update video_cache_entries set status = 'failed', error = ${error}, updated_at = now() where id = ${id} and status in ('queued', 'rendering')`;
   }
 }

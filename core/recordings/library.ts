@@ -70,13 +70,17 @@ export interface RecordingLibraryDeps {
   finalizeTimeoutSeconds: number;
 }
 
-const notFound = (id: string) => new ApiError('not_found', `Recording ${id.slice(0, 80)} not found, or it does not belong to this tenant`);
+const notFound = (id: string) =>
+  new ApiError('not_found', `Recording ${id.slice(0, 80)} not found, or it does not belong to this tenant`);
 
 export class RecordingLibrary {
   constructor(private readonly d: RecordingLibraryDeps) {}
 
   /** The workspace's recordings, newest first, keyset-paged; `sessionId` narrows to one call. */
-  async list(tenantId: string, q: { sessionId?: string; after?: { createdAt: Date; id: string }; limit: number }): Promise<{ data: Recording[]; nextCursor: string | null }> {
+  async list(
+    tenantId: string,
+    q: { sessionId?: string; after?: { createdAt: Date; id: string }; limit: number },
+  ): Promise<{ data: Recording[]; nextCursor: string | null }> {
     const sql = this.d.sql;
     const rows = await sql<RecordingRow[]>`
       select * from recordings
@@ -87,11 +91,16 @@ export class RecordingLibrary {
       limit ${q.limit + 1}`;
     const page = rows.slice(0, q.limit);
     const last = page[page.length - 1];
-    return { data: page.map(toRecording), nextCursor: rows.length > q.limit && last ? encodeCursor(last.created_at, last.id) : null };
+    return {
+      data: page.map(toRecording),
+      nextCursor: rows.length > q.limit && last ? encodeCursor(last.created_at, last.id) : null,
+    };
   }
 
   private async row(tenantId: string, id: string): Promise<RecordingRow> {
-    const [row] = await this.d.sql<RecordingRow[]>`select * from recordings where id = ${id} and tenant_id = ${tenantId}`;
+    const [row] = await this.d.sql<
+      RecordingRow[]
+    >`select * from recordings where id = ${id} and tenant_id = ${tenantId}`;
     if (!row) throw notFound(id);
     return row;
   }
@@ -109,14 +118,26 @@ export class RecordingLibrary {
     const r = await this.row(tenantId, id);
     const now = Date.now();
     if (r.media_deleted_at || r.retention_expires_at.getTime() <= now) {
-      throw new ApiError('recording_expired', `Recording ${id}'s retention ended on ${r.retention_expires_at.toISOString()}: its media is deleted`);
+      throw new ApiError(
+        'recording_expired',
+        `Recording ${id}'s retention ended on ${r.retention_expires_at.toISOString()}: its media is deleted`,
+      );
     }
-    if (r.status === 'processing') throw new ApiError('recording_not_ready', `Recording ${id} is still processing: GET it until its status is ready, then ask again`);
-    if (r.status === 'failed') throw new ApiError('recording_failed', `Recording ${id} failed (${r.error ?? 'no reason given'}): it has no media`);
+    if (r.status === 'processing')
+      throw new ApiError(
+        'recording_not_ready',
+        `Recording ${id} is still processing: GET it until its status is ready, then ask again`,
+      );
+    if (r.status === 'failed')
+      throw new ApiError(
+        'recording_failed',
+        `Recording ${id} failed (${r.error ?? 'no reason given'}): it has no media`,
+      );
     // Whole seconds, counted down from before signing: the URL never outlives what we announce.
     const nowSeconds = Math.floor(now / 1000);
     const ttl = Math.min(MAX_SIGNED_URL_TTL_SECONDS, Math.floor(r.retention_expires_at.getTime() / 1000) - nowSeconds);
-    if (ttl < 1) throw new ApiError('recording_expired', `Recording ${id}'s retention ends now: its media is being deleted`);
+    if (ttl < 1)
+      throw new ApiError('recording_expired', `Recording ${id}'s retention ends now: its media is being deleted`);
     const url = await this.d.storage.signedUrl(r.storage_key, ttl);
     return { url, expiresAt: new Date((nowSeconds + ttl) * 1000) };
   }
@@ -153,7 +174,10 @@ export class RecordingLibrary {
       where s.id = r.session_id and r.status = 'processing' and s.state = 'ended'
         and s.ended_at < now() - make_interval(secs => ${this.d.finalizeTimeoutSeconds})
       returning r.id, r.storage_key`;
-    for (const r of abandoned) await storage.delete(r.storage_key).catch((err: unknown) => log.warn({ err, recordingId: r.id }, 'could not delete a partial recording'));
+    for (const r of abandoned)
+      await storage
+        .delete(r.storage_key)
+        .catch((err: unknown) => log.warn({ err, recordingId: r.id }, 'could not delete a partial recording'));
     if (deleted || abandoned.length) log.info({ deleted, abandoned: abandoned.length }, 'recording retention pass');
     return { deleted, abandoned: abandoned.length };
   }

@@ -18,7 +18,9 @@ export class RecordingStore {
 
   /** A call starts recording: the row (processing) with its retention deadline from the workspace's policy. */
   async begin(sessionId: string): Promise<{ recordingId: string; storageKey: string }> {
-    const [session] = await this.sql<{ tenant_id: string }[]>`select tenant_id from live_sessions where id = ${sessionId}`;
+    const [session] = await this.sql<
+      { tenant_id: string }[]
+    >`select tenant_id from live_sessions where id = ${sessionId}`;
     if (!session) throw new Error(`No live session ${sessionId} to record`);
     const recordingId = newId('recording');
     const storageKey = recordingKey(session.tenant_id, recordingId);

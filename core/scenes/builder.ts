@@ -14,7 +14,14 @@ import type { SafeFetcher } from '../net/safe-fetch.ts';
 import type { ObjectStorage } from '../storage/index.ts';
 import { videoCacheIdOf } from './ids.ts';
 import { downloadSource, SceneSourceError } from './source.ts';
-import { SCENE_BUILD_DEAD_JOB, SCENE_BUILD_JOB, SCENE_FPS, type SceneBuildJobData, type SceneErrorCode, type SceneRow } from './types.ts';
+import {
+  SCENE_BUILD_DEAD_JOB,
+  SCENE_BUILD_JOB,
+  SCENE_FPS,
+  type SceneBuildJobData,
+  type SceneErrorCode,
+  type SceneRow,
+} from './types.ts';
 
 /**
  * The scene builder: a durable job (`scene-build`) per build. It gets the clip (staged in storage by
@@ -101,12 +108,21 @@ export class SceneBuildWorker {
   constructor(private readonly d: SceneBuildWorkerDeps) {}
 
   async start(): Promise<void> {
-    await this.d.jobs.work<SceneBuildJobData>(SCENE_BUILD_JOB, (data, job) => this.run(data, job), { concurrency: this.d.concurrency });
-    await this.d.jobs.work<SceneBuildJobData>(SCENE_BUILD_DEAD_JOB, (data) => this.fail(data, 'build_failed', 'The scene build failed: its worker stopped repeatedly'));
+    await this.d.jobs.work<SceneBuildJobData>(SCENE_BUILD_JOB, (data, job) => this.run(data, job), {
+      concurrency: this.d.concurrency,
+    });
+    await this.d.jobs.work<SceneBuildJobData>(SCENE_BUILD_DEAD_JOB, (data) =>
+      this.fail(data, 'build_failed', 'The scene build failed: its worker stopped repeatedly'),
+    );
   }
 
   async run(data: SceneBuildJobData, job: JobContext): Promise<void> {
-    const log = this.d.log.child({ job: job.id, sceneId: data.sceneId, buildId: data.buildId, attempt: job.retryCount });
+    const log = this.d.log.child({
+      job: job.id,
+      sceneId: data.sceneId,
+      buildId: data.buildId,
+      attempt: job.retryCount,
+    });
     const [row] = await this.d.sql<SceneRow[]>`
       select * from scenes where tenant_id = ${data.tenantId} and id = ${data.sceneId} and build_id = ${data.buildId} and status = 'building'`;
     if (!row) {
@@ -121,8 +137,13 @@ export class SceneBuildWorker {
         await pipeline(await this.d.storage.get(row.source_key), createWriteStream(videoPath));
       } else {
         try {
-          const named = { md5: row.source_md5 ?? undefined, bytes: row.source_bytes === null ? undefined : Number(row.source_bytes) };
-          await downloadSource(this.d.fetcher, row.source_url, { maxBytes: this.d.maxBytes, expected: named }, (body) => pipeline(body, createWriteStream(videoPath)));
+          const named = {
+            md5: row.source_md5 ?? undefined,
+            bytes: row.source_bytes === null ? undefined : Number(row.source_bytes),
+          };
+          await downloadSource(this.d.fetcher, row.source_url, { maxBytes: this.d.maxBytes, expected: named }, (body) =>
+            pipeline(body, createWriteStream(videoPath)),
+          );
         } catch (err) {
           if (!(err instanceof SceneSourceError)) throw err;
           log.info({ error: err.error, reason: err.message }, 'scene source refused');
@@ -149,10 +170,19 @@ export class SceneBuildWorker {
       });
       if (!result.ok) {
         log.info({ refused: result.refused }, 'scene clip refused by the builder');
-        await this.fail(data, 'source_unusable', `The clip cannot be a scene (${result.refused.code}): ${result.refused.message}`);
+        await this.fail(
+          data,
+          'source_unusable',
+          `The clip cannot be a scene (${result.refused.code}): ${result.refused.message}`,
+        );
         return;
       }
-      const cacheKey = await uploadFrameCache(this.d.storage, `${scenePrefix(data.tenantId, data.sceneId, data.buildId)}/cache`, result.cacheDir, uploaded);
+      const cacheKey = await uploadFrameCache(
+        this.d.storage,
+        `${scenePrefix(data.tenantId, data.sceneId, data.buildId)}/cache`,
+        result.cacheDir,
+        uploaded,
+      );
       const published = await this.d.sql`
         update scenes set status = 'ready', video_cache_id = ${videoCacheIdOf(data.sceneId, row.profile)}, cache_key = ${cacheKey},
           frame_count = ${result.frameCount}, fps = ${result.fps}, width = ${result.width}, height = ${result.height},
@@ -164,7 +194,10 @@ export class SceneBuildWorker {
         return;
       }
       uploaded = [];
-      log.info({ frames: result.frameCount, msPerFrame: Math.round(result.stats.totalMs / result.frameCount) }, 'scene ready');
+      log.info(
+        { frames: result.frameCount, msPerFrame: Math.round(result.stats.totalMs / result.frameCount) },
+        'scene ready',
+      );
       if (row.source_key) await deleteObjects(this.d.storage, log, [row.source_key]);
     } catch (err) {
       await deleteObjects(this.d.storage, log, uploaded);

@@ -10,7 +10,11 @@ export interface SceneMedia {
 }
 
 /** The ready, unexpired scene of the workspace with this `video_cache_id`, or undefined. */
-export async function loadSceneMedia(sql: Sql, tenantId: string, videoCacheId: string): Promise<SceneMedia | undefined> {
+export async function loadSceneMedia(
+  sql: Sql,
+  tenantId: string,
+  videoCacheId: string,
+): Promise<SceneMedia | undefined> {
   return (await sceneForMint(sql, tenantId, videoCacheId))?.media;
 }
 
@@ -30,6 +34,12 @@ export async function sceneForMint(
     where tenant_id = ${tenantId} and video_cache_id = ${videoCacheId} and expires_at > now()`;
   if (!row) return undefined;
   const media: SceneMedia | undefined =
-    row.status === 'ready' && row.cache_key ? { sceneId: row.id, cacheKey: row.cache_key, continuation: row.continuation === 'pingpong' ? 'pingpong' : 'loop' } : undefined;
+    row.status === 'ready' && row.cache_key
+      ? {
+          sceneId: row.id,
+          cacheKey: row.cache_key,
+          continuation: row.continuation === 'pingpong' ? 'pingpong' : 'loop',
+        }
+      : undefined;
   return { sceneId: row.id, status: row.status, ...(media ? { media } : {}) };
 }

@@ -47,7 +47,10 @@ export interface SceneServiceDeps {
 }
 
 const notFound = (id: string) =>
-  new ApiError('scene_not_found', `Scene ${id.slice(0, 80)} not found: it does not exist in this workspace, or it expired (POST /scenes again to prepare it)`);
+  new ApiError(
+    'scene_not_found',
+    `Scene ${id.slice(0, 80)} not found: it does not exist in this workspace, or it expired (POST /scenes again to prepare it)`,
+  );
 
 /**
  * Scenes over HTTP (docs/scenes.md): POST /scenes prepares a clip (content-addressed id; a durable
@@ -63,20 +66,36 @@ export class SceneService {
    * first (a download that fails answers a failed scene with scene_id "unresolved", stored nowhere).
    */
   async prepare(tenantId: string, input: PrepareSceneInput, fetcher: SafeFetcher): Promise<PrepareSceneAnswer> {
-    const [tenant] = await this.d.sql<{ on: boolean }[]>`select scene_sessions_enabled as on from tenants where id = ${tenantId}`;
-    if (!tenant?.on) throw new ApiError('scene_sessions_not_enabled', 'Scenes are not enabled for this workspace: ask an operator to enable them');
+    const [tenant] = await this.d.sql<
+      { on: boolean }[]
+    >`select scene_sessions_enabled as on from tenants where id = ${tenantId}`;
+    if (!tenant?.on)
+      throw new ApiError(
+        'scene_sessions_not_enabled',
+        'Scenes are not enabled for this workspace: ask an operator to enable them',
+      );
     const { url, md5, bytes } = input.source;
     if (bytes !== undefined && bytes > this.d.maxBytes) {
-      throw new ApiError('scene_source_rejected', `Invalid field "source.bytes": the clip is over the cap of ${this.d.maxBytes} bytes`, { field: 'source.bytes' });
+      throw new ApiError(
+        'scene_source_rejected',
+        `Invalid field "source.bytes": the clip is over the cap of ${this.d.maxBytes} bytes`,
+        { field: 'source.bytes' },
+      );
     }
     try {
       await fetcher.checkTarget(url);
     } catch (err) {
       if (!(err instanceof SafeFetchError)) throw err;
-      throw new ApiError('scene_source_rejected', `Invalid field "source.url": ${err.message}`, { field: 'source.url' });
+      throw new ApiError('scene_source_rejected', `Invalid field "source.url": ${err.message}`, {
+        field: 'source.url',
+      });
     }
     const problem = await this.d.builderProblem();
-    if (problem) throw new ApiError('scene_builder_unavailable', `The scene builder cannot run: ${problem}. Nothing was written; retry later`);
+    if (problem)
+      throw new ApiError(
+        'scene_builder_unavailable',
+        `The scene builder cannot run: ${problem}. Nothing was written; retry later`,
+      );
 
     const continuation = input.continuation ?? 'loop';
     if (md5 !== undefined && bytes !== undefined) {
@@ -87,9 +106,14 @@ export class SceneService {
     const stagedKey = `tenants/${tenantId}/scenes/sources/${randomBase62(24)}`;
     let content: SourceContent;
     try {
-      content = await downloadSource(fetcher, url, { maxBytes: this.d.maxBytes, expected: { md5, bytes } }, async (body) => {
-        await this.d.storage.put(stagedKey, body, { contentType: 'application/octet-stream' });
-      });
+      content = await downloadSource(
+        fetcher,
+        url,
+        { maxBytes: this.d.maxBytes, expected: { md5, bytes } },
+        async (body) => {
+          await this.d.storage.put(stagedKey, body, { contentType: 'application/octet-stream' });
+        },
+      );
     } catch (err) {
       await this.d.storage.delete(stagedKey).catch(() => {});
       if (!(err instanceof SceneSourceError)) throw err;
@@ -151,7 +175,10 @@ export class SceneService {
         returning *`;
       return touched!;
     });
-    for (const key of leftovers) await this.d.storage.delete(key).catch((err: unknown) => this.d.log.warn({ err, key }, 'could not delete a scene object'));
+    for (const key of leftovers)
+      await this.d.storage
+        .delete(key)
+        .catch((err: unknown) => this.d.log.warn({ err, key }, 'could not delete a scene object'));
     return { status: row.status === 'building' ? 202 : 200, scene: toScene(row) };
   }
 
@@ -160,7 +187,10 @@ export class SceneService {
       await this.d.jobs.enqueue(SCENE_BUILD_JOB, data, { deadLetter: SCENE_BUILD_DEAD_JOB }, tx);
     } catch (err) {
       this.d.log.error({ err }, 'scene build could not be queued');
-      throw new ApiError('scene_builder_unavailable', 'The scene build could not be queued. Nothing was written; retry later');
+      throw new ApiError(
+        'scene_builder_unavailable',
+        'The scene build could not be queued. Nothing was written; retry later',
+      );
     }
   }
 
@@ -187,7 +217,9 @@ export class SceneService {
         returning cache_key, source_key`;
       for (const g of gone) {
         for (const key of [...sceneCacheObjects(g.cache_key), ...(g.source_key ? [g.source_key] : [])]) {
-          await this.d.storage.delete(key).catch((err: unknown) => this.d.log.warn({ err, key }, 'could not delete a scene object'));
+          await this.d.storage
+            .delete(key)
+            .catch((err: unknown) => this.d.log.warn({ err, key }, 'could not delete a scene object'));
         }
       }
       total += gone.length;

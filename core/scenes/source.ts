@@ -70,7 +70,10 @@ export async function downloadSource(
   }
   if (named !== undefined && res.contentLength !== undefined && res.contentLength !== named) {
     res.body.destroy();
-    throw new SceneSourceError('source_mismatch', `The clip is ${res.contentLength} bytes, not the ${named} given in source.bytes`);
+    throw new SceneSourceError(
+      'source_mismatch',
+      `The clip is ${res.contentLength} bytes, not the ${named} given in source.bytes`,
+    );
   }
   const meter = new ContentMeter();
   res.body.on('error', (err) => meter.destroy(err));
@@ -84,10 +87,16 @@ export async function downloadSource(
   }
   const got = { md5: meter.md5(), bytes: meter.bytes };
   if (named !== undefined && got.bytes !== named) {
-    throw new SceneSourceError('source_mismatch', `The clip is ${got.bytes} bytes, not the ${named} given in source.bytes`);
+    throw new SceneSourceError(
+      'source_mismatch',
+      `The clip is ${got.bytes} bytes, not the ${named} given in source.bytes`,
+    );
   }
   if (o.expected?.md5 !== undefined && got.md5 !== o.expected.md5.toLowerCase()) {
-    throw new SceneSourceError('source_mismatch', `The clip's md5 is ${got.md5}, not the ${o.expected.md5.toLowerCase()} given in source.md5`);
+    throw new SceneSourceError(
+      'source_mismatch',
+      `The clip's md5 is ${got.md5}, not the ${o.expected.md5.toLowerCase()} given in source.md5`,
+    );
   }
   return got;
 }

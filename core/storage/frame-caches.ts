@@ -17,7 +17,8 @@ export async function fetchFrameCache(storage: ObjectStorage, cacheKey: string, 
   const tmp = `${dir}.tmp-${process.pid}-${Date.now()}-${Math.random().toString(36).slice(2)}`;
   await mkdir(tmp, { recursive: true });
   try {
-    for (const f of CACHE_FILES) await pipeline(await storage.get(`${cacheKey}/${f}`), createWriteStream(path.join(tmp, f)));
+    for (const f of CACHE_FILES)
+      await pipeline(await storage.get(`${cacheKey}/${f}`), createWriteStream(path.join(tmp, f)));
     await rm(dir, { recursive: true, force: true });
     await rename(tmp, dir);
   } catch (err) {

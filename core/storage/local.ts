@@ -6,7 +6,17 @@ import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { Meter, toReadable } from './meter.ts';
 import type { MediaSigner } from './signing.ts';
-import { assertValidKey, clampTtl, ObjectNotFoundError, type ByteRange, type ObjectStat, type ObjectStorage, type PutOptions, type PutResult, type SignedUrlMatch } from './types.ts';
+import {
+  assertValidKey,
+  clampTtl,
+  ObjectNotFoundError,
+  type ByteRange,
+  type ObjectStat,
+  type ObjectStorage,
+  type PutOptions,
+  type PutResult,
+  type SignedUrlMatch,
+} from './types.ts';
 
 /** Public path prefix the app serves local media at (outside /api/v1: the signature is the auth). */
 export const MEDIA_PATH = '/media';
@@ -34,7 +44,8 @@ export class LocalStorage implements ObjectStorage {
   private file(key: string): string {
     assertValidKey(key);
     const file = path.resolve(this.root, key);
-    if (!file.startsWith(path.resolve(this.root) + path.sep)) throw new Error(`Invalid storage key: ${JSON.stringify(key)}`);
+    if (!file.startsWith(path.resolve(this.root) + path.sep))
+      throw new Error(`Invalid storage key: ${JSON.stringify(key)}`);
     return file;
   }
 
@@ -113,7 +124,10 @@ export class LocalStorage implements ObjectStorage {
     } catch {
       return { key: '', signature: 'invalid' };
     }
-    return { key, signature: this.signer.check(key, u.searchParams.get('exp') ?? undefined, u.searchParams.get('sig') ?? undefined) };
+    return {
+      key,
+      signature: this.signer.check(key, u.searchParams.get('exp') ?? undefined, u.searchParams.get('sig') ?? undefined),
+    };
   }
 
   /** Checks a signed URL's parameters for `key` (the media route's only authentication). */

@@ -4,7 +4,18 @@ import { timingSafeEqual } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { Meter, toReadable } from './meter.ts';
 import { presignGetUrl } from './sigv4.ts';
-import { assertValidKey, clampTtl, MAX_SIGNED_URL_TTL_SECONDS, ObjectNotFoundError, type ByteRange, type ObjectStat, type ObjectStorage, type PutOptions, type PutResult, type SignedUrlMatch } from './types.ts';
+import {
+  assertValidKey,
+  clampTtl,
+  MAX_SIGNED_URL_TTL_SECONDS,
+  ObjectNotFoundError,
+  type ByteRange,
+  type ObjectStat,
+  type ObjectStorage,
+  type PutOptions,
+  type PutResult,
+  type SignedUrlMatch,
+} from './types.ts';
 
 export interface S3StorageOptions {
   bucket: string;
@@ -37,7 +48,10 @@ export class S3Storage implements ObjectStorage {
       region: this.region,
       endpoint: opts.endpoint,
       forcePathStyle: Boolean(opts.endpoint),
-      credentials: opts.accessKeyId && opts.secretAccessKey ? { accessKeyId: opts.accessKeyId, secretAccessKey: opts.secretAccessKey } : undefined,
+      credentials:
+        opts.accessKeyId && opts.secretAccessKey
+          ? { accessKeyId: opts.accessKeyId, secretAccessKey: opts.secretAccessKey }
+          : undefined,
     });
   }
 
@@ -74,7 +88,11 @@ export class S3Storage implements ObjectStorage {
   async get(key: string, range?: ByteRange): Promise<Readable> {
     try {
       const out = await this.client.send(
-        new GetObjectCommand({ Bucket: this.opts.bucket, Key: this.objectKey(key), Range: range ? `bytes=${range.start}-${range.end}` : undefined }),
+        new GetObjectCommand({
+          Bucket: this.opts.bucket,
+          Key: this.objectKey(key),
+          Range: range ? `bytes=${range.start}-${range.end}` : undefined,
+        }),
       );
       return out.Body as Readable;
     } catch (err) {
@@ -101,9 +119,14 @@ export class S3Storage implements ObjectStorage {
   private address(objectKey: string): { protocol: 'http:' | 'https:'; host: string; path: string } {
     if (this.opts.endpoint) {
       const u = new URL(this.opts.endpoint);
-      return { protocol: u.protocol === 'http:' ? 'http:' : 'https:', host: u.host, path: `${u.pathname.replace(/\/$/, '')}/${this.opts.bucket}/${objectKey}` };
+      return {
+        protocol: u.protocol === 'http:' ? 'http:' : 'https:',
+        host: u.host,
+        path: `${u.pathname.replace(/\/$/, '')}/${this.opts.bucket}/${objectKey}`,
+      };
     }
-    if (this.opts.bucket.includes('.')) return { protocol: 'https:', host: `s3.${this.region}.amazonaws.com`, path: `/${this.opts.bucket}/${objectKey}` };
+    if (this.opts.bucket.includes('.'))
+      return { protocol: 'https:', host: `s3.${this.region}.amazonaws.com`, path: `/${this.opts.bucket}/${objectKey}` };
     return { protocol: 'https:', host: `${this.opts.bucket}.s3.${this.region}.amazonaws.com`, path: `/${objectKey}` };
   }
 
@@ -137,7 +160,13 @@ export class S3Storage implements ObjectStorage {
     } catch {
       return undefined;
     }
-    if (u.protocol !== root.protocol || u.host !== root.host || !path.startsWith(root.path) || !u.searchParams.has('X-Amz-Signature')) return undefined;
+    if (
+      u.protocol !== root.protocol ||
+      u.host !== root.host ||
+      !path.startsWith(root.path) ||
+      !u.searchParams.has('X-Amz-Signature')
+    )
+      return undefined;
     const key = path.slice(root.path.length);
     const invalid: SignedUrlMatch = { key, signature: 'invalid' };
     try {

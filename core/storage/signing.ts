@@ -48,7 +48,13 @@ export class MediaSigner {
    * has passed); or `invalid` (not ours, tampered with, or with an expiry beyond the longest lifetime).
    */
   check(key: string, exp: unknown, sig: unknown, nowMs = Date.now()): 'valid' | 'expired' | 'invalid' {
-    if (typeof exp !== 'string' || typeof sig !== 'string' || !/^\d{1,12}$/.test(exp) || !/^[A-Za-z0-9_-]{43}$/.test(sig)) return 'invalid';
+    if (
+      typeof exp !== 'string' ||
+      typeof sig !== 'string' ||
+      !/^\d{1,12}$/.test(exp) ||
+      !/^[A-Za-z0-9_-]{43}$/.test(sig)
+    )
+      return 'invalid';
     const expSeconds = Number(exp);
     const now = Math.floor(nowMs / 1000);
     // Compare the exact string we issue (43 ASCII characters, checked above), not its decoded bytes:

@@ -34,7 +34,10 @@ export interface PresignInput {
  */
 export function presignGetUrl(p: PresignInput): string {
   const now = p.now ?? new Date();
-  const amzDate = now.toISOString().replace(/[-:]/g, '').replace(/\.\d{3}/, '');
+  const amzDate = now
+    .toISOString()
+    .replace(/[-:]/g, '')
+    .replace(/\.\d{3}/, '');
   const day = amzDate.slice(0, 8);
   const scope = `${day}/${p.region}/s3/aws4_request`;
   const query: Record<string, string> = {
@@ -50,8 +53,15 @@ export function presignGetUrl(p: PresignInput): string {
     .map((k) => `${awsUriEncode(k)}=${awsUriEncode(query[k]!)}`)
     .join('&');
   const canonicalUri = awsUriEncode(p.path, true);
-  const canonicalRequest = ['GET', canonicalUri, canonicalQuery, `host:${p.host}`, '', 'host', 'UNSIGNED-PAYLOAD'].join('\n');
-  const stringToSign = ['AWS4-HMAC-SHA256', amzDate, scope, createHash('sha256').update(canonicalRequest).digest('hex')].join('\n');
+  const canonicalRequest = ['GET', canonicalUri, canonicalQuery, `host:${p.host}`, '', 'host', 'UNSIGNED-PAYLOAD'].join(
+    '\n',
+  );
+  const stringToSign = [
+    'AWS4-HMAC-SHA256',
+    amzDate,
+    scope,
+    createHash('sha256').update(canonicalRequest).digest('hex'),
+  ].join('\n');
   const signingKey = hmac(hmac(hmac(hmac(`AWS4${p.secretAccessKey}`, day), p.region), 's3'), 'aws4_request');
   const signature = createHmac('sha256', signingKey).update(stringToSign).digest('hex');
   return `${p.protocol}//${p.host}${canonicalUri}?${canonicalQuery}&X-Amz-Signature=${signature}`;

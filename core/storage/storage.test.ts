@@ -62,7 +62,8 @@ const flavours: Flavour[] = [
       const u = new URL(url);
       const key = decodeURIComponent(u.pathname.replace(/^\/media\//, ''));
       const local = storage as LocalStorage;
-      if (!local.verify(key, u.searchParams.get('exp'), u.searchParams.get('sig'))) return { status: 403, body: Buffer.alloc(0) };
+      if (!local.verify(key, u.searchParams.get('exp'), u.searchParams.get('sig')))
+        return { status: 403, body: Buffer.alloc(0) };
       return { status: 200, body: await buffer(await local.get(key)) };
     },
   },
@@ -71,7 +72,13 @@ const flavours: Flavour[] = [
     enabled: true,
     make: async () => {
       const bucket = `b${Date.now().toString(36)}${Math.floor(Math.random() * 1e6)}`;
-      const s = new S3Storage({ bucket, endpoint: motoUrl, region: 'us-east-1', accessKeyId: 'test', secretAccessKey: 'test' });
+      const s = new S3Storage({
+        bucket,
+        endpoint: motoUrl,
+        region: 'us-east-1',
+        accessKeyId: 'test',
+        secretAccessKey: 'test',
+      });
       await s.client.send(new CreateBucketCommand({ Bucket: bucket }));
       return s;
     },
@@ -92,11 +99,20 @@ describe.each(flavours)('object storage contract: $name', (flavour) => {
     expect(put).toEqual({ size: data.length, sha256: sha(data) });
     expect(await s.stat('tenants/t1/assets/a1')).toMatchObject({ size: data.length, contentType: 'image/png' });
     expect((await buffer(await s.get('tenants/t1/assets/a1'))).equals(data)).toBe(true);
-    expect((await buffer(await s.get('tenants/t1/assets/a1', { start: 10, end: 19 }))).equals(data.subarray(10, 20))).toBe(true);
-    expect((await buffer(await s.get('tenants/t1/assets/a1', { start: data.length - 5, end: data.length - 1 }))).equals(data.subarray(-5))).toBe(true);
+    expect(
+      (await buffer(await s.get('tenants/t1/assets/a1', { start: 10, end: 19 }))).equals(data.subarray(10, 20)),
+    ).toBe(true);
+    expect(
+      (await buffer(await s.get('tenants/t1/assets/a1', { start: data.length - 5, end: data.length - 1 }))).equals(
+        data.subarray(-5),
+      ),
+    ).toBe(true);
     // A buffer body, overwriting.
     const small = Buffer.from('hello');
-    expect(await s.put('tenants/t1/assets/a1', small, { contentType: 'text/plain' })).toEqual({ size: 5, sha256: sha(small) });
+    expect(await s.put('tenants/t1/assets/a1', small, { contentType: 'text/plain' })).toEqual({
+      size: 5,
+      sha256: sha(small),
+    });
     expect((await buffer(await s.get('tenants/t1/assets/a1'))).toString()).toBe('hello');
     await s.delete('tenants/t1/assets/a1');
     expect(await s.stat('tenants/t1/assets/a1')).toBeUndefined();
@@ -113,24 +129,32 @@ describe.each(flavours)('object storage contract: $name', (flavour) => {
         this.push(pulled > 100_000_000 ? null : Buffer.alloc(65536, 1));
       },
     });
-    await expect(s.put('k/over', endless, { contentType: 'video/mp4', maxBytes: 1_000_000 })).rejects.toBeInstanceOf(SizeLimitError);
+    await expect(s.put('k/over', endless, { contentType: 'video/mp4', maxBytes: 1_000_000 })).rejects.toBeInstanceOf(
+      SizeLimitError,
+    );
     expect(pulled).toBeLessThan(30_000_000);
     expect(await s.stat('k/over')).toBeUndefined();
     // Exactly at the cap is fine.
     const exact = bytes(1_000_000);
-    expect((await s.put('k/exact', chunked(exact), { contentType: 'video/mp4', maxBytes: 1_000_000 })).size).toBe(1_000_000);
+    expect((await s.put('k/exact', chunked(exact), { contentType: 'video/mp4', maxBytes: 1_000_000 })).size).toBe(
+      1_000_000,
+    );
   });
 
   maybe('a source that fails midway leaves nothing stored', async () => {
     const s = await flavour.make();
-    await expect(s.put('k/broken', chunked(bytes(500_000), 200_000), { contentType: 'audio/wav' })).rejects.toThrow(/source broke/);
+    await expect(s.put('k/broken', chunked(bytes(500_000), 200_000), { contentType: 'audio/wav' })).rejects.toThrow(
+      /source broke/,
+    );
     expect(await s.stat('k/broken')).toBeUndefined();
   });
 
   maybe('refuses keys that could escape the store', async () => {
     const s = await flavour.make();
     for (const key of ['', '../x', 'a/../../x', '/abs', 'a//b', 'a/./b', 'a\\b', 'a b', 'x.meta.json', 'é']) {
-      await expect(s.put(key, Buffer.from('x'), { contentType: 'text/plain' }), key).rejects.toThrow(/Invalid storage key/);
+      await expect(s.put(key, Buffer.from('x'), { contentType: 'text/plain' }), key).rejects.toThrow(
+        /Invalid storage key/,
+      );
     }
   });
 
@@ -143,30 +167,39 @@ describe.each(flavours)('object storage contract: $name', (flavour) => {
     expect(got.status).toBe(200);
     expect(got.body.equals(data)).toBe(true);
     const long = new URL(await s.signedUrl('tenants/t2/assets/x', 86_400));
-    const expiry = Number(long.searchParams.get('exp') ?? Number(long.searchParams.get('X-Amz-Expires')) + Date.now() / 1000);
+    const expiry = Number(
+      long.searchParams.get('exp') ?? Number(long.searchParams.get('X-Amz-Expires')) + Date.now() / 1000,
+    );
     expect(expiry - Date.now() / 1000).toBeLessThanOrEqual(3601);
   });
 
-  maybe("resolveSignedUrl knows the store's own URLs: the key, and whether the signature holds or has expired", async () => {
-    const s = await flavour.make();
-    const url = await s.signedUrl('tenants/t3/assets/ast_1', 600);
-    expect(await s.resolveSignedUrl(url)).toEqual({ key: 'tenants/t3/assets/ast_1', signature: 'valid' });
-    // Tampered with: another key under the same signature, a changed signature.
-    const other = url.replace('ast_1', 'ast_2');
-    expect(await s.resolveSignedUrl(other)).toEqual({ key: 'tenants/t3/assets/ast_2', signature: 'invalid' });
-    const u = new URL(url);
-    const sigParam = u.searchParams.has('sig') ? 'sig' : 'X-Amz-Signature';
-    const sig = u.searchParams.get(sigParam)!;
-    u.searchParams.set(sigParam, `${sig.slice(0, -1)}${sig.endsWith('A') || sig.endsWith('a') ? 'b' : 'a'}`);
-    expect((await s.resolveSignedUrl(u.toString()))?.signature).toBe('invalid');
-    // Expired: signed (genuinely) with a time in the past.
-    const expired = await expiredUrl(s, 'tenants/t3/assets/ast_1');
-    expect(await s.resolveSignedUrl(expired)).toEqual({ key: 'tenants/t3/assets/ast_1', signature: 'expired' });
-    // Anything else is not ours.
-    for (const foreign of ['https://example.com/media/tenants/t3/assets/ast_1?exp=1&sig=x', 'not a url', 'ftp://media.test/media/a']) {
-      expect(await s.resolveSignedUrl(foreign), foreign).toBeUndefined();
-    }
-  });
+  maybe(
+    "resolveSignedUrl knows the store's own URLs: the key, and whether the signature holds or has expired",
+    async () => {
+      const s = await flavour.make();
+      const url = await s.signedUrl('tenants/t3/assets/ast_1', 600);
+      expect(await s.resolveSignedUrl(url)).toEqual({ key: 'tenants/t3/assets/ast_1', signature: 'valid' });
+      // Tampered with: another key under the same signature, a changed signature.
+      const other = url.replace('ast_1', 'ast_2');
+      expect(await s.resolveSignedUrl(other)).toEqual({ key: 'tenants/t3/assets/ast_2', signature: 'invalid' });
+      const u = new URL(url);
+      const sigParam = u.searchParams.has('sig') ? 'sig' : 'X-Amz-Signature';
+      const sig = u.searchParams.get(sigParam)!;
+      u.searchParams.set(sigParam, `${sig.slice(0, -1)}${sig.endsWith('A') || sig.endsWith('a') ? 'b' : 'a'}`);
+      expect((await s.resolveSignedUrl(u.toString()))?.signature).toBe('invalid');
+      // Expired: signed (genuinely) with a time in the past.
+      const expired = await expiredUrl(s, 'tenants/t3/assets/ast_1');
+      expect(await s.resolveSignedUrl(expired)).toEqual({ key: 'tenants/t3/assets/ast_1', signature: 'expired' });
+      // Anything else is not ours.
+      for (const foreign of [
+        'https://example.com/media/tenants/t3/assets/ast_1?exp=1&sig=x',
+        'not a url',
+        'ftp://media.test/media/a',
+      ]) {
+        expect(await s.resolveSignedUrl(foreign), foreign).toBeUndefined();
+      }
+    },
+  );
 });
 
 /** A genuine signed URL of `key` whose lifetime ended a minute ago. */
@@ -223,7 +256,8 @@ describe('local storage specifics', () => {
     expect(parseRange('bytes=-10', 100)).toEqual({ kind: 'partial', range: { start: 90, end: 99 } });
     expect(parseRange('bytes=-1000', 100)).toEqual({ kind: 'partial', range: { start: 0, end: 99 } });
     expect(parseRange('bytes=50-5000', 100)).toEqual({ kind: 'partial', range: { start: 50, end: 99 } });
-    for (const bad of ['bytes=100-', 'bytes=9-3', 'bytes=-0', 'bytes=abc', 'bytes=-', 'bytes=1-2-3']) expect(parseRange(bad, 100), bad).toEqual({ kind: 'unsatisfiable' });
+    for (const bad of ['bytes=100-', 'bytes=9-3', 'bytes=-0', 'bytes=abc', 'bytes=-', 'bytes=1-2-3'])
+      expect(parseRange(bad, 100), bad).toEqual({ kind: 'unsatisfiable' });
     expect(parseRange('bytes=0-1,5-6', 100)).toEqual({ kind: 'full' });
     expect(parseRange('items=0-1', 100)).toEqual({ kind: 'full' });
   });

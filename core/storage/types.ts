@@ -89,6 +89,14 @@ export function assertValidKey(key: string): void {
   const ok =
     key.length > 0 &&
     key.length <= 512 &&
-    segments.every((s) => KEY_SEGMENT.test(s) && s !== '.' && s !== '..' && !s.includes('..') && !s.endsWith('.meta.json') && !s.includes('.tmp-'));
+    segments.every(
+      (s) =>
+        KEY_SEGMENT.test(s) &&
+        s !== '.' &&
+        s !== '..' &&
+        !s.includes('..') &&
+        !s.endsWith('.meta.json') &&
+        !s.includes('.tmp-'),
+    );
   if (!ok) throw new Error(`Invalid storage key: ${JSON.stringify(key)}`);
 }

@@ -42,7 +42,8 @@ async function main(): Promise<number> {
   }
   if (!o.portrait) throw new UsageError('missing --portrait');
   if (!existsSync(o.portrait)) throw new UsageError(`no such file: ${o.portrait}`);
-  if ((o.text === undefined) === (o.audio === undefined)) throw new UsageError('give exactly one of --text and --audio');
+  if ((o.text === undefined) === (o.audio === undefined))
+    throw new UsageError('give exactly one of --text and --audio');
   if (o.audio !== undefined && !existsSync(o.audio)) throw new UsageError(`no such file: ${o.audio}`);
   if (!o.out) throw new UsageError('missing --out');
   if (path.extname(o.out).toLowerCase() !== '.mp4') throw new UsageError('--out must end in .mp4');
@@ -53,10 +54,15 @@ async function main(): Promise<number> {
   }
 
   const started = performance.now();
-  const speech = o.text !== undefined ? await speechFromText(o.text, { voice: o.voice, fps }) : await speechFromAudioFile(o.audio!, { fps });
+  const speech =
+    o.text !== undefined
+      ? await speechFromText(o.text, { voice: o.voice, fps })
+      : await speechFromAudioFile(o.audio!, { fps });
   const result = await renderTalkingHeadMp4({ portrait: o.portrait, speech, out: o.out, seed: o.seed ?? 1 });
   const seconds = ((performance.now() - started) / 1000).toFixed(1);
-  console.log(`wrote ${o.out}: ${result.videoFrames} frames at ${fps} fps, ${speech.durationSeconds.toFixed(2)} s of speech, in ${seconds} s`);
+  console.log(
+    `wrote ${o.out}: ${result.videoFrames} frames at ${fps} fps, ${speech.durationSeconds.toFixed(2)} s of speech, in ${seconds} s`,
+  );
   return 0;
 }
 

@@ -8,7 +8,12 @@
  * scene without retry. Anything else exits non-zero and the job is retried.
  */
 import { runAsChild } from './child.ts';
-import { buildFrameCacheFromVideo, VideoFrameCacheError, type VideoFrameCacheOptions, type VideoFrameCacheResult } from '../framecache/from-video.ts';
+import {
+  buildFrameCacheFromVideo,
+  VideoFrameCacheError,
+  type VideoFrameCacheOptions,
+  type VideoFrameCacheResult,
+} from '../framecache/from-video.ts';
 
 export interface VideoCacheRequest {
   videoPath: string;
@@ -17,13 +22,32 @@ export interface VideoCacheRequest {
 }
 
 export type VideoCacheResult =
-  | { ok: true; cacheDir: string; frameCount: number; fps: number; width: number; height: number; stats: VideoFrameCacheResult['stats'] }
-  | { ok: false; refused: { code: VideoFrameCacheError['code']; message: string; details: Record<string, number | string> } };
+  | {
+      ok: true;
+      cacheDir: string;
+      frameCount: number;
+      fps: number;
+      width: number;
+      height: number;
+      stats: VideoFrameCacheResult['stats'];
+    }
+  | {
+      ok: false;
+      refused: { code: VideoFrameCacheError['code']; message: string; details: Record<string, number | string> };
+    };
 
 runAsChild(async (req: VideoCacheRequest): Promise<VideoCacheResult> => {
   try {
     const { manifest, stats } = await buildFrameCacheFromVideo(req.videoPath, req.outDir, req.options);
-    return { ok: true, cacheDir: req.outDir, frameCount: manifest.frameCount, fps: manifest.fps, width: manifest.width, height: manifest.height, stats };
+    return {
+      ok: true,
+      cacheDir: req.outDir,
+      frameCount: manifest.frameCount,
+      fps: manifest.fps,
+      width: manifest.width,
+      height: manifest.height,
+      stats,
+    };
   } catch (err) {
     if (!(err instanceof VideoFrameCacheError)) throw err;
     return { ok: false, refused: { code: err.code, message: err.message, details: { ...err.details } } };

@@ -1,6 +1,14 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { chromaAligned, i420Planes, i420RectToRgba, i420Size, i420ToRgba, rgbaRectToI420, rgbaToI420 } from './frames.ts';
+import {
+  chromaAligned,
+  i420Planes,
+  i420RectToRgba,
+  i420Size,
+  i420ToRgba,
+  rgbaRectToI420,
+  rgbaToI420,
+} from './frames.ts';
 
 function solid(w: number, h: number, [r, g, b]: [number, number, number]): Uint8Array {
   const out = new Uint8Array(w * h * 4);
@@ -34,20 +42,26 @@ describe('rgbaToI420 / i420ToRgba (BT.601 limited range)', () => {
     for (const [name, rgb, yuv] of cases) {
       const p = i420Planes(rgbaToI420(solid(4, 2, rgb), 4, 2), 4, 2);
       const got = [p.y[0]!, p.u[0]!, p.v[0]!];
-      for (let k = 0; k < 3; k++) expect(Math.abs(got[k]! - yuv[k]!), `${name} channel ${k}: ${got}`).toBeLessThanOrEqual(1);
+      for (let k = 0; k < 3; k++)
+        expect(Math.abs(got[k]! - yuv[k]!), `${name} channel ${k}: ${got}`).toBeLessThanOrEqual(1);
       expect(p.y.every((v) => v === got[0])).toBe(true);
     }
   });
 
   it('stays within one code of the exact BT.601 formulas for any colour', () => {
     fc.assert(
-      fc.property(fc.integer({ min: 0, max: 255 }), fc.integer({ min: 0, max: 255 }), fc.integer({ min: 0, max: 255 }), (r, g, b) => {
-        const p = i420Planes(rgbaToI420(solid(2, 2, [r, g, b]), 2, 2), 2, 2);
-        const [y, u, v] = exactYuv(r, g, b);
-        expect(Math.abs(p.y[0]! - y)).toBeLessThanOrEqual(1);
-        expect(Math.abs(p.u[0]! - u)).toBeLessThanOrEqual(1);
-        expect(Math.abs(p.v[0]! - v)).toBeLessThanOrEqual(1);
-      }),
+      fc.property(
+        fc.integer({ min: 0, max: 255 }),
+        fc.integer({ min: 0, max: 255 }),
+        fc.integer({ min: 0, max: 255 }),
+        (r, g, b) => {
+          const p = i420Planes(rgbaToI420(solid(2, 2, [r, g, b]), 2, 2), 2, 2);
+          const [y, u, v] = exactYuv(r, g, b);
+          expect(Math.abs(p.y[0]! - y)).toBeLessThanOrEqual(1);
+          expect(Math.abs(p.u[0]! - u)).toBeLessThanOrEqual(1);
+          expect(Math.abs(p.v[0]! - v)).toBeLessThanOrEqual(1);
+        },
+      ),
       { numRuns: 2000 },
     );
   });
@@ -112,7 +126,9 @@ describe('rgbaToI420 / i420ToRgba (BT.601 limited range)', () => {
     expect(Math.abs(p.v[0]! - v)).toBeLessThanOrEqual(1);
 
     // Y=16, U=V=0: red and blue go below 0. Y=U=V=255: red and blue go above 255.
-    expect(Array.from(i420ToRgba(new Uint8Array([16, 16, 16, 16, 0, 0]), 2, 2).subarray(0, 4))).toEqual([0, 154, 0, 255]);
+    expect(Array.from(i420ToRgba(new Uint8Array([16, 16, 16, 16, 0, 0]), 2, 2).subarray(0, 4))).toEqual([
+      0, 154, 0, 255,
+    ]);
     const rgb = i420ToRgba(new Uint8Array(6).fill(255), 2, 2);
     expect(Array.from(rgb.subarray(0, 4))).toEqual([255, 125, 255, 255]);
     expect(rgb.every((x) => x >= 0 && x <= 255)).toBe(true);
@@ -128,7 +144,8 @@ describe('rgbaToI420 / i420ToRgba (BT.601 limited range)', () => {
 });
 
 describe('rect conversions (the lip-sync region of a frame)', () => {
-  const noise = (n: number, seed: number) => Uint8Array.from({ length: n }, (_, i) => ((i * 2654435761 + seed) >>> 13) & 255);
+  const noise = (n: number, seed: number) =>
+    Uint8Array.from({ length: n }, (_, i) => ((i * 2654435761 + seed) >>> 13) & 255);
 
   it('widens a rect to whole chroma samples inside the frame', () => {
     expect(chromaAligned({ x: 3.5, y: 1, width: 4, height: 4.2 }, 9, 7)).toEqual({ x: 2, y: 0, width: 6, height: 6 });
@@ -138,40 +155,52 @@ describe('rect conversions (the lip-sync region of a frame)', () => {
 
   it('converts exactly what the whole-frame conversion gives inside the rect, and nothing outside it (odd sizes included)', () => {
     fc.assert(
-      fc.property(fc.integer({ min: 1, max: 23 }), fc.integer({ min: 1, max: 19 }), fc.integer({ min: -4, max: 24 }), fc.integer({ min: -4, max: 20 }), fc.integer({ min: 0, max: 30 }), fc.integer({ min: 0, max: 30 }), (w, h, x, y, rw, rh) => {
-        const rect = { x, y, width: rw, height: rh };
-        const inside = chromaAligned(rect, w, h);
-        const isIn = (px: number, py: number) => px >= inside.x && px < inside.x + inside.width && py >= inside.y && py < inside.y + inside.height;
+      fc.property(
+        fc.integer({ min: 1, max: 23 }),
+        fc.integer({ min: 1, max: 19 }),
+        fc.integer({ min: -4, max: 24 }),
+        fc.integer({ min: -4, max: 20 }),
+        fc.integer({ min: 0, max: 30 }),
+        fc.integer({ min: 0, max: 30 }),
+        (w, h, x, y, rw, rh) => {
+          const rect = { x, y, width: rw, height: rh };
+          const inside = chromaAligned(rect, w, h);
+          const isIn = (px: number, py: number) =>
+            px >= inside.x && px < inside.x + inside.width && py >= inside.y && py < inside.y + inside.height;
 
-        const rgba = noise(w * h * 4, 1);
-        const full = rgbaToI420(rgba, w, h);
-        const before = noise(i420Size(w, h), 2);
-        const i420 = before.slice();
-        rgbaRectToI420(rgba, w, h, rect, i420);
-        const p = i420Planes(i420, w, h);
-        const pf = i420Planes(full, w, h);
-        const pb = i420Planes(before, w, h);
-        for (let py = 0; py < h; py++) for (let px = 0; px < w; px++) expect(p.y[py * w + px]).toBe((isIn(px, py) ? pf : pb).y[py * w + px]);
-        for (let cy = 0; cy < p.chromaHeight; cy++) {
-          for (let cx = 0; cx < p.chromaWidth; cx++) {
-            const k = cy * p.chromaWidth + cx;
-            const from = isIn(2 * cx, 2 * cy) ? pf : pb;
-            expect([p.u[k], p.v[k]]).toEqual([from.u[k], from.v[k]]);
+          const rgba = noise(w * h * 4, 1);
+          const full = rgbaToI420(rgba, w, h);
+          const before = noise(i420Size(w, h), 2);
+          const i420 = before.slice();
+          rgbaRectToI420(rgba, w, h, rect, i420);
+          const p = i420Planes(i420, w, h);
+          const pf = i420Planes(full, w, h);
+          const pb = i420Planes(before, w, h);
+          for (let py = 0; py < h; py++)
+            for (let px = 0; px < w; px++) expect(p.y[py * w + px]).toBe((isIn(px, py) ? pf : pb).y[py * w + px]);
+          for (let cy = 0; cy < p.chromaHeight; cy++) {
+            for (let cx = 0; cx < p.chromaWidth; cx++) {
+              const k = cy * p.chromaWidth + cx;
+              const from = isIn(2 * cx, 2 * cy) ? pf : pb;
+              expect([p.u[k], p.v[k]]).toEqual([from.u[k], from.v[k]]);
+            }
           }
-        }
 
-        const src = noise(i420Size(w, h), 3);
-        const fullRgba = i420ToRgba(src, w, h);
-        const out = noise(w * h * 4, 4);
-        const untouched = out.slice();
-        i420RectToRgba(src, w, h, rect, out);
-        for (let py = 0; py < h; py++) {
-          for (let px = 0; px < w; px++) {
-            const o = (py * w + px) * 4;
-            expect(Array.from(out.subarray(o, o + 4))).toEqual(Array.from((isIn(px, py) ? fullRgba : untouched).subarray(o, o + 4)));
+          const src = noise(i420Size(w, h), 3);
+          const fullRgba = i420ToRgba(src, w, h);
+          const out = noise(w * h * 4, 4);
+          const untouched = out.slice();
+          i420RectToRgba(src, w, h, rect, out);
+          for (let py = 0; py < h; py++) {
+            for (let px = 0; px < w; px++) {
+              const o = (py * w + px) * 4;
+              expect(Array.from(out.subarray(o, o + 4))).toEqual(
+                Array.from((isIn(px, py) ? fullRgba : untouched).subarray(o, o + 4)),
+              );
+            }
           }
-        }
-      }),
+        },
+      ),
       { numRuns: 150 },
     );
   });

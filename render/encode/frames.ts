@@ -46,7 +46,8 @@ function checkSize(got: number, want: number, what: string, width: number, heigh
   if (!Number.isInteger(width) || !Number.isInteger(height) || width < 1 || height < 1) {
     throw new RangeError(`frames: invalid size ${width}x${height}`);
   }
-  if (got !== want) throw new RangeError(`frames: ${what} buffer of ${got} bytes, expected ${want} for ${width}x${height}`);
+  if (got !== want)
+    throw new RangeError(`frames: ${what} buffer of ${got} bytes, expected ${want} for ${width}x${height}`);
 }
 
 /** A rectangle of a frame, in pixels. */
@@ -91,15 +92,31 @@ export function rgbaToI420(
  * Converts the pixels of `rect` (widened to whole chroma samples, chromaAligned) of a full RGBA
  * frame into the same place of a full I420 frame; the rest of `i420` is left as it is.
  */
-export function rgbaRectToI420(rgba: Uint8Array | Uint8ClampedArray, width: number, height: number, rect: PixelRect, i420: Uint8Array): void {
+export function rgbaRectToI420(
+  rgba: Uint8Array | Uint8ClampedArray,
+  width: number,
+  height: number,
+  rect: PixelRect,
+  i420: Uint8Array,
+): void {
   checkSize(rgba.length, width * height * 4, 'RGBA', width, height);
   checkSize(i420.length, i420Size(width, height), 'I420 output', width, height);
   const r = chromaAligned(rect, width, height);
-  if (r.width > 0 && r.height > 0) convertRgbaToI420(rgba, width, height, i420, r.x, r.y, r.x + r.width, r.y + r.height);
+  if (r.width > 0 && r.height > 0)
+    convertRgbaToI420(rgba, width, height, i420, r.x, r.y, r.x + r.width, r.y + r.height);
 }
 
 /** Columns [x0, x1) and rows [y0, y1) of a frame; x0 and y0 even. */
-function convertRgbaToI420(src: Uint8Array | Uint8ClampedArray, width: number, height: number, dst: Uint8Array, x0: number, y0: number, x1: number, y1: number): void {
+function convertRgbaToI420(
+  src: Uint8Array | Uint8ClampedArray,
+  width: number,
+  height: number,
+  dst: Uint8Array,
+  x0: number,
+  y0: number,
+  x1: number,
+  y1: number,
+): void {
   const cw = (width + 1) >> 1;
   const ch = (height + 1) >> 1;
   const uBase = width * height;
@@ -117,10 +134,18 @@ function convertRgbaToI420(src: Uint8Array | Uint8ClampedArray, width: number, h
     let cv = vBase + cy * cw + (x0 >> 1);
     // Pairs of columns.
     for (let x = x0; x < evenX1; x += 2) {
-      const r00 = src[s0]!, g00 = src[s0 + 1]!, b00 = src[s0 + 2]!;
-      const r01 = src[s0 + 4]!, g01 = src[s0 + 5]!, b01 = src[s0 + 6]!;
-      const r10 = src[s1]!, g10 = src[s1 + 1]!, b10 = src[s1 + 2]!;
-      const r11 = src[s1 + 4]!, g11 = src[s1 + 5]!, b11 = src[s1 + 6]!;
+      const r00 = src[s0]!,
+        g00 = src[s0 + 1]!,
+        b00 = src[s0 + 2]!;
+      const r01 = src[s0 + 4]!,
+        g01 = src[s0 + 5]!,
+        b01 = src[s0 + 6]!;
+      const r10 = src[s1]!,
+        g10 = src[s1 + 1]!,
+        b10 = src[s1 + 2]!;
+      const r11 = src[s1 + 4]!,
+        g11 = src[s1 + 5]!,
+        b11 = src[s1 + 6]!;
       dst[d0] = (66 * r00 + 129 * g00 + 25 * b00 + 0x1080) >> 8;
       dst[d0 + 1] = (66 * r01 + 129 * g01 + 25 * b01 + 0x1080) >> 8;
       dst[d1] = (66 * r10 + 129 * g10 + 25 * b10 + 0x1080) >> 8;
@@ -137,8 +162,12 @@ function convertRgbaToI420(src: Uint8Array | Uint8ClampedArray, width: number, h
     }
     if (evenX1 !== x1) {
       // Last, single column (of an odd-width frame).
-      const r0 = src[s0]!, g0 = src[s0 + 1]!, b0 = src[s0 + 2]!;
-      const r1 = src[s1]!, g1 = src[s1 + 1]!, b1 = src[s1 + 2]!;
+      const r0 = src[s0]!,
+        g0 = src[s0 + 1]!,
+        b0 = src[s0 + 2]!;
+      const r1 = src[s1]!,
+        g1 = src[s1 + 1]!,
+        b1 = src[s1 + 2]!;
       dst[d0] = (66 * r0 + 129 * g0 + 25 * b0 + 0x1080) >> 8;
       dst[d1] = (66 * r1 + 129 * g1 + 25 * b1 + 0x1080) >> 8;
       const r = (r0 + r1 + 1) >> 1;
@@ -166,15 +195,31 @@ export function i420ToRgba(i420: Uint8Array, width: number, height: number, out?
  * Converts the pixels of `rect` (widened to whole chroma samples, chromaAligned) of a full I420
  * frame into the same place of a full RGBA frame; the rest of `rgba` is left as it is.
  */
-export function i420RectToRgba(i420: Uint8Array, width: number, height: number, rect: PixelRect, rgba: Uint8Array): void {
+export function i420RectToRgba(
+  i420: Uint8Array,
+  width: number,
+  height: number,
+  rect: PixelRect,
+  rgba: Uint8Array,
+): void {
   checkSize(i420.length, i420Size(width, height), 'I420', width, height);
   checkSize(rgba.length, width * height * 4, 'RGBA output', width, height);
   const r = chromaAligned(rect, width, height);
-  if (r.width > 0 && r.height > 0) convertI420ToRgba(i420, width, height, rgba, r.x, r.y, r.x + r.width, r.y + r.height);
+  if (r.width > 0 && r.height > 0)
+    convertI420ToRgba(i420, width, height, rgba, r.x, r.y, r.x + r.width, r.y + r.height);
 }
 
 /** Columns [x0, x1) and rows [y0, y1) of a frame; x0 even. */
-function convertI420ToRgba(src: Uint8Array, width: number, height: number, dst8: Uint8Array, x0: number, y0: number, x1: number, y1: number): void {
+function convertI420ToRgba(
+  src: Uint8Array,
+  width: number,
+  height: number,
+  dst8: Uint8Array,
+  x0: number,
+  y0: number,
+  x1: number,
+  y1: number,
+): void {
   // A clamped view: stores saturate to [0, 255] without branches.
   const dst = new Uint8ClampedArray(dst8.buffer, dst8.byteOffset, dst8.length);
   const cw = (width + 1) >> 1;

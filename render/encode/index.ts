@@ -8,6 +8,14 @@ export { Mp4Writer, FfmpegError, resolveFfmpegPath, writeMp4 } from './mp4.ts';
 export type { Mp4Result, Mp4WriterOptions } from './mp4.ts';
 export { encodeJpeg } from './jpeg.ts';
 export type { JpegOptions } from './jpeg.ts';
-export { chromaAligned, i420Planes, i420RectToRgba, i420Size, i420ToRgba, rgbaRectToI420, rgbaToI420 } from './frames.ts';
+export {
+  chromaAligned,
+  i420Planes,
+  i420RectToRgba,
+  i420Size,
+  i420ToRgba,
+  rgbaRectToI420,
+  rgbaToI420,
+} from './frames.ts';
 export type { I420Planes, PixelRect } from './frames.ts';
 export { encodeWav } from './wav.ts';

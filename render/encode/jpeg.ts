@@ -21,7 +21,9 @@ export async function encodeJpeg(
 ): Promise<Uint8Array> {
   const rgba = options.pixelFormat === 'i420' ? i420ToRgba(frame, width, height) : frame;
   if (rgba.length !== width * height * 4) {
-    throw new RangeError(`jpeg: RGBA frame of ${rgba.length} bytes, expected ${width * height * 4} for ${width}x${height}`);
+    throw new RangeError(
+      `jpeg: RGBA frame of ${rgba.length} bytes, expected ${width * height * 4} for ${width}x${height}`,
+    );
   }
   const buf = await sharp(rgba, { raw: { width, height, channels: 4 } })
     .removeAlpha()

@@ -13,7 +13,17 @@ const dir = mkdtempSync(path.join(os.tmpdir(), 'mp4-test-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 interface Probe {
-  streams: { codec_type: string; codec_name: string; pix_fmt?: string; width?: number; height?: number; duration: string; start_time: string; sample_rate?: string; nb_frames?: string }[];
+  streams: {
+    codec_type: string;
+    codec_name: string;
+    pix_fmt?: string;
+    width?: number;
+    height?: number;
+    duration: string;
+    start_time: string;
+    sample_rate?: string;
+    nb_frames?: string;
+  }[];
   format: { duration: string; format_name: string };
 }
 
@@ -38,7 +48,7 @@ function ffmpegOut(args: string[]): Promise<Buffer> {
 function topBoxes(file: string): string[] {
   const b = readFileSync(file);
   const out: string[] = [];
-  for (let o = 0; o + 8 <= b.length; ) {
+  for (let o = 0; o + 8 <= b.length;) {
     let size = b.readUInt32BE(o);
     out.push(b.toString('latin1', o + 4, o + 8));
     if (size === 1) size = Number(b.readBigUInt64BE(o + 8));
@@ -132,7 +142,16 @@ describe('Mp4Writer', () => {
     const frames = function* () {
       for (let f = 0; f < nFrames; f++) yield markerFrames.some((m) => f >= m && f < m + 3) ? white : black;
     };
-    const res = await writeMp4({ path: file, width: w, height: h, fps, sampleRate: rate, frames: frames(), audio, crf: 30 });
+    const res = await writeMp4({
+      path: file,
+      width: w,
+      height: h,
+      fps,
+      sampleRate: rate,
+      frames: frames(),
+      audio,
+      crf: 30,
+    });
     expect(res.videoFrames).toBe(nFrames);
 
     const p = await probe(file);
@@ -143,9 +162,25 @@ describe('Mp4Writer', () => {
     expect(Math.abs(Number(v.duration) - (nFrames * fps.den) / fps.num)).toBeLessThan(1e-3);
 
     // Decode both tracks and find each marker: the flash (video pts) vs the beep onset (audio).
-    const { stdout } = await run(FFPROBE, ['-v', 'error', '-select_streams', 'v:0', '-show_entries', 'frame=pts_time', '-of', 'json', file], { maxBuffer: 1 << 24 });
+    const { stdout } = await run(
+      FFPROBE,
+      ['-v', 'error', '-select_streams', 'v:0', '-show_entries', 'frame=pts_time', '-of', 'json', file],
+      { maxBuffer: 1 << 24 },
+    );
     const pts = (JSON.parse(stdout) as { frames: { pts_time: string }[] }).frames.map((f) => Number(f.pts_time));
-    const luma = await ffmpegOut(['-i', file, '-map', '0:v:0', '-vsync', '0', '-f', 'rawvideo', '-pix_fmt', 'gray', 'pipe:1']);
+    const luma = await ffmpegOut([
+      '-i',
+      file,
+      '-map',
+      '0:v:0',
+      '-vsync',
+      '0',
+      '-f',
+      'rawvideo',
+      '-pix_fmt',
+      'gray',
+      'pipe:1',
+    ]);
     expect(pts.length).toBe(nFrames);
     expect(luma.length).toBe(nFrames * w * h);
     const bright = (f: number) => luma[f * w * h + (w * h) / 2 + w / 2]! > 128;
@@ -154,7 +189,19 @@ describe('Mp4Writer', () => {
       while (!bright(f)) f++;
       return pts[f]!;
     });
-    const pcm = await ffmpegOut(['-i', file, '-map', '0:a:0', '-f', 's16le', '-ac', '1', '-ar', String(rate), 'pipe:1']);
+    const pcm = await ffmpegOut([
+      '-i',
+      file,
+      '-map',
+      '0:a:0',
+      '-f',
+      's16le',
+      '-ac',
+      '1',
+      '-ar',
+      String(rate),
+      'pipe:1',
+    ]);
     const decoded = new Int16Array(pcm.buffer, pcm.byteOffset, pcm.length >> 1);
     const beepTimes = markerSamples.map((s0) => {
       let i = s0 - rate / 5;
@@ -196,7 +243,14 @@ describe('Mp4Writer', () => {
       },
     };
     for (const [name, feed] of Object.entries(patterns)) {
-      const m = new Mp4Writer({ path: path.join(dir, `${name}.mp4`), width: w, height: h, fps, sampleRate: rate, preset: 'ultrafast' });
+      const m = new Mp4Writer({
+        path: path.join(dir, `${name}.mp4`),
+        width: w,
+        height: h,
+        fps,
+        sampleRate: rate,
+        preset: 'ultrafast',
+      });
       let maxBuffered = 0;
       const poll = setInterval(() => (maxBuffered = Math.max(maxBuffered, m.bufferedBytes.video)), 2);
       await feed(m);
@@ -238,7 +292,14 @@ describe('Mp4Writer', () => {
 
   it('fails clearly when ffmpeg fails, with the tail of its stderr', async () => {
     const file = path.join(dir, 'bad.mp4');
-    const mp4 = new Mp4Writer({ path: file, width: 32, height: 32, fps: 25, sampleRate: 16000, preset: 'no-such-preset' });
+    const mp4 = new Mp4Writer({
+      path: file,
+      width: 32,
+      height: 32,
+      fps: 25,
+      sampleRate: 16000,
+      preset: 'no-such-preset',
+    });
     const err = await (async () => {
       try {
         for (let i = 0; i < 50; i++) {
@@ -257,11 +318,20 @@ describe('Mp4Writer', () => {
   });
 
   it('reports a missing binary, bad sizes and odd dimensions', async () => {
-    const missing = new Mp4Writer({ path: path.join(dir, 'x.mp4'), width: 32, height: 32, fps: 25, sampleRate: 16000, ffmpegPath: '/nonexistent/ffmpeg' });
+    const missing = new Mp4Writer({
+      path: path.join(dir, 'x.mp4'),
+      width: 32,
+      height: 32,
+      fps: 25,
+      sampleRate: 16000,
+      ffmpegPath: '/nonexistent/ffmpeg',
+    });
     await missing.writeVideoFrame(grey(32, 32, 0)).catch(() => {});
     await expect(missing.finish()).rejects.toThrow(/cannot run ffmpeg \(\/nonexistent\/ffmpeg\)/);
 
-    expect(() => new Mp4Writer({ path: path.join(dir, 'z.mp4'), width: 33, height: 32, fps: 25, sampleRate: 16000 })).toThrow(/even dimensions/);
+    expect(
+      () => new Mp4Writer({ path: path.join(dir, 'z.mp4'), width: 33, height: 32, fps: 25, sampleRate: 16000 }),
+    ).toThrow(/even dimensions/);
     const ok = new Mp4Writer({ path: path.join(dir, 'w.mp4'), width: 32, height: 32, fps: 25, sampleRate: 16000 });
     await expect(ok.writeVideoFrame(new Uint8Array(10))).rejects.toThrow(/expected 4096/);
     await ok.abort();

@@ -102,7 +102,8 @@ const AUDIO_SLACK_S = 2;
 function ratio(fps: Mp4WriterOptions['fps']): { num: number; den: number } {
   if (typeof fps === 'object') return fps;
   if (Number.isInteger(fps)) return { num: fps, den: 1 };
-  for (const base of [24, 30, 60]) if (Math.abs(fps - (base * 1000) / 1001) < 1e-3) return { num: base * 1000, den: 1001 };
+  for (const base of [24, 30, 60])
+    if (Math.abs(fps - (base * 1000) / 1001) < 1e-3) return { num: base * 1000, den: 1001 };
   return { num: Math.round(fps * 1000), den: 1000 };
 }
 
@@ -159,30 +160,79 @@ export class Mp4Writer {
     this.frameBytes = pixelFormat === 'rgba' ? width * height * 4 : i420Size(width, height);
 
     const args = [
-      '-hide_banner', '-nostats', '-loglevel', 'error',
+      '-hide_banner',
+      '-nostats',
+      '-loglevel',
+      'error',
       // Input 0: raw frames on stdin at a constant rate.
-      '-f', 'rawvideo', '-pix_fmt', pixelFormat === 'rgba' ? 'rgba' : 'yuv420p',
-      '-s', `${width}x${height}`, '-framerate', `${num}/${den}`,
+      '-f',
+      'rawvideo',
+      '-pix_fmt',
+      pixelFormat === 'rgba' ? 'rgba' : 'yuv420p',
+      '-s',
+      `${width}x${height}`,
+      '-framerate',
+      `${num}/${den}`,
       // No probing: the raw formats are fully described here, and while ffmpeg probes one input
       // (5 s of it by default) it reads nothing from the other, which could stall both pipes.
-      '-probesize', '32', '-analyzeduration', '0',
-      '-thread_queue_size', '64', '-i', 'pipe:0',
+      '-probesize',
+      '32',
+      '-analyzeduration',
+      '0',
+      '-thread_queue_size',
+      '64',
+      '-i',
+      'pipe:0',
       // Input 1: s16le PCM on fd 3. A deep queue: audio is small and may run ahead of the video.
       ...(this.audioMode === 'none'
         ? ['-map', '0:v:0']
         : [
-            '-f', 's16le', '-ar', String(this.sampleRate), '-ac', String(this.channels),
-            '-probesize', '32', '-analyzeduration', '0',
-            '-thread_queue_size', '4096', '-i', 'pipe:3',
-            '-map', '0:v:0', '-map', '1:a:0',
-            '-c:a', 'aac', '-b:a', options.audioBitrate ?? '96k',
+            '-f',
+            's16le',
+            '-ar',
+            String(this.sampleRate),
+            '-ac',
+            String(this.channels),
+            '-probesize',
+            '32',
+            '-analyzeduration',
+            '0',
+            '-thread_queue_size',
+            '4096',
+            '-i',
+            'pipe:3',
+            '-map',
+            '0:v:0',
+            '-map',
+            '1:a:0',
+            '-c:a',
+            'aac',
+            '-b:a',
+            options.audioBitrate ?? '96k',
           ]),
-      '-c:v', 'libx264', '-preset', options.preset ?? 'veryfast', '-crf', String(options.crf ?? 23),
-      '-pix_fmt', 'yuv420p',
+      '-c:v',
+      'libx264',
+      '-preset',
+      options.preset ?? 'veryfast',
+      '-crf',
+      String(options.crf ?? 23),
+      '-pix_fmt',
+      'yuv420p',
       // BT.601 limited range, as converted (swscale's default for RGB input) and as frames.ts writes.
-      '-colorspace', 'smpte170m', '-color_primaries', 'smpte170m', '-color_trc', 'smpte170m', '-color_range', 'tv',
-      '-movflags', '+faststart',
-      '-f', 'mp4', '-y', options.path,
+      '-colorspace',
+      'smpte170m',
+      '-color_primaries',
+      'smpte170m',
+      '-color_trc',
+      'smpte170m',
+      '-color_range',
+      'tv',
+      '-movflags',
+      '+faststart',
+      '-f',
+      'mp4',
+      '-y',
+      options.path,
     ];
     const bin = options.ffmpegPath ?? resolveFfmpegPath();
     const withAudio = this.audioMode !== 'none';
@@ -203,7 +253,9 @@ export class Mp4Writer {
       });
       this.proc.on('close', (code, signal) => {
         if (code !== 0 && this.state !== 'done') {
-          this.fail(new FfmpegError(`mp4: ffmpeg exited with ${code ?? signal} writing ${this.path}`, code, this.stderr.trim()));
+          this.fail(
+            new FfmpegError(`mp4: ffmpeg exited with ${code ?? signal} writing ${this.path}`, code, this.stderr.trim()),
+          );
         }
         resolve({ code, signal });
       });
@@ -232,13 +284,15 @@ export class Mp4Writer {
       throw new RangeError(`mp4: frame of ${frame.length} bytes, expected ${this.frameBytes}`);
     }
     // Copied (the caller may reuse its buffer at once) into a buffer the pipe has finished with.
-    const buf = frame === this.lastFrame ? this.lastFrame : (this.spareFrames.pop() ?? Buffer.allocUnsafe(this.frameBytes));
+    const buf =
+      frame === this.lastFrame ? this.lastFrame : (this.spareFrames.pop() ?? Buffer.allocUnsafe(this.frameBytes));
     if (buf !== frame) buf.set(frame);
     const previous = this.lastFrame;
     this.lastFrame = buf;
     if (previous && previous !== buf) this.recycle(previous);
     this.frames += 1;
-    if (this.audioMode === 'silent') this.pushAudio(new Uint8Array(2 * this.channels * (this.frameEndSample() - this.samples)));
+    if (this.audioMode === 'silent')
+      this.pushAudio(new Uint8Array(2 * this.channels * (this.frameEndSample() - this.samples)));
     this.writing.set(buf, (this.writing.get(buf) ?? 0) + 1);
     this.video.write(buf, () => {
       const left = this.writing.get(buf)! - 1;
@@ -248,7 +302,8 @@ export class Mp4Writer {
         this.recycle(buf);
       }
     });
-    const waitable = this.audioMode !== 'pcm' || this.videoTime() <= this.audioTime() + (this.running() ? this.videoSlack : 0);
+    const waitable =
+      this.audioMode !== 'pcm' || this.videoTime() <= this.audioTime() + (this.running() ? this.videoSlack : 0);
     if (waitable) await this.drained(this.video);
   }
 
@@ -260,7 +315,8 @@ export class Mp4Writer {
 
   /** A frame buffer back to the spares once nothing holds it: the pipe has written it, and it is not the last frame. */
   private recycle(buf: Buffer): void {
-    if (buf !== this.lastFrame && !this.writing.has(buf) && this.spareFrames.length < MAX_SPARE_FRAMES) this.spareFrames.push(buf);
+    if (buf !== this.lastFrame && !this.writing.has(buf) && this.spareFrames.length < MAX_SPARE_FRAMES)
+      this.spareFrames.push(buf);
   }
 
   /** PCM samples (interleaved when stereo): an Int16Array, or its s16le bytes. Copied. */

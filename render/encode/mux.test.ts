@@ -7,7 +7,12 @@ import { AvatarMuxWriter, encodeJpeg, framePts } from './index.ts';
 
 async function decodeAll(parts: Uint8Array[]): Promise<AvatarMuxRecord[]> {
   const out: AvatarMuxRecord[] = [];
-  for await (const r of readAvatarMux((async function* () { yield* parts; })())) out.push(r);
+  for await (const r of readAvatarMux(
+    (async function* () {
+      yield* parts;
+    })(),
+  ))
+    out.push(r);
   return out;
 }
 
@@ -31,7 +36,11 @@ describe('AvatarMuxWriter with real frames', () => {
       ],
       metadata: { avatar_id: 'ava_123' },
     });
-    const parts = [mux.start(), mux.audio(new Int16Array(640)), mux.video(await encodeJpeg(rgba, w, h, { quality: 90 }), { track: 1 })];
+    const parts = [
+      mux.start(),
+      mux.audio(new Int16Array(640)),
+      mux.video(await encodeJpeg(rgba, w, h, { quality: 90 }), { track: 1 }),
+    ];
     parts.push(mux.video(rgbaToI420(rgba, w, h), { track: 2 }), mux.end());
     const recs = await decodeAll(parts);
     const header = recs[0] as MuxHeader;
@@ -45,7 +54,11 @@ describe('AvatarMuxWriter with real frames', () => {
     const { data, info } = await sharp(jpeg!.data).raw().toBuffer({ resolveWithObject: true });
     expect([info.width, info.height, info.channels]).toEqual([w, h, 3]);
     const back = i420ToRgba(i420!.data, w, h);
-    for (const [x, y] of [[5, 5], [32, 24], [60, 40]] as const) {
+    for (const [x, y] of [
+      [5, 5],
+      [32, 24],
+      [60, 40],
+    ] as const) {
       const o = y * w + x;
       for (let k = 0; k < 3; k++) {
         expect(Math.abs(data[o * 3 + k]! - rgba[o * 4 + k]!)).toBeLessThanOrEqual(8);
@@ -62,8 +75,18 @@ describe('AvatarMuxWriter with real frames', () => {
       ],
     });
     const frame = new Uint8Array(i420Size(2, 2));
-    const parts = [mux.start(), mux.video(frame), mux.audio(new Int16Array(960)), mux.event('speech_start', { text: 'hi' })];
-    parts.push(mux.video(frame), mux.video(frame, { frame: 5 }), mux.video(frame), mux.event('viseme', { v: 'AA' }, { pts: 100, durationSamples: 480 }));
+    const parts = [
+      mux.start(),
+      mux.video(frame),
+      mux.audio(new Int16Array(960)),
+      mux.event('speech_start', { text: 'hi' }),
+    ];
+    parts.push(
+      mux.video(frame),
+      mux.video(frame, { frame: 5 }),
+      mux.video(frame),
+      mux.event('viseme', { v: 'AA' }, { pts: 100, durationSamples: 480 }),
+    );
     parts.push(mux.end());
     const recs = await decodeAll(parts);
     const frames = recs.filter((r): r is MuxVideoFrame => r.type === 'video');
@@ -99,20 +122,34 @@ describe('AvatarMuxWriter with real frames', () => {
     m.end();
     expect(() => m.audio(new Int16Array(2))).toThrow(/closed/);
     expect(() => m.error('x', 'y')).toThrow(/closed/);
-    expect(() => new AvatarMuxWriter({ tracks: [{ kind: 'audio', sampleRate: 16000 }], clockRate: 48000 })).toThrow(/clock rate/);
-    expect(() => new AvatarMuxWriter({ tracks: [{ kind: 'video', codec: 'jpeg', width: 8, height: 8, fps: 25 }] })).toThrow(/clockRate is required/);
+    expect(() => new AvatarMuxWriter({ tracks: [{ kind: 'audio', sampleRate: 16000 }], clockRate: 48000 })).toThrow(
+      /clock rate/,
+    );
+    expect(
+      () => new AvatarMuxWriter({ tracks: [{ kind: 'video', codec: 'jpeg', width: 8, height: 8, fps: 25 }] }),
+    ).toThrow(/clockRate is required/);
   });
 
   it('supports a video-only stream on an explicit clock, and opus packets with their sample counts', async () => {
-    const v = new AvatarMuxWriter({ clockRate: 90000, tracks: [{ kind: 'video', codec: 'i420', width: 2, height: 2, fps: 30 }] });
+    const v = new AvatarMuxWriter({
+      clockRate: 90000,
+      tracks: [{ kind: 'video', codec: 'i420', width: 2, height: 2, fps: 30 }],
+    });
     const f = new Uint8Array(6);
     const recs = await decodeAll([v.start(), v.video(f), v.video(f), v.end()]);
     expect(recs.filter((r) => r.type === 'video').map((r) => (r as MuxVideoFrame).pts)).toEqual([0, 3000]);
     expect(recs.at(-1)).toMatchObject({ durationSamples: 6000 });
 
     const o = new AvatarMuxWriter({ tracks: [{ kind: 'audio', codec: 'opus', sampleRate: 48000, channels: 1 }] });
-    const orecs = await decodeAll([o.start(), o.audio(new Uint8Array([0xf8, 1, 2]), { sampleCount: 960 }), o.audio(new Uint8Array([0xf8, 3]), { sampleCount: 960 }), o.end()]);
-    expect(orecs.filter((r) => r.type === 'audio').map((r) => [r.type === 'audio' && r.pts, r.type === 'audio' && r.codec])).toEqual([
+    const orecs = await decodeAll([
+      o.start(),
+      o.audio(new Uint8Array([0xf8, 1, 2]), { sampleCount: 960 }),
+      o.audio(new Uint8Array([0xf8, 3]), { sampleCount: 960 }),
+      o.end(),
+    ]);
+    expect(
+      orecs.filter((r) => r.type === 'audio').map((r) => [r.type === 'audio' && r.pts, r.type === 'audio' && r.codec]),
+    ).toEqual([
       [0, 'opus'],
       [960, 'opus'],
     ]);

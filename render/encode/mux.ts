@@ -109,12 +109,24 @@ export class AvatarMuxWriter {
       if (spec.kind === 'audio') {
         const channels = spec.channels ?? 1;
         if (spec.sampleRate !== clockRate) {
-          throw new Error(`mux: audio track ${id} at ${spec.sampleRate} Hz; version 1 needs the clock rate ${clockRate}`);
+          throw new Error(
+            `mux: audio track ${id} at ${spec.sampleRate} Hz; version 1 needs the clock rate ${clockRate}`,
+          );
         }
         if (!Number.isInteger(channels) || channels < 1 || channels > 0xffff) {
           throw new Error(`mux: audio track ${id} has ${channels} channels`);
         }
-        return { spec, codecId: AudioCodecId[spec.codec ?? 'pcm_s16le'], channels, fpsNum: 0, fpsDen: 0, count: 0, bytes: 0, lastPts: -1, lastSlot: -1 };
+        return {
+          spec,
+          codecId: AudioCodecId[spec.codec ?? 'pcm_s16le'],
+          channels,
+          fpsNum: 0,
+          fpsDen: 0,
+          count: 0,
+          bytes: 0,
+          lastPts: -1,
+          lastSlot: -1,
+        };
       }
       const { num, den } = fpsRatio(spec.fps);
       const dims = [spec.width, spec.height];
@@ -124,7 +136,17 @@ export class AvatarMuxWriter {
       if (!(num > 0 && den > 0 && Number.isInteger(num) && Number.isInteger(den))) {
         throw new Error(`mux: video track ${id} has frame rate ${num}/${den}`);
       }
-      return { spec, codecId: VideoCodecId[spec.codec], channels: 0, fpsNum: num, fpsDen: den, count: 0, bytes: 0, lastPts: -1, lastSlot: -1 };
+      return {
+        spec,
+        codecId: VideoCodecId[spec.codec],
+        channels: 0,
+        fpsNum: num,
+        fpsDen: den,
+        count: 0,
+        bytes: 0,
+        lastPts: -1,
+        lastSlot: -1,
+      };
     });
   }
 
@@ -196,7 +218,9 @@ export class AvatarMuxWriter {
       bytes = samples instanceof Int16Array ? s16leBytes(samples) : samples;
       const frame = 2 * t.channels;
       if (bytes.length % frame !== 0) {
-        throw new Error(`mux: ${bytes.length} bytes of pcm_s16le is not a whole number of ${t.channels}-channel samples`);
+        throw new Error(
+          `mux: ${bytes.length} bytes of pcm_s16le is not a whole number of ${t.channels}-channel samples`,
+        );
       }
       sampleCount = bytes.length / frame;
       if (options.sampleCount !== undefined && options.sampleCount !== sampleCount) {
@@ -234,7 +258,8 @@ export class AvatarMuxWriter {
     const spec = t.spec as MuxVideoTrackSpec;
     if (spec.codec === 'i420') {
       const want = i420Size(spec.width, spec.height);
-      if (data.length !== want) throw new Error(`mux: i420 frame of ${data.length} bytes, expected ${want} for ${spec.width}x${spec.height}`);
+      if (data.length !== want)
+        throw new Error(`mux: i420 frame of ${data.length} bytes, expected ${want} for ${spec.width}x${spec.height}`);
     } else if (data.length < 4 || data[0] !== 0xff || data[1] !== 0xd8) {
       throw new Error('mux: a jpeg track takes JPEG bytes (starting FF D8)');
     }
@@ -273,7 +298,8 @@ export class AvatarMuxWriter {
     const pts = options.pts ?? this.defaultEventPts();
     const duration = options.durationSamples ?? 0;
     if (!Number.isSafeInteger(pts) || pts < 0) throw new Error(`mux: invalid event pts ${pts}`);
-    if (!Number.isInteger(duration) || duration < 0 || duration > 0xffffffff) throw new Error(`mux: invalid event duration ${duration}`);
+    if (!Number.isInteger(duration) || duration < 0 || duration > 0xffffffff)
+      throw new Error(`mux: invalid event duration ${duration}`);
     const rec = record(RecordType.EVENT, 0, 0, EVENT_PREFIX_SIZE + nameBytes.length + json.length, (out, at, v) => {
       writeU64(v, at, pts);
       v.setUint32(at + 8, duration, true);
@@ -318,7 +344,11 @@ export class AvatarMuxWriter {
    * A mid-stream failure: terminal, like end(). Before start() it returns the header too, so a
    * client still reads a well-formed stream.
    */
-  error(code: string, message: string, options: { retryable?: boolean; details?: Record<string, unknown> } = {}): Uint8Array {
+  error(
+    code: string,
+    message: string,
+    options: { retryable?: boolean; details?: Record<string, unknown> } = {},
+  ): Uint8Array {
     if (this.state === 'closed') throw new Error('mux: the stream is already closed');
     const head = this.state === 'new' ? this.start() : new Uint8Array(0);
     const rec = errorRecord(code, message, options);
@@ -363,8 +393,14 @@ export class AvatarMuxWriter {
  * An ERROR record on its own, for whoever ends a stream past its writer: the writer stopped where
  * the stream was cut, or its END record never left (AvatarMuxWriter.error for the writer itself).
  */
-export function errorRecord(code: string, message: string, options: { retryable?: boolean; details?: Record<string, unknown> } = {}): Uint8Array {
-  const json = encoder.encode(JSON.stringify({ ...options.details, code, message, retryable: options.retryable ?? false }));
+export function errorRecord(
+  code: string,
+  message: string,
+  options: { retryable?: boolean; details?: Record<string, unknown> } = {},
+): Uint8Array {
+  const json = encoder.encode(
+    JSON.stringify({ ...options.details, code, message, retryable: options.retryable ?? false }),
+  );
   return record(RecordType.ERROR, 0, 0, json.length, (out, at) => out.set(json, at));
 }
 

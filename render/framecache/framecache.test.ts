@@ -23,7 +23,17 @@ describe('frame cache', () => {
     const dir = join(tmp, 'idle');
     const r = await writeMotion(idle, { cacheDir: dir, quality: 90 });
     const m = r.cache!;
-    expect(m).toMatchObject({ kind: 'idle', loop: true, fps: 25, width: S, height: S, frameCount: 50, codec: 'jpeg', quality: 90, landmarkCount: 468 });
+    expect(m).toMatchObject({
+      kind: 'idle',
+      loop: true,
+      fps: 25,
+      width: S,
+      height: S,
+      frameCount: 50,
+      codec: 'jpeg',
+      quality: 90,
+      landmarkCount: 468,
+    });
     expect(m.hash).toMatch(/^[0-9a-f]{64}$/);
     const cache = await openFrameCache(dir, { verify: true, lruFrames: 4 });
     expect(cache.manifest).toEqual(m);
@@ -74,7 +84,13 @@ describe('frame cache', () => {
     await expect(openFrameCache(join(tmp, 'missing'))).rejects.toThrow(/cannot read/);
     await writeMotion(idle, { cacheDir: dir }); // rewrite over the damaged one
     await expect(openFrameCache(dir, { verify: true })).resolves.toBeTruthy();
-    const w = await FrameCacheWriter.create(join(tmp, 'empty'), { kind: 'clip', loop: false, fps: 25, width: 4, height: 4 });
+    const w = await FrameCacheWriter.create(join(tmp, 'empty'), {
+      kind: 'clip',
+      loop: false,
+      fps: 25,
+      width: 4,
+      height: 4,
+    });
     await expect(w.finish()).rejects.toThrow(/no frames/);
   });
 });

@@ -134,8 +134,12 @@ function checkOptions(o: VideoFrameCacheOptions): void {
     throw new RangeError(`buildFrameCacheFromVideo: ${what}`);
   };
   if (!(o.fps > 0 && o.fps <= 120)) bad(`fps must be in (0, 120], got ${o.fps}`);
-  for (const [k, v] of [['width', o.width], ['height', o.height]] as const) {
-    if (!Number.isInteger(v) || v < 16 || v > MAX_SIDE || v % 2 !== 0) bad(`${k} must be an even integer from 16 to ${MAX_SIDE}, got ${v}`);
+  for (const [k, v] of [
+    ['width', o.width],
+    ['height', o.height],
+  ] as const) {
+    if (!Number.isInteger(v) || v < 16 || v > MAX_SIDE || v % 2 !== 0)
+      bad(`${k} must be an even integer from 16 to ${MAX_SIDE}, got ${v}`);
   }
   if (!(o.maxSeconds > 0)) bad(`maxSeconds must be positive, got ${o.maxSeconds}`);
   const f = o.maxBadFraction ?? 0.2;
@@ -218,7 +222,11 @@ const PLACEHOLDER: Point3[] = Array.from({ length: LANDMARK_COUNT }, () => ({ x:
  * @throws VideoFrameCacheError when the video is refused; RangeError for invalid options; other
  *   errors (I/O, ffmpeg missing) as they come.
  */
-export async function buildFrameCacheFromVideo(videoPath: string, outDir: string, options: VideoFrameCacheOptions): Promise<VideoFrameCacheResult> {
+export async function buildFrameCacheFromVideo(
+  videoPath: string,
+  outDir: string,
+  options: VideoFrameCacheOptions,
+): Promise<VideoFrameCacheResult> {
   checkOptions(options);
   options.signal?.throwIfAborted();
   const t0 = performance.now();
@@ -226,7 +234,11 @@ export async function buildFrameCacheFromVideo(videoPath: string, outDir: string
   if (options.maxInputBytes !== undefined) {
     const { size } = await stat(videoPath);
     if (size > options.maxInputBytes) {
-      throw new VideoFrameCacheError('too_large', `The video file is ${size} bytes, over the cap of ${options.maxInputBytes}`, { bytes: size, maxBytes: options.maxInputBytes });
+      throw new VideoFrameCacheError(
+        'too_large',
+        `The video file is ${size} bytes, over the cap of ${options.maxInputBytes}`,
+        { bytes: size, maxBytes: options.maxInputBytes },
+      );
     }
   }
   const maxFrames = Math.max(1, Math.floor(options.maxSeconds * fps));
@@ -234,7 +246,20 @@ export async function buildFrameCacheFromVideo(videoPath: string, outDir: string
   const maxBadFraction = options.maxBadFraction ?? 0.2;
   const maxGap = Math.max(0, Math.round((options.maxGapSeconds ?? 1) * fps));
 
-  const args = ['-v', 'error', '-nostdin', '-i', videoPath, '-map', '0:v:0', '-an', '-sn', '-dn', '-vf', filters(options)];
+  const args = [
+    '-v',
+    'error',
+    '-nostdin',
+    '-i',
+    videoPath,
+    '-map',
+    '0:v:0',
+    '-an',
+    '-sn',
+    '-dn',
+    '-vf',
+    filters(options),
+  ];
   args.push('-frames:v', String(maxFrames + 1), '-c:v', 'ppm', '-f', 'image2pipe', 'pipe:1');
   const proc = spawn(options.ffmpegPath ?? resolveFfmpegPath(), args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
@@ -249,7 +274,18 @@ export async function buildFrameCacheFromVideo(videoPath: string, outDir: string
   options.signal?.addEventListener('abort', onAbort, { once: true });
 
   const tracker = new FaceTracker(options.limits);
-  const stats: VideoFrameCacheStats = { frames: 0, detected: 0, tracked: 0, missing: 0, unusable: 0, detections: 0, decodeMs: 0, rigMs: 0, writeMs: 0, totalMs: 0 };
+  const stats: VideoFrameCacheStats = {
+    frames: 0,
+    detected: 0,
+    tracked: 0,
+    missing: 0,
+    unusable: 0,
+    detections: 0,
+    decodeMs: 0,
+    rigMs: 0,
+    writeMs: 0,
+    totalMs: 0,
+  };
   const reasons = new Map<string, number>();
   let writer: FrameCacheWriter | undefined;
   let rgba: Uint8Array | undefined;
@@ -264,25 +300,39 @@ export async function buildFrameCacheFromVideo(videoPath: string, outDir: string
     const bad = stats.missing + stats.unusable;
     const [reason] = [...reasons.entries()].sort((a, b) => b[1] - a[1])[0] ?? ['no_face'];
     const code = stats.missing >= stats.unusable ? 'face_missing' : 'face_unusable';
-    const what = code === 'face_missing' ? 'has no clear face (or more than one)' : 'has a face too small or too turned to animate';
-    return new VideoFrameCacheError(code, `The video ${what} in ${bad} of its ${total} frames (at most ${Math.round(maxBadFraction * 100)}% allowed)`, {
-      badFrames: bad,
-      frames: total,
-      reason,
-    });
+    const what =
+      code === 'face_missing'
+        ? 'has no clear face (or more than one)'
+        : 'has a face too small or too turned to animate';
+    return new VideoFrameCacheError(
+      code,
+      `The video ${what} in ${bad} of its ${total} frames (at most ${Math.round(maxBadFraction * 100)}% allowed)`,
+      {
+        badFrames: bad,
+        frames: total,
+        reason,
+      },
+    );
   };
   const refuseGap = (gap: number): VideoFrameCacheError =>
-    new VideoFrameCacheError('face_missing', `The face is missing for more than ${maxGap / fps} s at a stretch (from ${(gapStart / fps).toFixed(2)} s)`, {
-      gapFrames: gap,
-      reason: [...reasons.entries()].sort((a, b) => b[1] - a[1])[0]?.[0] ?? 'no_face',
-    });
+    new VideoFrameCacheError(
+      'face_missing',
+      `The face is missing for more than ${maxGap / fps} s at a stretch (from ${(gapStart / fps).toFixed(2)} s)`,
+      {
+        gapFrames: gap,
+        reason: [...reasons.entries()].sort((a, b) => b[1] - a[1])[0]?.[0] ?? 'no_face',
+      },
+    );
 
   try {
     let waitFrom = performance.now();
     for await (const img of ppmFrames(proc.stdout)) {
       stats.decodeMs += performance.now() - waitFrom;
       const i = stats.frames;
-      if (i >= maxFrames) throw new VideoFrameCacheError('too_long', `The video is longer than ${options.maxSeconds} s`, { maxSeconds: options.maxSeconds });
+      if (i >= maxFrames)
+        throw new VideoFrameCacheError('too_long', `The video is longer than ${options.maxSeconds} s`, {
+          maxSeconds: options.maxSeconds,
+        });
       if (!size) {
         size = { width: img.width, height: img.height };
         rgba = new Uint8Array(img.width * img.height * 4);
@@ -315,7 +365,12 @@ export async function buildFrameCacheFromVideo(videoPath: string, outDir: string
         await writer!.addFrame(rgbToRgba(img.data, rgba!), face.landmarks);
         // Fill the frames since the last face: between two faces, or held from this one at the start.
         for (let k = gapStart; k < i; k++) {
-          writer!.setLandmarks(k, lastFace ? lerpLandmarks(lastFace.landmarks, face.landmarks, (k - lastFace.index) / (i - lastFace.index)) : face.landmarks);
+          writer!.setLandmarks(
+            k,
+            lastFace
+              ? lerpLandmarks(lastFace.landmarks, face.landmarks, (k - lastFace.index) / (i - lastFace.index))
+              : face.landmarks,
+          );
         }
         lastFace = { index: i, landmarks: face.landmarks };
         gapStart = i + 1;
@@ -334,14 +389,21 @@ export async function buildFrameCacheFromVideo(videoPath: string, outDir: string
     const code = await exited;
     if (code !== 0) {
       const why = stderr.trim().split('\n').pop() ?? '';
-      throw new VideoFrameCacheError('invalid_video', `The file could not be decoded as a video${why ? ` (${why.slice(0, 200)})` : ''}`);
+      throw new VideoFrameCacheError(
+        'invalid_video',
+        `The file could not be decoded as a video${why ? ` (${why.slice(0, 200)})` : ''}`,
+      );
     }
     if (stats.frames === 0) throw new VideoFrameCacheError('invalid_video', 'The file has no video frames');
     if (stats.frames < minFrames) {
-      throw new VideoFrameCacheError('too_short', `The video is ${(stats.frames / fps).toFixed(2)} s long; it needs at least ${(minFrames / fps).toFixed(2)} s`, {
-        frames: stats.frames,
-        minFrames,
-      });
+      throw new VideoFrameCacheError(
+        'too_short',
+        `The video is ${(stats.frames / fps).toFixed(2)} s long; it needs at least ${(minFrames / fps).toFixed(2)} s`,
+        {
+          frames: stats.frames,
+          minFrames,
+        },
+      );
     }
     if (usable === 0 || stats.missing + stats.unusable > maxBadFraction * stats.frames) throw refuseBad(stats.frames);
     // Trailing frames without a face hold the last one.

@@ -10,6 +10,19 @@ export { packLandmarks, unpackLandmarks } from './landmarks.ts';
 export { openFrameCache } from './reader.ts';
 export type { FrameCache, OpenFrameCacheOptions } from './reader.ts';
 export { buildFrameCacheFromVideo, VideoFrameCacheError, FROM_VIDEO_VERSION } from './from-video.ts';
-export type { VideoFrameCacheErrorCode, VideoFrameCacheOptions, VideoFrameCacheResult, VideoFrameCacheStats } from './from-video.ts';
-export { coverTransform, resampledFrameCount, resolveSettings, sameSettings, settingsOf, sourceFrameAt, transcodeFrameCache } from './transcode.ts';
+export type {
+  VideoFrameCacheErrorCode,
+  VideoFrameCacheOptions,
+  VideoFrameCacheResult,
+  VideoFrameCacheStats,
+} from './from-video.ts';
+export {
+  coverTransform,
+  resampledFrameCount,
+  resolveSettings,
+  sameSettings,
+  settingsOf,
+  sourceFrameAt,
+  transcodeFrameCache,
+} from './transcode.ts';
 export type { FrameCacheSettings } from './transcode.ts';

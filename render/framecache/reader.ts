@@ -11,7 +11,14 @@ import { i420ToRgba } from '../encode/index.ts';
 import { rigFromLandmarks } from '../rig/assemble.ts';
 import type { FaceRig } from '../rig/types.ts';
 import type { FrameCacheManifest } from './format.ts';
-import { FRAMECACHE_FORMAT, FRAMECACHE_VERSION, FRAMES_FILE, FrameCacheError, LANDMARKS_FILE, MANIFEST_FILE } from './format.ts';
+import {
+  FRAMECACHE_FORMAT,
+  FRAMECACHE_VERSION,
+  FRAMES_FILE,
+  FrameCacheError,
+  LANDMARKS_FILE,
+  MANIFEST_FILE,
+} from './format.ts';
 import { unpackLandmarks } from './landmarks.ts';
 
 export interface OpenFrameCacheOptions {
@@ -41,10 +48,14 @@ export async function openFrameCache(dir: string, options: OpenFrameCacheOptions
   try {
     manifest = JSON.parse(await readFile(join(dir, MANIFEST_FILE), 'utf8')) as FrameCacheManifest;
   } catch (e) {
-    throw new FrameCacheError(`framecache: cannot read ${join(dir, MANIFEST_FILE)}: ${(e as Error).message}`, { cause: e });
+    throw new FrameCacheError(`framecache: cannot read ${join(dir, MANIFEST_FILE)}: ${(e as Error).message}`, {
+      cause: e,
+    });
   }
   if (manifest.format !== FRAMECACHE_FORMAT || manifest.version !== FRAMECACHE_VERSION) {
-    throw new FrameCacheError(`framecache: unsupported format ${String(manifest.format)} v${String(manifest.version)} in ${dir}`);
+    throw new FrameCacheError(
+      `framecache: unsupported format ${String(manifest.format)} v${String(manifest.version)} in ${dir}`,
+    );
   }
   const [frames, lmBuf] = await Promise.all([readFile(join(dir, FRAMES_FILE)), readFile(join(dir, LANDMARKS_FILE))]);
   const { frameCount, landmarkCount, width, height } = manifest;
@@ -64,7 +75,8 @@ export async function openFrameCache(dir: string, options: OpenFrameCacheOptions
   const cap = Math.max(1, options.lruFrames ?? 32);
   const st = { decoded: 0, hits: 0, decodeMs: 0 };
   const check = (i: number): void => {
-    if (!Number.isInteger(i) || i < 0 || i >= frameCount) throw new RangeError(`frame ${i} out of 0..${frameCount - 1}`);
+    if (!Number.isInteger(i) || i < 0 || i >= frameCount)
+      throw new RangeError(`frame ${i} out of 0..${frameCount - 1}`);
   };
   const encoded = (i: number): Uint8Array => {
     check(i);

@@ -45,13 +45,30 @@ export function testVideo(o: TestVideoOptions = {}): Buffer {
       `scale=${side}:${side}`,
       `zoompan=z='1.05+0.05*sin(on/9)':x='iw/2-(iw/zoom/2)+8*sin(on/6)':y='ih/2-(ih/zoom/2)':d=1:s=${side}x${side}:fps=${fps}`,
       `pad=${width}:${height}:(ow-iw)/2:(oh-ih)/2:gray`,
-      ...(o.blackout ? [`drawbox=x=0:y=0:w=iw:h=ih:color=black:t=fill:enable='between(n,${o.blackout[0]},${o.blackout[1]})'`] : []),
+      ...(o.blackout
+        ? [`drawbox=x=0:y=0:w=iw:h=ih:color=black:t=fill:enable='between(n,${o.blackout[0]},${o.blackout[1]})'`]
+        : []),
       'format=yuv420p',
     ].join(',');
     const codec = format === 'webm' ? ['-c:v', 'libvpx', '-b:v', '1M'] : ['-c:v', 'libx264', '-preset', 'veryfast'];
     execFileSync(resolveFfmpegPath(), [
-      '-v', 'error', '-y', '-loop', '1', '-framerate', String(fps), '-t', String(seconds), '-i', path.join(RIG_FIXTURES, `${fixture}.jpg`),
-      '-vf', vf, '-r', String(fps), ...codec, out,
+      '-v',
+      'error',
+      '-y',
+      '-loop',
+      '1',
+      '-framerate',
+      String(fps),
+      '-t',
+      String(seconds),
+      '-i',
+      path.join(RIG_FIXTURES, `${fixture}.jpg`),
+      '-vf',
+      vf,
+      '-r',
+      String(fps),
+      ...codec,
+      out,
     ]);
     return readFileSync(out);
   } finally {

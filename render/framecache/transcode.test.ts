@@ -7,14 +7,25 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateIdleLoop, preparePortrait } from '../generate/generate.ts';
 import { ASTRONAUT, meanAbsDiff } from '../generate/test-helpers.ts';
 import { writeMotion } from '../generate/write.ts';
-import { openFrameCache, resolveSettings, settingsOf, sourceFrameAt, transcodeFrameCache, type FrameCache } from './index.ts';
+import {
+  openFrameCache,
+  resolveSettings,
+  settingsOf,
+  sourceFrameAt,
+  transcodeFrameCache,
+  type FrameCache,
+} from './index.ts';
 
 const tmp = mkdtempSync(join(tmpdir(), 'framecache-transcode-'));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 let src: FrameCache;
 
 beforeAll(async () => {
-  const idle = await generateIdleLoop(await preparePortrait(ASTRONAUT, { width: 256 }), { seconds: 2, fps: 25, seed: 11 });
+  const idle = await generateIdleLoop(await preparePortrait(ASTRONAUT, { width: 256 }), {
+    seconds: 2,
+    fps: 25,
+    seed: 11,
+  });
   await writeMotion(idle, { cacheDir: join(tmp, 'src'), quality: 90 });
   src = await openFrameCache(join(tmp, 'src'), { lruFrames: 64 });
 }, 60_000);
@@ -22,7 +33,12 @@ beforeAll(async () => {
 /** The source frame `i` resized as a reference (sharp, the same filter). */
 async function resized(i: number, w: number, h: number): Promise<Uint8Array> {
   const rgba = await src.frame(i);
-  return new Uint8Array(await sharp(rgba, { raw: { width: 256, height: 256, channels: 4 } }).resize(w, h, { fit: 'cover' }).raw().toBuffer());
+  return new Uint8Array(
+    await sharp(rgba, { raw: { width: 256, height: 256, channels: 4 } })
+      .resize(w, h, { fit: 'cover' })
+      .raw()
+      .toBuffer(),
+  );
 }
 
 const size = (dir: string) => statSync(join(dir, 'frames.bin')).size;
@@ -31,7 +47,17 @@ describe('transcodeFrameCache', () => {
   it('re-samples a loop by time to a lower fps, smaller and at a lower quality, landmarks scaled with the pixels', async () => {
     const dir = join(tmp, 'small');
     const m = await transcodeFrameCache(src, dir, { fps: 10, width: 128, height: 128, quality: 60 });
-    expect(m).toMatchObject({ kind: 'idle', loop: true, fps: 10, width: 128, height: 128, frameCount: 20, codec: 'jpeg', quality: 60, landmarkCount: src.manifest.landmarkCount });
+    expect(m).toMatchObject({
+      kind: 'idle',
+      loop: true,
+      fps: 10,
+      width: 128,
+      height: 128,
+      frameCount: 20,
+      codec: 'jpeg',
+      quality: 60,
+      landmarkCount: src.manifest.landmarkCount,
+    });
     expect(m.meta.transcodedFrom).toEqual({ hash: src.manifest.hash, fps: 25, width: 256, height: 256, quality: 90 });
     const out = await openFrameCache(dir, { verify: true });
     expect(size(dir)).toBeLessThan(size(join(tmp, 'src')) / 4);
@@ -76,7 +102,12 @@ describe('transcodeFrameCache', () => {
     const m = await transcodeFrameCache(src, dir, { fps: 25, width: 256, height: 128, quality: 85 });
     expect(m).toMatchObject({ width: 256, height: 128, frameCount: 50 });
     const out = await openFrameCache(dir);
-    const want = new Uint8Array(await sharp(await src.frame(5), { raw: { width: 256, height: 256, channels: 4 } }).extract({ left: 0, top: 64, width: 256, height: 128 }).raw().toBuffer());
+    const want = new Uint8Array(
+      await sharp(await src.frame(5), { raw: { width: 256, height: 256, channels: 4 } })
+        .extract({ left: 0, top: 64, width: 256, height: 128 })
+        .raw()
+        .toBuffer(),
+    );
     expect(meanAbsDiff(await out.frame(5), want)).toBeLessThan(2.5);
     expect(out.landmarks(5)[1]).toBeCloseTo(src.landmarks(5)[1]! - 64, 4);
     expect(out.landmarks(5)[0]).toBeCloseTo(src.landmarks(5)[0]!, 4);
@@ -87,7 +118,17 @@ describe('transcodeFrameCache', () => {
     expect(native).toEqual({ fps: 25, width: 256, height: 256, quality: 90 });
     expect(resolveSettings(native, {})).toEqual(native);
     expect(resolveSettings(native, { width: 128 })).toEqual({ fps: 25, width: 128, height: 128, quality: 90 });
-    expect(resolveSettings({ ...native, height: 144 }, { height: 100 })).toEqual({ fps: 25, width: 178, height: 100, quality: 90 });
-    expect(resolveSettings(native, { fps: 12, quality: 50 })).toEqual({ fps: 12, width: 256, height: 256, quality: 50 });
+    expect(resolveSettings({ ...native, height: 144 }, { height: 100 })).toEqual({
+      fps: 25,
+      width: 178,
+      height: 100,
+      quality: 90,
+    });
+    expect(resolveSettings(native, { fps: 12, quality: 50 })).toEqual({
+      fps: 12,
+      width: 256,
+      height: 256,
+      quality: 50,
+    });
   });
 });

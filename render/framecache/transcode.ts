@@ -31,10 +31,14 @@ export function settingsOf(m: Pick<FrameCacheManifest, 'fps' | 'width' | 'height
  * Settings from overrides of a cache's own: a size given alone keeps the cache's aspect ratio
  * (the other side rounded to an even number of pixels).
  */
-export function resolveSettings(native: FrameCacheSettings, overrides: Partial<FrameCacheSettings>): FrameCacheSettings {
+export function resolveSettings(
+  native: FrameCacheSettings,
+  overrides: Partial<FrameCacheSettings>,
+): FrameCacheSettings {
   const even = (v: number) => Math.max(2, 2 * Math.round(v / 2));
   let { width, height } = native;
-  if (overrides.width !== undefined && overrides.height !== undefined) ({ width, height } = overrides as { width: number; height: number });
+  if (overrides.width !== undefined && overrides.height !== undefined)
+    ({ width, height } = overrides as { width: number; height: number });
   else if (overrides.width !== undefined) {
     width = overrides.width;
     height = even((overrides.width * native.height) / native.width);
@@ -55,7 +59,11 @@ export function resampledFrameCount(count: number, fromFps: number, toFps: numbe
 }
 
 /** The source frame shown at frame `j` of the re-sampled cache (the nearest in time). */
-export function sourceFrameAt(j: number, src: { fps: number; frameCount: number; loop: boolean }, toFps: number): number {
+export function sourceFrameAt(
+  j: number,
+  src: { fps: number; frameCount: number; loop: boolean },
+  toFps: number,
+): number {
   const i = Math.round((j * src.fps) / toFps);
   return src.loop ? i % src.frameCount : Math.min(src.frameCount - 1, i);
 }
@@ -77,7 +85,11 @@ export function coverTransform(w0: number, h0: number, w: number, h: number) {
 }
 
 /** Writes `src` at `settings` into `dstDir` (replaced atomically); returns the new manifest. */
-export async function transcodeFrameCache(src: FrameCache, dstDir: string, settings: FrameCacheSettings): Promise<FrameCacheManifest> {
+export async function transcodeFrameCache(
+  src: FrameCache,
+  dstDir: string,
+  settings: FrameCacheSettings,
+): Promise<FrameCacheManifest> {
   const m = src.manifest;
   const { fps, width, height, quality } = settings;
   if (!Number.isInteger(fps) || fps < 1 || fps > 120) throw new FrameCacheError(`framecache: invalid fps ${fps}`);

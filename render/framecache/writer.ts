@@ -65,7 +65,8 @@ export class FrameCacheWriter {
     if (!(fps > 0)) throw new FrameCacheError(`framecache: invalid fps ${fps}`);
     const codec = options.codec ?? 'jpeg';
     const quality = options.quality ?? 90;
-    if (!Number.isInteger(quality) || quality < 1 || quality > 100) throw new FrameCacheError(`framecache: invalid quality ${quality}`);
+    if (!Number.isInteger(quality) || quality < 1 || quality > 100)
+      throw new FrameCacheError(`framecache: invalid quality ${quality}`);
     await mkdir(dirname(dir), { recursive: true });
     const tmp = `${dir}.partial-${randomBytes(4).toString('hex')}`;
     await mkdir(tmp, { recursive: true });
@@ -81,10 +82,13 @@ export class FrameCacheWriter {
   async addFrame(rgba: Uint8Array, landmarks: readonly Point3[]): Promise<void> {
     if (this.done) throw new FrameCacheError('framecache: writer is finished');
     const { width, height, codec, quality } = this.opts;
-    if (rgba.length !== width * height * 4) throw new FrameCacheError(`framecache: frame of ${rgba.length} bytes, expected ${width * height * 4}`);
+    if (rgba.length !== width * height * 4)
+      throw new FrameCacheError(`framecache: frame of ${rgba.length} bytes, expected ${width * height * 4}`);
     if (this.landmarkCount < 0) this.landmarkCount = landmarks.length;
-    if (landmarks.length !== this.landmarkCount) throw new FrameCacheError('framecache: landmark count changed between frames');
-    const bytes = codec === 'jpeg' ? await encodeJpeg(rgba, width, height, { quality }) : rgbaToI420(rgba, width, height);
+    if (landmarks.length !== this.landmarkCount)
+      throw new FrameCacheError('framecache: landmark count changed between frames');
+    const bytes =
+      codec === 'jpeg' ? await encodeJpeg(rgba, width, height, { quality }) : rgbaToI420(rgba, width, height);
     await this.fh.write(bytes);
     this.hash.update(bytes);
     this.frames.push([this.offset, bytes.length]);
@@ -98,8 +102,10 @@ export class FrameCacheWriter {
    */
   setLandmarks(i: number, landmarks: readonly Point3[]): void {
     if (this.done) throw new FrameCacheError('framecache: writer is finished');
-    if (!Number.isInteger(i) || i < 0 || i >= this.frames.length) throw new RangeError(`frame ${i} out of 0..${this.frames.length - 1}`);
-    if (landmarks.length !== this.landmarkCount) throw new FrameCacheError('framecache: landmark count changed between frames');
+    if (!Number.isInteger(i) || i < 0 || i >= this.frames.length)
+      throw new RangeError(`frame ${i} out of 0..${this.frames.length - 1}`);
+    if (landmarks.length !== this.landmarkCount)
+      throw new FrameCacheError('framecache: landmark count changed between frames');
     this.placeLandmarks(i, landmarks);
   }
 

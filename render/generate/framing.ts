@@ -45,7 +45,10 @@ const PAD_BLEND = 0.08;
 export async function framePortrait(portrait: Buffer | string, options: FramingOptions = {}): Promise<FramedPortrait> {
   const W = options.width ?? DEFAULT_FRAME_SIZE;
   const H = options.height ?? W;
-  for (const [name, v] of [['width', W], ['height', H]] as const) {
+  for (const [name, v] of [
+    ['width', W],
+    ['height', H],
+  ] as const) {
     if (!Number.isInteger(v) || v < 64 || v > 2048 || v % 2 !== 0) {
       throw new GenerateError('invalid_options', `frame ${name} must be an even integer from 64 to 2048, got ${v}`);
     }
@@ -111,7 +114,10 @@ export async function framePortrait(portrait: Buffer | string, options: FramingO
   if (padded > 0) {
     // Smeared edge pixels read as streaks: fade them into a strong blur of the extended canvas.
     const sigma = Math.max(2, 0.03 * W);
-    const blurred = await sharp(ext, { raw: { width: W, height: H, channels: 3 } }).blur(sigma).raw().toBuffer();
+    const blurred = await sharp(ext, { raw: { width: W, height: H, channels: 3 } })
+      .blur(sigma)
+      .raw()
+      .toBuffer();
     const band = PAD_BLEND * W;
     for (let i = 0; i < W * H; i++) {
       const t = Math.min(1, outside[i]! / band);
@@ -134,7 +140,10 @@ export async function framePortrait(portrait: Buffer | string, options: FramingO
   const framedRig = rigFromLandmarks(
     rig.landmarks.map(move),
     { width: W, height: H },
-    { box: { x: b.x * scaleX + ox, y: b.y * scaleY + oy, width: b.width * scaleX, height: b.height * scaleY }, score: rig.detection.score },
+    {
+      box: { x: b.x * scaleX + ox, y: b.y * scaleY + oy, width: b.width * scaleX, height: b.height * scaleY },
+      score: rig.detection.score,
+    },
     rig.presence,
   );
   return {

@@ -21,7 +21,10 @@ afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 let astro: PreparedPortrait;
 let hopper: PreparedPortrait;
 beforeAll(async () => {
-  [astro, hopper] = await Promise.all([preparePortrait(ASTRONAUT, { width: S }), preparePortrait(HOPPER, { width: S })]);
+  [astro, hopper] = await Promise.all([
+    preparePortrait(ASTRONAUT, { width: S }),
+    preparePortrait(HOPPER, { width: S }),
+  ]);
 }, 60_000);
 
 function allFrames(g: GeneratedMotion): Uint8Array[] {
@@ -118,7 +121,9 @@ describe('motion clips', () => {
     expect(Math.abs(downPose.pitch - base.pitch - nod.params[down]!.pitch)).toBeLessThan(3);
     // Between two nods the head comes back up.
     const pitch = nod.params.map((q) => q.pitch);
-    const minima = pitch.filter((v, i) => i > 0 && i < pitch.length - 1 && v < pitch[i - 1]! && v <= pitch[i + 1]! && v < -3);
+    const minima = pitch.filter(
+      (v, i) => i > 0 && i < pitch.length - 1 && v < pitch[i - 1]! && v <= pitch[i + 1]! && v < -3,
+    );
     expect(minima.length).toBeGreaterThanOrEqual(2);
 
     for (const sign of [1, -1]) {
@@ -143,8 +148,12 @@ describe('motion clips', () => {
       });
     }
     await expect(generateClip(astro, { motionPrompt: '' })).rejects.toMatchObject({ code: 'invalid_prompt' });
-    await expect(generateClip(astro, { motionPrompt: 'nod'.repeat(401) })).rejects.toMatchObject({ code: 'invalid_prompt' });
-    await expect(generateClip(astro, { motionPrompt: 'nod', fps: 0 })).rejects.toMatchObject({ code: 'invalid_options' });
+    await expect(generateClip(astro, { motionPrompt: 'nod'.repeat(401) })).rejects.toMatchObject({
+      code: 'invalid_prompt',
+    });
+    await expect(generateClip(astro, { motionPrompt: 'nod', fps: 0 })).rejects.toMatchObject({
+      code: 'invalid_options',
+    });
   });
 });
 
@@ -155,12 +164,31 @@ describe('writing', () => {
     const r = await writeMotion(clip, { mp4Path: path });
     expect(r.mp4?.videoFrames).toBe(100);
     const probe = JSON.parse(
-      execFileSync('ffprobe', ['-v', 'error', '-count_frames', '-show_entries', 'stream=codec_type,codec_name,width,height,r_frame_rate,nb_read_frames', '-of', 'json', path], {
-        encoding: 'utf8',
-      }),
+      execFileSync(
+        'ffprobe',
+        [
+          '-v',
+          'error',
+          '-count_frames',
+          '-show_entries',
+          'stream=codec_type,codec_name,width,height,r_frame_rate,nb_read_frames',
+          '-of',
+          'json',
+          path,
+        ],
+        {
+          encoding: 'utf8',
+        },
+      ),
     ) as { streams: Record<string, string | number>[] };
     const video = probe.streams.find((s) => s.codec_type === 'video')!;
-    expect(video).toMatchObject({ codec_name: 'h264', width: S, height: S, r_frame_rate: '25/1', nb_read_frames: '100' });
+    expect(video).toMatchObject({
+      codec_name: 'h264',
+      width: S,
+      height: S,
+      r_frame_rate: '25/1',
+      nb_read_frames: '100',
+    });
     expect(probe.streams.find((s) => s.codec_type === 'audio')?.codec_name).toBe('aac');
   });
 });

@@ -27,7 +27,10 @@ export interface PreparedPortrait {
 
 export type PortraitInput = Buffer | string | PreparedPortrait;
 
-export async function preparePortrait(portrait: Buffer | string, framing: FramingOptions = {}): Promise<PreparedPortrait> {
+export async function preparePortrait(
+  portrait: Buffer | string,
+  framing: FramingOptions = {},
+): Promise<PreparedPortrait> {
   const framed = await framePortrait(portrait, framing);
   return { framed, model: new MotionModel(framed) };
 }
@@ -92,7 +95,8 @@ function motion(
   const clamped = params.map(clampParams);
   const { model } = p;
   const renderFrame = (i: number, out?: Uint8Array): MotionFrame => {
-    if (!Number.isInteger(i) || i < 0 || i >= clamped.length) throw new RangeError(`frame ${i} out of 0..${clamped.length - 1}`);
+    if (!Number.isInteger(i) || i < 0 || i >= clamped.length)
+      throw new RangeError(`frame ${i} out of 0..${clamped.length - 1}`);
     return model.render(clamped[i]!, out);
   };
   return {
@@ -137,11 +141,16 @@ export interface IdleLoopOptions {
  * never straddle the loop point. Frame 0 is the neutral framed portrait. Deterministic given
  * the seed.
  */
-export async function generateIdleLoop(portrait: PortraitInput, options: IdleLoopOptions = {}): Promise<GeneratedMotion> {
+export async function generateIdleLoop(
+  portrait: PortraitInput,
+  options: IdleLoopOptions = {},
+): Promise<GeneratedMotion> {
   const fps = checkFps(options.fps);
   const seconds = options.seconds ?? DEFAULT_IDLE_SECONDS;
   if (typeof seconds !== 'number' || !Number.isFinite(seconds) || seconds < 2 || seconds > 30) {
-    throw new GenerateError('invalid_duration', `The idle loop must last 2 to 30 seconds, got ${String(seconds)}.`, { seconds });
+    throw new GenerateError('invalid_duration', `The idle loop must last 2 to 30 seconds, got ${String(seconds)}.`, {
+      seconds,
+    });
   }
   const seed = checkSeed(options.seed);
   const prompt = options.motionPrompt === undefined ? undefined : normalizePrompt(options.motionPrompt);
@@ -179,7 +188,8 @@ export function checkClipDuration(d: unknown): number {
  * it, so it can be cut in and out at the idle loop's boundary.
  */
 export async function generateClip(portrait: PortraitInput, options: ClipOptions): Promise<GeneratedMotion> {
-  if (!options || typeof options !== 'object') throw new GenerateError('invalid_options', 'generateClip needs options with a motionPrompt.');
+  if (!options || typeof options !== 'object')
+    throw new GenerateError('invalid_options', 'generateClip needs options with a motionPrompt.');
   const prompt = normalizePrompt(options.motionPrompt);
   const duration = checkClipDuration(options.durationSeconds);
   const fps = checkFps(options.fps);
@@ -188,7 +198,13 @@ export async function generateClip(portrait: PortraitInput, options: ClipOptions
   const p = await prepared(portrait, options.framing);
   const frames = duration * fps;
   // A quieter idle layer under the gestures; blinks keep clear of the ends.
-  const idle = idleLayer(frames, fps, `${seed}:clip`, { energy: 0.5, blinkRate: 1, smile: 0, gaze: 0.5, breath: 1 }, { loop: false });
+  const idle = idleLayer(
+    frames,
+    fps,
+    `${seed}:clip`,
+    { energy: 0.5, blinkRate: 1, smile: 0, gaze: 0.5, breath: 1 },
+    { loop: false },
+  );
   const gestures = planTrack(plan, frames, fps);
   // No idle blink while a planned blink or wink plays.
   const ownBlinks = plan.segments.some((s) => s.actions.some((a) => a.kind === 'blink' || a.kind === 'wink'));

@@ -25,13 +25,7 @@ export { framePortrait, DEFAULT_EYE_LEVEL, DEFAULT_FACE_WIDTH, DEFAULT_FRAME_SIZ
 export type { FramedPortrait, FramingOptions } from './framing.ts';
 export { MotionModel, NEUTRAL_PARAMS, PARAM_LIMITS, clampParams } from './motion.ts';
 export type { MotionFrame, MotionModelOptions, MotionParams } from './motion.ts';
-export {
-  ACTION_KINDS,
-  MOTION_PROMPT_MAX,
-  normalizePrompt,
-  planFromPrompt,
-  planTrack,
-} from './prompt.ts';
+export { ACTION_KINDS, MOTION_PROMPT_MAX, normalizePrompt, planFromPrompt, planTrack } from './prompt.ts';
 export type { ActionKind, Direction, MotionPlan, PlanSegment, PlannedAction } from './prompt.ts';
 export { blinkShape, scheduleBlinks } from './track.ts';
 export { GenerateError, GENERATE_ERROR_CODES, isGenerateError } from './errors.ts';

@@ -31,7 +31,12 @@ export type RenderResult =
   | { ok: false; refused: { code: string; message: string } };
 
 /** Limits for a reviewed source: what the rig can still animate, however odd the pose. */
-export const REVIEWED_LIMITS: Partial<RigLimits> = { minFaceSizePx: 40, maxYawDeg: 60, maxPitchDeg: 60, maxRollDeg: 90 };
+export const REVIEWED_LIMITS: Partial<RigLimits> = {
+  minFaceSizePx: 40,
+  maxYawDeg: 60,
+  maxPitchDeg: 60,
+  maxRollDeg: 90,
+};
 
 /** Runs one render job; any error other than a rig refusal is thrown. */
 export async function runRenderJob(req: RenderRequest): Promise<RenderResult> {
@@ -54,7 +59,14 @@ export async function runRenderJob(req: RenderRequest): Promise<RenderResult> {
     const mp4 = path.join(req.outDir, req.clip ? 'clip.mp4' : 'idle.mp4');
     const cacheDir = path.join(req.outDir, 'cache');
     const out = await writeMotion(gen, { mp4Path: mp4, cacheDir });
-    return { ok: true, mp4, cacheDir, frames: out.frames, renderMs: Math.round(out.renderMs), totalMs: Math.round(out.totalMs) };
+    return {
+      ok: true,
+      mp4,
+      cacheDir,
+      frames: out.frames,
+      renderMs: Math.round(out.renderMs),
+      totalMs: Math.round(out.totalMs),
+    };
   } catch (err) {
     if (!isRigError(err)) throw err;
     return { ok: false, refused: { code: err.code, message: err.message } };

@@ -68,7 +68,12 @@ describe.each([
   });
 
   it('moves the rig with the pixels: lips within a few pixels of a re-detection', SLOW, async () => {
-    for (const q of [{}, { yaw: 8, pitch: -5 }, { roll: -6, smile: 1, squint: 0.3 }, { pitch: 6, brow: 1, blinkLeft: 0.6, blinkRight: 0.6 }]) {
+    for (const q of [
+      {},
+      { yaw: 8, pitch: -5 },
+      { roll: -6, smile: 1, squint: 0.3 },
+      { pitch: 6, brow: 1, blinkLeft: 0.6, blinkRight: 0.6 },
+    ]) {
       const f = render(q);
       const det = await detectOn(f.rgba, S, S);
       const mine = p.model.rigFor({ ...NEUTRAL_PARAMS, ...q }, f.landmarks);

@@ -173,8 +173,24 @@ const EYE_INDICES = {
 } as const;
 /** (upper, lower) lid landmarks facing each other, outer to inner: [subject's right eye, left eye]. */
 const LID_PAIRS: readonly (readonly (readonly [number, number])[])[] = [
-  [[246, 7], [161, 163], [160, 144], [159, 145], [158, 153], [157, 154], [173, 155]],
-  [[466, 249], [388, 390], [387, 373], [386, 374], [385, 380], [384, 381], [398, 382]],
+  [
+    [246, 7],
+    [161, 163],
+    [160, 144],
+    [159, 145],
+    [158, 153],
+    [157, 154],
+    [173, 155],
+  ],
+  [
+    [466, 249],
+    [388, 390],
+    [387, 373],
+    [386, 374],
+    [385, 380],
+    [384, 381],
+    [398, 382],
+  ],
 ];
 const BROW_INDICES = {
   right: { upper: [70, 63, 105, 66, 107], lower: [46, 53, 52, 65, 55], lid: 159 },
@@ -396,8 +412,14 @@ export class MotionModel {
       const c1 = lm[idx.upper[idx.upper.length - 1]!]!;
       const [pa, pb] = c0.x <= c1.x ? [c0, c1] : [c1, c0];
       const len = Math.hypot(pb.x - pa.x, pb.y - pa.y);
-      const fr: Frame2 = { ox: (pa.x + pb.x) / 2, oy: (pa.y + pb.y) / 2, ax: (pb.x - pa.x) / len, ay: (pb.y - pa.y) / len };
-      const pts = (ids: readonly number[]) => ids.map((i) => ({ u: toU(fr, lm[i]!.x, lm[i]!.y), v: toV(fr, lm[i]!.x, lm[i]!.y) }));
+      const fr: Frame2 = {
+        ox: (pa.x + pb.x) / 2,
+        oy: (pa.y + pb.y) / 2,
+        ax: (pb.x - pa.x) / len,
+        ay: (pb.y - pa.y) / len,
+      };
+      const pts = (ids: readonly number[]) =>
+        ids.map((i) => ({ u: toU(fr, lm[i]!.x, lm[i]!.y), v: toV(fr, lm[i]!.x, lm[i]!.y) }));
       const upper = Curve.of(pts(idx.upper));
       const lower = Curve.of(pts(idx.lower));
       const ua = -len / 2;
@@ -458,7 +480,8 @@ export class MotionModel {
       const span = b.u1 - b.u0;
       for (let t = 0; t <= 20; t++) {
         const u = b.u0 - 0.45 * span + (t / 20) * 1.9 * span;
-        for (const v of [b.line.at(u) - 1.4 * b.d, b.lid]) browPts.push({ x: f.ox + u * f.ax - v * f.ay, y: f.oy + u * f.ay + v * f.ax });
+        for (const v of [b.line.at(u) - 1.4 * b.d, b.lid])
+          browPts.push({ x: f.ox + u * f.ax - v * f.ay, y: f.oy + u * f.ay + v * f.ax });
       }
     }
     this.browBox = boxOf(browPts, 3);
@@ -785,7 +808,12 @@ export class MotionModel {
     for (let k = 0; k < this.brows.length; k++) {
       const b = this.brows[k]!;
       const span = b.u1 - b.u0;
-      const hx = u < b.u0 ? smoothstep(1 - (b.u0 - u) / (0.45 * span)) : u > b.u1 ? smoothstep(1 - (u - b.u1) / (0.45 * span)) : 1;
+      const hx =
+        u < b.u0
+          ? smoothstep(1 - (b.u0 - u) / (0.45 * span))
+          : u > b.u1
+            ? smoothstep(1 - (u - b.u1) / (0.45 * span))
+            : 1;
       if (hx <= 0) continue;
       const vb = b.line.at(u);
       const top = vb - 1.4 * b.d;

@@ -43,7 +43,8 @@ describe('planFromPrompt', () => {
     expect(kinds(plan)).toEqual([['nod'], ['look'], ['smile']]);
     expect(plan.segments[0]!.start).toBeGreaterThan(0);
     expect(plan.segments[2]!.end).toBeLessThan(6);
-    for (let i = 1; i < plan.segments.length; i++) expect(plan.segments[i]!.start).toBeCloseTo(plan.segments[i - 1]!.end, 2);
+    for (let i = 1; i < plan.segments.length; i++)
+      expect(plan.segments[i]!.start).toBeCloseTo(plan.segments[i - 1]!.end, 2);
   });
 
   it('falls back to idle motion and reports unknown words', () => {
@@ -107,7 +108,14 @@ describe('planTrack', () => {
   });
 
   it('starts and ends every gesture at the neutral pose', () => {
-    for (const prompt of ['nod', 'shake head quickly', 'laugh, then look up', 'greet', 'think then tilt head right', 'surprised']) {
+    for (const prompt of [
+      'nod',
+      'shake head quickly',
+      'laugh, then look up',
+      'greet',
+      'think then tilt head right',
+      'surprised',
+    ]) {
       const t = track(prompt, 4);
       for (const k of PARAM_NAMES) {
         expect(t[0]![k]).toBe(0);

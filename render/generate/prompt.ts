@@ -82,19 +82,41 @@ const RULES: Rule[] = [
   { kind: 'tilt', re: /\b(tilt\w*|cock\w*|lean\w*)\b/g, seconds: 1.8 },
   { kind: 'look', re: /\b(look\w*|glanc\w*|gaz\w*|turn\w*|peek\w*)\b/g, seconds: 1.8 },
   { kind: 'laugh', re: /\b(laugh\w*|chuckl\w*|giggl\w*)\b/g, seconds: 2 },
-  { kind: 'smile', re: /\b(smil\w*|grin\w*|happy|cheerful\w*|joyful\w*|warm\w*|friendly|pleased|delighted)\b/g, seconds: 2 },
+  {
+    kind: 'smile',
+    re: /\b(smil\w*|grin\w*|happy|cheerful\w*|joyful\w*|warm\w*|friendly|pleased|delighted)\b/g,
+    seconds: 2,
+  },
   { kind: 'surprise', re: /\b(surpris\w*|amaz\w*|astonish\w*|shock\w*|wow|impressed|startled)\b/g, seconds: 1.6 },
   { kind: 'brows', re: /\b(eye)?brows?\b/g, seconds: 1.4 },
-  { kind: 'frown', re: /\b(frown\w*|scowl\w*|serious\w*|stern\w*|concern\w*|worr\w*|sad\w*|confus\w*|puzzl\w*|skeptic\w*|doubt\w*)\b/g, seconds: 1.8 },
-  { kind: 'think', re: /\b(think\w*|ponder\w*|thought\w*|consider\w*|wonder\w*|hmm+|contemplat\w*|reflect\w*|recall\w*|rememb\w*)\b/g, seconds: 2.4 },
-  { kind: 'listen', re: /\b(listen\w*|attentiv\w*|attention|interest\w*|engag\w*|focus\w*|curious\w*)\b/g, seconds: 2.4 },
+  {
+    kind: 'frown',
+    re: /\b(frown\w*|scowl\w*|serious\w*|stern\w*|concern\w*|worr\w*|sad\w*|confus\w*|puzzl\w*|skeptic\w*|doubt\w*)\b/g,
+    seconds: 1.8,
+  },
+  {
+    kind: 'think',
+    re: /\b(think\w*|ponder\w*|thought\w*|consider\w*|wonder\w*|hmm+|contemplat\w*|reflect\w*|recall\w*|rememb\w*)\b/g,
+    seconds: 2.4,
+  },
+  {
+    kind: 'listen',
+    re: /\b(listen\w*|attentiv\w*|attention|interest\w*|engag\w*|focus\w*|curious\w*)\b/g,
+    seconds: 2.4,
+  },
   { kind: 'wink', re: /\bwink\w*\b/g, seconds: 0.8 },
   { kind: 'blink', re: /\bblink\w*\b/g, seconds: 0.8 },
-  { kind: 'idle', re: /\b(calm\w*|relax\w*|idle|neutral\w*|still|natural\w*|breath\w*|rest\w*|wait\w*|patient\w*|quiet\w*|composed|steady)\b/g, seconds: 2 },
+  {
+    kind: 'idle',
+    re: /\b(calm\w*|relax\w*|idle|neutral\w*|still|natural\w*|breath\w*|rest\w*|wait\w*|patient\w*|quiet\w*|composed|steady)\b/g,
+    seconds: 2,
+  },
 ];
 
-const LOW = /\b(slight(ly)?|a (little|bit)|a tiny bit|gentl[ey]|subtl[ey]|soft(ly)?|barely|small|little|mild(ly)?|light(ly)?|hint of)\b/g;
-const HIGH = /\b(a lot|strong(ly)?|vigorous(ly)?|big|broad(ly)?|wide(ly)?|very|really|deep(ly)?|firm(ly)?|energetic(ally)?|enthusiastic(ally)?|emphatic(ally)?|dramatic(ally)?|exaggerated|hearty|heartily|intense(ly)?)\b/g;
+const LOW =
+  /\b(slight(ly)?|a (little|bit)|a tiny bit|gentl[ey]|subtl[ey]|soft(ly)?|barely|small|little|mild(ly)?|light(ly)?|hint of)\b/g;
+const HIGH =
+  /\b(a lot|strong(ly)?|vigorous(ly)?|big|broad(ly)?|wide(ly)?|very|really|deep(ly)?|firm(ly)?|energetic(ally)?|enthusiastic(ally)?|emphatic(ally)?|dramatic(ally)?|exaggerated|hearty|heartily|intense(ly)?)\b/g;
 const SLOW = /\b(slow(ly)?|leisurely|lazily|calmly|unhurried)\b/g;
 const FAST = /\b(quick(ly)?|fast|rapid(ly)?|brisk(ly)?|swift(ly)?)\b/g;
 const COUNT: [RegExp, number][] = [
@@ -130,12 +152,20 @@ function count(re: RegExp, text: string): string[] {
 export function normalizePrompt(prompt: unknown): string {
   if (typeof prompt !== 'string') throw new GenerateError('invalid_prompt', 'The motion prompt must be a string.');
   const text = prompt.trim();
-  if (text.length === 0) throw new GenerateError('invalid_prompt', 'The motion prompt is empty; describe the motion, e.g. "nod slowly, then smile".');
+  if (text.length === 0)
+    throw new GenerateError(
+      'invalid_prompt',
+      'The motion prompt is empty; describe the motion, e.g. "nod slowly, then smile".',
+    );
   if (text.length > MOTION_PROMPT_MAX) {
-    throw new GenerateError('invalid_prompt', `The motion prompt is ${text.length} characters long; at most ${MOTION_PROMPT_MAX} are allowed.`, {
-      length: text.length,
-      max: MOTION_PROMPT_MAX,
-    });
+    throw new GenerateError(
+      'invalid_prompt',
+      `The motion prompt is ${text.length} characters long; at most ${MOTION_PROMPT_MAX} are allowed.`,
+      {
+        length: text.length,
+        max: MOTION_PROMPT_MAX,
+      },
+    );
   }
   return text;
 }
@@ -189,8 +219,17 @@ export function planFromPrompt(prompt: string, durationSeconds: number, seed: nu
       if (actions.some((a) => a.kind === rule.kind)) continue;
       recognized.push(...hits.map((h) => h.trim()));
       const a: PlannedAction = { kind: rule.kind, intensity, tempo };
-      if (direction && (rule.kind === 'look' || rule.kind === 'tilt' || rule.kind === 'think' || rule.kind === 'wink')) a.direction = direction;
-      if (repeats && (rule.kind === 'nod' || rule.kind === 'shake' || rule.kind === 'blink' || rule.kind === 'agree' || rule.kind === 'disagree')) a.repeats = repeats;
+      if (direction && (rule.kind === 'look' || rule.kind === 'tilt' || rule.kind === 'think' || rule.kind === 'wink'))
+        a.direction = direction;
+      if (
+        repeats &&
+        (rule.kind === 'nod' ||
+          rule.kind === 'shake' ||
+          rule.kind === 'blink' ||
+          rule.kind === 'agree' ||
+          rule.kind === 'disagree')
+      )
+        a.repeats = repeats;
       actions.push(a);
       seconds = Math.max(seconds, (rule.seconds * (repeats ? Math.max(1, repeats / 2) : 1)) / tempo);
     }
@@ -222,7 +261,13 @@ export function planFromPrompt(prompt: string, durationSeconds: number, seed: nu
       if (a.kind === 'look' && !a.direction) a.direction = rand() < 0.5 ? 'left' : 'right';
     }
   }
-  return { durationSeconds, segments, recognized: unique(recognized), unrecognized: unique(unrecognized), source: 'rules' };
+  return {
+    durationSeconds,
+    segments,
+    recognized: unique(recognized),
+    unrecognized: unique(unrecognized),
+    source: 'rules',
+  };
 }
 
 /** Idle style from an avatar's loop prompt (energy, smile, blink rate); unknown words are ignored. */
@@ -233,7 +278,8 @@ export function idleStyleFromPrompt(prompt: string | undefined): { style: IdleSt
   const text = prompt.toLowerCase();
   for (const seg of plan.segments) {
     for (const a of seg.actions) {
-      if (a.kind === 'smile' || a.kind === 'greet' || a.kind === 'laugh') style.smile = Math.max(style.smile, 0.35 * a.intensity);
+      if (a.kind === 'smile' || a.kind === 'greet' || a.kind === 'laugh')
+        style.smile = Math.max(style.smile, 0.35 * a.intensity);
       if (a.kind === 'listen' || a.kind === 'think') style.gaze = 1.5;
       if (a.kind === 'idle') style.energy = Math.min(style.energy, 0.7);
     }
@@ -282,7 +328,10 @@ export function planTrack(plan: MotionPlan, frames: number, fps: number): Motion
           case 'nod':
           case 'agree':
           case 'greet': {
-            const n = a.kind === 'greet' ? a.repeats ?? 1 : cyclesIn(len, 0.9 * tempo, a.repeats ?? (a.kind === 'agree' ? 2 : undefined));
+            const n =
+              a.kind === 'greet'
+                ? (a.repeats ?? 1)
+                : cyclesIn(len, 0.9 * tempo, a.repeats ?? (a.kind === 'agree' ? 2 : undefined));
             const amp = (a.kind === 'greet' ? 7 : 8) * I;
             p.pitch -= (amp * (1 - Math.cos(2 * Math.PI * n * ph))) / 2; // chin down and back, n times
             if (a.kind !== 'nod') {

@@ -10,7 +10,9 @@ export const HOPPER = fixture('grace_hopper.jpg');
 export const ROCKET = fixture('rocket.jpg');
 
 export async function toPng(rgba: Uint8Array, width: number, height: number): Promise<Buffer> {
-  return sharp(Buffer.from(rgba), { raw: { width, height, channels: 4 } }).png().toBuffer();
+  return sharp(Buffer.from(rgba), { raw: { width, height, channels: 4 } })
+    .png()
+    .toBuffer();
 }
 
 /** The rig re-detected on a rendered frame. */

@@ -140,7 +140,10 @@ export function idleLayer(
   /** n cosine and n sine-bump weights, normalised so the drift stays within +-1. */
   const coefs = (n: number): number[] => {
     const c = Array.from({ length: 2 * n }, () => rand() * 2 - 1);
-    const norm = Math.max(1e-6, c.reduce((s, x) => s + Math.abs(x), 0));
+    const norm = Math.max(
+      1e-6,
+      c.reduce((s, x) => s + Math.abs(x), 0),
+    );
     return c.map((x) => x / norm);
   };
   const cycles = Math.max(1, Math.min(3, Math.floor(T / 2)));
@@ -186,7 +189,8 @@ export function addTracks(a: MotionParams[], b: MotionParams[]): MotionParams[] 
     const q = b[i]!;
     const out = { ...p };
     for (const k of PARAM_NAMES) {
-      if (k === 'blinkLeft' || k === 'blinkRight') out[k] = Math.max(p[k], q[k]) + Math.min(0, p[k]) + Math.min(0, q[k]);
+      if (k === 'blinkLeft' || k === 'blinkRight')
+        out[k] = Math.max(p[k], q[k]) + Math.min(0, p[k]) + Math.min(0, q[k]);
       else out[k] = p[k] + q[k];
     }
     return out;

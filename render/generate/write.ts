@@ -35,7 +35,8 @@ export interface WriteMotionResult {
 const SILENT_AUDIO_RATE = 48_000;
 
 export async function writeMotion(gen: GeneratedMotion, options: WriteMotionOptions): Promise<WriteMotionResult> {
-  if (!options.mp4Path && !options.cacheDir) throw new GenerateError('invalid_options', 'writeMotion needs mp4Path, cacheDir or both.');
+  if (!options.mp4Path && !options.cacheDir)
+    throw new GenerateError('invalid_options', 'writeMotion needs mp4Path, cacheDir or both.');
   const t0 = performance.now();
   const mp4 = options.mp4Path
     ? new Mp4Writer({

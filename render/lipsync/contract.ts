@@ -61,7 +61,9 @@ export function parseLipSyncChoice(value: string | undefined): LipSyncChoice {
 }
 
 /** What a model says of one of its inputs or outputs (onnxruntime's ValueMetadata has this shape). */
-export type TensorMeta = { name: string; isTensor: true; type: string; shape: readonly (number | string)[] } | { name: string; isTensor: false };
+export type TensorMeta =
+  | { name: string; isTensor: true; type: string; shape: readonly (number | string)[] }
+  | { name: string; isTensor: false };
 
 /** How to run a model of the contract, read from its inputs and outputs. */
 export interface NeuralContract {
@@ -79,7 +81,9 @@ const CONTRACT = 'a Wav2Lip-class model has a 1-channel mel [N,1,80,16] and a 6-
 
 /** `name float32 [1,6,96,96]`, symbolic dimensions by name. */
 export function describeTensor(m: TensorMeta): string {
-  return m.isTensor ? `\`${m.name}\` ${m.type} [${m.shape.map((d) => (typeof d === 'number' && d >= 0 ? d : d === '' || d === -1 ? '?' : d)).join(',')}]` : `\`${m.name}\` (not a tensor)`;
+  return m.isTensor
+    ? `\`${m.name}\` ${m.type} [${m.shape.map((d) => (typeof d === 'number' && d >= 0 ? d : d === '' || d === -1 ? '?' : d)).join(',')}]`
+    : `\`${m.name}\` (not a tensor)`;
 }
 
 const fixed = (d: number | string | undefined): d is number => typeof d === 'number' && d >= 0;
@@ -88,8 +92,12 @@ const fixed = (d: number | string | undefined): d is number => typeof d === 'num
  * The contract of a model with these inputs and outputs, or why it has none: a sentence naming the
  * input or output that does not fit (what LipSyncModelError says at start-up).
  */
-export function readNeuralContract(inputs: readonly TensorMeta[], outputs: readonly TensorMeta[]): NeuralContract | string {
-  if (inputs.length !== 2) return `it has ${inputs.length} input${inputs.length === 1 ? '' : 's'} (${inputs.map(describeTensor).join('; ')}); ${CONTRACT}`;
+export function readNeuralContract(
+  inputs: readonly TensorMeta[],
+  outputs: readonly TensorMeta[],
+): NeuralContract | string {
+  if (inputs.length !== 2)
+    return `it has ${inputs.length} input${inputs.length === 1 ? '' : 's'} (${inputs.map(describeTensor).join('; ')}); ${CONTRACT}`;
   for (const m of inputs) {
     if (!m.isTensor) return `input \`${m.name}\` is not a tensor; ${CONTRACT}`;
     if (m.type !== 'float32') return `input ${describeTensor(m)} is ${m.type}, not float32; ${CONTRACT}`;
@@ -101,28 +109,37 @@ export function readNeuralContract(inputs: readonly TensorMeta[], outputs: reado
   const ins = inputs as Extract<TensorMeta, { isTensor: true }>[];
   const mel = ins.find((m) => m.shape[1] === 1);
   const face = ins.find((m) => m.shape[1] === NEURAL_FACE_CHANNELS);
-  if (!mel || !face) return `both inputs have ${ins[0]!.shape[1]} channel${ins[0]!.shape[1] === 1 ? '' : 's'} (${ins.map(describeTensor).join('; ')}); ${CONTRACT}`;
+  if (!mel || !face)
+    return `both inputs have ${ins[0]!.shape[1]} channel${ins[0]!.shape[1] === 1 ? '' : 's'} (${ins.map(describeTensor).join('; ')}); ${CONTRACT}`;
 
   const [, , bands, frames] = mel.shape;
   if ((fixed(bands) && bands !== NEURAL_MEL_SHAPE[1]) || (fixed(frames) && frames !== NEURAL_MEL_SHAPE[2])) {
     return `the mel input ${describeTensor(mel)} is not [N,1,80,16] (80 mel bands by 16 frames of 12.5 ms)`;
   }
   const [, , h, w] = face.shape;
-  if (fixed(h) && fixed(w) && h !== w) return `the face input ${describeTensor(face)} is ${h}x${w}; the face crop is square (H = W)`;
+  if (fixed(h) && fixed(w) && h !== w)
+    return `the face input ${describeTensor(face)} is ${h}x${w}; the face crop is square (H = W)`;
   const size = fixed(h) ? h : fixed(w) ? w : WAV2LIP_FACE_SIZE;
   if (size < NEURAL_FACE_MIN || size > NEURAL_FACE_MAX || size % NEURAL_FACE_STEP !== 0) {
     return `the face input ${describeTensor(face)} is ${size}x${size}; the face size is a multiple of ${NEURAL_FACE_STEP} from ${NEURAL_FACE_MIN} to ${NEURAL_FACE_MAX} (96 for Wav2Lip)`;
   }
   for (const m of [mel, face]) {
     const n = m.shape[0];
-    if (fixed(n) && n !== 1) return `input ${describeTensor(m)} has a fixed batch of ${n}; a Wav2Lip-class model takes a batch of 1 or a dynamic one`;
+    if (fixed(n) && n !== 1)
+      return `input ${describeTensor(m)} has a fixed batch of ${n}; a Wav2Lip-class model takes a batch of 1 or a dynamic one`;
   }
   const fixedBatch = mel.shape[0] === 1 || face.shape[0] === 1;
 
   const fits = (d: number | string | undefined, want: number) => !fixed(d) || d === want;
   const candidates = outputs.filter(
     (m): m is Extract<TensorMeta, { isTensor: true }> =>
-      m.isTensor && m.type === 'float32' && m.shape.length === 4 && fits(m.shape[1], 3) && fits(m.shape[2], size) && fits(m.shape[3], size) && fits(m.shape[0], 1),
+      m.isTensor &&
+      m.type === 'float32' &&
+      m.shape.length === 4 &&
+      fits(m.shape[1], 3) &&
+      fits(m.shape[2], size) &&
+      fits(m.shape[3], size) &&
+      fits(m.shape[0], 1),
   );
   if (candidates.length === 0) {
     return `none of its outputs is a face [N,3,${size},${size}] for its ${size}x${size} face input (${outputs.map(describeTensor).join('; ')})`;

@@ -23,7 +23,17 @@ import { prepareFaceForSynth } from '../synth/prepare.ts';
 import type { PixelRect } from '../encode/frames.ts';
 import type { LipSyncChoice, NeuralContract, TensorMeta } from './contract.ts';
 import { LipSyncModelError, NEURAL_FACE_CHANNELS, parseLipSyncChoice, readNeuralContract } from './contract.ts';
-import { cropFace, faceRectBounds, i420Sampler, pasteFaceI420, pasteFaceRgba, prepareFaceForNeural, rgbaSampler, type NeuralFace, type PixelSampler } from './face.ts';
+import {
+  cropFace,
+  faceRectBounds,
+  i420Sampler,
+  pasteFaceI420,
+  pasteFaceRgba,
+  prepareFaceForNeural,
+  rgbaSampler,
+  type NeuralFace,
+  type PixelSampler,
+} from './face.ts';
 import { MEL_BANDS, MEL_WINDOW_FRAMES, melWindowOfAudio, type FrameAudio } from './mel.ts';
 
 export type LipSyncFace = (PreparedFace & { kind: 'builtin' }) | NeuralFace;
@@ -107,7 +117,9 @@ function builtinEngine(synth: MouthSynth): LipSyncEngine {
     synth.renderFrames(
       items.map((it) => {
         if (it.face.kind !== 'builtin') throw new TypeError('this face was prepared for another lip-sync engine');
-        return it.target ? { frame: it.frame, face: it.face, shape: it.shape, target: it.target } : { frame: it.frame, face: it.face, shape: it.shape };
+        return it.target
+          ? { frame: it.frame, face: it.face, shape: it.shape, target: it.target }
+          : { frame: it.frame, face: it.face, shape: it.shape };
       }),
     );
   return {
@@ -140,16 +152,28 @@ export async function loadNeuralLipSync(path: string, options: LipSyncOptions = 
     await session.release();
     throw new LipSyncModelError(`${path} is not a Wav2Lip-class lip-sync model: ${why}`, path);
   };
-  const contract = readNeuralContract(session.inputMetadata as readonly TensorMeta[], session.outputMetadata as readonly TensorMeta[]);
+  const contract = readNeuralContract(
+    session.inputMetadata as readonly TensorMeta[],
+    session.outputMetadata as readonly TensorMeta[],
+  );
   if (typeof contract === 'string') return refuse(contract);
   const S = contract.faceSize;
   // Shapes the model leaves open say little: a probe run finds the face output, a second one whether a batch of 2 runs.
   const probe = async (n: number) => {
-    const res = await runModel(session, contract, new Float32Array(n * MEL).fill(-4), new Float32Array(n * NEURAL_FACE_CHANNELS * S * S).fill(0.5), n);
+    const res = await runModel(
+      session,
+      contract,
+      new Float32Array(n * MEL).fill(-4),
+      new Float32Array(n * NEURAL_FACE_CHANNELS * S * S).fill(0.5),
+      n,
+    );
     return contract.faceOutputs.find((name) => sameDims(res[name]!.dims, [n, 3, S, S]));
   };
   const output = await probe(1).catch((err: unknown) => refuse(`a probe run with a batch of 1 failed: ${String(err)}`));
-  if (!output) return refuse(`a probe run gave no face output [1,3,${S},${S}] (${contract.faceOutputs.map((o) => `\`${o}\``).join(', ')})`);
+  if (!output)
+    return refuse(
+      `a probe run gave no face output [1,3,${S},${S}] (${contract.faceOutputs.map((o) => `\`${o}\``).join(', ')})`,
+    );
   // A batch the model calls dynamic but cannot run (a size baked into a reshape) runs one frame at a time.
   const fixedBatch = contract.fixedBatch || (await probe(2).catch(() => undefined)) !== output;
   return neuralEngine(session, { ...contract, faceOutputs: [output], fixedBatch });
@@ -161,7 +185,13 @@ function sameDims(a: readonly number[], b: readonly number[]): boolean {
   return a.length === b.length && a.every((d, i) => d === b[i]);
 }
 
-function runModel(session: ort.InferenceSession, c: NeuralContract, mel: Float32Array, face: Float32Array, n: number): Promise<ort.InferenceSession.ReturnType> {
+function runModel(
+  session: ort.InferenceSession,
+  c: NeuralContract,
+  mel: Float32Array,
+  face: Float32Array,
+  n: number,
+): Promise<ort.InferenceSession.ReturnType> {
   return session.run({
     [c.melInput]: new ort.Tensor('float32', mel, [n, 1, MEL_BANDS, MEL_WINDOW_FRAMES]),
     [c.faceInput]: new ort.Tensor('float32', face, [n, NEURAL_FACE_CHANNELS, c.faceSize, c.faceSize]),
@@ -171,11 +201,16 @@ function runModel(session: ort.InferenceSession, c: NeuralContract, mel: Float32
 /** The item's mel window: given, or computed from its audio. */
 function melOf(sound: FrameSound, i: number): Float32Array {
   if (sound.mel) {
-    if (sound.mel.length !== MEL) throw new RangeError(`item ${i}: the mel window has ${sound.mel.length} values, not ${MEL_BANDS}x${MEL_WINDOW_FRAMES}`);
+    if (sound.mel.length !== MEL)
+      throw new RangeError(
+        `item ${i}: the mel window has ${sound.mel.length} values, not ${MEL_BANDS}x${MEL_WINDOW_FRAMES}`,
+      );
     return sound.mel;
   }
   if (sound.audio) return melWindowOfAudio(sound.audio);
-  throw new RangeError(`item ${i}: a neural lip-sync model needs a mel window of ${MEL_BANDS}x${MEL_WINDOW_FRAMES} (melWindow()) or the frame's audio (FrameAudio)`);
+  throw new RangeError(
+    `item ${i}: a neural lip-sync model needs a mel window of ${MEL_BANDS}x${MEL_WINDOW_FRAMES} (melWindow()) or the frame's audio (FrameAudio)`,
+  );
 }
 
 /** A window of pure silence (every value at the floor): the frame is left exactly as it is, as the built-in engine leaves it for a closed mouth. */
@@ -195,7 +230,9 @@ interface FaceJob {
 function neuralFaceOf(face: LipSyncFace, i: number, width: number, height: number): NeuralFace {
   if (face.kind !== 'neural') throw new TypeError('this face was prepared for another lip-sync engine');
   if (face.imageSize.width !== width || face.imageSize.height !== height) {
-    throw new RangeError(`item ${i}: the face was prepared on a ${face.imageSize.width}x${face.imageSize.height} frame but the frame is ${width}x${height}`);
+    throw new RangeError(
+      `item ${i}: the face was prepared on a ${face.imageSize.width}x${face.imageSize.height} frame but the frame is ${width}x${height}`,
+    );
   }
   return face;
 }
@@ -216,7 +253,8 @@ function neuralEngine(session: ort.InferenceSession, contract: NeuralContract): 
         const base = k * NEURAL_FACE_CHANNELS * plane;
         // Channels 3..5: the reference (the frame itself); 0..2: the same with rows S/2.. left at 0.
         cropFace(job.sample, job.face.rect, S, face, base + 3 * plane);
-        for (let ch = 0; ch < 3; ch++) face.copyWithin(base + ch * plane, base + (3 + ch) * plane, base + (3 + ch) * plane + (S >> 1) * S);
+        for (let ch = 0; ch < 3; ch++)
+          face.copyWithin(base + ch * plane, base + (3 + ch) * plane, base + (3 + ch) * plane + (S >> 1) * S);
         mel.set(job.mel, k * MEL);
       });
       const out = (await runModel(session, contract, mel, face, n))[output]!.data as Float32Array;
@@ -231,7 +269,13 @@ function neuralEngine(session: ort.InferenceSession, contract: NeuralContract): 
       const mel = melOf(it, i);
       const target = it.target ?? new Uint8Array(it.frame.data.length);
       if (target !== it.frame.data) target.set(it.frame.data);
-      if (!silent(mel)) jobs.push({ face, mel, sample: rgbaSampler(it.frame), paste: (out, o) => pasteFaceRgba(it.frame, target, face, out, o, S) });
+      if (!silent(mel))
+        jobs.push({
+          face,
+          mel,
+          sample: rgbaSampler(it.frame),
+          paste: (out, o) => pasteFaceRgba(it.frame, target, face, out, o, S),
+        });
       return target;
     });
     await run(jobs);
@@ -244,7 +288,8 @@ function neuralEngine(session: ort.InferenceSession, contract: NeuralContract): 
       checkI420Frame(frame);
       const face = neuralFaceOf(it.face, i, it.width, it.height);
       const mel = melOf(it, i);
-      if (!silent(mel)) jobs.push({ face, mel, sample: i420Sampler(frame), paste: (out, o) => pasteFaceI420(frame, face, out, o, S) });
+      if (!silent(mel))
+        jobs.push({ face, mel, sample: i420Sampler(frame), paste: (out, o) => pasteFaceI420(frame, face, out, o, S) });
     });
     await run(jobs);
   };

@@ -82,12 +82,19 @@ export function prepareFaceForNeural(rig: FaceRig): NeuralFace {
   const brows = Math.min(...BROWS.map((i) => down(lm[i]!)));
   const chin = down(lm[CHIN]!);
   const faceHeight = chin - brows;
-  if (!(x1 - x0 > 4) || !(faceHeight > 4)) throw new RangeError('the rig\'s face is too small or degenerate for a neural lip-sync crop');
+  if (!(x1 - x0 > 4) || !(faceHeight > 4))
+    throw new RangeError("the rig's face is too small or degenerate for a neural lip-sync crop");
   const y0 = brows - NEURAL_CROP_PADS.top * faceHeight;
   const y1 = chin + NEURAL_CROP_PADS.bottom * faceHeight;
   const mx = (x0 + x1) / 2;
   const my = (y0 + y1) / 2;
-  const rect: FaceRect = { cx: o.x + c * mx - s * my, cy: o.y + s * mx + c * my, width: x1 - x0, height: y1 - y0, angle };
+  const rect: FaceRect = {
+    cx: o.x + c * mx - s * my,
+    cy: o.y + s * mx + c * my,
+    width: x1 - x0,
+    height: y1 - y0,
+    angle,
+  };
   return { kind: 'neural', imageSize: { ...rig.imageSize }, rect, mask: lowerFaceMask(rect, lm) };
 }
 
@@ -163,7 +170,16 @@ export function rgbaSampler(frame: RgbaFrame): PixelSampler {
  * Bilinear in a plane of w x h samples from `base`, `step` apart along a row and `pitch` apart down
  * a column (index space: the first sample's centre at 0; clamped at the edges).
  */
-function bilinear(data: ArrayLike<number>, base: number, step: number, pitch: number, w: number, h: number, x: number, y: number): number {
+function bilinear(
+  data: ArrayLike<number>,
+  base: number,
+  step: number,
+  pitch: number,
+  w: number,
+  h: number,
+  x: number,
+  y: number,
+): number {
   const xc = x <= 0 ? 0 : x >= w - 1 ? w - 1 : x;
   const yc = y <= 0 ? 0 : y >= h - 1 ? h - 1 : y;
   const x0 = xc | 0;
@@ -265,7 +281,14 @@ function eachMasked(
 const clampByte = (x: number) => (x <= 0 ? 0 : x >= 255 ? 255 : Math.round(x));
 
 /** The output face into `target` (RGBA, the frame's size) under the face's mask; other pixels are left as they are. `target` may be the frame's own data. */
-export function pasteFaceRgba(frame: RgbaFrame, target: Uint8Array | Uint8ClampedArray, face: NeuralFace, out: Float32Array, offset: number, S: number): void {
+export function pasteFaceRgba(
+  frame: RgbaFrame,
+  target: Uint8Array | Uint8ClampedArray,
+  face: NeuralFace,
+  out: Float32Array,
+  offset: number,
+  S: number,
+): void {
   const { data, width, height } = frame;
   eachMasked(face, out, offset, S, { cols: width, rows: height, pitch: 1 }, (i, rgb, a) => {
     const p = i << 2;

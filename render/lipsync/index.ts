@@ -12,5 +12,14 @@ export { toTurnedRect as toRect } from '../synth/prepare.ts';
 export type { FaceRect, NeuralFace } from './face.ts';
 export { LIPSYNC_ENV, LipSyncModelError, parseLipSyncChoice, readNeuralContract } from './contract.ts';
 export type { LipSyncChoice, NeuralContract, TensorMeta } from './contract.ts';
-export { frameAudioSpan, melSpectrogram, melWindow, melWindowOfAudio, melFilterbank, MEL_BANDS, MEL_WINDOW_FRAMES, MEL_SAMPLE_RATE } from './mel.ts';
+export {
+  frameAudioSpan,
+  melSpectrogram,
+  melWindow,
+  melWindowOfAudio,
+  melFilterbank,
+  MEL_BANDS,
+  MEL_WINDOW_FRAMES,
+  MEL_SAMPLE_RATE,
+} from './mel.ts';
 export type { FrameAudio, MelSpectrogram } from './mel.ts';

@@ -5,7 +5,16 @@
  */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { createFftPlan, fft, frameAudioSpan, MEL_BANDS, MEL_WINDOW_FRAMES, melSpectrogram, melWindow, melWindowOfAudio } from './mel.ts';
+import {
+  createFftPlan,
+  fft,
+  frameAudioSpan,
+  MEL_BANDS,
+  MEL_WINDOW_FRAMES,
+  melSpectrogram,
+  melWindow,
+  melWindowOfAudio,
+} from './mel.ts';
 
 const ref = JSON.parse(readFileSync(new URL('./fixtures/mel_reference.json', import.meta.url), 'utf8')) as {
   samples: number;
@@ -77,7 +86,12 @@ describe('mel front-end (Wav2Lip)', () => {
     const signal = (rate: number) =>
       Int16Array.from({ length: 2 * rate }, (_, i) => {
         const t = i / rate;
-        return Math.round(9000 * (Math.sin(2 * Math.PI * 190 * t) + 0.5 * Math.sin(2 * Math.PI * 1300 * t) * Math.sin(2 * Math.PI * 3 * t) + 0.3 * Math.sin(2 * Math.PI * 2700 * t * (1 + t / 4))));
+        return Math.round(
+          9000 *
+            (Math.sin(2 * Math.PI * 190 * t) +
+              0.5 * Math.sin(2 * Math.PI * 1300 * t) * Math.sin(2 * Math.PI * 3 * t) +
+              0.3 * Math.sin(2 * Math.PI * 2700 * t * (1 + t / 4))),
+        );
       });
     const at16k = signal(16000);
     const whole = melSpectrogram(Float32Array.from(at16k, (v) => v / 32768));

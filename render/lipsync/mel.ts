@@ -135,7 +135,14 @@ function planFft(n: number): FftPlan {
     return { radix, c, s };
   });
   const most = Math.max(4, ...factors);
-  return { n, stages, cos, sin, work: [0, 1, 2, 3].map(() => new Float64Array(n)), gathered: [new Float64Array(most), new Float64Array(most)] };
+  return {
+    n,
+    stages,
+    cos,
+    sin,
+    work: [0, 1, 2, 3].map(() => new Float64Array(n)),
+    gathered: [new Float64Array(most), new Float64Array(most)],
+  };
 }
 
 /**
@@ -331,9 +338,15 @@ export function melSpectrogram(samples: Float32Array): MelSpectrogram {
  * indexing), band major. Spectrograms shorter than 16 frames are padded with
  * the floor value (-4, silence).
  */
-export function melWindow(mel: MelSpectrogram, frameIndex: number, fps: number, out = new Float32Array(MEL_BANDS * MEL_WINDOW_FRAMES)): Float32Array {
+export function melWindow(
+  mel: MelSpectrogram,
+  frameIndex: number,
+  fps: number,
+  out = new Float32Array(MEL_BANDS * MEL_WINDOW_FRAMES),
+): Float32Array {
   if (!(fps > 0)) throw new RangeError(`fps must be positive, got ${fps}`);
-  if (!Number.isInteger(frameIndex) || frameIndex < 0) throw new RangeError(`frameIndex must be a non-negative integer, got ${frameIndex}`);
+  if (!Number.isInteger(frameIndex) || frameIndex < 0)
+    throw new RangeError(`frameIndex must be a non-negative integer, got ${frameIndex}`);
   let start = Math.floor((MEL_FRAMES_PER_SECOND * frameIndex) / fps);
   if (start + MEL_WINDOW_FRAMES > mel.frames) start = Math.max(0, mel.frames - MEL_WINDOW_FRAMES);
   for (let b = 0; b < MEL_BANDS; b++) {
@@ -380,7 +393,8 @@ const WINDOW_AUDIO = (MEL_WINDOW_FRAMES - 1) * MEL_HOP + MEL_N_FFT + 1;
  */
 export function frameAudioSpan(frame: number, fps: number, sampleRate: number): { start: number; length: number } {
   if (!(fps > 0)) throw new RangeError(`fps must be positive, got ${fps}`);
-  if (!Number.isInteger(sampleRate) || sampleRate < 8000) throw new RangeError(`sampleRate must be an integer of at least 8000, got ${sampleRate}`);
+  if (!Number.isInteger(sampleRate) || sampleRate < 8000)
+    throw new RangeError(`sampleRate must be an integer of at least 8000, got ${sampleRate}`);
   const n0 = windowAudioStart(frame, fps);
   if (sampleRate === MEL_SAMPLE_RATE) return { start: n0, length: WINDOW_AUDIO };
   // Resampled from a 16 kHz sample whose time is a whole sample at the timeline's rate, so every output lands on the 16 kHz grid.
@@ -395,11 +409,17 @@ export function frameAudioSpan(frame: number, fps: number, sampleRate: number): 
  * spectrogram), from the audio around it (frameAudioSpan): resampled to 16 kHz where needed, then
  * Wav2Lip's front-end on just those 16 STFT frames.
  */
-export function melWindowOfAudio(audio: FrameAudio, out = new Float32Array(MEL_BANDS * MEL_WINDOW_FRAMES)): Float32Array {
+export function melWindowOfAudio(
+  audio: FrameAudio,
+  out = new Float32Array(MEL_BANDS * MEL_WINDOW_FRAMES),
+): Float32Array {
   const { pcm, sampleRate, frame, fps } = audio;
   if (!Number.isInteger(frame) || frame < 0) throw new RangeError(`frame must be a non-negative integer, got ${frame}`);
   const span = frameAudioSpan(frame, fps, sampleRate);
-  if (pcm.length < span.length) throw new RangeError(`frame ${frame}'s audio has ${pcm.length} samples; its window reads ${span.length} (frameAudioSpan)`);
+  if (pcm.length < span.length)
+    throw new RangeError(
+      `frame ${frame}'s audio has ${pcm.length} samples; its window reads ${span.length} (frameAudioSpan)`,
+    );
   let y: Float32Array;
   if (sampleRate === MEL_SAMPLE_RATE) {
     y = new Float32Array(WINDOW_AUDIO);

@@ -12,7 +12,11 @@ import type { LipSyncEngine, LipSyncOptions } from './engine.ts';
 import { createLipSyncThread } from './thread.ts';
 
 /** `count` lip-sync threads of one engine, as one engine (a pool; the thread itself when one). */
-export async function createLipSyncThreads(choice: LipSyncChoice | string | undefined, options: LipSyncOptions, count: number): Promise<LipSyncEngine> {
+export async function createLipSyncThreads(
+  choice: LipSyncChoice | string | undefined,
+  options: LipSyncOptions,
+  count: number,
+): Promise<LipSyncEngine> {
   return lipSyncPool(await Promise.all(Array.from({ length: count }, () => createLipSyncThread(choice, options))));
 }
 
@@ -20,7 +24,8 @@ export function lipSyncPool(engines: readonly LipSyncEngine[]): LipSyncEngine {
   const first = engines[0];
   if (!first) throw new RangeError('a lip-sync pool needs at least one engine');
   if (engines.length === 1) return first;
-  if (engines.some((e) => e.kind !== first.kind || e.needsAudio !== first.needsAudio)) throw new TypeError('the engines of a lip-sync pool must be of one kind');
+  if (engines.some((e) => e.kind !== first.kind || e.needsAudio !== first.needsAudio))
+    throw new TypeError('the engines of a lip-sync pool must be of one kind');
   const n = engines.length;
   /** The items of engine k: every n-th, from the k-th. */
   const share = <T>(items: readonly T[], k: number) => items.filter((_, i) => i % n === k);

@@ -49,7 +49,9 @@ port.on('message', (request: ThreadRequest) => {
     (frames) => {
       // A frame drawn into a shared target is already where the caller reads it; any other goes back (moved, not copied).
       const out = frames.map((f, i) => (isShared(items[i]!.target) && f === items[i]!.target ? null : f));
-      const transfer = out.filter((f): f is Uint8Array => f !== null && !isShared(f)).map((f) => f.buffer as ArrayBuffer);
+      const transfer = out
+        .filter((f): f is Uint8Array => f !== null && !isShared(f))
+        .map((f) => f.buffer as ArrayBuffer);
       reply({ type: 'rendered', id: request.id, frames: out }, transfer);
     },
     (err: unknown) => reply({ type: 'rendered', id: request.id, error: failure(err) }),

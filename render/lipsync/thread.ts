@@ -17,7 +17,14 @@ import type { Worker } from 'node:worker_threads';
 import type { FaceRig } from '../rig/types.ts';
 import { OnDemandThread, startThread } from '../threads.ts';
 import { LipSyncModelError, parseLipSyncChoice, type LipSyncChoice } from './contract.ts';
-import { prepareLipSyncFace, type LipSyncEngine, type LipSyncFace, type LipSyncI420Item, type LipSyncItem, type LipSyncOptions } from './engine.ts';
+import {
+  prepareLipSyncFace,
+  type LipSyncEngine,
+  type LipSyncFace,
+  type LipSyncI420Item,
+  type LipSyncItem,
+  type LipSyncOptions,
+} from './engine.ts';
 
 /** What the thread is started with. */
 export interface ThreadInit {
@@ -64,7 +71,10 @@ interface Thread {
   ready: Promise<{ kind: LipSyncEngine['kind']; needsAudio: boolean }>;
 }
 
-export async function createLipSyncThread(choice: LipSyncChoice | string | undefined, options: LipSyncOptions = {}): Promise<LipSyncEngine> {
+export async function createLipSyncThread(
+  choice: LipSyncChoice | string | undefined,
+  options: LipSyncOptions = {},
+): Promise<LipSyncEngine> {
   const init: ThreadInit = { choice: typeof choice === 'object' ? choice : parseLipSyncChoice(choice), options };
   const pending = new Map<number, Pending>();
   let nextId = 0;

@@ -15,10 +15,17 @@ describe('ONNX Runtime in our processes', () => {
       delete env.ORT_DISABLE_TELEMETRY;
       // Started in the repository (for tsx), working in the empty home.
       const script = `process.chdir(${JSON.stringify(home)}); const { audioVisemeSession } = await import('./render/visemes/audio.ts'); const s = await audioVisemeSession(); console.log('ran', s.inputNames.length);`;
-      const run = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: root, env, encoding: 'utf8', timeout: 60_000 });
+      const run = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+        cwd: root,
+        env,
+        encoding: 'utf8',
+        timeout: 60_000,
+      });
       expect(run.stdout, run.stderr).toContain('ran');
       // ONNX Runtime's uploader writes these before it sends anything.
-      expect(existsSync(path.join(home, '.cache', 'Microsoft')), 'a telemetry device id under ~/.cache/Microsoft').toBe(false);
+      expect(existsSync(path.join(home, '.cache', 'Microsoft')), 'a telemetry device id under ~/.cache/Microsoft').toBe(
+        false,
+      );
       expect(readdirSync(home), 'files the session left in its working directory').toEqual([]);
       expect(existsSync(path.join(os.tmpdir(), `mat-debug-${run.pid}.log`)), 'a telemetry debug log').toBe(false);
     } finally {
@@ -30,7 +37,10 @@ describe('ONNX Runtime in our processes', () => {
 describe('loadedOnce', () => {
   it('shares one load between concurrent first callers, and keeps it', async () => {
     let loads = 0;
-    const once = loadedOnce(async () => ++loads, async () => {});
+    const once = loadedOnce(
+      async () => ++loads,
+      async () => {},
+    );
     expect(await Promise.all([once.get(), once.get()])).toEqual([1, 1]);
     expect(await once.get()).toBe(1);
     expect(loads).toBe(1);
@@ -38,10 +48,13 @@ describe('loadedOnce', () => {
 
   it('does not keep a failed load: the next call loads again', async () => {
     let loads = 0;
-    const once = loadedOnce(async () => {
-      if (++loads === 1) throw new Error('model file missing');
-      return loads;
-    }, async () => {});
+    const once = loadedOnce(
+      async () => {
+        if (++loads === 1) throw new Error('model file missing');
+        return loads;
+      },
+      async () => {},
+    );
     await expect(once.get()).rejects.toThrow('model file missing');
     expect(await once.get()).toBe(2);
   });
@@ -49,7 +62,10 @@ describe('loadedOnce', () => {
   it('release disposes of the loaded value; the next call loads it again', async () => {
     let loads = 0;
     const disposed: number[] = [];
-    const once = loadedOnce(async () => ++loads, async (v) => void disposed.push(v));
+    const once = loadedOnce(
+      async () => ++loads,
+      async (v) => void disposed.push(v),
+    );
     await once.release();
     expect(disposed).toEqual([]);
     expect(await once.get()).toBe(1);

@@ -23,7 +23,12 @@ export class RigError extends Error {
   /** Measured values behind the refusal (sizes, angles, counts), for logs and UI hints. */
   readonly details: Readonly<Record<string, number | string>>;
 
-  constructor(code: RigErrorCode, message: string, details: Record<string, number | string> = {}, options?: { cause?: unknown }) {
+  constructor(
+    code: RigErrorCode,
+    message: string,
+    details: Record<string, number | string> = {},
+    options?: { cause?: unknown },
+  ) {
     super(message, options);
     this.code = code;
     this.details = details;

@@ -97,6 +97,12 @@ describe('crop regions', () => {
   });
 
   it('boxes points', () => {
-    expect(boundingBox([{ x: 3, y: 9 }, { x: -1, y: 4 }, { x: 7, y: 5 }])).toEqual({ x: -1, y: 4, width: 8, height: 5 });
+    expect(
+      boundingBox([
+        { x: 3, y: 9 },
+        { x: -1, y: 4 },
+        { x: 7, y: 5 },
+      ]),
+    ).toEqual({ x: -1, y: 4, width: 8, height: 5 });
   });
 });

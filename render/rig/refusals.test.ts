@@ -69,7 +69,9 @@ describe('no_face', () => {
     for (let y = 0; y < h; y++) {
       for (let x = 0; x < w; x++) px.set([(x * 255) / w, (y * 255) / h, 128], (y * w + x) * 3);
     }
-    const png = await sharp(px, { raw: { width: w, height: h, channels: 3 } }).png().toBuffer();
+    const png = await sharp(px, { raw: { width: w, height: h, channels: 3 } })
+      .png()
+      .toBuffer();
     await expectRefused(png, 'no_face');
   });
 
@@ -98,7 +100,10 @@ describe('multiple_faces', () => {
   it('does not refuse a portrait with a much smaller face beside it', SLOW, async () => {
     // The inset's face is about 40% as wide as the astronaut's (RIVAL_FACE_RATIO is 50%).
     const small = await sharp(HOPPER).resize({ height: 96 }).toBuffer();
-    const img = await sharp(ASTRONAUT).composite([{ input: small, left: 400, top: 400 }]).jpeg().toBuffer();
+    const img = await sharp(ASTRONAUT)
+      .composite([{ input: small, left: 400, top: 400 }])
+      .jpeg()
+      .toBuffer();
     const rig = await detectFaceRig(img);
     expect(rig.box.x).toBeLessThan(300); // the astronaut's face, not the inset
   });
@@ -162,7 +167,9 @@ describe('invalid_image', () => {
     const bomb = await expectRefused(pngHeader(100_000, 100_000), 'invalid_image');
     expect(bomb.details.width).toBe(100_000);
     await expectRefused(pngHeader(20_000, 10), 'invalid_image'); // a strip, side over the cap
-    const tiny = await sharp({ create: { width: 16, height: 16, channels: 3, background: '#888' } }).png().toBuffer();
+    const tiny = await sharp({ create: { width: 16, height: 16, channels: 3, background: '#888' } })
+      .png()
+      .toBuffer();
     await expectRefused(tiny, 'invalid_image');
   });
 });

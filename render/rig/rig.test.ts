@@ -121,7 +121,12 @@ describe('detectFaceRig on real portraits', () => {
   it('maps landmarks back to pixels at any scale and with padding', SLOW, async () => {
     const rig = await detectFaceRig(HOPPER);
     // 3x: the face is large enough that the crop is reduced before sampling.
-    const big = await detectFaceRig(await sharp(HOPPER).resize(437 * 3).png().toBuffer());
+    const big = await detectFaceRig(
+      await sharp(HOPPER)
+        .resize(437 * 3)
+        .png()
+        .toBuffer(),
+    );
     expect(big.imageSize.width).toBe(437 * 3);
     expect(landmarkError(rig, big, (p) => ({ x: p.x / 3, y: p.y / 3 }))).toBeLessThan(0.015);
     // Wide canvas, face off-centre: exercises the letterbox offsets.

@@ -88,16 +88,25 @@ export async function rigOfImage(img: RgbImage, options: RigOptions = {}): Promi
   const { face, fit: first } = await findMainFace(img);
   const fit = await fitLandmarks(img, roiFromLandmarks(first.points));
   if (fit.presence < MIN_PRESENCE) {
-    throw new RigError('no_face', 'No clear face was found in the image. Use a photo where one face is clearly visible.', {
-      presence: round(fit.presence, 3),
-    });
+    throw new RigError(
+      'no_face',
+      'No clear face was found in the image. Use a photo where one face is clearly visible.',
+      {
+        presence: round(fit.presence, 3),
+      },
+    );
   }
 
   const lm = fit.points;
   const problem = landmarkProblem(lm, limits);
   if (problem) throw problem;
 
-  return rigFromLandmarks(lm, { width: img.width, height: img.height }, { box: face.box, score: face.score }, fit.presence);
+  return rigFromLandmarks(
+    lm,
+    { width: img.width, height: img.height },
+    { box: face.box, score: face.score },
+    fit.presence,
+  );
 }
 
 /**

@@ -18,18 +18,14 @@ export const LIPS_INNER = [
 ] as const;
 
 /** Subject's right eye (image left): outer corner 33, upper lid, inner corner 133, lower lid. */
-export const RIGHT_EYE = [
-  33, 246, 161, 160, 159, 158, 157, 173, 133, 155, 154, 153, 145, 144, 163, 7,
-] as const;
+export const RIGHT_EYE = [33, 246, 161, 160, 159, 158, 157, 173, 133, 155, 154, 153, 145, 144, 163, 7] as const;
 
 /** Subject's left eye (image right): outer corner 263, upper lid, inner corner 362, lower lid. */
-export const LEFT_EYE = [
-  263, 466, 388, 387, 386, 385, 384, 398, 362, 382, 381, 380, 374, 373, 390, 249,
-] as const;
+export const LEFT_EYE = [263, 466, 388, 387, 386, 385, 384, 398, 362, 382, 381, 380, 374, 373, 390, 249] as const;
 
 export const FACE_OVAL = [
-  10, 338, 297, 332, 284, 251, 389, 356, 454, 323, 361, 288, 397, 365, 379, 378, 400, 377, 152, 148, 176,
-  149, 150, 136, 172, 58, 132, 93, 234, 127, 162, 21, 54, 103, 67, 109,
+  10, 338, 297, 332, 284, 251, 389, 356, 454, 323, 361, 288, 397, 365, 379, 378, 400, 377, 152, 148, 176, 149, 150, 136,
+  172, 58, 132, 93, 234, 127, 162, 21, 54, 103, 67, 109,
 ] as const;
 
 /** Eye corners, and (upper, lower) lid pairs across the middle of each eye for openness. */

@@ -10,7 +10,15 @@
  */
 import { isRigError, type RigErrorCode } from './errors.ts';
 import type { RgbImage } from './image.ts';
-import { DEFAULT_RIG_LIMITS, findMainFace, fitLandmarks, landmarkProblem, MIN_PRESENCE, roiFromLandmarks, type RigLimits } from './rig.ts';
+import {
+  DEFAULT_RIG_LIMITS,
+  findMainFace,
+  fitLandmarks,
+  landmarkProblem,
+  MIN_PRESENCE,
+  roiFromLandmarks,
+  type RigLimits,
+} from './rig.ts';
 import type { Point3 } from './types.ts';
 
 /** A frame's face, or why it has none. */
@@ -51,12 +59,14 @@ export class FaceTracker {
     try {
       first = await findMainFace(img);
     } catch (err) {
-      if (isRigError(err) && (err.code === 'no_face' || err.code === 'multiple_faces')) return { face: false, code: err.code, message: err.message };
+      if (isRigError(err) && (err.code === 'no_face' || err.code === 'multiple_faces'))
+        return { face: false, code: err.code, message: err.message };
       throw err;
     }
     // As the still-image rig does: a second fit on a crop centred on the first fit's landmarks.
     const fit = await fitLandmarks(img, roiFromLandmarks(first.fit.points));
-    if (fit.presence < MIN_PRESENCE) return { face: false, code: 'no_face', message: 'No clear face was found in the frame.' };
+    if (fit.presence < MIN_PRESENCE)
+      return { face: false, code: 'no_face', message: 'No clear face was found in the frame.' };
     this.detectionScore = first.face.score;
     return this.verdict(fit.points, fit.presence, 'detected');
   }
@@ -65,6 +75,12 @@ export class FaceTracker {
     this.previous = landmarks;
     const problem = landmarkProblem(landmarks, this.limits);
     if (!problem) return { face: true, landmarks, presence, via };
-    return { face: true, landmarks, presence, via, problem: { code: problem.code as 'face_too_small' | 'extreme_pose', message: problem.message } };
+    return {
+      face: true,
+      landmarks,
+      presence,
+      via,
+      problem: { code: problem.code as 'face_too_small' | 'extreme_pose', message: problem.message },
+    };
   }
 }

@@ -74,7 +74,9 @@ async function stageTimes(
   seconds: number,
 ): Promise<SynthBenchCase['stages']> {
   const S = face.cropSize;
-  const [palette, synth] = await Promise.all([MOUTH_PALETTE_MODEL, MOUTH_SYNTH_MODEL].map((m) => ort.InferenceSession.create(m, sessionOptions('cpu', 1))));
+  const [palette, synth] = await Promise.all(
+    [MOUTH_PALETTE_MODEL, MOUTH_SYNTH_MODEL].map((m) => ort.InferenceSession.create(m, sessionOptions('cpu', 1))),
+  );
   try {
     const crop = new Uint8Array(4 * S * S);
     const lips = new ort.Tensor('float32', face.lips, [1, SYNTH_KEYPOINT_COUNT, 2]);

@@ -41,13 +41,26 @@ export const PREVIOUS_PARAMS: Readonly<Record<Viseme, readonly [number, number, 
 };
 
 /** Every frontal fixture face (render/rig/fixtures/SOURCES.md): the picture tests hold the mouth on each. */
-export const FIXTURE_FACES = ['grace_hopper', 'astronaut', 'barkla', 'mendeleev', 'moseley', 'curie', 'biden', 'obama', 'obama_speech', 'obama_small'];
+export const FIXTURE_FACES = [
+  'grace_hopper',
+  'astronaut',
+  'barkla',
+  'mendeleev',
+  'moseley',
+  'curie',
+  'biden',
+  'obama',
+  'obama_speech',
+  'obama_small',
+];
 
 /**
  * The gallery's faces: the fixtures less the four official White House photographs, whose usage
  * notice asks that they not be shown manipulated (SOURCES.md); the tests still hold the mouth on them.
  */
-export const GALLERY_FACES = FIXTURE_FACES.filter((f) => !['biden', 'obama', 'obama_speech', 'obama_small'].includes(f));
+export const GALLERY_FACES = FIXTURE_FACES.filter(
+  (f) => !['biden', 'obama', 'obama_speech', 'obama_small'].includes(f),
+);
 
 /** The current renderer's shape for a viseme in the middle of an utterance. */
 export function speakingShape(viseme: Viseme): MouthShape {
@@ -59,4 +72,3 @@ export function previousShape(viseme: Viseme): MouthShape {
   const [open, wide, round] = PREVIOUS_PARAMS[viseme];
   return { open, wide, round, press: 0, tuck: 0, relax: 0 };
 }
-

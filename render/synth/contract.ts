@@ -108,6 +108,20 @@ export interface MouthShape {
 }
 
 /** The graph's `shape` input, in order. */
-export const MOUTH_SHAPE_KEYS = ['open', 'wide', 'round', 'press', 'tuck', 'relax'] as const satisfies readonly (keyof MouthShape)[];
+export const MOUTH_SHAPE_KEYS = [
+  'open',
+  'wide',
+  'round',
+  'press',
+  'tuck',
+  'relax',
+] as const satisfies readonly (keyof MouthShape)[];
 
-export const NEUTRAL_SHAPE: Readonly<MouthShape> = Object.freeze({ open: 0, wide: 0, round: 0, press: 0, tuck: 0, relax: 0 });
+export const NEUTRAL_SHAPE: Readonly<MouthShape> = Object.freeze({
+  open: 0,
+  wide: 0,
+  round: 0,
+  press: 0,
+  tuck: 0,
+  relax: 0,
+});

@@ -104,26 +104,34 @@ export function isNeutral(shape: MouthShape, tolerance = NEUTRAL_EPS): boolean {
 
 export async function createMouthSynth(options: MouthSynthOptions = {}): Promise<MouthSynth> {
   const ep = options.executionProvider ?? 'cpu';
-  if (ep !== 'cpu' && ep !== 'cuda') throw new RangeError(`executionProvider must be 'cpu' or 'cuda', got ${String(ep)}`);
+  if (ep !== 'cpu' && ep !== 'cuda')
+    throw new RangeError(`executionProvider must be 'cpu' or 'cuda', got ${String(ep)}`);
   const path = options.modelPath ?? MOUTH_SYNTH_MODEL;
   const session = await loadGraph(path, ep, options.intraOpNumThreads ?? 1);
   const legacy = session.inputNames.includes(LEGACY_CROP_INPUT);
   for (const name of Object.values(SYNTH_INPUTS)) {
     if (legacy && (name === SYNTH_INPUTS.palette || name === SYNTH_INPUTS.size)) continue;
-    if (!session.inputNames.includes(name)) throw new Error(`${path} is not a mouth synthesis graph: no input "${name}"`);
+    if (!session.inputNames.includes(name))
+      throw new Error(`${path} is not a mouth synthesis graph: no input "${name}"`);
   }
   for (const name of Object.values(SYNTH_OUTPUTS)) {
-    if (!session.outputNames.includes(name)) throw new Error(`${path} is not a mouth synthesis graph: no output "${name}"`);
+    if (!session.outputNames.includes(name))
+      throw new Error(`${path} is not a mouth synthesis graph: no output "${name}"`);
   }
   const shapeKeys = graphShapeKeys(session);
   if (shapeKeys.length !== (legacy ? 3 : MOUTH_SHAPE_KEYS.length)) {
-    throw new Error(`${path} is not a mouth synthesis graph: its shape input has ${shapeKeys.length} parameters, not ${MOUTH_SHAPE_KEYS.length}`);
+    throw new Error(
+      `${path} is not a mouth synthesis graph: its shape input has ${shapeKeys.length} parameters, not ${MOUTH_SHAPE_KEYS.length}`,
+    );
   }
   let palettes: PaletteCache | undefined;
   if (!legacy) {
     const beside = join(dirname(path), 'mouth_palette.onnx');
     const palettePath = options.modelPath && existsSync(beside) ? beside : MOUTH_PALETTE_MODEL;
-    palettes = new PaletteCache(await loadGraph(palettePath, ep, options.intraOpNumThreads ?? 1), options.paletteCacheSize ?? 8192);
+    palettes = new PaletteCache(
+      await loadGraph(palettePath, ep, options.intraOpNumThreads ?? 1),
+      options.paletteCacheSize ?? 8192,
+    );
   }
 
   /** One graph run per crop size (faces of similar size share one); neutral shapes skip it. */
@@ -140,7 +148,9 @@ export async function createMouthSynth(options: MouthSynthOptions = {}): Promise
 
   const checkItem = (i: number, face: PreparedFace, shape: MouthShape, width: number, height: number): void => {
     if (face.imageSize.width !== width || face.imageSize.height !== height) {
-      throw new RangeError(`item ${i}: the face was prepared on a ${face.imageSize.width}x${face.imageSize.height} frame but the frame is ${width}x${height}`);
+      throw new RangeError(
+        `item ${i}: the face was prepared on a ${face.imageSize.width}x${face.imageSize.height} frame but the frame is ${width}x${height}`,
+      );
     }
     checkShape(shape, i);
   };
@@ -270,8 +280,14 @@ class PaletteCache {
     private readonly capacity: number,
   ) {
     const { crop, lips } = PALETTE_INPUTS;
-    if (!session.inputNames.includes(crop) || !session.inputNames.includes(lips) || !session.outputNames.includes(PALETTE_OUTPUT)) {
-      throw new Error(`not a mouth palette graph: it needs inputs "${crop}" and "${lips}" and an output "${PALETTE_OUTPUT}"`);
+    if (
+      !session.inputNames.includes(crop) ||
+      !session.inputNames.includes(lips) ||
+      !session.outputNames.includes(PALETTE_OUTPUT)
+    ) {
+      throw new Error(
+        `not a mouth palette graph: it needs inputs "${crop}" and "${lips}" and an output "${PALETTE_OUTPUT}"`,
+      );
     }
     const meta = session.outputMetadata.find((m) => m.name === PALETTE_OUTPUT);
     this.width = meta?.isTensor && typeof meta.shape[1] === 'number' ? meta.shape[1] : 0;

@@ -28,7 +28,9 @@ export function checkI420Frame(frame: I420Frame): void {
     throw new RangeError(`frame size must be positive integers, got ${width}x${height}`);
   }
   if (data.length !== i420Size(width, height)) {
-    throw new RangeError(`frame data has ${data.length} bytes; ${width}x${height} I420 needs ${i420Size(width, height)}`);
+    throw new RangeError(
+      `frame data has ${data.length} bytes; ${width}x${height} I420 needs ${i420Size(width, height)}`,
+    );
   }
 }
 
@@ -48,7 +50,14 @@ export function checkFrame(frame: RgbaFrame): void {
  * a plain copy of the nearest pixels is enough, and cheap. With `region`, only those crop pixels
  * are written (the graph reads no other: synthReadRegion); the rest of dst is left as it is.
  */
-export function cropToRgba(frame: RgbaFrame, box: CropBox, S: number, dst: Uint8Array, offset: number, region: CropRegion = wholeCrop(S)): void {
+export function cropToRgba(
+  frame: RgbaFrame,
+  box: CropBox,
+  S: number,
+  dst: Uint8Array,
+  offset: number,
+  region: CropRegion = wholeCrop(S),
+): void {
   if (offset % 4 !== 0 || (dst.byteOffset & 3) !== 0) throw new RangeError('cropToRgba needs 4-byte aligned offsets');
   const { width, height, data } = frame;
   const src32 = new Uint32Array(data.buffer, data.byteOffset, width * height);
@@ -111,7 +120,13 @@ interface LiveWindow {
   yEnd: number;
 }
 
-function liveWindow(width: number, height: number, box: CropBox, S: number, layers: WarpLayers): LiveWindow | undefined {
+function liveWindow(
+  width: number,
+  height: number,
+  box: CropBox,
+  S: number,
+  layers: WarpLayers,
+): LiveWindow | undefined {
   const { warp, warpOffset: wo, w, warpAt, inner, innerOffset: io, ih, iw, innerRow, innerCol } = layers;
   const wp = w * w;
   const last = w - 1;
@@ -328,8 +343,16 @@ export function compositeWarp(
 }
 
 /** cropToRgba from an I420 frame: the nearest pixel's Y and its chroma sample, to RGB (BT.601, studio range). */
-export function cropI420ToRgba(frame: I420Frame, box: CropBox, S: number, dst: Uint8Array, offset: number, region: CropRegion = wholeCrop(S)): void {
-  if (offset % 4 !== 0 || (dst.byteOffset & 3) !== 0) throw new RangeError('cropI420ToRgba needs 4-byte aligned offsets');
+export function cropI420ToRgba(
+  frame: I420Frame,
+  box: CropBox,
+  S: number,
+  dst: Uint8Array,
+  offset: number,
+  region: CropRegion = wholeCrop(S),
+): void {
+  if (offset % 4 !== 0 || (dst.byteOffset & 3) !== 0)
+    throw new RangeError('cropI420ToRgba needs 4-byte aligned offsets');
   const { width, height, data } = frame;
   const cw = (width + 1) >> 1;
   const uBase = width * height;
@@ -502,7 +525,8 @@ export function compositeWarpI420(frame: I420Frame, box: CropBox, S: number, lay
           const e00 = 1 - hx - e10;
           const ea = e + alphaBase;
           const alpha = yuv[ea]! * e00 + yuv[ea + 1]! * e01 + yuv[ea + iw]! * e10 + yuv[ea + iw + 1]! * e11;
-          if (alpha > 0) l = l * (1 - alpha) + yuv[e]! * e00 + yuv[e + 1]! * e01 + yuv[e + iw]! * e10 + yuv[e + iw + 1]! * e11;
+          if (alpha > 0)
+            l = l * (1 - alpha) + yuv[e]! * e00 + yuv[e + 1]! * e01 + yuv[e + iw]! * e10 + yuv[e + iw + 1]! * e11;
         }
         dst[qi] = l <= 0 ? 0 : l >= 255 ? 255 : (l + 0.5) | 0;
       }

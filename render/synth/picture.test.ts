@@ -14,7 +14,15 @@ import { synthesize } from '../tts/index.ts';
 import { VISEME_PARAMS, visemeTrack, type Viseme } from '../visemes/index.ts';
 import { FIXTURE_FACES, PREVIOUS_SYNTH_MODEL, previousShape, speakingShape } from './compare.ts';
 import { portraitFrame } from './examples/make-stills.ts';
-import { createMouthSynth, isNeutral, prepareFaceForSynth, type MouthShape, type MouthSynth, type PreparedFace, type RgbaFrame } from './index.ts';
+import {
+  createMouthSynth,
+  isNeutral,
+  prepareFaceForSynth,
+  type MouthShape,
+  type MouthSynth,
+  type PreparedFace,
+  type RgbaFrame,
+} from './index.ts';
 import {
   chroma,
   deltaE,
@@ -46,7 +54,11 @@ let previous: MouthSynth;
 const faces: Face[] = [];
 
 async function rigOf(frame: RgbaFrame): Promise<FaceRig> {
-  return detectFaceRig(await sharp(Buffer.from(frame.data), { raw: { width: frame.width, height: frame.height, channels: 4 } }).png().toBuffer());
+  return detectFaceRig(
+    await sharp(Buffer.from(frame.data), { raw: { width: frame.width, height: frame.height, channels: 4 } })
+      .png()
+      .toBuffer(),
+  );
 }
 
 beforeAll(async () => {
@@ -84,33 +96,44 @@ function pearson(xs: readonly number[], ys: readonly number[]): number {
 const OPEN_SOUNDS: Viseme[] = ['aa', 'E', 'oh'];
 
 describe('the mouth on every fixture face', () => {
-  it('is the portrait itself in silence: a neutral shape, and the end of an utterance once it has settled', SLOW, async () => {
-    const speech = await synthesize({ text: 'Hello there.' });
-    const track = visemeTrack(speech.phones, 25, { durationSeconds: speech.durationSeconds + 3 });
-    const settled = track.frames.at(-1)!;
-    expect(isNeutral(mouthShape(settled)), `three seconds after the speech: ${JSON.stringify(mouthShape(settled))}`).toBe(true);
-    expect(settled.relax, 'the speaking envelope is back to exactly 0').toBe(0);
-    for (const f of faces) {
-      for (const shape of [mouthShape(settled), speakingShape('sil')]) {
-        expect(Buffer.compare((await render(f, shape)).data, f.frame.data), f.name).toBe(0);
+  it(
+    'is the portrait itself in silence: a neutral shape, and the end of an utterance once it has settled',
+    SLOW,
+    async () => {
+      const speech = await synthesize({ text: 'Hello there.' });
+      const track = visemeTrack(speech.phones, 25, { durationSeconds: speech.durationSeconds + 3 });
+      const settled = track.frames.at(-1)!;
+      expect(
+        isNeutral(mouthShape(settled)),
+        `three seconds after the speech: ${JSON.stringify(mouthShape(settled))}`,
+      ).toBe(true);
+      expect(settled.relax, 'the speaking envelope is back to exactly 0').toBe(0);
+      for (const f of faces) {
+        for (const shape of [mouthShape(settled), speakingShape('sil')]) {
+          expect(Buffer.compare((await render(f, shape)).data, f.frame.data), f.name).toBe(0);
+        }
       }
-    }
-  });
+    },
+  );
 
-  it('draws nothing between lips that are together (m/b/p, a pause mid-utterance), whatever gap the landmarks leave', SLOW, async () => {
-    // (in a beard or moustache the landmarks can leave a gap between the lips the photograph does not
-    // show: drawing into it put a dark seam across the moustache)
-    for (const f of faces) {
-      for (const shape of [speakingShape('PP'), { open: 0, wide: 0, round: 0, press: 0, tuck: 0, relax: 1 }]) {
-        const coverage = await drawnCoverage(synth, f.frame, f.face, shape);
-        let drawn = 0;
-        for (const c of coverage) if (c > 0.02) drawn++;
-        expect(drawn, `${f.name} ${JSON.stringify(shape)}: pixels drawn`).toBe(0);
+  it(
+    'draws nothing between lips that are together (m/b/p, a pause mid-utterance), whatever gap the landmarks leave',
+    SLOW,
+    async () => {
+      // (in a beard or moustache the landmarks can leave a gap between the lips the photograph does not
+      // show: drawing into it put a dark seam across the moustache)
+      for (const f of faces) {
+        for (const shape of [speakingShape('PP'), { open: 0, wide: 0, round: 0, press: 0, tuck: 0, relax: 1 }]) {
+          const coverage = await drawnCoverage(synth, f.frame, f.face, shape);
+          let drawn = 0;
+          for (const c of coverage) if (c > 0.02) drawn++;
+          expect(drawn, `${f.name} ${JSON.stringify(shape)}: pixels drawn`).toBe(0);
+        }
       }
-    }
-  });
+    },
+  );
 
-  it('keeps the lips\' own colour and texture as the mouth opens: each lip moves as one piece', SLOW, async () => {
+  it("keeps the lips' own colour and texture as the mouth opens: each lip moves as one piece", SLOW, async () => {
     // Each lip of the source (the rig's lip region, its middle 30%, the middle half of its rows) against
     // the output's pixels at the vertical shift that matches each column best (the lip moved, not
     // redrawn): the match must be close, and the colour and the grain the lip's own.
@@ -125,16 +148,24 @@ describe('the mouth on every fixture face', () => {
       const core = (part: number[]) => {
         const byColumn = new Map<number, number[]>();
         for (const p of part) byColumn.set(p % f.frame.width, [...(byColumn.get(p % f.frame.width) ?? []), p]);
-        return [...byColumn.values()].flatMap((c) => c.sort((a, b) => a - b).slice(Math.floor(c.length / 4), Math.ceil((3 * c.length) / 4)));
+        return [...byColumn.values()].flatMap((c) =>
+          c.sort((a, b) => a - b).slice(Math.floor(c.length / 4), Math.ceil((3 * c.length) / 4)),
+        );
       };
-      const sets = { upper: core(lips.filter((p) => p / f.frame.width < crease)), lower: core(lips.filter((p) => p / f.frame.width > crease)) };
+      const sets = {
+        upper: core(lips.filter((p) => p / f.frame.width < crease)),
+        lower: core(lips.filter((p) => p / f.frame.width > crease)),
+      };
       for (const v of OPEN_SOUNDS) {
         const out = await render(f, speakingShape(v));
         for (const [name, from] of Object.entries(sets)) {
           // the shift that matches the whole lip best, then per column within 2 px of it (the opening's
           // profile drops the lip a little less towards the corners)
           const error = (pixels: number[], shift: number) =>
-            pixels.reduce((sum, p) => sum + Math.abs(luma(out.data, p + shift * f.frame.width) - luma(f.frame.data, p)), 0) / pixels.length;
+            pixels.reduce(
+              (sum, p) => sum + Math.abs(luma(out.data, p + shift * f.frame.width) - luma(f.frame.data, p)),
+              0,
+            ) / pixels.length;
           const [lo, hi] = name === 'upper' ? [Math.round(-0.12 * W), Math.round(0.05 * W)] : [0, Math.round(0.4 * W)];
           let global = lo;
           for (let shift = lo; shift <= hi; shift++) if (error(from, shift) < error(from, global)) global = shift;
@@ -145,7 +176,8 @@ describe('the mouth on every fixture face', () => {
           let errSum = 0;
           for (const column of byColumn.values()) {
             let best = global;
-            for (let shift = global - 2; shift <= global + 2; shift++) if (error(column, shift) < error(column, best)) best = shift;
+            for (let shift = global - 2; shift <= global + 2; shift++)
+              if (error(column, shift) < error(column, best)) best = shift;
             to.push(...column.map((p) => p + best * f.frame.width));
             errSum += error(column, best) * column.length;
             shifts.push(best);
@@ -165,7 +197,7 @@ describe('the mouth on every fixture face', () => {
     }
   });
 
-  it('draws teeth in the skin\'s hue and light, opaque: never grey, blue or green', SLOW, async () => {
+  it("draws teeth in the skin's hue and light, opaque: never grey, blue or green", SLOW, async () => {
     for (const f of faces.filter((x) => !x.ownTeeth)) {
       const { skin } = references(f.frame, f.face);
       for (const v of ['aa', 'E', 'ih'] as const) {
@@ -192,72 +224,106 @@ describe('the mouth on every fixture face', () => {
     }
   });
 
-  it('keeps a portrait\'s own upper teeth with the skull: as the mouth opens they stay where and as they were', SLOW, async () => {
-    for (const f of faces.filter((x) => x.ownTeeth)) {
-      // the teeth the source shows above its lower lip: the bright pixels of two columns beside the
-      // middle (the middle one can run down the gap between the incisors) from a little above the
-      // inner upper lip (whose landmarks sit low on a broad smile) to just above the lower one
-      const W = f.face.mouthWidth;
-      const [up, low] = [keyPoint(f.face, 5), keyPoint(f.face, 15)];
-      const luma = (frame: RgbaFrame, x: number, y: number) => {
-        const i = (y * frame.width + x) * 4;
-        return 0.299 * frame.data[i]! + 0.587 * frame.data[i + 1]! + 0.114 * frame.data[i + 2]!;
-      };
-      const teeth: number[] = [];
-      for (const dx of [-0.1 * W, 0.1 * W]) {
-        const x = Math.round(up.x + dx);
-        const ys = Array.from({ length: Math.max(0, Math.round(low.y - 0.06 * W - (up.y - 0.1 * W))) }, (_, k) => Math.round(up.y - 0.1 * W) + k);
-        const top = Math.max(...ys.map((y) => luma(f.frame, x, y)));
-        for (const y of ys) if (luma(f.frame, x, y) >= 0.8 * top) teeth.push(y * f.frame.width + x);
-      }
-      expect(teeth.length, `${f.name}: teeth pixels found`).toBeGreaterThanOrEqual(6);
-      for (const v of OPEN_SOUNDS) {
-        const out = await render(f, speakingShape(v));
-        const moved = teeth.filter((p) => Math.abs(luma(out, p % f.frame.width, Math.floor(p / f.frame.width)) - luma(f.frame, p % f.frame.width, Math.floor(p / f.frame.width))) > 12);
-        expect(moved.length, `${f.name} ${v}: of ${teeth.length} teeth pixels, changed`).toBeLessThanOrEqual(Math.floor(teeth.length * 0.2));
-      }
-    }
-  });
-
-  it('shades the opening from the portrait\'s own darks: no darker than they are, in the lips\' warm hue', SLOW, async () => {
-    for (const f of faces) {
-      const { dark } = references(f.frame, f.face);
-      for (const v of OPEN_SOUNDS) {
-        const shape = speakingShape(v);
-        const pic = mouthPicture(await render(f, shape), f.frame, f.face, await drawnCoverage(synth, f.frame, f.face, shape));
-        const c = pic.cavity;
-        const what = `${f.name} ${v}: cavity ${JSON.stringify(c)} own darks ${JSON.stringify(dark)}`;
-        expect(c, what).not.toBeNull();
-        expect(c!.p10, what).toBeGreaterThanOrEqual(Math.max(5, Math.min(dark[0], 25) - 5));
-        if (chroma(dark) >= 3) {
-          expect(hue(c!.lab), what).toBeLessThan(80); // red to orange, never grey-blue
-          expect(chroma(c!.lab), what).toBeGreaterThanOrEqual(Math.min(8, 0.5 * chroma(dark)));
+  it(
+    "keeps a portrait's own upper teeth with the skull: as the mouth opens they stay where and as they were",
+    SLOW,
+    async () => {
+      for (const f of faces.filter((x) => x.ownTeeth)) {
+        // the teeth the source shows above its lower lip: the bright pixels of two columns beside the
+        // middle (the middle one can run down the gap between the incisors) from a little above the
+        // inner upper lip (whose landmarks sit low on a broad smile) to just above the lower one
+        const W = f.face.mouthWidth;
+        const [up, low] = [keyPoint(f.face, 5), keyPoint(f.face, 15)];
+        const luma = (frame: RgbaFrame, x: number, y: number) => {
+          const i = (y * frame.width + x) * 4;
+          return 0.299 * frame.data[i]! + 0.587 * frame.data[i + 1]! + 0.114 * frame.data[i + 2]!;
+        };
+        const teeth: number[] = [];
+        for (const dx of [-0.1 * W, 0.1 * W]) {
+          const x = Math.round(up.x + dx);
+          const ys = Array.from(
+            { length: Math.max(0, Math.round(low.y - 0.06 * W - (up.y - 0.1 * W))) },
+            (_, k) => Math.round(up.y - 0.1 * W) + k,
+          );
+          const top = Math.max(...ys.map((y) => luma(f.frame, x, y)));
+          for (const y of ys) if (luma(f.frame, x, y) >= 0.8 * top) teeth.push(y * f.frame.width + x);
+        }
+        expect(teeth.length, `${f.name}: teeth pixels found`).toBeGreaterThanOrEqual(6);
+        for (const v of OPEN_SOUNDS) {
+          const out = await render(f, speakingShape(v));
+          const moved = teeth.filter(
+            (p) =>
+              Math.abs(
+                luma(out, p % f.frame.width, Math.floor(p / f.frame.width)) -
+                  luma(f.frame, p % f.frame.width, Math.floor(p / f.frame.width)),
+              ) > 12,
+          );
+          expect(moved.length, `${f.name} ${v}: of ${teeth.length} teeth pixels, changed`).toBeLessThanOrEqual(
+            Math.floor(teeth.length * 0.2),
+          );
         }
       }
-    }
-  });
+    },
+  );
 
-  it('draws the opening\'s lip edges no harder than the previous renderer, and within twice the portrait\'s own lip lines', SLOW, async () => {
-    // The Sobel magnitude along the opening's lips against the portrait's own lip lines (quality.ts):
-    // on average over the faces with a closed mouth at most the previous renderer's, and on no face
-    // beyond twice the portrait's own (a soft, enlarged photograph has soft lip lines).
-    for (const v of OPEN_SOUNDS) {
-      const ratios = { current: [] as number[], previous: [] as number[] };
-      for (const f of faces.filter((x) => !x.ownTeeth)) {
-        for (const [name, engine, shape] of [
-          ['current', synth, speakingShape(v)],
-          ['previous', previous, previousShape(v)],
-        ] as const) {
-          const edges = lipContourEdges(await render(f, shape, engine), f.frame, f.face, await drawnCoverage(engine, f.frame, f.face, shape), f.rig.lips);
-          ratios[name].push(edges.out / edges.source);
+  it(
+    "shades the opening from the portrait's own darks: no darker than they are, in the lips' warm hue",
+    SLOW,
+    async () => {
+      for (const f of faces) {
+        const { dark } = references(f.frame, f.face);
+        for (const v of OPEN_SOUNDS) {
+          const shape = speakingShape(v);
+          const pic = mouthPicture(
+            await render(f, shape),
+            f.frame,
+            f.face,
+            await drawnCoverage(synth, f.frame, f.face, shape),
+          );
+          const c = pic.cavity;
+          const what = `${f.name} ${v}: cavity ${JSON.stringify(c)} own darks ${JSON.stringify(dark)}`;
+          expect(c, what).not.toBeNull();
+          expect(c!.p10, what).toBeGreaterThanOrEqual(Math.max(5, Math.min(dark[0], 25) - 5));
+          if (chroma(dark) >= 3) {
+            expect(hue(c!.lab), what).toBeLessThan(80); // red to orange, never grey-blue
+            expect(chroma(c!.lab), what).toBeGreaterThanOrEqual(Math.min(8, 0.5 * chroma(dark)));
+          }
         }
       }
-      const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
-      const what = `${v}: ${JSON.stringify(ratios)}`;
-      expect(mean(ratios.current), what).toBeLessThanOrEqual(mean(ratios.previous));
-      expect(Math.max(...ratios.current), what).toBeLessThan(2);
-    }
-  });
+    },
+  );
+
+  it(
+    "draws the opening's lip edges no harder than the previous renderer, and within twice the portrait's own lip lines",
+    SLOW,
+    async () => {
+      // The Sobel magnitude along the opening's lips against the portrait's own lip lines (quality.ts):
+      // on average over the faces with a closed mouth at most the previous renderer's, and on no face
+      // beyond twice the portrait's own (a soft, enlarged photograph has soft lip lines).
+      for (const v of OPEN_SOUNDS) {
+        const ratios = { current: [] as number[], previous: [] as number[] };
+        for (const f of faces.filter((x) => !x.ownTeeth)) {
+          for (const [name, engine, shape] of [
+            ['current', synth, speakingShape(v)],
+            ['previous', previous, previousShape(v)],
+          ] as const) {
+            const edges = lipContourEdges(
+              await render(f, shape, engine),
+              f.frame,
+              f.face,
+              await drawnCoverage(engine, f.frame, f.face, shape),
+              f.rig.lips,
+            );
+            ratios[name].push(edges.out / edges.source);
+          }
+        }
+        const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+        const what = `${v}: ${JSON.stringify(ratios)}`;
+        expect(mean(ratios.current), what).toBeLessThanOrEqual(mean(ratios.previous));
+        expect(Math.max(...ratios.current), what).toBeLessThan(2);
+      }
+    },
+  );
 
   it('opens from the middle, the corners sealed, and no wider than conversation needs', SLOW, async () => {
     for (const f of faces.filter((x) => !x.ownTeeth)) {
@@ -271,7 +337,8 @@ describe('the mouth on every fixture face', () => {
         let [x0, x1, tallest] = [Infinity, -Infinity, 0];
         for (let x = Math.floor(Math.min(a.x, b.x)); x <= Math.ceil(Math.max(a.x, b.x)); x++) {
           let column = 0;
-          for (let y = Math.round(a.y - 0.3 * W); y < Math.round(a.y + 0.5 * W); y++) if (cov[y * f.frame.width + x]! >= 0.9) column++;
+          for (let y = Math.round(a.y - 0.3 * W); y < Math.round(a.y + 0.5 * W); y++)
+            if (cov[y * f.frame.width + x]! >= 0.9) column++;
           if (column >= 1) [x0, x1] = [Math.min(x0, x), Math.max(x1, x)];
           tallest = Math.max(tallest, column);
         }
@@ -285,44 +352,61 @@ describe('the mouth on every fixture face', () => {
     }
   });
 
-  it('gives each kind of sound its shape: round narrows, spread widens, m/b/p presses, f/v tucks the lower lip', SLOW, async () => {
-    const thinning: number[] = [];
-    for (const f of faces) {
-      const width = (r: FaceRig) => Math.hypot(r.landmarks[61]!.x - r.landmarks[291]!.x, r.landmarks[61]!.y - r.landmarks[291]!.y);
-      const lipHeight = (r: FaceRig) => r.landmarks[17]!.y - r.landmarks[0]!.y;
-      const rest = f.rig;
-      const round = await rigOf(await render(f, speakingShape('ou')));
-      const spread = await rigOf(await render(f, speakingShape('ih')));
-      const press = await rigOf(await render(f, speakingShape('PP')));
-      const what = `${f.name}: width rest ${width(rest).toFixed(1)} round ${width(round).toFixed(1)} spread ${width(spread).toFixed(1)}; lips ${lipHeight(rest).toFixed(1)} pressed ${lipHeight(press).toFixed(1)}`;
-      // (on a broad smile the rig finds the corners loosely, and in a full beard hardly at all: there
-      // only the direction is held)
-      const by = f.ownTeeth || f.name === 'mendeleev' ? 0 : 0.025 * f.face.mouthWidth;
-      expect(width(round), what).toBeLessThan(width(rest) - by);
-      expect(width(spread), what).toBeGreaterThan(width(rest) + by);
-      if (!f.ownTeeth) {
-        // (a portrait with its mouth open cannot press its lips: that needs lips drawn shut)
-        thinning.push((lipHeight(rest) - lipHeight(press)) / f.face.mouthWidth);
-        expect(lipHeight(press), what).toBeLessThan(lipHeight(rest));
-        expect(press.mouthOpenness, what).toBeLessThan(rest.mouthOpenness + 0.02);
-        // f/v: the upper teeth show under the lifted upper lip, down onto the lower lip
-        const shape = speakingShape('FF');
-        const cov = await drawnCoverage(synth, f.frame, f.face, shape);
-        const lip = keyPoint(f.face, 5);
-        let rows = 0;
-        for (let y = Math.round(lip.y - 0.1 * f.face.mouthWidth); y < Math.round(lip.y + 0.1 * f.face.mouthWidth); y++) if (cov[y * f.frame.width + Math.round(lip.x)]! >= 0.5) rows++;
-        expect(rows, `${f.name} f: rows of teeth down the middle`).toBeGreaterThanOrEqual(2);
+  it(
+    'gives each kind of sound its shape: round narrows, spread widens, m/b/p presses, f/v tucks the lower lip',
+    SLOW,
+    async () => {
+      const thinning: number[] = [];
+      for (const f of faces) {
+        const width = (r: FaceRig) =>
+          Math.hypot(r.landmarks[61]!.x - r.landmarks[291]!.x, r.landmarks[61]!.y - r.landmarks[291]!.y);
+        const lipHeight = (r: FaceRig) => r.landmarks[17]!.y - r.landmarks[0]!.y;
+        const rest = f.rig;
+        const round = await rigOf(await render(f, speakingShape('ou')));
+        const spread = await rigOf(await render(f, speakingShape('ih')));
+        const press = await rigOf(await render(f, speakingShape('PP')));
+        const what = `${f.name}: width rest ${width(rest).toFixed(1)} round ${width(round).toFixed(1)} spread ${width(spread).toFixed(1)}; lips ${lipHeight(rest).toFixed(1)} pressed ${lipHeight(press).toFixed(1)}`;
+        // (on a broad smile the rig finds the corners loosely, and in a full beard hardly at all: there
+        // only the direction is held)
+        const by = f.ownTeeth || f.name === 'mendeleev' ? 0 : 0.025 * f.face.mouthWidth;
+        expect(width(round), what).toBeLessThan(width(rest) - by);
+        expect(width(spread), what).toBeGreaterThan(width(rest) + by);
+        if (!f.ownTeeth) {
+          // (a portrait with its mouth open cannot press its lips: that needs lips drawn shut)
+          thinning.push((lipHeight(rest) - lipHeight(press)) / f.face.mouthWidth);
+          expect(lipHeight(press), what).toBeLessThan(lipHeight(rest));
+          expect(press.mouthOpenness, what).toBeLessThan(rest.mouthOpenness + 0.02);
+          // f/v: the upper teeth show under the lifted upper lip, down onto the lower lip
+          const shape = speakingShape('FF');
+          const cov = await drawnCoverage(synth, f.frame, f.face, shape);
+          const lip = keyPoint(f.face, 5);
+          let rows = 0;
+          for (
+            let y = Math.round(lip.y - 0.1 * f.face.mouthWidth);
+            y < Math.round(lip.y + 0.1 * f.face.mouthWidth);
+            y++
+          )
+            if (cov[y * f.frame.width + Math.round(lip.x)]! >= 0.5) rows++;
+          expect(rows, `${f.name} f: rows of teeth down the middle`).toBeGreaterThanOrEqual(2);
+        }
       }
-    }
-    expect(thinning.reduce((a, b) => a + b, 0) / thinning.length, `m/b/p: the lips thinner by ${JSON.stringify(thinning)} mouth widths`).toBeGreaterThan(0.015);
-  });
+      expect(
+        thinning.reduce((a, b) => a + b, 0) / thinning.length,
+        `m/b/p: the lips thinner by ${JSON.stringify(thinning)} mouth widths`,
+      ).toBeGreaterThan(0.015);
+    },
+  );
 
   it('relaxes a smile while talking and gives it back in silence', SLOW, async () => {
     for (const f of faces.filter((x) => x.name === 'astronaut')) {
-      const lift = (r: FaceRig) => (r.landmarks[13]!.y + r.landmarks[14]!.y) / 2 - (r.landmarks[61]!.y + r.landmarks[291]!.y) / 2;
+      const lift = (r: FaceRig) =>
+        (r.landmarks[13]!.y + r.landmarks[14]!.y) / 2 - (r.landmarks[61]!.y + r.landmarks[291]!.y) / 2;
       const talking = await rigOf(await render(f, { ...VISEME_PARAMS.nn, relax: 1 }));
       const smiling = await rigOf(await render(f, { ...VISEME_PARAMS.nn, relax: 0 }));
-      expect(lift(talking), `${f.name}: corners above the middle, talking ${lift(talking).toFixed(1)} px, smiling ${lift(smiling).toFixed(1)} px`).toBeLessThan(lift(smiling) - 0.02 * f.face.mouthWidth);
+      expect(
+        lift(talking),
+        `${f.name}: corners above the middle, talking ${lift(talking).toFixed(1)} px, smiling ${lift(smiling).toFixed(1)} px`,
+      ).toBeLessThan(lift(smiling) - 0.02 * f.face.mouthWidth);
     }
   });
 
@@ -351,7 +435,11 @@ describe('the mouth on every fixture face', () => {
       for (const open of [0.06, 0.1, 0.15, 0.2]) {
         const cov = await drawnCoverage(synth, f.frame, f.face, { ...speakingShape('DD'), open });
         let [total, peak] = [0, 0];
-        for (let y = Math.round(mid.y - 0.15 * f.face.mouthWidth); y < Math.round(mid.y + 0.3 * f.face.mouthWidth); y++) {
+        for (
+          let y = Math.round(mid.y - 0.15 * f.face.mouthWidth);
+          y < Math.round(mid.y + 0.3 * f.face.mouthWidth);
+          y++
+        ) {
           const c = cov[y * f.frame.width + Math.round(mid.x)]!;
           total += c;
           peak = Math.max(peak, c);
@@ -365,46 +453,62 @@ describe('the mouth on every fixture face', () => {
     }
   });
 
-  it('follows the speech as the previous renderer did: the rig\'s openness against the track and the audio\'s loudness, and no later', SLOW, async () => {
-    const speech = await synthesize({ text: 'Open wide, then close. Say ah, and stop.' });
-    const fps = 25;
-    const track = visemeTrack(speech.phones, fps, { durationSeconds: speech.durationSeconds });
-    const hop = speech.sampleRate / fps;
-    const loudness = track.frames.map((_, k) => {
-      let e = 0;
-      for (let i = Math.round(k * hop); i < Math.min(speech.samples.length, Math.round((k + 1) * hop)); i++) e += (speech.samples[i]! / 32768) ** 2;
-      return Math.sqrt(e / hop);
-    });
-    const opening = track.frames.map((m) => (m.closed ? 0 : m.open));
-    /** The lag in frames (-2..2) at which the measured openness best matches the loudness. */
-    const bestLag = (measured: number[]) => {
-      let [lag, best] = [0, -Infinity];
-      for (let d = -2; d <= 2; d++) {
-        const r = pearson(measured.slice(Math.max(0, d), measured.length + Math.min(0, d)), loudness.slice(Math.max(0, -d), loudness.length + Math.min(0, -d)));
-        if (r > best) [lag, best] = [d, r];
+  it(
+    "follows the speech as the previous renderer did: the rig's openness against the track and the audio's loudness, and no later",
+    SLOW,
+    async () => {
+      const speech = await synthesize({ text: 'Open wide, then close. Say ah, and stop.' });
+      const fps = 25;
+      const track = visemeTrack(speech.phones, fps, { durationSeconds: speech.durationSeconds });
+      const hop = speech.sampleRate / fps;
+      const loudness = track.frames.map((_, k) => {
+        let e = 0;
+        for (let i = Math.round(k * hop); i < Math.min(speech.samples.length, Math.round((k + 1) * hop)); i++)
+          e += (speech.samples[i]! / 32768) ** 2;
+        return Math.sqrt(e / hop);
+      });
+      const opening = track.frames.map((m) => (m.closed ? 0 : m.open));
+      /** The lag in frames (-2..2) at which the measured openness best matches the loudness. */
+      const bestLag = (measured: number[]) => {
+        let [lag, best] = [0, -Infinity];
+        for (let d = -2; d <= 2; d++) {
+          const r = pearson(
+            measured.slice(Math.max(0, d), measured.length + Math.min(0, d)),
+            loudness.slice(Math.max(0, -d), loudness.length + Math.min(0, -d)),
+          );
+          if (r > best) [lag, best] = [d, r];
+        }
+        return lag;
+      };
+      // Faces the rig measures reliably (a full beard hides the lips from it, and a portrait's own
+      // open mouth is not at rest).
+      const some = faces.filter((x) => ['grace_hopper', 'biden', 'barkla', 'curie'].includes(x.name));
+      expect(some.length).toBe(4);
+      for (const f of some) {
+        const score: Record<string, { track: number; loudness: number; lag: number }> = {};
+        for (const [name, engine] of [
+          ['current', synth],
+          ['previous', previous],
+        ] as const) {
+          const measured: number[] = [];
+          for (const m of track.frames)
+            measured.push((await rigOf(await render(f, mouthShape(m), engine))).mouthOpenness);
+          score[name] = {
+            track: pearson(measured, opening),
+            loudness: pearson(measured, loudness),
+            lag: bestLag(measured),
+          };
+        }
+        const what = `${f.name}: ${JSON.stringify(score)}; the track's own opening against the loudness ${pearson(opening, loudness).toFixed(3)}`;
+        // the picture carries the track's opening as faithfully as before...
+        expect(score.current!.track, what).toBeGreaterThan(0.9);
+        expect(score.current!.track, what).toBeGreaterThanOrEqual(score.previous!.track - 0.05);
+        // ...and with it what the track has of the audio (the previous one kept "oo" as open as "ah",
+        // which the loudness happens to favour)...
+        expect(score.current!.loudness, what).toBeGreaterThanOrEqual(pearson(opening, loudness) - 0.15);
+        // ...at the same time.
+        expect(Math.abs(score.current!.lag - score.previous!.lag), what).toBeLessThanOrEqual(1);
       }
-      return lag;
-    };
-    // Faces the rig measures reliably (a full beard hides the lips from it, and a portrait's own
-    // open mouth is not at rest).
-    const some = faces.filter((x) => ['grace_hopper', 'biden', 'barkla', 'curie'].includes(x.name));
-    expect(some.length).toBe(4);
-    for (const f of some) {
-      const score: Record<string, { track: number; loudness: number; lag: number }> = {};
-      for (const [name, engine] of [['current', synth], ['previous', previous]] as const) {
-        const measured: number[] = [];
-        for (const m of track.frames) measured.push((await rigOf(await render(f, mouthShape(m), engine))).mouthOpenness);
-        score[name] = { track: pearson(measured, opening), loudness: pearson(measured, loudness), lag: bestLag(measured) };
-      }
-      const what = `${f.name}: ${JSON.stringify(score)}; the track's own opening against the loudness ${pearson(opening, loudness).toFixed(3)}`;
-      // the picture carries the track's opening as faithfully as before...
-      expect(score.current!.track, what).toBeGreaterThan(0.9);
-      expect(score.current!.track, what).toBeGreaterThanOrEqual(score.previous!.track - 0.05);
-      // ...and with it what the track has of the audio (the previous one kept "oo" as open as "ah",
-      // which the loudness happens to favour)...
-      expect(score.current!.loudness, what).toBeGreaterThanOrEqual(pearson(opening, loudness) - 0.15);
-      // ...at the same time.
-      expect(Math.abs(score.current!.lag - score.previous!.lag), what).toBeLessThanOrEqual(1);
-    }
-  });
+    },
+  );
 });

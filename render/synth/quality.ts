@@ -72,12 +72,25 @@ const luma = (d: ArrayLike<number>, i: number): number => 0.299 * d[i]! + 0.587 
 export function sobel(frame: RgbaFrame, rect: Rect): Float32Array {
   const { width, height, data } = frame;
   const out = new Float32Array(rect.width * rect.height);
-  const at = (x: number, y: number) => luma(data, (Math.min(height - 1, Math.max(0, y)) * width + Math.min(width - 1, Math.max(0, x))) * 4);
+  const at = (x: number, y: number) =>
+    luma(data, (Math.min(height - 1, Math.max(0, y)) * width + Math.min(width - 1, Math.max(0, x))) * 4);
   for (let y = 0; y < rect.height; y++) {
     for (let x = 0; x < rect.width; x++) {
       const [px, py] = [rect.left + x, rect.top + y];
-      const gx = at(px + 1, py - 1) + 2 * at(px + 1, py) + at(px + 1, py + 1) - at(px - 1, py - 1) - 2 * at(px - 1, py) - at(px - 1, py + 1);
-      const gy = at(px - 1, py + 1) + 2 * at(px, py + 1) + at(px + 1, py + 1) - at(px - 1, py - 1) - 2 * at(px, py - 1) - at(px + 1, py - 1);
+      const gx =
+        at(px + 1, py - 1) +
+        2 * at(px + 1, py) +
+        at(px + 1, py + 1) -
+        at(px - 1, py - 1) -
+        2 * at(px - 1, py) -
+        at(px - 1, py + 1);
+      const gy =
+        at(px - 1, py + 1) +
+        2 * at(px, py + 1) +
+        at(px + 1, py + 1) -
+        at(px - 1, py - 1) -
+        2 * at(px, py - 1) -
+        at(px + 1, py - 1);
       out[y * rect.width + x] = Math.hypot(gx, gy);
     }
   }
@@ -102,12 +115,18 @@ export function grain(frame: RgbaFrame, pixels: readonly number[]): number {
 /** Median Lab of the given pixels. */
 export function medianLab(frame: RgbaFrame, pixels: readonly number[]): Lab {
   const labs = pixels.map((p) => toLab(frame.data[p * 4]!, frame.data[p * 4 + 1]!, frame.data[p * 4 + 2]!));
-  return [0, 1, 2].map((c) => quantile(labs.map((l) => l[c]!), 0.5)) as Lab;
+  return [0, 1, 2].map((c) =>
+    quantile(
+      labs.map((l) => l[c]!),
+      0.5,
+    ),
+  ) as Lab;
 }
 
 export function rectPixels(frame: { width: number }, rect: Rect): number[] {
   const out: number[] = [];
-  for (let y = rect.top; y < rect.top + rect.height; y++) for (let x = rect.left; x < rect.left + rect.width; x++) out.push(y * frame.width + x);
+  for (let y = rect.top; y < rect.top + rect.height; y++)
+    for (let x = rect.left; x < rect.left + rect.width; x++) out.push(y * frame.width + x);
   return out;
 }
 
@@ -115,7 +134,12 @@ export function rectPixels(frame: { width: number }, rect: Rect): number[] {
  * The drawn layer's coverage at every frame pixel (0..1) for this frame, face and shape: the graph's
  * layers composited once over black and once over white; the difference is 1 - coverage.
  */
-export async function drawnCoverage(synth: MouthSynth, frame: RgbaFrame, face: PreparedFace, shape: MouthShape): Promise<Float32Array> {
+export async function drawnCoverage(
+  synth: MouthSynth,
+  frame: RgbaFrame,
+  face: PreparedFace,
+  shape: MouthShape,
+): Promise<Float32Array> {
   const { width, height } = frame;
   const alpha = new Float32Array(width * height);
   const drawn = await synth.layers(frame, face, shape);
@@ -152,10 +176,20 @@ export function lipPixels(
   const xs = lips.outer.map((p) => p.x);
   const ys = lips.outer.map((p) => p.y);
   const out: number[] = [];
-  for (let y = Math.max(0, Math.floor(Math.min(...ys))); y <= Math.min(frame.height - 1, Math.ceil(Math.max(...ys))); y++) {
-    for (let x = Math.max(0, Math.floor(Math.min(...xs))); x <= Math.min(frame.width - 1, Math.ceil(Math.max(...xs))); x++) {
-      const lip = (dx: number, dy: number) => inPolygon(lips.outer, x + 0.5 + dx, y + 0.5 + dy) && !inPolygon(lips.inner, x + 0.5 + dx, y + 0.5 + dy);
-      if (lip(0, 0) && (inset === 0 || (lip(0, -inset) && lip(0, inset) && lip(-inset, 0) && lip(inset, 0)))) out.push(y * frame.width + x);
+  for (
+    let y = Math.max(0, Math.floor(Math.min(...ys)));
+    y <= Math.min(frame.height - 1, Math.ceil(Math.max(...ys)));
+    y++
+  ) {
+    for (
+      let x = Math.max(0, Math.floor(Math.min(...xs)));
+      x <= Math.min(frame.width - 1, Math.ceil(Math.max(...xs)));
+      x++
+    ) {
+      const lip = (dx: number, dy: number) =>
+        inPolygon(lips.outer, x + 0.5 + dx, y + 0.5 + dy) && !inPolygon(lips.inner, x + 0.5 + dx, y + 0.5 + dy);
+      if (lip(0, 0) && (inset === 0 || (lip(0, -inset) && lip(0, inset) && lip(-inset, 0) && lip(inset, 0))))
+        out.push(y * frame.width + x);
     }
   }
   return out;
@@ -166,7 +200,13 @@ export function lipPixels(
  * pixel (coverage >= 0.5) of each column of the mouth box, its 90th percentile; and the same measure
  * along the source's own lip lines (the outer lip loop and the line between the lips, from the rig).
  */
-export function lipContourEdges(out: RgbaFrame, source: RgbaFrame, face: PreparedFace, coverage: Float32Array, lips: { outer: readonly { x: number; y: number }[]; inner: readonly { x: number; y: number }[] }): { out: number; source: number } {
+export function lipContourEdges(
+  out: RgbaFrame,
+  source: RgbaFrame,
+  face: PreparedFace,
+  coverage: Float32Array,
+  lips: { outer: readonly { x: number; y: number }[]; inner: readonly { x: number; y: number }[] },
+): { out: number; source: number } {
   const box = mouthBox(face);
   const at = (frame: RgbaFrame, x: number, y: number) => {
     const s = sobel(frame, { left: x - 1, top: y - 1, width: 3, height: 3 });
@@ -175,7 +215,8 @@ export function lipContourEdges(out: RgbaFrame, source: RgbaFrame, face: Prepare
   const mine: number[] = [];
   for (let x = box.left; x < box.left + box.width; x++) {
     let [first, last] = [-1, -1];
-    for (let y = box.top; y < box.top + box.height; y++) if (coverage[y * out.width + x]! >= 0.5) [first, last] = [first < 0 ? y : first, y];
+    for (let y = box.top; y < box.top + box.height; y++)
+      if (coverage[y * out.width + x]! >= 0.5) [first, last] = [first < 0 ? y : first, y];
     if (first >= 0) mine.push(at(out, x, first), at(out, x, last));
   }
   const theirs = [...lips.outer, ...lips.inner].map((p) => at(source, Math.round(p.x), Math.round(p.y)));
@@ -209,19 +250,38 @@ export function references(frame: RgbaFrame, face: PreparedFace): { skin: Lab; d
   const chin = keyPoint(face, 40);
   const lower = keyPoint(face, 35);
   const nose = keyPoint(face, 41);
-  const skinRect = { left: Math.round(lower.x - 0.3 * W), top: Math.round(lower.y + 0.35 * (chin.y - lower.y)), width: Math.round(0.6 * W), height: Math.max(2, Math.round(0.3 * (chin.y - lower.y))) };
+  const skinRect = {
+    left: Math.round(lower.x - 0.3 * W),
+    top: Math.round(lower.y + 0.35 * (chin.y - lower.y)),
+    width: Math.round(0.6 * W),
+    height: Math.max(2, Math.round(0.3 * (chin.y - lower.y))),
+  };
   const skin = rectPixels(frame, skinRect);
-  const noseRect = { left: Math.round(nose.x - 0.35 * W), top: Math.round(nose.y - 0.25 * W), width: Math.round(0.7 * W), height: Math.round(0.25 * W) };
+  const noseRect = {
+    left: Math.round(nose.x - 0.35 * W),
+    top: Math.round(nose.y - 0.25 * W),
+    width: Math.round(0.7 * W),
+    height: Math.round(0.25 * W),
+  };
   const darkest = (pixels: number[]) => {
     const sorted = pixels.sort((a, b) => luma(frame.data, a * 4) - luma(frame.data, b * 4));
     return medianLab(frame, sorted.slice(0, Math.max(3, Math.round(sorted.length * 0.02))));
   };
   const [nostrils, mouth] = [darkest(rectPixels(frame, noseRect)), darkest(rectPixels(frame, mouthBox(face, 0)))];
-  return { skin: medianLab(frame, skin), dark: nostrils[0] < mouth[0] ? nostrils : mouth, skinGrain: grain(frame, skin) };
+  return {
+    skin: medianLab(frame, skin),
+    dark: nostrils[0] < mouth[0] ? nostrils : mouth,
+    skinGrain: grain(frame, skin),
+  };
 }
 
 /** The drawn teeth and cavity of an output frame, given its source and the drawn layer's coverage. */
-export function mouthPicture(out: RgbaFrame, source: RgbaFrame, face: PreparedFace, coverage: Float32Array): MouthPicture {
+export function mouthPicture(
+  out: RgbaFrame,
+  source: RgbaFrame,
+  face: PreparedFace,
+  coverage: Float32Array,
+): MouthPicture {
   const box = mouthBox(face);
   const pixels = rectPixels(out, box);
   const opaque = pixels.filter((p) => coverage[p]! >= 0.9);
@@ -243,10 +303,19 @@ export function mouthPicture(out: RgbaFrame, source: RgbaFrame, face: PreparedFa
   const mean = teethL.reduce((s, v) => s + v, 0) / Math.max(1, teethL.length);
   const p99 = (f: Float32Array) => quantile(Array.from(f), 0.99);
   return {
-    teeth: teethPx.length >= 4
-      ? { lab: medianLab(out, teethPx), lightnessStd: Math.sqrt(teethL.reduce((s, v) => s + (v - mean) ** 2, 0) / teethL.length), pixels: teethPx.length, grain: grain(out, teethPx) }
-      : null,
-    cavity: cavityPx.length >= 4 ? { p10: quantile(cavityPx.map(L), 0.1), lab: medianLab(out, cavityPx), pixels: cavityPx.length } : null,
+    teeth:
+      teethPx.length >= 4
+        ? {
+            lab: medianLab(out, teethPx),
+            lightnessStd: Math.sqrt(teethL.reduce((s, v) => s + (v - mean) ** 2, 0) / teethL.length),
+            pixels: teethPx.length,
+            grain: grain(out, teethPx),
+          }
+        : null,
+    cavity:
+      cavityPx.length >= 4
+        ? { p10: quantile(cavityPx.map(L), 0.1), lab: medianLab(out, cavityPx), pixels: cavityPx.length }
+        : null,
     translucent,
     edges: { out: p99(sobel(out, box)), source: p99(sobel(source, box)) },
   };

@@ -51,7 +51,10 @@ afterAll(async () => {
 
 const shape = (open: number, wide = 0, round = 0): MouthShape => ({ open, wide, round });
 
-function diffStats(a: Uint8Array | Uint8ClampedArray, b: Uint8Array | Uint8ClampedArray): { max: number; mean: number } {
+function diffStats(
+  a: Uint8Array | Uint8ClampedArray,
+  b: Uint8Array | Uint8ClampedArray,
+): { max: number; mean: number } {
   let max = 0;
   let sum = 0;
   for (let i = 0; i < a.length; i++) {
@@ -104,15 +107,21 @@ describe('mouth synthesis on real portraits (512x512)', () => {
         darkCounts.push(darkPixelsInMouth(out, frame.data, face));
       }
       for (let i = 1; i < opens.length; i++) {
-        expect(measured[i], `${name}: openness at open=${opens[i]} (${measured.join(', ')})`).toBeGreaterThan(measured[i - 1]!);
-        expect(darkCounts[i], `${name}: newly dark pixels at open=${opens[i]}`).toBeGreaterThanOrEqual(darkCounts[i - 1]!);
+        expect(measured[i], `${name}: openness at open=${opens[i]} (${measured.join(', ')})`).toBeGreaterThan(
+          measured[i - 1]!,
+        );
+        expect(darkCounts[i], `${name}: newly dark pixels at open=${opens[i]}`).toBeGreaterThanOrEqual(
+          darkCounts[i - 1]!,
+        );
       }
       expect(pearson(opens, measured)).toBeGreaterThan(0.9);
       expect(pearson(opens, darkCounts)).toBeGreaterThan(0.9);
       // At rest the rig measures the portrait itself; fully open is clearly open (a conversational
       // "ah" parts the lips by about a quarter of the mouth's width).
       expect(measured[0]).toBeCloseTo(rig.mouthOpenness, 2);
-      expect(measured.at(-1)!, `${name}: ${measured.join(', ')}`).toBeGreaterThan(Math.max(0.22, rig.mouthOpenness + 0.08));
+      expect(measured.at(-1)!, `${name}: ${measured.join(', ')}`).toBeGreaterThan(
+        Math.max(0.22, rig.mouthOpenness + 0.08),
+      );
     }
   });
 
@@ -143,7 +152,8 @@ describe('mouth synthesis on real portraits (512x512)', () => {
             const c = toCrop(face.box, { x: x + 0.5, y: y + 0.5 });
             const inside = c.x >= 0 && c.x <= 1 && c.y >= 0 && c.y <= 1;
             const i = (y * frame.width + x) * 4;
-            const same = out[i] === frame.data[i] && out[i + 1] === frame.data[i + 1] && out[i + 2] === frame.data[i + 2];
+            const same =
+              out[i] === frame.data[i] && out[i + 1] === frame.data[i + 1] && out[i + 2] === frame.data[i + 2];
             if (!inside && !same) changedOutside++;
             else if (!same) changedInside++;
             if (out[i + 3] !== frame.data[i + 3]) alphaChanged++; // alpha stays the frame's
@@ -186,95 +196,143 @@ describe('mouth synthesis on real portraits (512x512)', () => {
     await expect(synth.renderFrame(h.frame, h.face, shape(Number.NaN))).rejects.toThrow(/finite/);
   });
 
-  it('draws on I420 frames in place as it draws on RGBA (then converted), and only inside the crop box', SLOW, async () => {
-    for (const [name, { frame, face }] of Object.entries(subjects)) {
-      const source = rgbaToI420(frame.data, frame.width, frame.height);
-      const asRgba = i420ToRgba(source, frame.width, frame.height);
-      const roundTrip = rgbaToI420(asRgba, frame.width, frame.height);
-      const shapes = [shape(0.8), shape(0.4, 0.6), shape(0.5, -0.5, 1), shape(0)];
-      const drawn = shapes.map(() => Uint8Array.from(source));
-      await synth.renderI420Frames(drawn.map((data, i) => ({ frame: { width: frame.width, height: frame.height, data }, face, shape: shapes[i]! })));
-      for (const [i, sh] of shapes.entries()) {
-        // Drawn on RGBA and converted back, where that drawing changed anything (the round trip
-        // I420 -> RGBA -> I420 alone is off by a level here and there, which is not the drawing's).
-        const drawnRgba = rgbaToI420(await synth.renderFrame({ ...frame, data: asRgba }, face, sh), frame.width, frame.height);
-        const viaRgba = source.map((v, k) => (drawnRgba[k] !== roundTrip[k] ? drawnRgba[k]! : v));
-        const ySize = frame.width * frame.height;
-        const changed = diffStats(drawn[i]!.subarray(0, ySize), source.subarray(0, ySize));
-        const changedUv = diffStats(drawn[i]!.subarray(ySize), source.subarray(ySize));
-        const apart = { y: diffStats(drawn[i]!.subarray(0, ySize), viaRgba.subarray(0, ySize)), uv: diffStats(drawn[i]!.subarray(ySize), viaRgba.subarray(ySize)) };
-        const what = `${name} ${JSON.stringify(sh)}: ${JSON.stringify({ changed, changedUv, apart })}`;
-        if (sh.open === 0) {
-          expect(changed.max, what).toBe(0);
-          continue;
-        }
-        // A clear change, the same picture: only resampling rounding apart (means over the whole frame).
-        expect(changed.mean, what).toBeGreaterThan(0.05);
-        // (measured: luma at most 4 levels apart, chroma at most 8 at the lips' sharpest edge)
-        expect(apart.y.max, what).toBeLessThanOrEqual(4);
-        expect(apart.y.mean, what).toBeLessThan(0.01 * changed.mean + 0.005);
-        expect(apart.uv.max, what).toBeLessThanOrEqual(12);
-        expect(apart.uv.mean, what).toBeLessThan(0.05 * changedUv.mean + 0.005);
-        // The rig, run again, measures the same opening either way.
-        const [a, b] = await Promise.all([rigOf({ ...frame, data: i420ToRgba(drawn[i]!, frame.width, frame.height) }), rigOf({ ...frame, data: i420ToRgba(viaRgba, frame.width, frame.height) })]);
-        expect(Math.abs(a.mouthOpenness - b.mouthOpenness), what).toBeLessThan(0.02);
-        // Nothing outside the crop box: luma at each pixel centre, chroma at each 2x2 block's.
-        let outside = 0;
-        for (let y = 0; y < frame.height; y++) {
-          for (let x = 0; x < frame.width; x++) {
-            const c = toCrop(face.box, { x: x + 0.5, y: y + 0.5 });
-            if ((c.x < 0 || c.x > 1 || c.y < 0 || c.y > 1) && drawn[i]![y * frame.width + x] !== source[y * frame.width + x]) outside++;
-          }
-        }
-        const cw = frame.width >> 1;
-        for (let y = 0; y < frame.height >> 1; y++) {
-          for (let x = 0; x < cw; x++) {
-            const c = toCrop(face.box, { x: 2 * x + 1, y: 2 * y + 1 });
-            const at = ySize + y * cw + x;
-            if ((c.x < 0 || c.x > 1 || c.y < 0 || c.y > 1) && (drawn[i]![at] !== source[at] || drawn[i]![at + cw * (frame.height >> 1)] !== source[at + cw * (frame.height >> 1)])) outside++;
-          }
-        }
-        expect(outside, what).toBe(0);
-      }
-    }
-    await expect(synth.renderI420Frames([{ frame: { width: 512, height: 512, data: new Uint8Array(i420Size(512, 512) - 1) }, face: subjects.astronaut!.face, shape: shape(0.5) }])).rejects.toThrow(/I420 needs/);
-  });
-
-  it('reads its crop only inside synthReadRegion: noise everywhere else changes no palette (so only that region is filled)', SLOW, async () => {
-    const session = await ort.InferenceSession.create(MOUTH_PALETTE_MODEL);
-    try {
-      for (const [name, subject] of Object.entries(subjects)) {
-        for (const cropSize of ['auto', 96, 192] as const) {
-          const face = prepareFaceForSynth(subject.rig, { cropSize });
-          const S = face.cropSize;
-          const region = synthReadRegion(face.lips, S);
-          expect((region.u1 - region.u0) * (region.v1 - region.v0), `${name} S=${S}: the region is a part of the crop`).toBeLessThan(0.6 * S * S);
-          const whole = new Uint8Array(4 * S * S);
-          cropToRgba(subject.frame, face.box, S, whole, 0);
-          const noisy = new Uint8Array(4 * S * S);
-          for (let i = 0; i < noisy.length; i++) noisy[i] = (i * 2654435761) >>> 24;
-          cropToRgba(subject.frame, face.box, S, noisy, 0, region);
-          const run = (crop: Uint8Array) =>
-            session.run({
-              crop: new ort.Tensor('uint8', crop, [1, S, S, 4]),
-              lips: new ort.Tensor('float32', face.lips, [1, SYNTH_KEYPOINT_COUNT, 2]),
-            });
-          const [a, b] = [await run(whole), await run(noisy)];
-          const bytes = (t: ort.Tensor) => {
-            const v = t.data as ArrayBufferView;
-            return Buffer.from(v.buffer, v.byteOffset, v.byteLength);
+  it(
+    'draws on I420 frames in place as it draws on RGBA (then converted), and only inside the crop box',
+    SLOW,
+    async () => {
+      for (const [name, { frame, face }] of Object.entries(subjects)) {
+        const source = rgbaToI420(frame.data, frame.width, frame.height);
+        const asRgba = i420ToRgba(source, frame.width, frame.height);
+        const roundTrip = rgbaToI420(asRgba, frame.width, frame.height);
+        const shapes = [shape(0.8), shape(0.4, 0.6), shape(0.5, -0.5, 1), shape(0)];
+        const drawn = shapes.map(() => Uint8Array.from(source));
+        await synth.renderI420Frames(
+          drawn.map((data, i) => ({
+            frame: { width: frame.width, height: frame.height, data },
+            face,
+            shape: shapes[i]!,
+          })),
+        );
+        for (const [i, sh] of shapes.entries()) {
+          // Drawn on RGBA and converted back, where that drawing changed anything (the round trip
+          // I420 -> RGBA -> I420 alone is off by a level here and there, which is not the drawing's).
+          const drawnRgba = rgbaToI420(
+            await synth.renderFrame({ ...frame, data: asRgba }, face, sh),
+            frame.width,
+            frame.height,
+          );
+          const viaRgba = source.map((v, k) => (drawnRgba[k] !== roundTrip[k] ? drawnRgba[k]! : v));
+          const ySize = frame.width * frame.height;
+          const changed = diffStats(drawn[i]!.subarray(0, ySize), source.subarray(0, ySize));
+          const changedUv = diffStats(drawn[i]!.subarray(ySize), source.subarray(ySize));
+          const apart = {
+            y: diffStats(drawn[i]!.subarray(0, ySize), viaRgba.subarray(0, ySize)),
+            uv: diffStats(drawn[i]!.subarray(ySize), viaRgba.subarray(ySize)),
           };
-          expect(Buffer.compare(bytes(a.palette!), bytes(b.palette!)), `${name} S=${S}`).toBe(0);
+          const what = `${name} ${JSON.stringify(sh)}: ${JSON.stringify({ changed, changedUv, apart })}`;
+          if (sh.open === 0) {
+            expect(changed.max, what).toBe(0);
+            continue;
+          }
+          // A clear change, the same picture: only resampling rounding apart (means over the whole frame).
+          expect(changed.mean, what).toBeGreaterThan(0.05);
+          // (measured: luma at most 4 levels apart, chroma at most 8 at the lips' sharpest edge)
+          expect(apart.y.max, what).toBeLessThanOrEqual(4);
+          expect(apart.y.mean, what).toBeLessThan(0.01 * changed.mean + 0.005);
+          expect(apart.uv.max, what).toBeLessThanOrEqual(12);
+          expect(apart.uv.mean, what).toBeLessThan(0.05 * changedUv.mean + 0.005);
+          // The rig, run again, measures the same opening either way.
+          const [a, b] = await Promise.all([
+            rigOf({ ...frame, data: i420ToRgba(drawn[i]!, frame.width, frame.height) }),
+            rigOf({ ...frame, data: i420ToRgba(viaRgba, frame.width, frame.height) }),
+          ]);
+          expect(Math.abs(a.mouthOpenness - b.mouthOpenness), what).toBeLessThan(0.02);
+          // Nothing outside the crop box: luma at each pixel centre, chroma at each 2x2 block's.
+          let outside = 0;
+          for (let y = 0; y < frame.height; y++) {
+            for (let x = 0; x < frame.width; x++) {
+              const c = toCrop(face.box, { x: x + 0.5, y: y + 0.5 });
+              if (
+                (c.x < 0 || c.x > 1 || c.y < 0 || c.y > 1) &&
+                drawn[i]![y * frame.width + x] !== source[y * frame.width + x]
+              )
+                outside++;
+            }
+          }
+          const cw = frame.width >> 1;
+          for (let y = 0; y < frame.height >> 1; y++) {
+            for (let x = 0; x < cw; x++) {
+              const c = toCrop(face.box, { x: 2 * x + 1, y: 2 * y + 1 });
+              const at = ySize + y * cw + x;
+              if (
+                (c.x < 0 || c.x > 1 || c.y < 0 || c.y > 1) &&
+                (drawn[i]![at] !== source[at] ||
+                  drawn[i]![at + cw * (frame.height >> 1)] !== source[at + cw * (frame.height >> 1)])
+              )
+                outside++;
+            }
+          }
+          expect(outside, what).toBe(0);
         }
       }
-    } finally {
-      await session.release();
-    }
-  });
+      await expect(
+        synth.renderI420Frames([
+          {
+            frame: { width: 512, height: 512, data: new Uint8Array(i420Size(512, 512) - 1) },
+            face: subjects.astronaut!.face,
+            shape: shape(0.5),
+          },
+        ]),
+      ).rejects.toThrow(/I420 needs/);
+    },
+  );
+
+  it(
+    'reads its crop only inside synthReadRegion: noise everywhere else changes no palette (so only that region is filled)',
+    SLOW,
+    async () => {
+      const session = await ort.InferenceSession.create(MOUTH_PALETTE_MODEL);
+      try {
+        for (const [name, subject] of Object.entries(subjects)) {
+          for (const cropSize of ['auto', 96, 192] as const) {
+            const face = prepareFaceForSynth(subject.rig, { cropSize });
+            const S = face.cropSize;
+            const region = synthReadRegion(face.lips, S);
+            expect(
+              (region.u1 - region.u0) * (region.v1 - region.v0),
+              `${name} S=${S}: the region is a part of the crop`,
+            ).toBeLessThan(0.6 * S * S);
+            const whole = new Uint8Array(4 * S * S);
+            cropToRgba(subject.frame, face.box, S, whole, 0);
+            const noisy = new Uint8Array(4 * S * S);
+            for (let i = 0; i < noisy.length; i++) noisy[i] = (i * 2654435761) >>> 24;
+            cropToRgba(subject.frame, face.box, S, noisy, 0, region);
+            const run = (crop: Uint8Array) =>
+              session.run({
+                crop: new ort.Tensor('uint8', crop, [1, S, S, 4]),
+                lips: new ort.Tensor('float32', face.lips, [1, SYNTH_KEYPOINT_COUNT, 2]),
+              });
+            const [a, b] = [await run(whole), await run(noisy)];
+            const bytes = (t: ort.Tensor) => {
+              const v = t.data as ArrayBufferView;
+              return Buffer.from(v.buffer, v.byteOffset, v.byteLength);
+            };
+            expect(Buffer.compare(bytes(a.palette!), bytes(b.palette!)), `${name} S=${S}`).toBe(0);
+          }
+        }
+      } finally {
+        await session.release();
+      }
+    },
+  );
 });
 
 /** Pixels near the mouth that the synthesis made clearly darker than they were (the opening). */
-function darkPixelsInMouth(out: Uint8Array | Uint8ClampedArray, src: Uint8Array | Uint8ClampedArray, face: PreparedFace): number {
+function darkPixelsInMouth(
+  out: Uint8Array | Uint8ClampedArray,
+  src: Uint8Array | Uint8ClampedArray,
+  face: PreparedFace,
+): number {
   const { width } = face.imageSize;
   const cx = face.box.cx;
   const r = face.box.size / 2;

@@ -16,7 +16,14 @@ export type LipsyncJobResult =
 export async function runLipsyncJob(req: LipsyncJobRequest): Promise<LipsyncJobResult> {
   try {
     const r = await renderTalkingHeadOverCache(req);
-    return { ok: true, frames: r.videoFrames, fps: r.fps, width: r.width, height: r.height, durationSeconds: r.videoDuration };
+    return {
+      ok: true,
+      frames: r.videoFrames,
+      fps: r.fps,
+      width: r.width,
+      height: r.height,
+      durationSeconds: r.videoDuration,
+    };
   } catch (err) {
     if (err instanceof TalkingHeadError) return { ok: false, refused: { code: err.code, message: err.message } };
     throw err;

@@ -1,6 +1,13 @@
 import { Mp4Writer, type Mp4Result } from '../encode/index.ts';
 import { openFrameCache } from '../framecache/index.ts';
-import { createLipSync, MEL_SAMPLE_RATE, melSpectrogram, melWindow, type LipSyncFace, type LipSyncItem } from '../lipsync/index.ts';
+import {
+  createLipSync,
+  MEL_SAMPLE_RATE,
+  melSpectrogram,
+  melWindow,
+  type LipSyncFace,
+  type LipSyncItem,
+} from '../lipsync/index.ts';
 import { decodeAudio, speechFromAudioFile } from './speech.ts';
 import { mouthShape } from './talking-head.ts';
 import { TalkingHeadError } from './errors.ts';
@@ -36,11 +43,17 @@ const BATCH = 8;
 export async function renderTalkingHeadOverCache(o: CacheTalkingHeadOptions): Promise<CacheTalkingHeadResult> {
   const cache = await openFrameCache(o.cacheDir, { lruFrames: BATCH * 2 });
   const { fps, width, height } = cache.manifest;
-  if (!Number.isInteger(fps) || fps <= 0) throw new TalkingHeadError('invalid_options', `The idle loop's frame rate ${fps} is not a whole number of frames per second`);
+  if (!Number.isInteger(fps) || fps <= 0)
+    throw new TalkingHeadError(
+      'invalid_options',
+      `The idle loop's frame rate ${fps} is not a whole number of frames per second`,
+    );
   const speech = await speechFromAudioFile(o.audioPath, { fps, ...(o.maxSeconds ? { maxSeconds: o.maxSeconds } : {}) });
   const engine = await createLipSync(o.lipsyncModel);
   // A neural model reads the audio itself (a mel window per frame), at its own sample rate.
-  const mel = engine.needsAudio ? melSpectrogram(floats(await decodeAudio(o.audioPath, MEL_SAMPLE_RATE, o.maxSeconds))) : undefined;
+  const mel = engine.needsAudio
+    ? melSpectrogram(floats(await decodeAudio(o.audioPath, MEL_SAMPLE_RATE, o.maxSeconds)))
+    : undefined;
   const faces = new Map<number, LipSyncFace>();
   const face = (i: number) => {
     let f = faces.get(i);
@@ -70,7 +83,9 @@ export async function renderTalkingHeadOverCache(o: CacheTalkingHeadOptions): Pr
         if (until > audioAt) await writer.writeAudio(speech.samples.subarray(audioAt, until));
         audioAt = until;
         const rgba = drawn[k]!;
-        await writer.writeVideoFrame(rgba instanceof Uint8Array ? rgba : new Uint8Array(rgba.buffer, rgba.byteOffset, rgba.byteLength));
+        await writer.writeVideoFrame(
+          rgba instanceof Uint8Array ? rgba : new Uint8Array(rgba.buffer, rgba.byteOffset, rgba.byteLength),
+        );
       }
     }
     if (audioAt < speech.samples.length) await writer.writeAudio(speech.samples.subarray(audioAt));

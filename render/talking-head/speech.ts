@@ -23,15 +23,30 @@ export async function speechFromText(text: string, options: { voice?: string; fp
   const fps = options.fps ?? 25;
   const tts = await synthesize({ text, ...(options.voice ? { voice: options.voice as never } : {}) });
   const track = visemeTrack(tts.phones, fps, { durationSeconds: tts.durationSeconds });
-  return { samples: tts.samples, sampleRate: tts.sampleRate, fps, mouth: track.frames, durationSeconds: tts.durationSeconds };
+  return {
+    samples: tts.samples,
+    sampleRate: tts.sampleRate,
+    fps,
+    mouth: track.frames,
+    durationSeconds: tts.durationSeconds,
+  };
 }
 
 /** Given audio (any format ffmpeg reads); visemes from the audio itself. `maxSeconds` caps its length (at most MAX_AUDIO_SECONDS). */
-export async function speechFromAudioFile(path: string, options: { fps?: number; maxSeconds?: number } = {}): Promise<Speech> {
+export async function speechFromAudioFile(
+  path: string,
+  options: { fps?: number; maxSeconds?: number } = {},
+): Promise<Speech> {
   const fps = options.fps ?? 25;
   const samples = await decodeAudio(path, DECODE_SAMPLE_RATE, options.maxSeconds);
   const track = await audioToVisemeTrack(samples, DECODE_SAMPLE_RATE, fps);
-  return { samples, sampleRate: DECODE_SAMPLE_RATE, fps, mouth: track.frames, durationSeconds: samples.length / DECODE_SAMPLE_RATE };
+  return {
+    samples,
+    sampleRate: DECODE_SAMPLE_RATE,
+    fps,
+    mouth: track.frames,
+    durationSeconds: samples.length / DECODE_SAMPLE_RATE,
+  };
 }
 
 /**
@@ -39,10 +54,31 @@ export async function speechFromAudioFile(path: string, options: { fps?: number;
  * longer than `maxSeconds` (default and ceiling MAX_AUDIO_SECONDS) is refused after decoding only
  * just past the cap.
  */
-export async function decodeAudio(path: string, sampleRate: number, maxSeconds = MAX_AUDIO_SECONDS): Promise<Int16Array> {
+export async function decodeAudio(
+  path: string,
+  sampleRate: number,
+  maxSeconds = MAX_AUDIO_SECONDS,
+): Promise<Int16Array> {
   const capSeconds = Math.min(maxSeconds, MAX_AUDIO_SECONDS);
   const maxBytes = Math.floor(capSeconds * sampleRate) * 2;
-  const args = ['-v', 'error', '-nostdin', '-i', path, '-map', '0:a:0', '-ac', '1', '-ar', String(sampleRate), '-f', 's16le', '-t', String(capSeconds + 1), 'pipe:1'];
+  const args = [
+    '-v',
+    'error',
+    '-nostdin',
+    '-i',
+    path,
+    '-map',
+    '0:a:0',
+    '-ac',
+    '1',
+    '-ar',
+    String(sampleRate),
+    '-f',
+    's16le',
+    '-t',
+    String(capSeconds + 1),
+    'pipe:1',
+  ];
   const child = spawn(resolveFfmpegPath(), args, { stdio: ['ignore', 'pipe', 'pipe'] });
   const chunks: Buffer[] = [];
   let bytes = 0;
@@ -56,7 +92,8 @@ export async function decodeAudio(path: string, sampleRate: number, maxSeconds =
     child.on('error', reject);
     child.on('close', (c) => resolve(c ?? -1));
   });
-  if (code !== 0) throw new TalkingHeadError('invalid_audio', `The audio could not be decoded: ${decodeFailure(stderr, path)}`);
+  if (code !== 0)
+    throw new TalkingHeadError('invalid_audio', `The audio could not be decoded: ${decodeFailure(stderr, path)}`);
   if (bytes > maxBytes) throw new TalkingHeadError('audio_too_long', `The audio is longer than ${capSeconds} s`);
   const buf = Buffer.concat(chunks);
   if (buf.length < 2) throw new TalkingHeadError('invalid_audio', 'The audio has no samples');
@@ -71,7 +108,15 @@ export async function decodeAudio(path: string, sampleRate: number, maxSeconds =
 export function decodeFailure(stderr: string, inputPath: string): string {
   const lines = stderr
     .split('\n')
-    .map((l) => l.split(`${inputPath}: `).join('').split(inputPath).join('the audio').replace(/\[[^\]]* @ 0x[0-9a-f]+\] */gi, '').trim())
+    .map((l) =>
+      l
+        .split(`${inputPath}: `)
+        .join('')
+        .split(inputPath)
+        .join('the audio')
+        .replace(/\[[^\]]* @ 0x[0-9a-f]+\] */gi, '')
+        .trim(),
+    )
     .filter((l) => l && !/^To ignore this/i.test(l));
   return lines.pop() ?? 'unreadable';
 }

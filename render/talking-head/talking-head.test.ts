@@ -16,20 +16,44 @@ const tmp = mkdtempSync(path.join(os.tmpdir(), 'talking-head-'));
 afterAll(() => closeTts());
 
 function probe(file: string): { codec_name: string; duration: string; nb_frames: string }[] {
-  const r = spawnSync('ffprobe', ['-v', 'error', '-show_entries', 'stream=codec_name,duration,nb_frames', '-of', 'json', file], { encoding: 'utf8' });
+  const r = spawnSync(
+    'ffprobe',
+    ['-v', 'error', '-show_entries', 'stream=codec_name,duration,nb_frames', '-of', 'json', file],
+    { encoding: 'utf8' },
+  );
   return (JSON.parse(r.stdout) as { streams: { codec_name: string; duration: string; nb_frames: string }[] }).streams;
 }
 
 /** Decodes frame `index` of an MP4 to PNG bytes. */
 function frameAt(file: string, index: number): Buffer {
-  const r = spawnSync(resolveFfmpegPath(), ['-v', 'error', '-i', file, '-vf', `select=eq(n\\,${index})`, '-frames:v', '1', '-f', 'image2', '-c:v', 'png', 'pipe:1'], { maxBuffer: 16 << 20 });
+  const r = spawnSync(
+    resolveFfmpegPath(),
+    [
+      '-v',
+      'error',
+      '-i',
+      file,
+      '-vf',
+      `select=eq(n\\,${index})`,
+      '-frames:v',
+      '1',
+      '-f',
+      'image2',
+      '-c:v',
+      'png',
+      'pipe:1',
+    ],
+    { maxBuffer: 16 << 20 },
+  );
   return r.stdout;
 }
 
 function pearson(a: number[], b: number[]): number {
   const ma = a.reduce((s, x) => s + x, 0) / a.length;
   const mb = b.reduce((s, x) => s + x, 0) / b.length;
-  let num = 0, da = 0, db = 0;
+  let num = 0,
+    da = 0,
+    db = 0;
   for (let i = 0; i < a.length; i++) {
     num += (a[i]! - ma) * (b[i]! - mb);
     da += (a[i]! - ma) ** 2;
@@ -90,41 +114,59 @@ describe('talking head render', () => {
 });
 
 describe('talking head over a stored idle loop (the lipsync render)', () => {
-  it('plays the loop on and opens the mouth with the audio: an MP4 at the loop\'s rate and size, as long as the audio', { timeout: 120_000 }, async () => {
-    const loop = await runRenderJob({ portraitPath: PORTRAIT, outDir: path.join(tmp, 'loop'), seed: 'over-cache', motionPrompt: null, seconds: 2, reviewed: false });
-    if (!loop.ok) throw new Error('the loop render was refused');
-    const tts = await speechFromText('Open wide, then close. Open again.', { fps: 25 });
-    const wav = path.join(tmp, 'over-cache.wav');
-    writeFileSync(wav, encodeWav(tts.samples, tts.sampleRate));
-    const out = path.join(tmp, 'over-cache.mp4');
-    const result = await runLipsyncJob({ cacheDir: loop.cacheDir, audioPath: wav, out });
-    if (!result.ok) throw new Error(result.refused.message);
-    // Longer than the 2 s loop: it wraps around.
-    expect(tts.durationSeconds).toBeGreaterThan(2);
-    expect(result).toMatchObject({ fps: 25, width: 512, height: 512 });
-    expect(Math.abs(result.durationSeconds - tts.durationSeconds)).toBeLessThanOrEqual(1 / 25);
-    const [video, audio] = probe(out);
-    expect(video?.codec_name).toBe('h264');
-    expect(Number(video!.nb_frames)).toBe(result.frames);
-    expect(Math.abs(Number(audio!.duration) - tts.durationSeconds)).toBeLessThan(0.05);
+  it(
+    "plays the loop on and opens the mouth with the audio: an MP4 at the loop's rate and size, as long as the audio",
+    { timeout: 120_000 },
+    async () => {
+      const loop = await runRenderJob({
+        portraitPath: PORTRAIT,
+        outDir: path.join(tmp, 'loop'),
+        seed: 'over-cache',
+        motionPrompt: null,
+        seconds: 2,
+        reviewed: false,
+      });
+      if (!loop.ok) throw new Error('the loop render was refused');
+      const tts = await speechFromText('Open wide, then close. Open again.', { fps: 25 });
+      const wav = path.join(tmp, 'over-cache.wav');
+      writeFileSync(wav, encodeWav(tts.samples, tts.sampleRate));
+      const out = path.join(tmp, 'over-cache.mp4');
+      const result = await runLipsyncJob({ cacheDir: loop.cacheDir, audioPath: wav, out });
+      if (!result.ok) throw new Error(result.refused.message);
+      // Longer than the 2 s loop: it wraps around.
+      expect(tts.durationSeconds).toBeGreaterThan(2);
+      expect(result).toMatchObject({ fps: 25, width: 512, height: 512 });
+      expect(Math.abs(result.durationSeconds - tts.durationSeconds)).toBeLessThanOrEqual(1 / 25);
+      const [video, audio] = probe(out);
+      expect(video?.codec_name).toBe('h264');
+      expect(Number(video!.nb_frames)).toBe(result.frames);
+      expect(Math.abs(Number(audio!.duration) - tts.durationSeconds)).toBeLessThan(0.05);
 
-    // The mouth measured on the output follows the visemes of the audio itself.
-    const speech = await speechFromAudioFile(wav, { fps: 25 });
-    const measured: number[] = [];
-    const wanted: number[] = [];
-    for (let i = 0; i < result.frames; i += 3) {
-      measured.push((await detectFaceRig(frameAt(out, i))).mouthOpenness);
-      wanted.push(speech.mouth[i]!.closed ? 0 : speech.mouth[i]!.open);
-    }
-    const r = pearson(measured, wanted);
-    expect(r, `correlation of measured mouth opening with the audio's viseme track: ${r.toFixed(3)}`).toBeGreaterThan(0.6);
-  });
+      // The mouth measured on the output follows the visemes of the audio itself.
+      const speech = await speechFromAudioFile(wav, { fps: 25 });
+      const measured: number[] = [];
+      const wanted: number[] = [];
+      for (let i = 0; i < result.frames; i += 3) {
+        measured.push((await detectFaceRig(frameAt(out, i))).mouthOpenness);
+        wanted.push(speech.mouth[i]!.closed ? 0 : speech.mouth[i]!.open);
+      }
+      const r = pearson(measured, wanted);
+      expect(r, `correlation of measured mouth opening with the audio's viseme track: ${r.toFixed(3)}`).toBeGreaterThan(
+        0.6,
+      );
+    },
+  );
 
   it('refuses audio longer than its cap as a result, not a crash', { timeout: 60_000 }, async () => {
     const tts = await speechFromText('This sentence takes well over one second to say.', { fps: 25 });
     const wav = path.join(tmp, 'long.wav');
     writeFileSync(wav, encodeWav(tts.samples, tts.sampleRate));
-    const r = await runLipsyncJob({ cacheDir: path.join(tmp, 'loop', 'cache'), audioPath: wav, out: path.join(tmp, 'long.mp4'), maxSeconds: 1 });
+    const r = await runLipsyncJob({
+      cacheDir: path.join(tmp, 'loop', 'cache'),
+      audioPath: wav,
+      out: path.join(tmp, 'long.mp4'),
+      maxSeconds: 1,
+    });
     expect(r).toEqual({ ok: false, refused: { code: 'audio_too_long', message: 'The audio is longer than 1 s' } });
   });
 });
@@ -132,7 +174,10 @@ describe('talking head over a stored idle loop (the lipsync render)', () => {
 describe('npm run render', () => {
   function render(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
     return new Promise((resolve) => {
-      const child = spawn('npm', ['run', '--silent', 'render', '--', ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn('npm', ['run', '--silent', 'render', '--', ...args], {
+        cwd: ROOT,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
       let stdout = '';
       let stderr = '';
       child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -158,4 +203,3 @@ describe('npm run render', () => {
     expect(() => readFileSync(path.join(tmp, 'b.mp4'))).toThrow();
   }, 60_000);
 });
-

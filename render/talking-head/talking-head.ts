@@ -25,9 +25,16 @@ export interface TalkingHeadOptions {
  * Lip-synced frames: the idle loop plays on (head motion, blinks, breathing) and the mouth follows
  * the speech on the current playback cursor, so the body never restarts for speech.
  */
-export async function* talkingHeadFrames(o: TalkingHeadOptions): AsyncGenerator<{ index: number; rgba: Uint8Array; width: number; height: number }> {
-  const idle = o.idle ?? (await generateIdleLoop(await ensurePrepared(o.portrait), { fps: o.speech.fps, seed: o.seed ?? 1 }));
-  if (idle.fps !== o.speech.fps) throw new TalkingHeadError('invalid_options', `Idle loop at ${idle.fps} fps cannot carry speech at ${o.speech.fps} fps`);
+export async function* talkingHeadFrames(
+  o: TalkingHeadOptions,
+): AsyncGenerator<{ index: number; rgba: Uint8Array; width: number; height: number }> {
+  const idle =
+    o.idle ?? (await generateIdleLoop(await ensurePrepared(o.portrait), { fps: o.speech.fps, seed: o.seed ?? 1 }));
+  if (idle.fps !== o.speech.fps)
+    throw new TalkingHeadError(
+      'invalid_options',
+      `Idle loop at ${idle.fps} fps cannot carry speech at ${o.speech.fps} fps`,
+    );
   const synth = o.synth ?? (await createMouthSynth());
   const { width, height } = idle;
   const detection = idle.rig.detection;
@@ -52,7 +59,13 @@ async function ensurePrepared(p: PortraitInput) {
 export async function renderTalkingHeadMp4(o: TalkingHeadOptions & { out: string }): Promise<Mp4Result> {
   const prepared = await ensurePrepared(o.portrait);
   const idle = o.idle ?? (await generateIdleLoop(prepared, { fps: o.speech.fps, seed: o.seed ?? 1 }));
-  const writer = new Mp4Writer({ path: o.out, width: idle.width, height: idle.height, fps: o.speech.fps, sampleRate: o.speech.sampleRate });
+  const writer = new Mp4Writer({
+    path: o.out,
+    width: idle.width,
+    height: idle.height,
+    fps: o.speech.fps,
+    sampleRate: o.speech.sampleRate,
+  });
   try {
     // Audio first in slices, interleaved with video, so neither pipe runs far ahead of the other.
     const perFrame = o.speech.sampleRate / o.speech.fps;

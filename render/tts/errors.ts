@@ -15,7 +15,11 @@ export class TtsError extends Error {
   /** Measured values behind the refusal (lengths, limits, names), for logs and UI hints. */
   readonly details: Readonly<Record<string, number | string>>;
 
-  constructor(code: TtsErrorCode, message: string, options: { details?: Record<string, number | string>; cause?: unknown } = {}) {
+  constructor(
+    code: TtsErrorCode,
+    message: string,
+    options: { details?: Record<string, number | string>; cause?: unknown } = {},
+  ) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.code = code;
     this.details = options.details ?? {};

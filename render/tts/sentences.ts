@@ -5,7 +5,15 @@
  */
 import { TtsError } from './errors.ts';
 import type { FliteEngine } from './flite.ts';
-import { checkRequest, sharedEngine, splitSentences, synthesize, type SynthesisChunk, type SynthesisResult, type SynthesizeRequest } from './synth.ts';
+import {
+  checkRequest,
+  sharedEngine,
+  splitSentences,
+  synthesize,
+  type SynthesisChunk,
+  type SynthesisResult,
+  type SynthesizeRequest,
+} from './synth.ts';
 
 /** Where a sentence may end: . ! ? ; : followed by white space, or a line break (as splitSentences). */
 const BOUNDARY = /[.!?;:]\s+|\n+/g;
@@ -69,7 +77,9 @@ export async function* synthesizeSentences(
   engine: FliteEngine = sharedEngine(),
 ): AsyncGenerator<SynthesisChunk> {
   const source: AsyncIterator<string> | Iterator<string> =
-    Symbol.asyncIterator in sentences ? sentences[Symbol.asyncIterator]() : (sentences as Iterable<string>)[Symbol.iterator]();
+    Symbol.asyncIterator in sentences
+      ? sentences[Symbol.asyncIterator]()
+      : (sentences as Iterable<string>)[Symbol.iterator]();
   type Next = { text: string; result: SynthesisResult } | null;
   const following = async (): Promise<Next> => {
     for (;;) {
@@ -111,7 +121,10 @@ export async function* synthesizeSentences(
  * sentence is synthesized while the caller consumes the current one. Phone times are relative to
  * each chunk. The text is checked first (TtsError: empty_text, text_too_long, unknown_voice, invalid_speed).
  */
-export async function* synthesizeStream(req: SynthesizeRequest, engine: FliteEngine = sharedEngine()): AsyncGenerator<SynthesisChunk> {
+export async function* synthesizeStream(
+  req: SynthesizeRequest,
+  engine: FliteEngine = sharedEngine(),
+): AsyncGenerator<SynthesisChunk> {
   const { text, voice, speed } = checkRequest(req);
   yield* synthesizeSentences(splitSentences(text), { voice, speed }, engine);
 }

@@ -9,7 +9,12 @@ export const VOICES = {
   slt: { sampleRate: 16000, kind: 'clustergen', stretch: 1, description: 'US English, female' },
   rms: { sampleRate: 16000, kind: 'clustergen', stretch: 1, description: 'US English, male' },
   awb: { sampleRate: 16000, kind: 'clustergen', stretch: 1, description: 'Scottish English, male' },
-  kal16: { sampleRate: 16000, kind: 'diphone', stretch: 1.1, description: 'US English, male, diphone (fastest at 16 kHz)' },
+  kal16: {
+    sampleRate: 16000,
+    kind: 'diphone',
+    stretch: 1.1,
+    description: 'US English, male, diphone (fastest at 16 kHz)',
+  },
   kal: { sampleRate: 8000, kind: 'diphone', stretch: 1.1, description: 'US English, male, diphone, 8 kHz (fastest)' },
 } as const;
 
@@ -101,12 +106,18 @@ export function checkRequest(req: SynthesizeRequest): { text: string; voice: Voi
   const voice = req.voice ?? DEFAULT_VOICE;
   const speed = req.speed ?? 1;
   if (typeof speed !== 'number' || !(speed >= MIN_SPEED && speed <= MAX_SPEED)) {
-    throw new TtsError('invalid_speed', `speed must be a number from ${MIN_SPEED} to ${MAX_SPEED}`, { details: { min: MIN_SPEED, max: MAX_SPEED } });
+    throw new TtsError('invalid_speed', `speed must be a number from ${MIN_SPEED} to ${MAX_SPEED}`, {
+      details: { min: MIN_SPEED, max: MAX_SPEED },
+    });
   }
   if (!isVoice(voice)) {
-    throw new TtsError('unknown_voice', `unknown voice "${String(voice).slice(0, 40)}"; use one of ${VOICE_NAMES.join(', ')}`, {
-      details: { voice: String(voice).slice(0, 40) },
-    });
+    throw new TtsError(
+      'unknown_voice',
+      `unknown voice "${String(voice).slice(0, 40)}"; use one of ${VOICE_NAMES.join(', ')}`,
+      {
+        details: { voice: String(voice).slice(0, 40) },
+      },
+    );
   }
   if (typeof req.text !== 'string') throw new TtsError('empty_text', 'text must be a string');
   if (req.text.length > MAX_TEXT_CHARS) {
@@ -123,17 +134,30 @@ export function checkRequest(req: SynthesizeRequest): { text: string; voice: Voi
  * Speaks `text` with a built-in Flite voice. Returns the audio and flite's exact phone timings.
  * Throws TtsError: empty_text, text_too_long, unknown_voice, invalid_speed, synthesis_failed.
  */
-export async function synthesize(req: SynthesizeRequest, engine: FliteEngine = sharedEngine()): Promise<SynthesisResult> {
+export async function synthesize(
+  req: SynthesizeRequest,
+  engine: FliteEngine = sharedEngine(),
+): Promise<SynthesisResult> {
   const { text, voice, speed } = checkRequest(req);
   const args = ['-voice', voice, '-psdur'];
   if (speed !== 1) args.push('--setf', `duration_stretch=${(VOICES[voice].stretch / speed).toFixed(4)}`);
   const run = await engine.run([...args, '-t', text, '-o', FLITE_OUT_WAV]);
   if (run.exitCode !== 0 || !run.wav) {
-    throw new TtsError('synthesis_failed', `flite exited with code ${run.exitCode}: ${run.stderr.trim().slice(0, 200)}`);
+    throw new TtsError(
+      'synthesis_failed',
+      `flite exited with code ${run.exitCode}: ${run.stderr.trim().slice(0, 200)}`,
+    );
   }
   const { sampleRate, samples } = parseWav(run.wav);
   const durationSeconds = samples.length / sampleRate;
-  return { voice, sampleRate, samples, phones: parsePhoneTimings(run.stdout, durationSeconds), durationSeconds, synthesisMs: run.runMs };
+  return {
+    voice,
+    sampleRate,
+    samples,
+    phones: parsePhoneTimings(run.stdout, durationSeconds),
+    durationSeconds,
+    synthesisMs: run.runMs,
+  };
 }
 
 /**
@@ -159,8 +183,10 @@ export function parsePhoneTimings(stdout: string, durationSeconds: number): Phon
 /** Reads a RIFF/WAVE file of mono 16-bit PCM (what flite writes). */
 export function parseWav(bytes: Uint8Array): { sampleRate: number; samples: Int16Array } {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const tag = (o: number) => String.fromCharCode(bytes[o] ?? 0, bytes[o + 1] ?? 0, bytes[o + 2] ?? 0, bytes[o + 3] ?? 0);
-  if (bytes.length < 12 || tag(0) !== 'RIFF' || tag(8) !== 'WAVE') throw new TtsError('synthesis_failed', 'flite wrote no WAV file');
+  const tag = (o: number) =>
+    String.fromCharCode(bytes[o] ?? 0, bytes[o + 1] ?? 0, bytes[o + 2] ?? 0, bytes[o + 3] ?? 0);
+  if (bytes.length < 12 || tag(0) !== 'RIFF' || tag(8) !== 'WAVE')
+    throw new TtsError('synthesis_failed', 'flite wrote no WAV file');
   let sampleRate = 0;
   let channels = 0;
   let bits = 0;

@@ -1,5 +1,17 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { MAX_TEXT_CHARS, SentenceSplitter, estimateSpeechSeconds, TtsError, VOICE_NAMES, closeTts, sentencesOf, splitSentences, synthesize, synthesizeSentences, synthesizeStream } from './index.ts';
+import {
+  MAX_TEXT_CHARS,
+  SentenceSplitter,
+  estimateSpeechSeconds,
+  TtsError,
+  VOICE_NAMES,
+  closeTts,
+  sentencesOf,
+  splitSentences,
+  synthesize,
+  synthesizeSentences,
+  synthesizeStream,
+} from './index.ts';
 import type { SynthesisResult } from './index.ts';
 
 afterAll(async () => {
@@ -66,11 +78,15 @@ describe('synthesize', () => {
   });
 
   it('voices differ (and kal is 8 kHz)', async () => {
-    const results = await Promise.all(VOICE_NAMES.map((voice) => synthesize({ text: 'Good morning, everyone.', voice })));
+    const results = await Promise.all(
+      VOICE_NAMES.map((voice) => synthesize({ text: 'Good morning, everyone.', voice })),
+    );
     const byVoice = Object.fromEntries(results.map((r) => [r.voice, r]));
     expect(byVoice.kal?.sampleRate).toBe(8000);
     for (const v of ['slt', 'rms', 'awb', 'kal16']) expect(byVoice[v]?.sampleRate).toBe(16000);
-    const sigs = results.map((r) => `${r.sampleRate}:${r.samples.length}:${r.phones.map((p) => p.end.toFixed(3)).join(',')}`);
+    const sigs = results.map(
+      (r) => `${r.sampleRate}:${r.samples.length}:${r.phones.map((p) => p.end.toFixed(3)).join(',')}`,
+    );
     // kal and kal16 are one voice at two rates: same timings, different audio.
     expect(new Set(sigs).size).toBe(VOICE_NAMES.length);
     for (const r of results) expect(rms(r.samples)).toBeGreaterThan(300);
@@ -138,7 +154,13 @@ describe('refusals', () => {
 
 describe('streaming', () => {
   it('splits sentences and long runs', () => {
-    expect(splitSentences('Hi. How are you? Fine!  Next\nline')).toEqual(['Hi.', 'How are you?', 'Fine!', 'Next', 'line']);
+    expect(splitSentences('Hi. How are you? Fine!  Next\nline')).toEqual([
+      'Hi.',
+      'How are you?',
+      'Fine!',
+      'Next',
+      'line',
+    ]);
     const long = splitSentences(`${'word '.repeat(100)}end.`, 120);
     expect(long.length).toBeGreaterThan(3);
     for (const s of long) expect(s.length).toBeLessThanOrEqual(120);
@@ -154,7 +176,11 @@ describe('streaming', () => {
       if (chunks.length === 0) firstMs = performance.now() - started;
       chunks.push(c);
     }
-    expect(chunks.map((c) => c.text)).toEqual(['Thanks for waiting.', 'Your order shipped yesterday, and it should arrive on Friday.', 'Anything else?']);
+    expect(chunks.map((c) => c.text)).toEqual([
+      'Thanks for waiting.',
+      'Your order shipped yesterday, and it should arrive on Friday.',
+      'Anything else?',
+    ]);
     let offset = 0;
     for (const c of chunks) {
       expect(c.offsetSeconds).toBeCloseTo(offset, 9);
@@ -167,14 +193,22 @@ describe('streaming', () => {
 });
 
 describe('streamed text', () => {
-  const reply = 'Sure! The museum opens at 9.30 on weekdays; weekends: 10. ' + 'It has a long gallery of maps, '.repeat(12) + 'and a cafe.\nSee you there.';
+  const reply =
+    'Sure! The museum opens at 9.30 on weekdays; weekends: 10. ' +
+    'It has a long gallery of maps, '.repeat(12) +
+    'and a cafe.\nSee you there.';
 
   it('cuts streamed text into the sentences of the whole text, each as soon as its end is seen', async () => {
     for (const size of [1, 3, 17, 200]) {
       const pieces: string[] = [];
       for (let i = 0; i < reply.length; i += size) pieces.push(reply.slice(i, i + size));
       const got = [];
-      for await (const s of sentencesOf((async function* () { yield* pieces; })())) got.push(s);
+      for await (const s of sentencesOf(
+        (async function* () {
+          yield* pieces;
+        })(),
+      ))
+        got.push(s);
       expect(got, `pieces of ${size}`).toEqual(splitSentences(reply));
     }
     const splitter = new SentenceSplitter();
@@ -184,7 +218,7 @@ describe('streamed text', () => {
     expect(splitter.flush()).toEqual(['How are you?']);
   });
 
-  it('speaks sentences as they come, skipping one with nothing speakable, and passes on the source\'s failure after what it spoke', async () => {
+  it("speaks sentences as they come, skipping one with nothing speakable, and passes on the source's failure after what it spoke", async () => {
     async function* source() {
       yield 'First one.';
       yield '\u4f60\u597d\u3002'; // nothing speakable once folded to ASCII
@@ -234,7 +268,8 @@ describe('speed relative to each voice', () => {
     for (const voice of ['kal16', 'slt'] as const) {
       const base = await synthesize({ text: SENTENCE, voice });
       const fast = await synthesize({ text: SENTENCE, voice, speed: 1.25 });
-      const speech = (r: SynthesisResult) => r.phones.filter((p) => p.phone !== 'pau').reduce((s, p) => s + p.end - p.start, 0);
+      const speech = (r: SynthesisResult) =>
+        r.phones.filter((p) => p.phone !== 'pau').reduce((s, p) => s + p.end - p.start, 0);
       expect(speech(fast) / speech(base)).toBeGreaterThan(0.75);
       expect(speech(fast) / speech(base)).toBeLessThan(0.85);
     }

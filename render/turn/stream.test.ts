@@ -5,7 +5,13 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readAvatarMux, type AvatarMuxRecord, type MuxAudioChunk, type MuxEvent, type MuxVideoFrame } from '../../client/index.ts';
+import {
+  readAvatarMux,
+  type AvatarMuxRecord,
+  type MuxAudioChunk,
+  type MuxEvent,
+  type MuxVideoFrame,
+} from '../../client/index.ts';
 import { framePts } from '../encode/index.ts';
 import { openFrameCache, type FrameCache } from '../framecache/index.ts';
 import { generateIdleLoop, preparePortrait, writeMotion } from '../generate/index.ts';
@@ -20,7 +26,11 @@ let cache: FrameCache;
 let lipsync: LipSyncEngine;
 
 beforeAll(async () => {
-  const idle = await generateIdleLoop(await preparePortrait(ASTRONAUT, { width: 256 }), { seconds: 2, fps: 25, seed: 5 });
+  const idle = await generateIdleLoop(await preparePortrait(ASTRONAUT, { width: 256 }), {
+    seconds: 2,
+    fps: 25,
+    seed: 5,
+  });
   await writeMotion(idle, { cacheDir: join(tmp, 'loop') });
   cache = await openFrameCache(join(tmp, 'loop'));
   lipsync = await createLipSync('builtin');
@@ -31,7 +41,11 @@ afterAll(async () => {
   rmSync(tmp, { recursive: true, force: true });
 });
 
-const describeError = (err: unknown) => ({ code: 'upstream_unreachable', message: err instanceof Error ? err.message : String(err), retryable: true });
+const describeError = (err: unknown) => ({
+  code: 'upstream_unreachable',
+  message: err instanceof Error ? err.message : String(err),
+  retryable: true,
+});
 
 /** The speech, recording every chunk handed to the renderer. */
 async function* recorded(source: AsyncIterable<SynthesisChunk>, into: SynthesisChunk[]): AsyncGenerator<SpeechChunk> {
@@ -47,7 +61,12 @@ async function decode(chunks: TurnChunk[]): Promise<AvatarMuxRecord[]> {
   const pieces: Uint8Array[] = [];
   for (let i = 0; i < all.length; i += 7919) pieces.push(all.subarray(i, i + 7919));
   const out: AvatarMuxRecord[] = [];
-  for await (const r of readAvatarMux((async function* () { yield* pieces; })())) out.push(r);
+  for await (const r of readAvatarMux(
+    (async function* () {
+      yield* pieces;
+    })(),
+  ))
+    out.push(r);
   return out;
 }
 
@@ -57,7 +76,11 @@ async function collect(turn: TurnStream): Promise<TurnChunk[]> {
   return chunks;
 }
 
-async function meanDiff(a: Uint8Array, b: Uint8Array, box?: { left: number; top: number; width: number; height: number }): Promise<number> {
+async function meanDiff(
+  a: Uint8Array,
+  b: Uint8Array,
+  box?: { left: number; top: number; width: number; height: number },
+): Promise<number> {
   const raw = async (j: Uint8Array) => {
     let s = sharp(j);
     if (box) s = s.extract(box);
@@ -109,13 +132,17 @@ describe('turn stream', () => {
     let heard = 0;
     for (const r of records) {
       if (r.type === 'audio') heard += r.sampleCount;
-      if (r.type === 'video') expect(heard).toBeGreaterThanOrEqual(Math.min(framePts(r.index + 1, 16000, 25, 1), speech.length));
+      if (r.type === 'video')
+        expect(heard).toBeGreaterThanOrEqual(Math.min(framePts(r.index + 1, 16000, 25, 1), speech.length));
     }
     const end = records[records.length - 1]!;
     expect(end).toMatchObject({ type: 'end', durationSamples: speech.length });
 
     const events = records.filter((r): r is MuxEvent => r.type === 'event');
-    expect(events.filter((e) => e.name === 'speech_start').map((e) => (e.data as { text: string }).text)).toEqual(['Hello there.', 'How are you doing today?']);
+    expect(events.filter((e) => e.name === 'speech_start').map((e) => (e.data as { text: string }).text)).toEqual([
+      'Hello there.',
+      'How are you doing today?',
+    ]);
     expect(events.some((e) => e.name === 'viseme' && (e.data as { viseme: string }).viseme === 'aa')).toBe(true);
     expect(turn.stats).toMatchObject({ outcome: 'end', audioSamples: speech.length, frames: expectedFrames });
     expect(turn.stats.sentences[1]).toMatchObject({ startSample: spoken[0]!.samples.length, endSample: speech.length });
@@ -161,10 +188,22 @@ describe('turn stream', () => {
         throw new Error('the LLM stream broke');
       }
     }
-    const turn = new TurnStream({ body: frameCacheBody(cache, lipsync), startFrame: 0, lipsync, speech: failing(), sampleRate: 16000, describeError });
+    const turn = new TurnStream({
+      body: frameCacheBody(cache, lipsync),
+      startFrame: 0,
+      lipsync,
+      speech: failing(),
+      sampleRate: 16000,
+      describeError,
+    });
     const records = await decode(await collect(turn));
     const last = records[records.length - 1]!;
-    expect(last).toMatchObject({ type: 'error', code: 'upstream_unreachable', message: 'the LLM stream broke', retryable: true });
+    expect(last).toMatchObject({
+      type: 'error',
+      code: 'upstream_unreachable',
+      message: 'the LLM stream broke',
+      retryable: true,
+    });
     const first = turn.stats.sentences[0]!;
     expect(turn.stats.sentences).toHaveLength(1);
     // Frames whose audio is complete went out; the one spanning the failure did not.
@@ -185,7 +224,14 @@ describe('turn stream', () => {
         finished = true;
       }
     }
-    const turn = new TurnStream({ body: frameCacheBody(cache, lipsync), startFrame: 0, lipsync, speech: speech(), sampleRate: 16000, describeError });
+    const turn = new TurnStream({
+      body: frameCacheBody(cache, lipsync),
+      startFrame: 0,
+      lipsync,
+      speech: speech(),
+      sampleRate: 16000,
+      describeError,
+    });
     let frames = 0;
     for await (const c of turn.chunks()) {
       frames += c.videoFrames;

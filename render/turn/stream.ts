@@ -130,7 +130,8 @@ export class TurnStream {
 
   constructor(private readonly o: TurnStreamOptions) {
     const { body } = o;
-    if (!Number.isInteger(body.fps) || body.fps <= 0) throw new RangeError(`turn: the body's fps must be a whole number, got ${body.fps}`);
+    if (!Number.isInteger(body.fps) || body.fps <= 0)
+      throw new RangeError(`turn: the body's fps must be a whole number, got ${body.fps}`);
     if (!(body.frameCount > 0)) throw new RangeError('turn: the body has no frames');
     this.fps = body.fps;
     this.rate = o.sampleRate;
@@ -151,7 +152,8 @@ export class TurnStream {
     try {
       let truncated = false;
       for await (const chunk of this.o.speech) {
-        if (chunk.sampleRate !== this.rate) throw new Error(`turn: speech at ${chunk.sampleRate} Hz on a ${this.rate} Hz stream`);
+        if (chunk.sampleRate !== this.rate)
+          throw new Error(`turn: speech at ${chunk.sampleRate} Hz on a ${this.rate} Hz stream`);
         let samples = chunk.samples;
         const room = (this.o.maxSamples ?? Number.POSITIVE_INFINITY) - this.received;
         if (samples.length >= room) {
@@ -176,7 +178,12 @@ export class TurnStream {
       this.stats.error = err;
       // What was sent stays valid; audio without its frames is not sent after a failure.
       const e = this.o.describeError(err);
-      yield { bytes: concat([...events.splice(0), this.mux.error(e.code, e.message, { retryable: e.retryable })]), audioSamples: 0, videoFrames: 0, final: true };
+      yield {
+        bytes: concat([...events.splice(0), this.mux.error(e.code, e.message, { retryable: e.retryable })]),
+        audioSamples: 0,
+        videoFrames: 0,
+        final: true,
+      };
     } finally {
       if (stopped && this.stats.outcome === 'open') this.stats.outcome = 'stopped';
     }
@@ -194,7 +201,9 @@ export class TurnStream {
       const at = start + Math.round(v.start * this.rate);
       if (at >= end || v.viseme === 'sil') continue;
       const until = Math.min(end, start + Math.round(v.end * this.rate));
-      events.push(this.mux.event('viseme', { viseme: v.viseme, phone: v.phone }, { pts: at, durationSamples: until - at }));
+      events.push(
+        this.mux.event('viseme', { viseme: v.viseme, phone: v.phone }, { pts: at, durationSamples: until - at }),
+      );
     }
     events.push(this.mux.event('speech_end', undefined, { pts: end }));
 
@@ -246,7 +255,11 @@ export class TurnStream {
         const video = this.mux.video(jpegs[j]!, { frame: k });
         this.stats.frames++;
         this.nextFrame = k + 1;
-        yield { bytes: concat([...events.splice(0), ...audio.records, video]), audioSamples: audio.samples, videoFrames: 1 };
+        yield {
+          bytes: concat([...events.splice(0), ...audio.records, video]),
+          audioSamples: audio.samples,
+          videoFrames: 1,
+        };
       }
     }
   }
@@ -275,8 +288,14 @@ export class TurnStream {
     });
     if (draw.length > 0) {
       const frames = await Promise.all(draw.map((d) => body.frame(d.index)));
-      const drawn = await lipsync.renderFrames(draw.map((d, i) => ({ ...d.item, frame: { width: body.width, height: body.height, data: frames[i]! } })));
-      const jpegs = await Promise.all(drawn.map((rgba) => encodeJpeg(rgba as Uint8Array, body.width, body.height, { quality: this.o.jpegQuality ?? 80 })));
+      const drawn = await lipsync.renderFrames(
+        draw.map((d, i) => ({ ...d.item, frame: { width: body.width, height: body.height, data: frames[i]! } })),
+      );
+      const jpegs = await Promise.all(
+        drawn.map((rgba) =>
+          encodeJpeg(rgba as Uint8Array, body.width, body.height, { quality: this.o.jpegQuality ?? 80 }),
+        ),
+      );
       draw.forEach((d, i) => (out[d.at] = jpegs[i]!));
       this.stats.drawnFrames += draw.length;
     }

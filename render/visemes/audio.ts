@@ -54,7 +54,8 @@ export function audioVisemeSession(): Promise<ort.InferenceSession> {
 function featureChannels(session: ort.InferenceSession): number {
   const meta = session.inputMetadata.find((m) => m.name === 'context');
   const c = meta && meta.isTensor ? meta.shape[1] : undefined;
-  if (typeof c !== 'number' || !(c > 0)) throw new Error('audio_visemes.onnx: no fixed channel count on input "context"');
+  if (typeof c !== 'number' || !(c > 0))
+    throw new Error('audio_visemes.onnx: no fixed channel count on input "context"');
   return c;
 }
 
@@ -150,7 +151,7 @@ export class Resampler {
     for (let p = 0; p < this.phases; p++) {
       const frac = p / this.phases;
       let norm = 0;
-      for (let j = 0; j < taps; j++) norm += (k[p * taps + j] = this.weight(frac + this.half - 1 - j));
+      for (let j = 0; j < taps; j++) norm += k[p * taps + j] = this.weight(frac + this.half - 1 - j);
       if (norm > 0) for (let j = 0; j < taps; j++) k[p * taps + j]! /= norm;
     }
     return k;
@@ -203,7 +204,10 @@ export class AudioVisemeStream {
   private inputSamples = 0; // 16 kHz samples received (unpadded)
   private readonly curves: ParamCurves = emptyCurves(0);
   private readonly state = {
-    ...(Object.fromEntries(MOUTH_PARAM_KEYS.map((k) => [k, { y: 0 }])) as Record<(typeof MOUTH_PARAM_KEYS)[number], { y: number }>),
+    ...(Object.fromEntries(MOUTH_PARAM_KEYS.map((k) => [k, { y: 0 }])) as Record<
+      (typeof MOUTH_PARAM_KEYS)[number],
+      { y: number }
+    >),
     relax: { y: 0 },
   };
   private controlFrames = 0; // control samples produced (sample i at time i / 100)
@@ -211,7 +215,8 @@ export class AudioVisemeStream {
   private ended = false;
 
   constructor(options: AudioVisemeStreamOptions) {
-    if (!(Number.isFinite(options.fps) && options.fps > 0 && options.fps <= 240)) throw new RangeError(`fps must be in (0, 240], got ${options.fps}`);
+    if (!(Number.isFinite(options.fps) && options.fps > 0 && options.fps <= 240))
+      throw new RangeError(`fps must be in (0, 240], got ${options.fps}`);
     if (!(Number.isInteger(options.sampleRate) && options.sampleRate >= 4000 && options.sampleRate <= 192000)) {
       throw new RangeError(`sampleRate must be an integer from 4000 to 192000, got ${options.sampleRate}`);
     }
@@ -276,7 +281,10 @@ export class AudioVisemeStream {
     for (let b = 0; b < nf; b++) {
       for (let j = 0; j < keep; j++) {
         const src = all - keep + j; // index in context ++ features
-        next[b * keep + j] = src < this.contextFrames ? (this.context[b * this.contextFrames + src] as number) : (feat[b * m + (src - this.contextFrames)] as number);
+        next[b * keep + j] =
+          src < this.contextFrames
+            ? (this.context[b * this.contextFrames + src] as number)
+            : (feat[b * m + (src - this.contextFrames)] as number);
       }
     }
     this.context = next;
@@ -356,4 +364,3 @@ export async function audioToVisemeTrack(
   const frames = [...(await stream.push(samples)), ...(await stream.end())];
   return { fps, durationSeconds: samples.length / sampleRate, frames };
 }
-

@@ -26,14 +26,20 @@ export interface ScoredUtterance {
 }
 
 /** Phone-path reference and audio-path prediction at 100 fps, streamed in `chunkMs` chunks. */
-export async function scoreUtterance(samples: Int16Array, sampleRate: number, phones: readonly TimedPhone[], chunkMs = 20): Promise<ScoredUtterance> {
+export async function scoreUtterance(
+  samples: Int16Array,
+  sampleRate: number,
+  phones: readonly TimedPhone[],
+  chunkMs = 20,
+): Promise<ScoredUtterance> {
   const durationSeconds = samples.length / sampleRate;
   const reference = visemeTrack(phones, 100, { durationSeconds }).frames;
   const stream = new AudioVisemeStream({ sampleRate, fps: 100 });
   const predicted: MouthFrame[] = [];
   const step = Math.max(1, Math.round((chunkMs / 1000) * sampleRate));
   if (chunkMs > 0) {
-    for (let i = 0; i < samples.length; i += step) predicted.push(...(await stream.push(samples.subarray(i, i + step))));
+    for (let i = 0; i < samples.length; i += step)
+      predicted.push(...(await stream.push(samples.subarray(i, i + step))));
     predicted.push(...(await stream.end()));
   } else {
     predicted.push(...(await audioToVisemeTrack(samples, sampleRate, 100)).frames);

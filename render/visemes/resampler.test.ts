@@ -44,22 +44,26 @@ function pushInChunks(r: Resampler, x: Float32Array, chunk: number): Float32Arra
 }
 
 describe('the 16 kHz resampler', () => {
-  it.each([8000, 11025, 22050, 24000, 44100, 48000, 7919])('gives the windowed-sinc definition from %i Hz, whatever the chunking', (rate) => {
-    const x = noise(Math.round(rate * 0.3));
-    const want = reference(x, rate);
-    for (const chunk of [x.length, 480, 97]) {
-      const got = pushInChunks(new Resampler(rate), x, chunk);
-      expect(got.length).toBe(want.length);
-      let maxErr = 0;
-      for (let i = 0; i < want.length; i++) maxErr = Math.max(maxErr, Math.abs(got[i]! - want[i]!));
-      expect(maxErr, `${rate} Hz in chunks of ${chunk}`).toBeLessThan(1e-5);
-    }
-  });
+  it.each([8000, 11025, 22050, 24000, 44100, 48000, 7919])(
+    'gives the windowed-sinc definition from %i Hz, whatever the chunking',
+    (rate) => {
+      const x = noise(Math.round(rate * 0.3));
+      const want = reference(x, rate);
+      for (const chunk of [x.length, 480, 97]) {
+        const got = pushInChunks(new Resampler(rate), x, chunk);
+        expect(got.length).toBe(want.length);
+        let maxErr = 0;
+        for (let i = 0; i < want.length; i++) maxErr = Math.max(maxErr, Math.abs(got[i]! - want[i]!));
+        expect(maxErr, `${rate} Hz in chunks of ${chunk}`).toBeLessThan(1e-5);
+      }
+    },
+  );
 
   it('keeps a tone under the new Nyquist and removes one above it', () => {
     const rate = 48000;
     const tone = (hz: number) => Float32Array.from({ length: rate }, (_, i) => Math.sin((2 * Math.PI * hz * i) / rate));
-    const rms = (y: Float32Array) => Math.sqrt(y.subarray(2000, y.length - 2000).reduce((a, v) => a + v * v, 0) / (y.length - 4000));
+    const rms = (y: Float32Array) =>
+      Math.sqrt(y.subarray(2000, y.length - 2000).reduce((a, v) => a + v * v, 0) / (y.length - 4000));
     expect(rms(new Resampler(rate).push(tone(1000), true))).toBeCloseTo(Math.SQRT1_2, 2);
     expect(rms(new Resampler(rate).push(tone(12000), true))).toBeLessThan(0.01);
   });

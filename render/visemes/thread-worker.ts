@@ -18,13 +18,16 @@ function reply(message: VisemeThreadReply): void {
 /** Runs `work` after the stream's earlier calls and answers call `call` with its frames or its error. */
 function answer(stream: number, call: number, work: (s: AudioVisemeStream) => Promise<MouthFrame[]>): void {
   const entry = streams.get(stream);
-  if (!entry) return reply({ type: 'frames', call, error: 'no such audio viseme stream (never opened, ended or closed)' });
+  if (!entry)
+    return reply({ type: 'frames', call, error: 'no such audio viseme stream (never opened, ended or closed)' });
   if (!entry.stream) return reply({ type: 'frames', call, error: entry.refused! });
   const s = entry.stream;
-  entry.chain = entry.chain.then(() => work(s)).then(
-    (frames) => reply({ type: 'frames', call, frames }),
-    (err: unknown) => reply({ type: 'frames', call, error: err instanceof Error ? err.message : String(err) }),
-  );
+  entry.chain = entry.chain
+    .then(() => work(s))
+    .then(
+      (frames) => reply({ type: 'frames', call, frames }),
+      (err: unknown) => reply({ type: 'frames', call, error: err instanceof Error ? err.message : String(err) }),
+    );
 }
 
 port.on('message', (m: VisemeThreadRequest) => {
@@ -33,7 +36,11 @@ port.on('message', (m: VisemeThreadRequest) => {
       try {
         streams.set(m.stream, { stream: new AudioVisemeStream(m.options), chain: Promise.resolve() });
       } catch (err) {
-        streams.set(m.stream, { stream: null, refused: err instanceof Error ? err.message : String(err), chain: Promise.resolve() });
+        streams.set(m.stream, {
+          stream: null,
+          refused: err instanceof Error ? err.message : String(err),
+          chain: Promise.resolve(),
+        });
       }
       return;
     case 'push':

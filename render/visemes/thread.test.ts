@@ -4,7 +4,13 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closeTts, synthesize } from '../tts/index.ts';
-import { AudioVisemeStream, createAudioVisemeThread, releaseAudioVisemes, type AudioVisemeThread, type MouthFrame } from './index.ts';
+import {
+  AudioVisemeStream,
+  createAudioVisemeThread,
+  releaseAudioVisemes,
+  type AudioVisemeThread,
+  type MouthFrame,
+} from './index.ts';
 
 let visemes: AudioVisemeThread;
 
@@ -19,7 +25,11 @@ afterAll(async () => {
 });
 
 /** Pushes `samples` in 20 ms chunks, then ends. */
-async function run(stream: { push(s: Int16Array): Promise<MouthFrame[]>; end(): Promise<MouthFrame[]> }, samples: Int16Array, sampleRate: number): Promise<MouthFrame[]> {
+async function run(
+  stream: { push(s: Int16Array): Promise<MouthFrame[]>; end(): Promise<MouthFrame[]> },
+  samples: Int16Array,
+  sampleRate: number,
+): Promise<MouthFrame[]> {
   const frames: MouthFrame[] = [];
   const step = sampleRate / 50;
   for (let i = 0; i < samples.length; i += step) frames.push(...(await stream.push(samples.slice(i, i + step))));
@@ -48,7 +58,9 @@ describe('audio viseme streams in a thread', () => {
   });
 
   it('refuses bad options with the reason, and calls on a closed or ended stream', async () => {
-    await expect(visemes.open({ sampleRate: 10, fps: 25 }).push(new Int16Array(480))).rejects.toThrow(/sampleRate must be an integer/);
+    await expect(visemes.open({ sampleRate: 10, fps: 25 }).push(new Int16Array(480))).rejects.toThrow(
+      /sampleRate must be an integer/,
+    );
     const closed = visemes.open({ sampleRate: 24_000, fps: 25 });
     await closed.push(new Int16Array(480));
     closed.close();

@@ -23,7 +23,8 @@ export type VisemeThreadRequest =
   | { type: 'close'; stream: number }
   | { type: 'release' };
 
-export type VisemeThreadReply = { type: 'ready' } | { type: 'frames'; call: number; frames?: MouthFrame[]; error?: string };
+export type VisemeThreadReply =
+  { type: 'ready' } | { type: 'frames'; call: number; frames?: MouthFrame[]; error?: string };
 
 /** One stream in the thread: AudioVisemeStream's push and end, and close to let it go unfinished. */
 export interface ThreadVisemeStream {

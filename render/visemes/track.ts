@@ -59,7 +59,11 @@ function alpha(tau: number): number {
 }
 
 /** One-pole attack/release filter, in place, forward in time (causal). `state` carries over between chunks. */
-export function smoothCausal(x: Float32Array, opts: Pick<SmoothingOptions, 'attack' | 'release'>, state = { y: 0 }): Float32Array {
+export function smoothCausal(
+  x: Float32Array,
+  opts: Pick<SmoothingOptions, 'attack' | 'release'>,
+  state = { y: 0 },
+): Float32Array {
   const aUp = alpha(opts.attack);
   const aDown = alpha(opts.release);
   let y = state.y;
@@ -81,7 +85,11 @@ export function speakingEnvelope(speech: Float32Array, state = { y: 0 }): Float3
 
 /** Empty curves of n control samples. */
 export function emptyCurves(n: number): ParamCurves {
-  const curves = { viseme: new Uint8Array(n), closed: new Uint8Array(n), relax: new Float32Array(n) } as Partial<ParamCurves>;
+  const curves = {
+    viseme: new Uint8Array(n),
+    closed: new Uint8Array(n),
+    relax: new Float32Array(n),
+  } as Partial<ParamCurves>;
   for (const k of MOUTH_PARAM_KEYS) curves[k] = new Float32Array(n);
   return curves as ParamCurves;
 }
@@ -99,7 +107,11 @@ function smoothTwoPass(x: Float32Array, opts: SmoothingOptions): Float32Array {
 }
 
 /** Target (unsmoothed) and smoothed curves of the phone path, from timed visemes. */
-export function segmentCurves(segments: readonly VisemeSegment[], durationSeconds: number, smoothing: SmoothingOptions = DEFAULT_SMOOTHING): ParamCurves {
+export function segmentCurves(
+  segments: readonly VisemeSegment[],
+  durationSeconds: number,
+  smoothing: SmoothingOptions = DEFAULT_SMOOTHING,
+): ParamCurves {
   const n = Math.max(1, Math.ceil(durationSeconds * CONTROL_RATE) + 1);
   const curves = emptyCurves(n);
   for (let i = 0; i < n; i++) {

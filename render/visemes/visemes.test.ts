@@ -9,7 +9,9 @@ afterAll(async () => {
 
 // Flite's US English phone set (cmu_us phoneset), plus its silence symbols.
 const FLITE_PHONES =
-  'aa ae ah ao aw ax axr ay b ch d dh dx eh el em en er ey f g hh hv ih iy jh k l m n nx ng ow oy p r s sh t th uh uw v w y z zh pau h# brk'.split(' ');
+  'aa ae ah ao aw ax axr ay b ch d dh dx eh el em en er ey f g hh hv ih iy jh k l m n nx ng ow oy p r s sh t th uh uw v w y z zh pau h# brk'.split(
+    ' ',
+  );
 
 function seq(spec: [string, number][]): TimedPhone[] {
   let t = 0;
@@ -45,7 +47,16 @@ describe('viseme set', () => {
   });
 
   it('splits diphthongs, gives h the next vowel, merges repeats', () => {
-    const segs = phonesToVisemes(seq([['pau', 0.1], ['hh', 0.05], ['ay', 0.2], ['p', 0.06], ['b', 0.04], ['pau', 0.1]]));
+    const segs = phonesToVisemes(
+      seq([
+        ['pau', 0.1],
+        ['hh', 0.05],
+        ['ay', 0.2],
+        ['p', 0.06],
+        ['b', 0.04],
+        ['pau', 0.1],
+      ]),
+    );
     expect(segs.map((s) => s.viseme)).toEqual(['sil', 'aa', 'ih', 'PP', 'sil']);
     // hh + first part of ay merged into one 'aa'; ay splits at 60%.
     expect(segs[1]!.end).toBeCloseTo(0.15 + 0.12, 9);
@@ -54,7 +65,16 @@ describe('viseme set', () => {
 });
 
 describe('visemeTrack (phone path)', () => {
-  const phones = seq([['pau', 0.3], ['m', 0.08], ['aa', 0.25], ['p', 0.07], ['uw', 0.2], ['b', 0.03], ['iy', 0.2], ['pau', 0.4]]);
+  const phones = seq([
+    ['pau', 0.3],
+    ['m', 0.08],
+    ['aa', 0.25],
+    ['p', 0.07],
+    ['uw', 0.2],
+    ['b', 0.03],
+    ['iy', 0.2],
+    ['pau', 0.4],
+  ]);
   const duration = phones[phones.length - 1]!.end;
 
   it('one frame per video frame, at k / fps', () => {

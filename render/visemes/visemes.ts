@@ -10,7 +10,23 @@
  *   press  lips pressed together (p, b, m)
  *   tuck   lower lip under the upper teeth (f, v)
  */
-export const VISEMES = ['sil', 'PP', 'FF', 'TH', 'DD', 'kk', 'CH', 'SS', 'nn', 'RR', 'aa', 'E', 'ih', 'oh', 'ou'] as const;
+export const VISEMES = [
+  'sil',
+  'PP',
+  'FF',
+  'TH',
+  'DD',
+  'kk',
+  'CH',
+  'SS',
+  'nn',
+  'RR',
+  'aa',
+  'E',
+  'ih',
+  'oh',
+  'ou',
+] as const;
 export type Viseme = (typeof VISEMES)[number];
 
 export interface MouthParams {
@@ -22,9 +38,21 @@ export interface MouthParams {
 }
 
 /** The parameters of MouthParams, in the order the renderer takes them. */
-export const MOUTH_PARAM_KEYS = ['open', 'wide', 'round', 'press', 'tuck'] as const satisfies readonly (keyof MouthParams)[];
+export const MOUTH_PARAM_KEYS = [
+  'open',
+  'wide',
+  'round',
+  'press',
+  'tuck',
+] as const satisfies readonly (keyof MouthParams)[];
 
-const shape = (open: number, wide: number, round: number, press = 0, tuck = 0): MouthParams => ({ open, wide, round, press, tuck });
+const shape = (open: number, wide: number, round: number, press = 0, tuck = 0): MouthParams => ({
+  open,
+  wide,
+  round,
+  press,
+  tuck,
+});
 
 /** Mouth parameters of each viseme (targets; the track smooths between them). */
 export const VISEME_PARAMS: Readonly<Record<Viseme, Readonly<MouthParams>>> = {
@@ -47,21 +75,49 @@ export const VISEME_PARAMS: Readonly<Record<Viseme, Readonly<MouthParams>>> = {
 
 /** Flite (CMU US English) phones to visemes. Diphthongs are two visemes, see DIPHTHONGS. */
 const PHONE_VISEME: Readonly<Record<string, Viseme>> = {
-  pau: 'sil', 'h#': 'sil', brk: 'sil',
-  p: 'PP', b: 'PP', m: 'PP', em: 'PP',
-  f: 'FF', v: 'FF',
-  th: 'TH', dh: 'TH',
-  t: 'DD', d: 'DD', dx: 'DD',
-  k: 'kk', g: 'kk', ng: 'kk', nx: 'kk',
-  ch: 'CH', jh: 'CH', sh: 'CH', zh: 'CH',
-  s: 'SS', z: 'SS',
-  n: 'nn', l: 'nn', el: 'nn', en: 'nn',
-  r: 'RR', er: 'RR', axr: 'RR',
-  aa: 'aa', ae: 'aa', ah: 'aa', ax: 'aa',
+  pau: 'sil',
+  'h#': 'sil',
+  brk: 'sil',
+  p: 'PP',
+  b: 'PP',
+  m: 'PP',
+  em: 'PP',
+  f: 'FF',
+  v: 'FF',
+  th: 'TH',
+  dh: 'TH',
+  t: 'DD',
+  d: 'DD',
+  dx: 'DD',
+  k: 'kk',
+  g: 'kk',
+  ng: 'kk',
+  nx: 'kk',
+  ch: 'CH',
+  jh: 'CH',
+  sh: 'CH',
+  zh: 'CH',
+  s: 'SS',
+  z: 'SS',
+  n: 'nn',
+  l: 'nn',
+  el: 'nn',
+  en: 'nn',
+  r: 'RR',
+  er: 'RR',
+  axr: 'RR',
+  aa: 'aa',
+  ae: 'aa',
+  ah: 'aa',
+  ax: 'aa',
   eh: 'E',
-  ih: 'ih', iy: 'ih', y: 'ih',
+  ih: 'ih',
+  iy: 'ih',
+  y: 'ih',
   ao: 'oh',
-  uw: 'ou', uh: 'ou', w: 'ou',
+  uw: 'ou',
+  uh: 'ou',
+  w: 'ou',
 };
 
 /** Diphthongs: first viseme for the first 60% of the phone, then the second. */

@@ -7,9 +7,20 @@ afterAll(() => fake.close());
 /** The content deltas and tool calls of an SSE chat stream, as an OpenAI client reads them. */
 async function readStream(res: Response) {
   const text = await res.text();
-  const events = text.split('\n\n').filter((e) => e.startsWith('data: ')).map((e) => e.slice(6));
+  const events = text
+    .split('\n\n')
+    .filter((e) => e.startsWith('data: '))
+    .map((e) => e.slice(6));
   expect(events.at(-1)).toBe('[DONE]');
-  const chunks = events.slice(0, -1).map((e) => JSON.parse(e) as { choices: { delta: { content?: string; tool_calls?: { function: { name: string; arguments: string } }[] }; finish_reason: string | null }[] });
+  const chunks = events.slice(0, -1).map(
+    (e) =>
+      JSON.parse(e) as {
+        choices: {
+          delta: { content?: string; tool_calls?: { function: { name: string; arguments: string } }[] };
+          finish_reason: string | null;
+        }[];
+      },
+  );
   const content = chunks.flatMap((c) => c.choices.map((ch) => ch.delta.content ?? '')).join('');
   const tools = chunks.flatMap((c) => c.choices.flatMap((ch) => ch.delta.tool_calls ?? [])).map((t) => t.function);
   const finish = chunks.flatMap((c) => c.choices.map((ch) => ch.finish_reason)).filter(Boolean);
@@ -17,12 +28,25 @@ async function readStream(res: Response) {
 }
 
 const chat = (body: unknown) =>
-  fetch(`${fake.baseUrl}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  fetch(`${fake.baseUrl}/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
 
 describe('fake OpenAI-compatible server', () => {
   it('streams a scripted chat answer in chunks and records what it was sent', async () => {
-    fake.script = { chat: (req) => ({ text: `Hi ${messageText(req.messages.at(-1)!)}, nice to meet you.`, chunkChars: 5 }) };
-    const res = await chat({ model: 'm', stream: true, messages: [{ role: 'system', content: 'be kind' }, { role: 'user', content: 'Ada' }] });
+    fake.script = {
+      chat: (req) => ({ text: `Hi ${messageText(req.messages.at(-1)!)}, nice to meet you.`, chunkChars: 5 }),
+    };
+    const res = await chat({
+      model: 'm',
+      stream: true,
+      messages: [
+        { role: 'system', content: 'be kind' },
+        { role: 'user', content: 'Ada' },
+      ],
+    });
     expect(res.headers.get('content-type')).toContain('text/event-stream');
     const { content, finish } = await readStream(res);
     expect(content).toBe('Hi Ada, nice to meet you.');
@@ -33,7 +57,9 @@ describe('fake OpenAI-compatible server', () => {
   it('holds a streamed answer mid-way until the test releases it', async () => {
     let release!: () => void;
     const until = new Promise<void>((r) => (release = r));
-    fake.script = { chat: () => ({ text: 'First part. Second part.', chunkChars: 4, holdAfter: { chars: 12, until } }) };
+    fake.script = {
+      chat: () => ({ text: 'First part. Second part.', chunkChars: 4, holdAfter: { chars: 12, until } }),
+    };
     const res = await chat({ model: 'm', stream: true, messages: [] });
     const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
     let seen = '';
@@ -41,7 +67,9 @@ describe('fake OpenAI-compatible server', () => {
     while (content().length < 12) seen += (await reader.read()).value ?? '';
     expect(content()).toBe('First part. '); // and nothing more: the rest waits
     const pending = reader.read();
-    expect(await Promise.race([pending.then(() => 'more'), new Promise((r) => setImmediate(() => r('held')))])).toBe('held');
+    expect(await Promise.race([pending.then(() => 'more'), new Promise((r) => setImmediate(() => r('held')))])).toBe(
+      'held',
+    );
     release();
     for (let next = pending; ; next = reader.read()) {
       const { done, value } = await next;
@@ -58,7 +86,9 @@ describe('fake OpenAI-compatible server', () => {
     expect(tools.finish).toEqual(['tool_calls']);
 
     fake.script = { chat: () => ({ text: 'plain' }) };
-    const plain = (await (await chat({ model: 'm', messages: [] })).json()) as { choices: { message: { content: string } }[] };
+    const plain = (await (await chat({ model: 'm', messages: [] })).json()) as {
+      choices: { message: { content: string } }[];
+    };
     expect(plain.choices[0]!.message.content).toBe('plain');
 
     fake.script = { chat: () => ({ fail: { status: 503, message: 'overloaded' } }) };
@@ -78,6 +108,10 @@ describe('fake OpenAI-compatible server', () => {
     form.append('response_format', 'json');
     const res = await fetch(`${fake.baseUrl}/audio/transcriptions`, { method: 'POST', body: form });
     expect(await res.json()).toEqual({ text: 'heard 1234 bytes with whisper-1' });
-    expect(fake.transcriptionRequests.at(-1)).toMatchObject({ model: 'whisper-1', filename: 'audio.wav', fields: { response_format: 'json' } });
+    expect(fake.transcriptionRequests.at(-1)).toMatchObject({
+      model: 'whisper-1',
+      filename: 'audio.wav',
+      fields: { response_format: 'json' },
+    });
   });
 });

@@ -77,7 +77,9 @@ export interface FakeOpenAI {
 export function messageText(m: ChatMessage): string {
   if (typeof m.content === 'string') return m.content;
   if (Array.isArray(m.content)) {
-    return m.content.map((p: { type?: string; text?: string }) => (p?.type === 'text' && typeof p.text === 'string' ? p.text : '')).join('');
+    return m.content
+      .map((p: { type?: string; text?: string }) => (p?.type === 'text' && typeof p.text === 'string' ? p.text : ''))
+      .join('');
   }
   return '';
 }
@@ -103,7 +105,9 @@ function sendError(res: ServerResponse, status: number, message = 'scripted fail
   sendJson(res, status, { error: { message, type: 'server_error', code: null } });
 }
 
-function readMultipart(req: IncomingMessage): Promise<{ fields: Record<string, string>; file: Buffer; filename: string }> {
+function readMultipart(
+  req: IncomingMessage,
+): Promise<{ fields: Record<string, string>; file: Buffer; filename: string }> {
   return new Promise((resolve, reject) => {
     const fields: Record<string, string> = {};
     let file = Buffer.alloc(0);
@@ -137,7 +141,11 @@ async function answerChat(req: ChatRequest, reply: ChatReply, res: ServerRespons
         ? {
             role: 'assistant',
             content: null,
-            tool_calls: reply.toolCalls.map((t, i) => ({ id: `call_${completionSeq}_${i}`, type: 'function', function: { name: t.name, arguments: JSON.stringify(t.arguments) } })),
+            tool_calls: reply.toolCalls.map((t, i) => ({
+              id: `call_${completionSeq}_${i}`,
+              type: 'function',
+              function: { name: t.name, arguments: JSON.stringify(t.arguments) },
+            })),
           }
         : { role: 'assistant', content: 'text' in reply ? reply.text : reply.cutAfter };
     return sendJson(res, 200, {
@@ -161,7 +169,16 @@ async function answerChat(req: ChatRequest, reply: ChatReply, res: ServerRespons
         choices: [
           {
             index: 0,
-            delta: { tool_calls: [{ index: i, id: `call_${completionSeq}_${i}`, type: 'function', function: { name: t.name, arguments: JSON.stringify(t.arguments) } }] },
+            delta: {
+              tool_calls: [
+                {
+                  index: i,
+                  id: `call_${completionSeq}_${i}`,
+                  type: 'function',
+                  function: { name: t.name, arguments: JSON.stringify(t.arguments) },
+                },
+              ],
+            },
             finish_reason: null,
           },
         ],
@@ -201,12 +218,21 @@ export async function startFakeOpenAI(script: FakeOpenAIScript = {}): Promise<Fa
     const route = `${req.method} ${url.pathname.replace(/^\/v1/, '')}`;
     void (async () => {
       try {
-        if (route === 'GET /models') return sendJson(res, 200, { object: 'list', data: [{ id: 'fake-llm', object: 'model' }, { id: 'fake-stt', object: 'model' }] });
+        if (route === 'GET /models')
+          return sendJson(res, 200, {
+            object: 'list',
+            data: [
+              { id: 'fake-llm', object: 'model' },
+              { id: 'fake-stt', object: 'model' },
+            ],
+          });
         if (route === 'POST /chat/completions') {
           const body = JSON.parse((await readBody(req)).toString('utf8')) as ChatRequest;
           chatRequests.push(body);
           const last = [...body.messages].reverse().find((m) => m.role === 'user');
-          const reply = state.script.chat ? await state.script.chat(body) : { text: `You said: ${last ? messageText(last) : ''}` };
+          const reply = state.script.chat
+            ? await state.script.chat(body)
+            : { text: `You said: ${last ? messageText(last) : ''}` };
           return await answerChat(body, reply, res);
         }
         if (route === 'POST /audio/transcriptions') {

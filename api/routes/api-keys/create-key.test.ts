@@ -42,7 +42,12 @@ describe('POST /api-keys', () => {
     expect(body.apiKey).toMatch(new RegExp(`^svc_${body.keyId}_[0-9A-Za-z]{43}$`));
     expect(body.id).toBe(`svc_${body.keyId}`);
     expect(body.scopes).toEqual(['realtime:write', 'credits:read', 'avatars:read']);
-    expect(body).toMatchObject({ status: 'active', tenantId: admin.tenantId, spendLimitCreditMicros: null, expiresAt: null });
+    expect(body).toMatchObject({
+      status: 'active',
+      tenantId: admin.tenantId,
+      spendLimitCreditMicros: null,
+      expiresAt: null,
+    });
     expect(body.redactedKey).not.toContain(body.apiKey.split('_')[2]);
     const balance = await t.request('GET', '/api/v1/credits/balance', { key: body.apiKey });
     expect(balance.status).toBe(200);
@@ -61,7 +66,11 @@ describe('POST /api-keys', () => {
       expiresAt,
     });
     expect(res.status).toBe(201);
-    expect(body).toMatchObject({ environment: 'live', scopes: ['usage:read', 'credits:read'], spendLimitCreditMicros: 5_000_000 });
+    expect(body).toMatchObject({
+      environment: 'live',
+      scopes: ['usage:read', 'credits:read'],
+      spendLimitCreditMicros: 5_000_000,
+    });
     expect(Date.parse(body.expiresAt!)).toBe(Date.parse(expiresAt));
   });
 
@@ -93,7 +102,11 @@ describe('POST /api-keys', () => {
     const admin = await t.newTenant();
     const headers = { 'content-type': 'application/json' };
     expect((await t.request('POST', URL, { key: admin.apiKey, rawBody: '{"name":', headers })).status).toBe(400);
-    const form = await t.request('POST', URL, { key: admin.apiKey, rawBody: 'name=x', headers: { 'content-type': 'text/plain' } });
+    const form = await t.request('POST', URL, {
+      key: admin.apiKey,
+      rawBody: 'name=x',
+      headers: { 'content-type': 'text/plain' },
+    });
     expect(form.status).toBe(415);
     const big = JSON.stringify({ name: 'x'.repeat(40_000) });
     const res = await t.request('POST', URL, { key: admin.apiKey, rawBody: big, headers });
@@ -112,8 +125,14 @@ describe('POST /api-keys', () => {
 
     const limited = await create(admin.apiKey, { name: 'l', scopes: ['api_keys:write'], spendLimitCreditMicros: 1000 });
     expect((await create(limited.body.apiKey, { name: 'x', scopes: ['api_keys:write'] })).res.status).toBe(403);
-    expect((await create(limited.body.apiKey, { name: 'x', scopes: ['api_keys:write'], spendLimitCreditMicros: 2000 })).res.status).toBe(403);
-    expect((await create(limited.body.apiKey, { name: 'x', scopes: ['api_keys:write'], spendLimitCreditMicros: 500 })).res.status).toBe(201);
+    expect(
+      (await create(limited.body.apiKey, { name: 'x', scopes: ['api_keys:write'], spendLimitCreditMicros: 2000 })).res
+        .status,
+    ).toBe(403);
+    expect(
+      (await create(limited.body.apiKey, { name: 'x', scopes: ['api_keys:write'], spendLimitCreditMicros: 500 })).res
+        .status,
+    ).toBe(201);
   });
 
   it('security: the secret is stored only as its SHA-256 and never logged', async () => {
@@ -137,7 +156,15 @@ describe('authentication', () => {
     const admin = await t.newTenant();
     const { body: k } = await create(admin.apiKey, { name: 'k' });
     const wrongSecret = `${k.apiKey.slice(0, -1)}${k.apiKey.endsWith('A') ? 'B' : 'A'}`;
-    for (const header of [undefined, 'Basic abc', 'Bearer', `Bearer ${k.keyId}`, 'Bearer svc_', `Bearer svc_${'A'.repeat(16)}_${'b'.repeat(43)}`, `Bearer ${wrongSecret}`]) {
+    for (const header of [
+      undefined,
+      'Basic abc',
+      'Bearer',
+      `Bearer ${k.keyId}`,
+      'Bearer svc_',
+      `Bearer svc_${'A'.repeat(16)}_${'b'.repeat(43)}`,
+      `Bearer ${wrongSecret}`,
+    ]) {
       const res = await t.request('GET', BALANCE, { headers: header ? { authorization: header } : {} });
       expect(res.status, String(header)).toBe(401);
       expect((await json(res)).code).toBe('unauthorized');
@@ -145,7 +172,12 @@ describe('authentication', () => {
     await t.services.keys.revoke(k.id);
     expect((await t.request('GET', BALANCE, { key: k.apiKey })).status).toBe(401);
 
-    const { record, apiKey } = await t.services.keys.create({ tenantId: admin.tenantId, name: 'soon', scopes: ['*'], expiresAt: new Date(Date.now() + 300) });
+    const { record, apiKey } = await t.services.keys.create({
+      tenantId: admin.tenantId,
+      name: 'soon',
+      scopes: ['*'],
+      expiresAt: new Date(Date.now() + 300),
+    });
     expect((await t.request('GET', BALANCE, { key: apiKey })).status).toBe(200);
     await new Promise((r) => setTimeout(r, 400));
     const expired = await t.request('GET', BALANCE, { key: apiKey });
@@ -160,13 +192,20 @@ describe('authentication', () => {
     expect((await t.request('GET', BALANCE, { key: k.apiKey })).status).toBe(200);
     // Revoke through SQL, as another process (the admin CLI) would: the NOTIFY trigger drops the cache.
     await t.services.sql`update api_keys set status = 'revoked' where id = ${k.id}`;
-    await waitFor('the revocation to reach the key cache', async () => ((await t.request('GET', BALANCE, { key: k.apiKey })).status === 401 ? true : undefined));
+    await waitFor('the revocation to reach the key cache', async () =>
+      (await t.request('GET', BALANCE, { key: k.apiKey })).status === 401 ? true : undefined,
+    );
   });
 
   it('legacy svc_live_ and svc_test_ keys authenticate', async () => {
     const admin = await t.newTenant();
     for (const env of ['live', 'test'] as const) {
-      const { apiKey } = await t.services.keys.create({ tenantId: admin.tenantId, name: env, scopes: ['credits:read'], legacyEnvironment: env });
+      const { apiKey } = await t.services.keys.create({
+        tenantId: admin.tenantId,
+        name: env,
+        scopes: ['credits:read'],
+        legacyEnvironment: env,
+      });
       expect(apiKey.startsWith(`svc_${env}_`)).toBe(true);
       expect((await t.request('GET', BALANCE, { key: apiKey })).status).toBe(200);
       // A different last character, whatever it was: the same key with one character wrong.
@@ -179,11 +218,15 @@ describe('authentication', () => {
     const admin = await t.newTenant();
     expect((await t.request('GET', BALANCE, { key: admin.apiKey })).status).toBe(200);
     await t.services.tenants.setStatus(admin.tenantId, 'suspended');
-    await waitFor('the suspension to reach the key cache', async () => ((await t.request('GET', BALANCE, { key: admin.apiKey })).status === 403 ? true : undefined));
+    await waitFor('the suspension to reach the key cache', async () =>
+      (await t.request('GET', BALANCE, { key: admin.apiKey })).status === 403 ? true : undefined,
+    );
     const body = await json(await t.request('GET', BALANCE, { key: admin.apiKey }));
     expect(body).toMatchObject({ error: 'Tenant is not active', code: 'tenant_not_active', status: 403 });
     await t.services.tenants.setStatus(admin.tenantId, 'active');
-    await waitFor('the reactivation to reach the key cache', async () => ((await t.request('GET', BALANCE, { key: admin.apiKey })).status === 200 ? true : undefined));
+    await waitFor('the reactivation to reach the key cache', async () =>
+      (await t.request('GET', BALANCE, { key: admin.apiKey })).status === 200 ? true : undefined,
+    );
   });
 });
 
@@ -209,24 +252,40 @@ describe('keys that mint keys (issue 25)', () => {
     }
     expect((await t.services.keys.list(admin.tenantId)).length).toBe(before);
     for (const expiresAt of [until, new Date(until.getTime() - 60_000)]) {
-      const { res, body } = await create(parent.body.apiKey, { name: 'child', scopes: ['credits:read'], expiresAt: expiresAt.toISOString() });
+      const { res, body } = await create(parent.body.apiKey, {
+        name: 'child',
+        scopes: ['credits:read'],
+        expiresAt: expiresAt.toISOString(),
+      });
       expect(res.status).toBe(201);
       expect(Date.parse(body.expiresAt!)).toBe(expiresAt.getTime());
     }
     // A grandchild nests inside the chain too.
-    const child = await create(parent.body.apiKey, { name: 'child', scopes: ['api_keys:write'], expiresAt: until.toISOString() });
-    expect((await create(child.body.apiKey, { name: 'grandchild', scopes: ['api_keys:write'] })).body.field).toBe('expiresAt');
+    const child = await create(parent.body.apiKey, {
+      name: 'child',
+      scopes: ['api_keys:write'],
+      expiresAt: until.toISOString(),
+    });
+    expect((await create(child.body.apiKey, { name: 'grandchild', scopes: ['api_keys:write'] })).body.field).toBe(
+      'expiresAt',
+    );
   });
 
   it('security: a minted key stops working when the key above it expires, even if its own expiry says later', async () => {
     const admin = await t.newTenant();
     const parent = await writer(admin, { expiresAt: new Date(Date.now() + 3000).toISOString() });
-    const child = await create(parent.body.apiKey, { name: 'child', scopes: ['credits:read'], expiresAt: parent.body.expiresAt });
+    const child = await create(parent.body.apiKey, {
+      name: 'child',
+      scopes: ['credits:read'],
+      expiresAt: parent.body.expiresAt,
+    });
     expect(child.res.status).toBe(201);
     // Push the child's expiry out behind the mint's back (as a direct SQL edit would): the chain is
     // re-checked at verify, from the cache too (the first request below caches the child).
     await t.services.sql`update api_keys set expires_at = now() + interval '1 hour' where id = ${child.body.id}`;
-    await waitFor('the edit to reach the key cache', async () => ((await status(child.body.apiKey)) === 200 ? true : undefined));
+    await waitFor('the edit to reach the key cache', async () =>
+      (await status(child.body.apiKey)) === 200 ? true : undefined,
+    );
     await waitFor('the parent to expire', async () => ((await status(parent.body.apiKey)) === 401 ? true : undefined));
     const res = await t.request('GET', BALANCE, { key: child.body.apiKey });
     expect(res.status).toBe(401);
@@ -260,20 +319,27 @@ describe('keys that mint keys (issue 25)', () => {
     const child = await create(parent.body.apiKey, { name: 'child', scopes: ['credits:read'] });
     expect(await status(child.body.apiKey)).toBe(200);
     await t.services.sql`update api_keys set status = 'revoked' where id = ${parent.body.id}`;
-    await waitFor('the revocation to reach the key cache', async () => ((await status(child.body.apiKey)) === 401 ? true : undefined));
-    expect((await json(await t.request('GET', BALANCE, { key: child.body.apiKey }))).error).toMatch(/minted under was revoked/);
+    await waitFor('the revocation to reach the key cache', async () =>
+      (await status(child.body.apiKey)) === 401 ? true : undefined,
+    );
+    expect((await json(await t.request('GET', BALANCE, { key: child.body.apiKey }))).error).toMatch(
+      /minted under was revoked/,
+    );
   });
 
   it('security: keys minted while their minter is being revoked are all revoked with it', async () => {
     const admin = await t.newTenant();
     const parent = await writer(admin);
-    const mints = Array.from({ length: 8 }, (_, i) => create(parent.body.apiKey, { name: `racer ${i}`, scopes: ['credits:read'] }));
+    const mints = Array.from({ length: 8 }, (_, i) =>
+      create(parent.body.apiKey, { name: `racer ${i}`, scopes: ['credits:read'] }),
+    );
     await new Promise((r) => setTimeout(r, 5));
     await t.services.keys.revoke(parent.body.id);
     const results = await Promise.all(mints);
     for (const { res } of results) expect([201, 401]).toContain(res.status);
     for (const { res, body } of results) if (res.status === 201) expect(await status(body.apiKey)).toBe(401);
-    const live = await t.services.sql`select id from api_keys where ${parent.body.id} = any(ancestor_ids) and status = 'active'`;
+    const live = await t.services
+      .sql`select id from api_keys where ${parent.body.id} = any(ancestor_ids) and status = 'active'`;
     expect(live).toEqual([]);
   });
 
@@ -282,7 +348,9 @@ describe('keys that mint keys (issue 25)', () => {
     const { res, body } = await create(admin.apiKey, { name: 'child', scopes: ['credits:read'] });
     expect(res.status).toBe(201);
     expect(body).toMatchObject({ spendLimitCreditMicros: null, expiresAt: null });
-    const [row] = await t.services.sql<{ parent_id: string; ancestor_ids: string[] }[]>`select parent_id, ancestor_ids from api_keys where id = ${body.id}`;
+    const [row] = await t.services.sql<
+      { parent_id: string; ancestor_ids: string[] }[]
+    >`select parent_id, ancestor_ids from api_keys where id = ${body.id}`;
     expect(row).toEqual({ parent_id: admin.apiKeyId, ancestor_ids: [admin.apiKeyId] });
   });
 });

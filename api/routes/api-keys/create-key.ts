@@ -14,21 +14,18 @@ const CreateKeyBody = z
       .max(SCOPES.length)
       .refine((s) => new Set(s).size === s.length, 'scopes must not repeat')
       .optional()
-      .openapi({ uniqueItems: true, description: 'Defaults to realtime:write, credits:read and avatars:read. A key can grant only scopes the calling key holds.' }),
-    spendLimitCreditMicros: z
-      .number()
-      .int()
-      .min(0)
-      .max(Number.MAX_SAFE_INTEGER)
-      .nullable()
-      .optional()
       .openapi({
+        uniqueItems: true,
         description:
-          "What this key and the keys minted under it may spend together. Required, and at most the calling key's, when the calling key is spend-limited; the new key's spend also counts against the calling key's limit.",
+          'Defaults to realtime:write, credits:read and avatars:read. A key can grant only scopes the calling key holds.',
       }),
+    spendLimitCreditMicros: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).nullable().optional().openapi({
+      description:
+        "What this key and the keys minted under it may spend together. Required, and at most the calling key's, when the calling key is spend-limited; the new key's spend also counts against the calling key's limit.",
+    }),
     expiresAt: TimestampInput.nullable()
       .optional()
-      .openapi({ description: 'Required, and no later than the calling key\'s expiry, when the calling key expires.' }),
+      .openapi({ description: "Required, and no later than the calling key's expiry, when the calling key expires." }),
     environment: z.string().max(32).optional().openapi({ deprecated: true, description: 'Accepted and ignored.' }),
   })
   .strict()
@@ -58,7 +55,7 @@ export const route = createRoute({
   tags: ['Billing and keys'],
   summary: 'Mint an API key',
   description:
-    'A minted key nests inside the calling key: only scopes the caller holds, a spend limit no higher than its own and an expiry no later than its own (403 naming the field otherwise). Its spend counts against the caller\'s limit too, and revoking the caller revokes it.',
+    "A minted key nests inside the calling key: only scopes the caller holds, a spend limit no higher than its own and an expiry no later than its own (403 naming the field otherwise). Its spend counts against the caller's limit too, and revoking the caller revokes it.",
   security: [{ bearerAuth: [] }],
   request: { body: { required: true, content: { 'application/json': { schema: CreateKeyBody } } } },
   responses: {
@@ -74,7 +71,9 @@ export function register(app: App) {
     const scopes = body.scopes ?? DEFAULT_KEY_SCOPES;
     const expiresAt = body.expiresAt ? new Date(body.expiresAt) : null;
     if (expiresAt && expiresAt.getTime() <= Date.now()) {
-      throw new ApiError('validation_error', 'Invalid field "expiresAt" in body: must be in the future', { field: 'expiresAt' });
+      throw new ApiError('validation_error', 'Invalid field "expiresAt" in body: must be in the future', {
+        field: 'expiresAt',
+      });
     }
     const { record, apiKey } = await c.get('services').keys.create({
       tenantId: caller.tenantId,

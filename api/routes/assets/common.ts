@@ -1,5 +1,13 @@
 import { z } from '@hono/zod-openapi';
-import { AssetIngestError, ASSET_KINDS, ASSET_MAX_BYTES, ASSET_STATUSES, RemoteImportError, type AssetRecord, type AssetStore } from '../../../core/assets/index.ts';
+import {
+  AssetIngestError,
+  ASSET_KINDS,
+  ASSET_MAX_BYTES,
+  ASSET_STATUSES,
+  RemoteImportError,
+  type AssetRecord,
+  type AssetStore,
+} from '../../../core/assets/index.ts';
 import { ApiError, notFound } from '../../../core/errors.ts';
 import { fetchFailure } from '../../../core/net/fetch-errors.ts';
 import { SafeFetchError } from '../../../core/net/safe-fetch.ts';
@@ -13,7 +21,11 @@ export const AssetStatusSchema = z.enum(ASSET_STATUSES);
 
 /** Any assetId that names no live asset of the caller's tenant is 404, whatever its shape. */
 export const AssetIdParam = z.object({
-  assetId: z.string().openapi({ param: { name: 'assetId', in: 'path' }, example: 'ast_4bQh2vX9k1LmN0pR7sTu', description: 'Starts with ast_' }),
+  assetId: z.string().openapi({
+    param: { name: 'assetId', in: 'path' },
+    example: 'ast_4bQh2vX9k1LmN0pR7sTu',
+    description: 'Starts with ast_',
+  }),
 });
 
 const ASSET_ID = /^ast_[0-9A-Za-z_-]{1,64}$/;
@@ -33,7 +45,10 @@ export const AssetSchema = z
     contentType: z.string().nullable().openapi({ description: 'Sniffed from the bytes; null until ready.' }),
     sizeBytes: z.number().int().nullable(),
     sha256: z.string().nullable().openapi({ description: 'Lowercase hex SHA-256 of the stored bytes.' }),
-    publicUrl: z.string().nullable().openapi({ format: 'uri', description: 'Signed GET URL of the bytes, valid for one hour from this response; null unless ready.' }),
+    publicUrl: z.string().nullable().openapi({
+      format: 'uri',
+      description: 'Signed GET URL of the bytes, valid for one hour from this response; null unless ready.',
+    }),
     originalFilename: z.string().nullable(),
     metadata: z.record(z.string(), z.unknown()),
     error: z.string().nullable().openapi({ description: 'Why, when status is failed.' }),
@@ -84,13 +99,22 @@ export function assetError(err: unknown, field: 'file' | 'remoteUrl'): unknown {
           { field, detectedType: f.detectedMime ?? null, ...extra },
         );
       case 'kind_mismatch':
-        return new ApiError('validation_error', `Invalid field "kind": declared ${f.declared}, but the bytes are ${f.contentType} (${f.sniffed})`, {
-          field: 'kind',
-          detectedType: f.contentType,
+        return new ApiError(
+          'validation_error',
+          `Invalid field "kind": declared ${f.declared}, but the bytes are ${f.contentType} (${f.sniffed})`,
+          {
+            field: 'kind',
+            detectedType: f.contentType,
+            ...extra,
+          },
+        );
+      case 'too_large':
+        return new ApiError('payload_too_large', `The ${f.kind} exceeds the ${f.kind} cap of ${f.maxBytes} bytes`, {
+          field,
+          maxBytes: f.maxBytes,
+          kind: f.kind,
           ...extra,
         });
-      case 'too_large':
-        return new ApiError('payload_too_large', `The ${f.kind} exceeds the ${f.kind} cap of ${f.maxBytes} bytes`, { field, maxBytes: f.maxBytes, kind: f.kind, ...extra });
     }
   }
   if (cause instanceof SafeFetchError) return fetchFailure(cause, field, extra);

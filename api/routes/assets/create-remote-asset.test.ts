@@ -70,7 +70,10 @@ beforeAll(async () => {
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   port = (server.address() as AddressInfo).port;
-  t.services.safeFetch = new SafeFetcher({ allowAddresses: [`127.0.0.1:${port}`, '127.0.0.1:1'], headersTimeoutMs: 500 });
+  t.services.safeFetch = new SafeFetcher({
+    allowAddresses: [`127.0.0.1:${port}`, '127.0.0.1:1'],
+    headersTimeoutMs: 500,
+  });
 });
 
 afterAll(async () => {
@@ -123,9 +126,19 @@ describe('POST /assets/remote', () => {
 
   it('security: a refused address (redirect to 127.0.0.2, ::1, 10.0.0.1, metadata, another port, localhost) is 422 naming remoteUrl; the row is failed', async () => {
     const { apiKey, tenantId } = await t.newTenant();
-    const targets = ['http://127.0.0.2/x.png', 'http://[::1]/x.png', 'http://10.0.0.1/x.png', 'http://169.254.169.254/latest/meta-data/', `http://127.0.0.1:${port + 1}/x.png`, `http://localhost:${port + 2}/portrait.png`];
+    const targets = [
+      'http://127.0.0.2/x.png',
+      'http://[::1]/x.png',
+      'http://10.0.0.1/x.png',
+      'http://169.254.169.254/latest/meta-data/',
+      `http://127.0.0.1:${port + 1}/x.png`,
+      `http://localhost:${port + 2}/portrait.png`,
+    ];
     for (const to of targets) {
-      const { res, body } = await create(apiKey, { kind: 'image', remoteUrl: `${origin()}/redirect?to=${encodeURIComponent(to)}` });
+      const { res, body } = await create(apiKey, {
+        kind: 'image',
+        remoteUrl: `${origin()}/redirect?to=${encodeURIComponent(to)}`,
+      });
       expect(res.status, to).toBe(422);
       expect(body).toMatchObject({ code: 'remote_url_refused', field: 'remoteUrl' });
       expect(body.assetId).toMatch(/^ast_/);
@@ -140,7 +153,13 @@ describe('POST /assets/remote', () => {
 
   it('error: URLs refused by their form (scheme, credentials, not a URL) are 422 naming remoteUrl, with no row', async () => {
     const { apiKey, tenantId } = await t.newTenant();
-    for (const remoteUrl of ['ftp://example.com/a.png', 'file:///etc/passwd', `http://u:p@127.0.0.1:${port}/portrait.png`, 'not a url', 'javascript:alert(1)']) {
+    for (const remoteUrl of [
+      'ftp://example.com/a.png',
+      'file:///etc/passwd',
+      `http://u:p@127.0.0.1:${port}/portrait.png`,
+      'not a url',
+      'javascript:alert(1)',
+    ]) {
       const { res, body } = await create(apiKey, { kind: 'image', remoteUrl });
       expect(res.status, remoteUrl).toBe(422);
       expect(body).toMatchObject({ code: 'validation_error', field: 'remoteUrl' });

@@ -8,14 +8,21 @@ import { assetError, AssetKindSchema, AssetSchema, CAPS_TEXT, toWire } from './c
 const CreateRemoteAssetBody = z
   .object({
     kind: AssetKindSchema,
-    remoteUrl: z.string().min(1).max(2048).openapi({ format: 'uri', description: 'http or https; must reach a public address (redirects included).' }),
+    remoteUrl: z
+      .string()
+      .min(1)
+      .max(2048)
+      .openapi({ format: 'uri', description: 'http or https; must reach a public address (redirects included).' }),
     originalFilename: z.string().trim().min(1).max(255).optional(),
     metadata: z
       .record(z.string().max(128), z.unknown())
       .refine((m) => Object.keys(m).length <= 64, 'at most 64 keys')
       .superRefine(refineStorableJson('field'))
       .optional()
-      .openapi({ maxProperties: 64, description: `Kept with the asset. ${FREE_JSON_DESCRIPTION} At most 64 keys of at most 128 characters.` }),
+      .openapi({
+        maxProperties: 64,
+        description: `Kept with the asset. ${FREE_JSON_DESCRIPTION} At most 64 keys of at most 128 characters.`,
+      }),
   })
   .strict()
   .openapi('CreateRemoteAssetRequest');
@@ -45,7 +52,13 @@ export function register(app: App) {
     const { assets, safeFetch } = c.get('services');
     try {
       const asset = await assets.importRemote(
-        { tenantId: c.get('principal').tenantId, kind: body.kind, remoteUrl: body.remoteUrl, originalFilename: body.originalFilename ?? null, metadata: body.metadata },
+        {
+          tenantId: c.get('principal').tenantId,
+          kind: body.kind,
+          remoteUrl: body.remoteUrl,
+          originalFilename: body.originalFilename ?? null,
+          metadata: body.metadata,
+        },
         safeFetch,
       );
       return c.json(await toWire(assets, asset), 201);

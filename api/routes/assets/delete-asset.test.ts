@@ -29,14 +29,18 @@ async function storageKeyOf(id: string): Promise<string | null> {
 
 /** An avatar made from the portrait through the API (its generation is queued; no worker runs here). */
 async function avatarFrom(key: string, assetId: string): Promise<string> {
-  const res = await t.request('POST', '/api/v1/avatars', { key, body: { displayName: 'Ada', sourceKind: 'image', sourceAssetId: assetId } });
+  const res = await t.request('POST', '/api/v1/avatars', {
+    key,
+    body: { displayName: 'Ada', sourceKind: 'image', sourceAssetId: assetId },
+  });
   expect(res.status).toBe(201);
   return (await json<{ id: string }>(res)).id;
 }
 
 /** A ready video asset (an uploaded clip's source). */
 async function videoAsset(tenantId: string): Promise<string> {
-  return (await t.services.assets.createUploaded({ tenantId, source: Readable.from([mp4()]), declaredKind: 'video' })).id;
+  return (await t.services.assets.createUploaded({ tenantId, source: Readable.from([mp4()]), declaredKind: 'video' }))
+    .id;
 }
 
 async function clipOf(avatarId: string, clipId: string, uploadAssetId: string, retired = false): Promise<void> {
@@ -120,7 +124,10 @@ describe('DELETE /assets/{assetId}', () => {
     const { apiKey } = await t.newTenant();
     const asset = await uploadPng(t, apiKey);
     expect((await remove(apiKey, asset.id)).res.status).toBe(204);
-    const res = await t.request('POST', '/api/v1/avatars', { key: apiKey, body: { displayName: 'Ada', sourceKind: 'image', sourceAssetId: asset.id } });
+    const res = await t.request('POST', '/api/v1/avatars', {
+      key: apiKey,
+      body: { displayName: 'Ada', sourceKind: 'image', sourceAssetId: asset.id },
+    });
     expect(res.status).toBe(422);
     expect(await json(res)).toMatchObject({ code: 'validation_error', field: 'sourceAssetId' });
   });
@@ -161,7 +168,12 @@ describe('DELETE /assets/{assetId}', () => {
     const asset = await uploadPng(t, apiKey);
     expect((await t.request('DELETE', `${ASSETS}/${asset.id}`)).status).toBe(401);
     // A second key of the same workspace that may only read.
-    const readOnly = await t.services.keys.create({ tenantId, name: 'reader', scopes: ['avatars:read'], spendLimitCreditMicros: null });
+    const readOnly = await t.services.keys.create({
+      tenantId,
+      name: 'reader',
+      scopes: ['avatars:read'],
+      spendLimitCreditMicros: null,
+    });
     const forbidden = await remove(readOnly.apiKey, asset.id);
     expect(forbidden.res.status).toBe(403);
     expect(forbidden.body).toMatchObject({ code: 'forbidden', requiredScope: 'avatars:write' });

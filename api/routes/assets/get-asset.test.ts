@@ -47,7 +47,13 @@ describe('GET /assets/{assetId}', () => {
     const { apiKey } = await t.newTenant();
     const mine = await uploadPng(t, apiKey);
     expect((await get(undefined, mine.id)).res.status).toBe(401);
-    for (const id of ['ast_doesnotexist', 'ava_0123456789ABCDEFGHij', 'x', `ast_${'a'.repeat(100)}`, 'ast_%27%20or%201=1']) {
+    for (const id of [
+      'ast_doesnotexist',
+      'ava_0123456789ABCDEFGHij',
+      'x',
+      `ast_${'a'.repeat(100)}`,
+      'ast_%27%20or%201=1',
+    ]) {
       const { res, body } = await get(apiKey, id);
       expect(res.status, id).toBe(404);
       expect(body.code, id).toBe('not_found');

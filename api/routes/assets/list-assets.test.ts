@@ -42,7 +42,9 @@ async function walk(key: string, query: string): Promise<{ ids: string[]; pages:
 async function pendingRows(tenantId: string, n: number): Promise<string[]> {
   const ids: string[] = [];
   for (let i = 0; i < n; i++) ids.push((await t.services.assets.createPending({ tenantId, kind: 'image' })).id);
-  const ordered = await t.services.sql<{ id: string }[]>`select id from assets where id = any(${ids}) order by created_at desc, id desc`;
+  const ordered = await t.services.sql<
+    { id: string }[]
+  >`select id from assets where id = any(${ids}) order by created_at desc, id desc`;
   return ordered.map((r) => r.id);
 }
 
@@ -51,7 +53,11 @@ describe('GET /assets', () => {
     const { apiKey, tenantId } = await t.newTenant();
     expect((await list(apiKey)).body).toEqual({ data: [], nextCursor: null });
     const a = await uploadPng(t, apiKey);
-    const pending = await t.services.assets.createPending({ tenantId, kind: 'video', sourceUrl: 'https://example.com/x.mp4' });
+    const pending = await t.services.assets.createPending({
+      tenantId,
+      kind: 'video',
+      sourceUrl: 'https://example.com/x.mp4',
+    });
     const b = await uploadPng(t, apiKey);
     const { res, body } = await list(apiKey);
     expect(res.status).toBe(200);
@@ -80,7 +86,13 @@ describe('GET /assets', () => {
     const { apiKey, tenantId } = await t.newTenant();
     // Microsecond parts as now() would give them (sent as text: a Date parameter would carry only
     // milliseconds), and exact ties broken by id.
-    const times = ['2026-03-01T10:00:00.123456Z', '2026-03-01T10:00:00.123999Z', '2026-03-01T10:00:00.123001Z', '2026-03-01T10:00:00.123001Z', '2026-03-01T10:00:00.122999Z'];
+    const times = [
+      '2026-03-01T10:00:00.123456Z',
+      '2026-03-01T10:00:00.123999Z',
+      '2026-03-01T10:00:00.123001Z',
+      '2026-03-01T10:00:00.123001Z',
+      '2026-03-01T10:00:00.122999Z',
+    ];
     for (const at of times) {
       await t.services.sql`
         insert into assets (id, tenant_id, kind, status, created_at) values (${newId('asset')}, ${tenantId}, 'image', 'pending_upload', ${at}::text::timestamptz)`;

@@ -9,7 +9,9 @@ import { AssetKindSchema, AssetSchema, AssetStatusSchema, toWire } from './commo
 const Query = z
   .object({
     ...pageQueryFields({ max: MAX_LIST, defaultLimit: MAX_LIST }),
-    status: AssetStatusSchema.optional().openapi({ description: 'Only assets in this status (for example ready, to leave failed imports out).' }),
+    status: AssetStatusSchema.optional().openapi({
+      description: 'Only assets in this status (for example ready, to leave failed imports out).',
+    }),
     kind: AssetKindSchema.optional().openapi({ description: 'Only assets of this kind.' }),
   })
   .strict();
@@ -39,7 +41,15 @@ export function register(app: App) {
     const q = c.req.valid('query');
     const after = pageAfter(q.cursor);
     const { assets } = c.get('services');
-    const page = await assets.list(c.get('principal').tenantId, { after, limit: q.limit ?? MAX_LIST, status: q.status, kind: q.kind });
-    return c.json({ data: await Promise.all(page.data.map((a) => toWire(assets, a))), nextCursor: page.nextCursor }, 200);
+    const page = await assets.list(c.get('principal').tenantId, {
+      after,
+      limit: q.limit ?? MAX_LIST,
+      status: q.status,
+      kind: q.kind,
+    });
+    return c.json(
+      { data: await Promise.all(page.data.map((a) => toWire(assets, a))), nextCursor: page.nextCursor },
+      200,
+    );
   });
 }

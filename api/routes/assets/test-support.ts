@@ -25,7 +25,11 @@ export async function uploadPng(t: TestApi, key: string): Promise<WireAsset> {
 
 /** A `failed` remote-import row, as a refused import leaves it (no bytes). */
 export async function failedImport(t: TestApi, tenantId: string, error = 'remote_url_refused'): Promise<string> {
-  const pending = await t.services.assets.createPending({ tenantId, kind: 'image', sourceUrl: 'http://10.0.0.1/x.png' });
+  const pending = await t.services.assets.createPending({
+    tenantId,
+    kind: 'image',
+    sourceUrl: 'http://10.0.0.1/x.png',
+  });
   await t.services.assets.markFailed(tenantId, pending.id, error);
   return pending.id;
 }

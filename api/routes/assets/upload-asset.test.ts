@@ -36,11 +36,17 @@ async function upload(key: string, parts: Part[]) {
 /** Files stored for a tenant (the local store: DATA_DIR/media/tenants/<id>). */
 function storedFiles(tenantId: string): string[] {
   const dir = path.join(t.services.config.dataDir, 'media', 'tenants', tenantId);
-  return existsSync(dir) ? readdirSync(dir, { recursive: true }).map(String).filter((f) => !f.endsWith('assets')) : [];
+  return existsSync(dir)
+    ? readdirSync(dir, { recursive: true })
+        .map(String)
+        .filter((f) => !f.endsWith('assets'))
+    : [];
 }
 
 async function rowCount(tenantId: string): Promise<number> {
-  const [r] = await t.services.sql<{ n: number }[]>`select count(*)::int as n from assets where tenant_id = ${tenantId}`;
+  const [r] = await t.services.sql<
+    { n: number }[]
+  >`select count(*)::int as n from assets where tenant_id = ${tenantId}`;
   return r!.n;
 }
 
@@ -61,7 +67,9 @@ function streamOf(head: Buffer, total: number): ReadableStream<Uint8Array> {
 describe('POST /assets (multipart upload)', () => {
   it('happy: keeps a file name as the browser sent it, in UTF-8 (accents and emoji included)', async () => {
     const { apiKey } = await t.newTenant();
-    const { res, body } = await upload(apiKey, [{ name: 'file', value: await png(8, 8), filename: 'Portrait de Zoë 😀.png' }]);
+    const { res, body } = await upload(apiKey, [
+      { name: 'file', value: await png(8, 8), filename: 'Portrait de Zoë 😀.png' },
+    ]);
     expect(res.status).toBe(201);
     expect(body.originalFilename).toBe('Portrait de Zoë 😀.png');
   });
@@ -75,9 +83,32 @@ describe('POST /assets (multipart upload)', () => {
     ]);
     expect(res.status).toBe(201);
     expect(Object.keys(body).sort()).toEqual(
-      ['contentType', 'createdAt', 'error', 'id', 'kind', 'metadata', 'originalFilename', 'publicUrl', 'sha256', 'sizeBytes', 'status', 'tenantId', 'updatedAt'].sort(),
+      [
+        'contentType',
+        'createdAt',
+        'error',
+        'id',
+        'kind',
+        'metadata',
+        'originalFilename',
+        'publicUrl',
+        'sha256',
+        'sizeBytes',
+        'status',
+        'tenantId',
+        'updatedAt',
+      ].sort(),
     );
-    expect(body).toMatchObject({ tenantId, kind: 'image', status: 'ready', contentType: 'image/png', sizeBytes: file.length, sha256: sha(file), originalFilename: 'portrait.png', error: null });
+    expect(body).toMatchObject({
+      tenantId,
+      kind: 'image',
+      status: 'ready',
+      contentType: 'image/png',
+      sizeBytes: file.length,
+      sha256: sha(file),
+      originalFilename: 'portrait.png',
+      error: null,
+    });
     expect(body.id).toMatch(/^ast_/);
     const u = new globalThis.URL(body.publicUrl!);
     expect(u.pathname).toBe(`/media/tenants/${tenantId}/assets/${body.id}`);
@@ -110,8 +141,14 @@ describe('POST /assets (multipart upload)', () => {
     const { apiKey, tenantId } = await t.newTenant();
     const file = await png();
     for (const parts of [
-      [{ name: 'kind', value: 'video' }, { name: 'file', value: file, filename: 'a.mp4' }],
-      [{ name: 'file', value: file, filename: 'a.mp4' }, { name: 'kind', value: 'audio' }],
+      [
+        { name: 'kind', value: 'video' },
+        { name: 'file', value: file, filename: 'a.mp4' },
+      ],
+      [
+        { name: 'file', value: file, filename: 'a.mp4' },
+        { name: 'kind', value: 'audio' },
+      ],
     ]) {
       const { res, body } = await upload(apiKey, parts);
       expect(res.status).toBe(422);
@@ -129,7 +166,9 @@ describe('POST /assets (multipart upload)', () => {
       [Buffer.from('<svg xmlns="http://www.w3.org/2000/svg"></svg>'), 'unsupported_asset_type'],
       [Buffer.alloc(0), 'validation_error'],
     ] as const) {
-      const { res, body } = await upload(apiKey, [{ name: 'file', value, filename: 'photo.png', contentType: 'image/png' }]);
+      const { res, body } = await upload(apiKey, [
+        { name: 'file', value, filename: 'photo.png', contentType: 'image/png' },
+      ]);
       expect(res.status, code).toBe(422);
       expect(body).toMatchObject({ code, field: 'file' });
     }
@@ -141,11 +180,22 @@ describe('POST /assets (multipart upload)', () => {
     const { apiKey, tenantId } = await t.newTenant();
     // A video is capped at 18 MB (the clip quality-check ceiling); send 19 MB with no Content-Length.
     const boundary = '----capboundary';
-    const head = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="big.mp4"\r\n\r\n`);
+    const head = Buffer.from(
+      `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="big.mp4"\r\n\r\n`,
+    );
     const total = 19_000_000;
-    const res = await t.request('POST', URL, { key: apiKey, rawBody: streamOf(Buffer.concat([head, mp4(64)]), total), headers: { 'content-type': `multipart/form-data; boundary=${boundary}` } });
+    const res = await t.request('POST', URL, {
+      key: apiKey,
+      rawBody: streamOf(Buffer.concat([head, mp4(64)]), total),
+      headers: { 'content-type': `multipart/form-data; boundary=${boundary}` },
+    });
     expect(res.status).toBe(413);
-    expect(await json(res)).toMatchObject({ code: 'payload_too_large', maxBytes: 18_000_000, kind: 'video', field: 'file' });
+    expect(await json(res)).toMatchObject({
+      code: 'payload_too_large',
+      maxBytes: 18_000_000,
+      kind: 'video',
+      field: 'file',
+    });
     expect(await rowCount(tenantId)).toBe(0);
     expect(storedFiles(tenantId)).toEqual([]);
   });
@@ -153,7 +203,11 @@ describe('POST /assets (multipart upload)', () => {
   it('error: a Content-Length over the route cap is 413 before anything is read', async () => {
     const { apiKey } = await t.newTenant();
     const { body, contentType } = multipart([{ name: 'file', value: await png(), filename: 'a.png' }]);
-    const res = await t.request('POST', URL, { key: apiKey, rawBody: body, headers: { 'content-type': contentType, 'content-length': String(200 * 1024 * 1024) } });
+    const res = await t.request('POST', URL, {
+      key: apiKey,
+      rawBody: body,
+      headers: { 'content-type': contentType, 'content-length': String(200 * 1024 * 1024) },
+    });
     expect(res.status).toBe(413);
     expect((await json(res)).code).toBe('payload_too_large');
   });
@@ -161,18 +215,44 @@ describe('POST /assets (multipart upload)', () => {
   it('error: wrong content type 415, no boundary 400, missing file, unknown fields, two files, a bad kind 422', async () => {
     const { apiKey, tenantId } = await t.newTenant();
     expect((await t.request('POST', URL, { key: apiKey, body: { file: 'x' } })).status).toBe(415);
-    const noBoundary = await t.request('POST', URL, { key: apiKey, rawBody: 'x', headers: { 'content-type': 'multipart/form-data' } });
+    const noBoundary = await t.request('POST', URL, {
+      key: apiKey,
+      rawBody: 'x',
+      headers: { 'content-type': 'multipart/form-data' },
+    });
     expect(noBoundary.status).toBe(400);
     expect((await json(noBoundary)).code).toBe('bad_request');
-    const garbage = await t.request('POST', URL, { key: apiKey, rawBody: 'not multipart at all', headers: { 'content-type': 'multipart/form-data; boundary=zz' } });
+    const garbage = await t.request('POST', URL, {
+      key: apiKey,
+      rawBody: 'not multipart at all',
+      headers: { 'content-type': 'multipart/form-data; boundary=zz' },
+    });
     expect([400, 422]).toContain(garbage.status);
     const file = await png();
     const cases: [Part[], string][] = [
       [[{ name: 'kind', value: 'image' }], 'file'],
-      [[{ name: 'file', value: file, filename: 'a.png' }, { name: 'Kind', value: 'image' }], 'Kind'],
+      [
+        [
+          { name: 'file', value: file, filename: 'a.png' },
+          { name: 'Kind', value: 'image' },
+        ],
+        'Kind',
+      ],
       [[{ name: 'upload', value: file, filename: 'a.png' }], 'upload'],
-      [[{ name: 'file', value: file, filename: 'a.png' }, { name: 'kind', value: 'IMAGE' }], 'kind'],
-      [[{ name: 'kind', value: 'document' }, { name: 'file', value: file, filename: 'a.png' }], 'kind'],
+      [
+        [
+          { name: 'file', value: file, filename: 'a.png' },
+          { name: 'kind', value: 'IMAGE' },
+        ],
+        'kind',
+      ],
+      [
+        [
+          { name: 'kind', value: 'document' },
+          { name: 'file', value: file, filename: 'a.png' },
+        ],
+        'kind',
+      ],
     ];
     for (const [parts, field] of cases) {
       const { res, body } = await upload(apiKey, parts);
@@ -212,35 +292,49 @@ describe('POST /assets: hostile multipart bodies (fuzz)', () => {
         fc.constantFrom('image', 'video', 'audio', 'IMAGE', '', '\u0000', 'é'),
         fc.uint8Array({ maxLength: 300 }).map((a) => Buffer.from(a)),
       ),
-      filename: fc.option(fc.oneof(fc.constantFrom('a.png', '', '../x', 'é.png', 'a"b.png'), fc.string({ maxLength: 12 })), { nil: undefined }),
+      filename: fc.option(
+        fc.oneof(fc.constantFrom('a.png', '', '../x', 'é.png', 'a"b.png'), fc.string({ maxLength: 12 })),
+        { nil: undefined },
+      ),
       contentType: fc.option(fc.constantFrom('image/png', 'application/pdf', 'text/plain', ''), { nil: undefined }),
     });
     const mangle = fc.constantFrom('none', 'truncate', 'no-final-boundary', 'crlf-noise', 'wrong-boundary');
     let stored = 0;
     await fc.assert(
-      fc.asyncProperty(fc.array(partArb, { maxLength: 6 }), mangle, fc.integer({ min: 0, max: 400 }), async (parts, how, cut) => {
-        const safeParts = parts.map((p) => ({ ...p, name: p.name.replace(/["\r\n]/g, ''), filename: p.filename?.replace(/["\r\n]/g, '') }));
-        const { body, contentType } = multipart(safeParts as Part[]);
-        let raw = body;
-        let ct = contentType;
-        if (how === 'truncate') raw = body.subarray(0, Math.min(cut, body.length));
-        if (how === 'no-final-boundary') raw = body.subarray(0, Math.max(0, body.length - 8));
-        if (how === 'crlf-noise') raw = Buffer.concat([Buffer.from('\r\n\r\n--\r\n'), body]);
-        if (how === 'wrong-boundary') ct = 'multipart/form-data; boundary=nomatch';
-        const res = await t.request('POST', URL, { key: apiKey, rawBody: raw, headers: { 'content-type': ct } });
-        const text = await res.text();
-        expect(res.status, text).toBeLessThan(500);
-        expect(res.headers.get('x-request-id')).toMatch(/^req_/);
-        if (res.status === 201) stored++;
-        else {
-          const err = JSON.parse(text) as { status: number; error: string; retryable: boolean };
-          expect(err.status).toBe(res.status);
-          expect(typeof err.error).toBe('string');
-        }
-      }),
+      fc.asyncProperty(
+        fc.array(partArb, { maxLength: 6 }),
+        mangle,
+        fc.integer({ min: 0, max: 400 }),
+        async (parts, how, cut) => {
+          const safeParts = parts.map((p) => ({
+            ...p,
+            name: p.name.replace(/["\r\n]/g, ''),
+            filename: p.filename?.replace(/["\r\n]/g, ''),
+          }));
+          const { body, contentType } = multipart(safeParts as Part[]);
+          let raw = body;
+          let ct = contentType;
+          if (how === 'truncate') raw = body.subarray(0, Math.min(cut, body.length));
+          if (how === 'no-final-boundary') raw = body.subarray(0, Math.max(0, body.length - 8));
+          if (how === 'crlf-noise') raw = Buffer.concat([Buffer.from('\r\n\r\n--\r\n'), body]);
+          if (how === 'wrong-boundary') ct = 'multipart/form-data; boundary=nomatch';
+          const res = await t.request('POST', URL, { key: apiKey, rawBody: raw, headers: { 'content-type': ct } });
+          const text = await res.text();
+          expect(res.status, text).toBeLessThan(500);
+          expect(res.headers.get('x-request-id')).toMatch(/^req_/);
+          if (res.status === 201) stored++;
+          else {
+            const err = JSON.parse(text) as { status: number; error: string; retryable: boolean };
+            expect(err.status).toBe(res.status);
+            expect(typeof err.error).toBe('string');
+          }
+        },
+      ),
       { seed: 20_260_101, numRuns: 150 },
     );
     expect(await rowCount(tenantId)).toBe(stored);
-    expect(storedFiles(tenantId).filter((f) => f.startsWith('assets/ast_') && !f.endsWith('.meta.json')).length).toBe(stored);
+    expect(storedFiles(tenantId).filter((f) => f.startsWith('assets/ast_') && !f.endsWith('.meta.json')).length).toBe(
+      stored,
+    );
   });
 });

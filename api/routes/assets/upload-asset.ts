@@ -2,7 +2,13 @@ import { Readable, Transform, type TransformCallback } from 'node:stream';
 import { createRoute, z } from '@hono/zod-openapi';
 import busboy from 'busboy';
 import type { Context } from 'hono';
-import { ASSET_KINDS, LARGEST_ASSET_BYTES, type AssetKind, type AssetRecord, type StoredBytes } from '../../../core/assets/index.ts';
+import {
+  ASSET_KINDS,
+  LARGEST_ASSET_BYTES,
+  type AssetKind,
+  type AssetRecord,
+  type StoredBytes,
+} from '../../../core/assets/index.ts';
 import { ApiError } from '../../../core/errors.ts';
 import { newId } from '../../../core/ids.ts';
 import { SizeLimitError } from '../../../core/storage/index.ts';
@@ -20,7 +26,9 @@ export const UPLOAD_BODY_LIMIT = LARGEST_ASSET_BYTES + 64 * 1024;
 
 const UploadForm = z
   .object({
-    file: z.string().openapi({ type: 'string', format: 'binary', description: 'The file. Its type is sniffed from the bytes.' }),
+    file: z
+      .string()
+      .openapi({ type: 'string', format: 'binary', description: 'The file. Its type is sniffed from the bytes.' }),
     kind: z.enum(ASSET_KINDS).optional().openapi({ description: 'When given, must agree with the sniffed type.' }),
   })
   .openapi('UploadAssetForm');
@@ -57,13 +65,17 @@ class BodyCap extends Transform {
 }
 
 const tooLarge = () =>
-  new ApiError('payload_too_large', `Request body exceeds this route's cap of ${UPLOAD_BODY_LIMIT} bytes`, { maxBytes: UPLOAD_BODY_LIMIT });
+  new ApiError('payload_too_large', `Request body exceeds this route's cap of ${UPLOAD_BODY_LIMIT} bytes`, {
+    maxBytes: UPLOAD_BODY_LIMIT,
+  });
+
+// eslint-disable-next-line no-control-regex
+const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f]/g;
 
 /** A file name safe to keep and echo: no control characters, at most 255 characters. */
 function cleanFilename(name: string | undefined): string | null {
   // (only unpaired surrogates are replaced: an emoji's pair is text; the cut at 255 may split a pair, so after it)
-  // eslint-disable-next-line no-control-regex
-  const cleaned = wellFormed((name ?? '').replace(/[\u0000-\u001f\u007f]/g, '').trim().slice(0, 255));
+  const cleaned = wellFormed((name ?? '').replace(CONTROL_CHARACTERS, '').trim().slice(0, 255));
   return cleaned || null;
 }
 
@@ -75,13 +87,20 @@ function receive(c: Context<AppEnv>, contentType: string): Promise<AssetRecord> 
   const { assets } = c.get('services');
   const tenantId = c.get('principal').tenantId;
   const webBody = c.req.raw.body;
-  if (!webBody) return Promise.reject(new ApiError('validation_error', 'Missing required field "file" in form', { field: 'file' }));
+  if (!webBody)
+    return Promise.reject(new ApiError('validation_error', 'Missing required field "file" in form', { field: 'file' }));
 
   let bb: busboy.Busboy;
   try {
-    bb = busboy({ headers: { 'content-type': contentType }, defParamCharset: 'utf8', limits: { files: 1, fields: 4, parts: 5, fieldSize: 1024, fieldNameSize: 100, headerPairs: 20 } });
+    bb = busboy({
+      headers: { 'content-type': contentType },
+      defParamCharset: 'utf8',
+      limits: { files: 1, fields: 4, parts: 5, fieldSize: 1024, fieldNameSize: 100, headerPairs: 20 },
+    });
   } catch {
-    return Promise.reject(new ApiError('bad_request', 'Malformed multipart/form-data: the Content-Type needs a boundary'));
+    return Promise.reject(
+      new ApiError('bad_request', 'Malformed multipart/form-data: the Content-Type needs a boundary'),
+    );
   }
   const source = Readable.fromWeb(webBody as never);
   const cap = new BodyCap(UPLOAD_BODY_LIMIT);
@@ -106,7 +125,9 @@ function receive(c: Context<AppEnv>, contentType: string): Promise<AssetRecord> 
       cap.resume();
       // A file part still streaming is cut off; one already stored must not stay. Answer after that.
       fileStream?.destroy();
-      const cleanup = stored ? stored.then((s) => assets.storage.delete(s.storageKey)).catch(() => {}) : Promise.resolve();
+      const cleanup = stored
+        ? stored.then((s) => assets.storage.delete(s.storageKey)).catch(() => {})
+        : Promise.resolve();
       void cleanup.then(() => reject(err));
     };
 
@@ -114,10 +135,20 @@ function receive(c: Context<AppEnv>, contentType: string): Promise<AssetRecord> 
     cap.on('error', (err) => fail(err instanceof SizeLimitError ? tooLarge() : err));
 
     bb.on('field', (name, value) => {
-      if (name !== 'kind') return fail(new ApiError('validation_error', `Unknown field "${name}" in form (expected "file" and optionally "kind")`, { field: name }));
-      if (declared !== undefined) return fail(new ApiError('validation_error', 'Invalid field "kind" in form: given twice', { field: 'kind' }));
+      if (name !== 'kind')
+        return fail(
+          new ApiError('validation_error', `Unknown field "${name}" in form (expected "file" and optionally "kind")`, {
+            field: name,
+          }),
+        );
+      if (declared !== undefined)
+        return fail(new ApiError('validation_error', 'Invalid field "kind" in form: given twice', { field: 'kind' }));
       if (!(ASSET_KINDS as readonly string[]).includes(value)) {
-        return fail(new ApiError('validation_error', `Invalid field "kind" in form: must be one of ${ASSET_KINDS.join(', ')}`, { field: 'kind' }));
+        return fail(
+          new ApiError('validation_error', `Invalid field "kind" in form: must be one of ${ASSET_KINDS.join(', ')}`, {
+            field: 'kind',
+          }),
+        );
       }
       declared = value as AssetKind;
     });
@@ -125,7 +156,10 @@ function receive(c: Context<AppEnv>, contentType: string): Promise<AssetRecord> 
     bb.on('file', (name, stream, info) => {
       if (name !== 'file' || fileSeen) {
         stream.resume();
-        const msg = name !== 'file' ? `Unknown file field "${name}" in form (the file goes in "file")` : 'Only one "file" part is accepted';
+        const msg =
+          name !== 'file'
+            ? `Unknown file field "${name}" in form (the file goes in "file")`
+            : 'Only one "file" part is accepted';
         return fail(new ApiError('validation_error', msg, { field: name }));
       }
       fileSeen = true;
@@ -137,27 +171,43 @@ function receive(c: Context<AppEnv>, contentType: string): Promise<AssetRecord> 
     });
 
     for (const limit of ['partsLimit', 'filesLimit', 'fieldsLimit'] as const) {
-      bb.on(limit, () => fail(new ApiError('validation_error', 'Too many parts in form: send one "file" and optionally "kind"', { field: null })));
+      bb.on(limit, () =>
+        fail(
+          new ApiError('validation_error', 'Too many parts in form: send one "file" and optionally "kind"', {
+            field: null,
+          }),
+        ),
+      );
     }
     bb.on('error', () => fail(new ApiError('bad_request', 'Malformed multipart/form-data body')));
 
     bb.on('close', () => {
       if (settled) return;
-      if (!stored) return fail(new ApiError('validation_error', 'Missing required field "file" in form', { field: 'file' }));
+      if (!stored)
+        return fail(new ApiError('validation_error', 'Missing required field "file" in form', { field: 'file' }));
       stored.then(
         async (s) => {
           if (settled) return;
           // A kind field after the file part is checked here, once the type is known.
           if (declared && declared !== s.kind) {
             return fail(
-              new ApiError('validation_error', `Invalid field "kind": declared ${declared}, but the bytes are ${s.contentType} (${s.kind})`, {
-                field: 'kind',
-                detectedType: s.contentType,
-              }),
+              new ApiError(
+                'validation_error',
+                `Invalid field "kind": declared ${declared}, but the bytes are ${s.contentType} (${s.kind})`,
+                {
+                  field: 'kind',
+                  detectedType: s.contentType,
+                },
+              ),
             );
           }
           try {
-            const record = await assets.recordUploaded({ tenantId, id: assetId, stored: s, originalFilename: filename });
+            const record = await assets.recordUploaded({
+              tenantId,
+              id: assetId,
+              stored: s,
+              originalFilename: filename,
+            });
             settled = true;
             resolve(record);
           } catch (err) {
@@ -179,7 +229,10 @@ export function register(app: App) {
   app.post(route.path, authenticate('uploadAsset'), async (c) => {
     const contentType = c.req.header('content-type') ?? '';
     if (!/^multipart\/form-data\s*(;|$)/i.test(contentType)) {
-      throw new ApiError('unsupported_media_type', 'Unsupported Content-Type: send multipart/form-data with a "file" part');
+      throw new ApiError(
+        'unsupported_media_type',
+        'Unsupported Content-Type: send multipart/form-data with a "file" part',
+      );
     }
     const declaredLength = c.req.header('content-length');
     if (declaredLength && /^\d+$/.test(declaredLength) && Number(declaredLength) > UPLOAD_BODY_LIMIT) throw tooLarge();

@@ -17,7 +17,13 @@ async function draft(key: string, body: Record<string, unknown> = {}) {
 describe('POST /avatars', () => {
   it('happy: without a portrait the avatar is a draft with every documented field', async () => {
     const { apiKey, tenantId } = await t.newTenant();
-    const a = await draft(apiKey, { defaultVoiceId: 'kal', metadata: { team: 'x' }, settings: { a: 1 }, voice: { provider: 'flite' }, llm: { model: 'm' } });
+    const a = await draft(apiKey, {
+      defaultVoiceId: 'kal',
+      metadata: { team: 'x' },
+      settings: { a: 1 },
+      voice: { provider: 'flite' },
+      llm: { model: 'm' },
+    });
     expect(a.id).toMatch(/^ava_[0-9A-Za-z]{20}$/);
     expect(a).toMatchObject({
       tenantId,
@@ -44,8 +50,15 @@ describe('POST /avatars', () => {
     const { apiKey, tenantId } = await t.newTenant();
     const asset = await portraitAsset(t, tenantId);
     const a = await draft(apiKey, { sourceAssetId: asset, motionPrompt: 'calm, smiling' });
-    expect(a).toMatchObject({ status: 'preprocessing', idleVideoStatus: 'queued', sourceAssetId: asset, motionPrompt: 'calm, smiling', servingUrl: null });
-    const jobs = await t.services.sql`select data from pgboss.job where name = 'avatar-loop' and data->>'avatarId' = ${a.id}`;
+    expect(a).toMatchObject({
+      status: 'preprocessing',
+      idleVideoStatus: 'queued',
+      sourceAssetId: asset,
+      motionPrompt: 'calm, smiling',
+      servingUrl: null,
+    });
+    const jobs = await t.services
+      .sql`select data from pgboss.job where name = 'avatar-loop' and data->>'avatarId' = ${a.id}`;
     expect(jobs.length).toBe(1);
     expect(jobs[0]!.data).toMatchObject({ avatarId: a.id, tenantId, reason: 'create', motionPrompt: 'calm, smiling' });
   });
@@ -132,7 +145,13 @@ describe('PATCH /avatars/{avatarId}', () => {
   it('happy: partial update of profile fields; the response and a later GET agree', async () => {
     const { apiKey } = await t.newTenant();
     const a = await draft(apiKey);
-    const patch = { personality: 'Warm, curious.', background: 'A mathematician.', artDirection: 'soft light', replyStyle: 'Short answers.', metadata: { tone: 'kind' } };
+    const patch = {
+      personality: 'Warm, curious.',
+      background: 'A mathematician.',
+      artDirection: 'soft light',
+      replyStyle: 'Short answers.',
+      metadata: { tone: 'kind' },
+    };
     const r = await call(t, apiKey, 'PATCH', `${A}/${a.id}`, patch);
     expect(r.status).toBe(200);
     expect(r.body).toMatchObject({ ...patch, displayName: 'Ada', status: 'draft' });
@@ -145,7 +164,13 @@ describe('PATCH /avatars/{avatarId}', () => {
   it('error: profile limits are in UTF-16 code units (an emoji counts 2)', async () => {
     const { apiKey } = await t.newTenant();
     const a = await draft(apiKey);
-    const limits = { displayName: 160, personality: 4_000, background: 8_000, artDirection: 2_500, replyStyle: 1_000 } as const;
+    const limits = {
+      displayName: 160,
+      personality: 4_000,
+      background: 8_000,
+      artDirection: 2_500,
+      replyStyle: 1_000,
+    } as const;
     for (const [field, max] of Object.entries(limits)) {
       // max/2 emoji = max code units: accepted; one more code unit: refused.
       const atMax = '😀'.repeat(max / 2);
@@ -158,7 +183,13 @@ describe('PATCH /avatars/{avatarId}', () => {
       // Half the emoji count in characters is over the limit only when counted as code units.
       const overByEmoji = await call(t, apiKey, 'PATCH', `${A}/${a.id}`, { [field]: '😀'.repeat(max / 2 + 1) });
       expect(overByEmoji.status, `${field} emoji`).toBe(422);
-      await call(t, apiKey, 'PATCH', `${A}/${a.id}`, field === 'displayName' ? { displayName: 'Ada' } : { [field]: null });
+      await call(
+        t,
+        apiKey,
+        'PATCH',
+        `${A}/${a.id}`,
+        field === 'displayName' ? { displayName: 'Ada' } : { [field]: null },
+      );
     }
   });
 
@@ -166,16 +197,36 @@ describe('PATCH /avatars/{avatarId}', () => {
     const { apiKey } = await t.newTenant();
     const a = await draft(apiKey);
     // Each field within its own limit, together over 16,000 once merged.
-    const r1 = await call(t, apiKey, 'PATCH', `${A}/${a.id}`, { personality: 'p'.repeat(4_000), background: 'b'.repeat(8_000), replyStyle: 'r'.repeat(1_000) });
+    const r1 = await call(t, apiKey, 'PATCH', `${A}/${a.id}`, {
+      personality: 'p'.repeat(4_000),
+      background: 'b'.repeat(8_000),
+      replyStyle: 'r'.repeat(1_000),
+    });
     expect(r1.status).toBe(200);
     const before = (await call(t, apiKey, 'GET', `${A}/${a.id}`)).body;
-    const room = 16_000 - sessionInstructions({ displayName: 'Ada', personality: 'p'.repeat(4_000), background: 'b'.repeat(8_000), replyStyle: 'r'.repeat(1_000) }).length;
-    const over = await call(t, apiKey, 'PATCH', `${A}/${a.id}`, { metadata: { notes: 'n'.repeat(room) }, displayName: 'Ada L' });
+    const room =
+      16_000 -
+      sessionInstructions({
+        displayName: 'Ada',
+        personality: 'p'.repeat(4_000),
+        background: 'b'.repeat(8_000),
+        replyStyle: 'r'.repeat(1_000),
+      }).length;
+    const over = await call(t, apiKey, 'PATCH', `${A}/${a.id}`, {
+      metadata: { notes: 'n'.repeat(room) },
+      displayName: 'Ada L',
+    });
     expect(over.status).toBe(422);
     expect(over.body.code).toBe('validation_error');
     expect((await call(t, apiKey, 'GET', `${A}/${a.id}`)).body).toEqual(before);
     // Exactly at the limit is accepted.
-    const exact = sessionInstructions({ displayName: 'Ada', personality: 'p'.repeat(4_000), background: 'b'.repeat(8_000), replyStyle: 'r'.repeat(1_000), metadata: { n: '' } }).length;
+    const exact = sessionInstructions({
+      displayName: 'Ada',
+      personality: 'p'.repeat(4_000),
+      background: 'b'.repeat(8_000),
+      replyStyle: 'r'.repeat(1_000),
+      metadata: { n: '' },
+    }).length;
     const fits = await call(t, apiKey, 'PATCH', `${A}/${a.id}`, { metadata: { n: 'n'.repeat(16_000 - exact) } });
     expect(fits.status).toBe(200);
   });
@@ -183,7 +234,11 @@ describe('PATCH /avatars/{avatarId}', () => {
   it('error: portraitUrl is always 400 portrait_url_not_supported, alone or with other fields', async () => {
     const { apiKey } = await t.newTenant();
     const a = await draft(apiKey);
-    for (const body of [{ portraitUrl: 'https://example.com/p.jpg' }, { portraitUrl: null }, { portraitUrl: 'x', displayName: 'y' }]) {
+    for (const body of [
+      { portraitUrl: 'https://example.com/p.jpg' },
+      { portraitUrl: null },
+      { portraitUrl: 'x', displayName: 'y' },
+    ]) {
       const r = await call(t, apiKey, 'PATCH', `${A}/${a.id}`, body);
       expect(r.status, JSON.stringify(body)).toBe(400);
       expect(r.body.code).toBe('portrait_url_not_supported');
@@ -194,7 +249,12 @@ describe('PATCH /avatars/{avatarId}', () => {
   it('error: an empty body, unknown fields and invalid values are 422', async () => {
     const { apiKey } = await t.newTenant();
     const a = await draft(apiKey);
-    for (const body of [{}, { Personality: 'x' }, { anchorTimeMs: -1, sourceAssetId: 'ast_x' }, { sourceReview: { reason: 'no' }, sourceAssetId: 'ast_x' }]) {
+    for (const body of [
+      {},
+      { Personality: 'x' },
+      { anchorTimeMs: -1, sourceAssetId: 'ast_x' },
+      { sourceReview: { reason: 'no' }, sourceAssetId: 'ast_x' },
+    ]) {
       expect((await call(t, apiKey, 'PATCH', `${A}/${a.id}`, body)).status, JSON.stringify(body)).toBe(422);
     }
   });
@@ -206,11 +266,17 @@ describe('PATCH /avatars/{avatarId}', () => {
     const mixed = await call(t, apiKey, 'PATCH', `${A}/${a.id}`, { sourceAssetId: asset, displayName: 'x' });
     expect(mixed.status).toBe(422);
     expect(mixed.body.field).toBe('displayName');
-    for (const body of [{ anchorTimeMs: 0 }, { sourceReview: { reason: 'looked at it' } }, { anchorTimeMs: 0, personality: 'x' }]) {
+    for (const body of [
+      { anchorTimeMs: 0 },
+      { sourceReview: { reason: 'looked at it' } },
+      { anchorTimeMs: 0, personality: 'x' },
+    ]) {
       const r = await call(t, apiKey, 'PATCH', `${A}/${a.id}`, body);
       expect(r.status, JSON.stringify(body)).toBe(422);
     }
-    expect((await t.services.sql`select count(*)::int as n from avatar_source_reviews where avatar_id = ${a.id}`)[0]!.n).toBe(0);
+    expect(
+      (await t.services.sql`select count(*)::int as n from avatar_source_reviews where avatar_id = ${a.id}`)[0]!.n,
+    ).toBe(0);
   });
 
   it('happy: a swap runs the source checks, records the verdict and re-queues generation', async () => {
@@ -223,7 +289,8 @@ describe('PATCH /avatars/{avatarId}', () => {
     const [review] = await t.services.sql`select * from avatar_source_reviews where avatar_id = ${a.id}`;
     expect(review).toMatchObject({ asset_id: asset, accepted: true, review_reason: null });
     expect(review!.machine_verdict).toMatchObject({ passed: true, code: 'ok' });
-    const jobs = await t.services.sql`select data from pgboss.job where name = 'avatar-loop' and data->>'avatarId' = ${a.id}`;
+    const jobs = await t.services
+      .sql`select data from pgboss.job where name = 'avatar-loop' and data->>'avatarId' = ${a.id}`;
     expect(jobs.map((j) => (j.data as { reason: string }).reason)).toEqual(['swap']);
     // A second swap while that generation is in flight is a state conflict.
     const again = await call(t, apiKey, 'PATCH', `${A}/${a.id}`, { sourceAssetId: asset });
@@ -238,21 +305,39 @@ describe('PATCH /avatars/{avatarId}', () => {
     const refused = await call(t, apiKey, 'PATCH', `${A}/${a.id}`, { sourceAssetId: wall });
     expect(refused.status).toBe(422);
     expect(refused.body).toMatchObject({ code: 'validation_error', field: 'sourceAssetId' });
-    expect((await call(t, apiKey, 'GET', `${A}/${a.id}`)).body).toMatchObject({ sourceAssetId: null, status: 'draft', idleVideoStatus: 'none' });
+    expect((await call(t, apiKey, 'GET', `${A}/${a.id}`)).body).toMatchObject({
+      sourceAssetId: null,
+      status: 'draft',
+      idleVideoStatus: 'none',
+    });
 
     const profile = await portraitAsset(t, tenantId, { fixture: 'cameraman' });
-    const reviewed = await call(t, apiKey, 'PATCH', `${A}/${a.id}`, { sourceAssetId: profile, anchorTimeMs: 0, sourceReview: { reason: 'Checked by Ada: near profile is intended' } });
+    const reviewed = await call(t, apiKey, 'PATCH', `${A}/${a.id}`, {
+      sourceAssetId: profile,
+      anchorTimeMs: 0,
+      sourceReview: { reason: 'Checked by Ada: near profile is intended' },
+    });
     expect(reviewed.status, JSON.stringify(reviewed.body)).toBe(200);
-    expect(reviewed.body).toMatchObject({ sourceAssetId: profile, status: 'preprocessing', idleVideoStatus: 'queued', anchorTimeMs: 0 });
-    const rows = await t.services.sql`select asset_id, accepted, review_reason, machine_verdict from avatar_source_reviews where avatar_id = ${a.id} order by id`;
+    expect(reviewed.body).toMatchObject({
+      sourceAssetId: profile,
+      status: 'preprocessing',
+      idleVideoStatus: 'queued',
+      anchorTimeMs: 0,
+    });
+    const rows = await t.services
+      .sql`select asset_id, accepted, review_reason, machine_verdict from avatar_source_reviews where avatar_id = ${a.id} order by id`;
     expect(rows.map((r) => [r.asset_id, r.accepted, r.review_reason])).toEqual([
       [wall, false, null],
       [profile, true, 'Checked by Ada: near profile is intended'],
     ]);
     expect(rows[0]!.machine_verdict).toMatchObject({ passed: false, code: 'no_face' });
     // A face in near profile: too small or too turned for the rig's default limits.
-    expect(rows[1]!.machine_verdict).toMatchObject({ passed: false, code: expect.stringMatching(/^(face_too_small|extreme_pose)$/) });
-    const [job] = await t.services.sql`select data from pgboss.job where name = 'avatar-loop' and data->>'avatarId' = ${a.id}`;
+    expect(rows[1]!.machine_verdict).toMatchObject({
+      passed: false,
+      code: expect.stringMatching(/^(face_too_small|extreme_pose)$/),
+    });
+    const [job] = await t.services
+      .sql`select data from pgboss.job where name = 'avatar-loop' and data->>'avatarId' = ${a.id}`;
     expect(job!.data).toMatchObject({ reason: 'swap', reviewed: true });
   });
 });
@@ -298,12 +383,23 @@ describe('isolation', () => {
       expect(r.body.error).not.toContain('private');
     }
     expect((await call(t, intruder.apiKey, 'GET', A)).body).toEqual({ data: [] });
-    expect((await call(t, owner.apiKey, 'GET', `${A}/${a.id}`)).body).toMatchObject({ displayName: 'private', status: 'draft' });
+    expect((await call(t, owner.apiKey, 'GET', `${A}/${a.id}`)).body).toMatchObject({
+      displayName: 'private',
+      status: 'draft',
+    });
   });
 
   it('security: ids of any shape that name no avatar are 404, never 422 or 5xx', async () => {
     const { apiKey } = await t.newTenant();
-    for (const id of ['ava_', 'ava_nope', 'nope', 'AVA_x', `ava_${'x'.repeat(500)}`, '%27%20or%201%3D1', 'ava_%F0%9F%98%80']) {
+    for (const id of [
+      'ava_',
+      'ava_nope',
+      'nope',
+      'AVA_x',
+      `ava_${'x'.repeat(500)}`,
+      '%27%20or%201%3D1',
+      'ava_%F0%9F%98%80',
+    ]) {
       for (const [method, url, body] of [
         ['GET', `${A}/${id}`, undefined],
         ['PATCH', `${A}/${id}`, { displayName: 'x' }],

@@ -33,9 +33,13 @@ async function declaredUpload(fixture: 'astronaut' | 'brick', o: { rotateDeg?: n
   expect(r.status, JSON.stringify(r.body)).toBe(201);
   const avatarId = r.body.id;
   const upload = await uploadedVideo(tenantId, stillMp4(fixture, o));
-  const put = await call(t, apiKey, 'PUT', `${A}/${avatarId}/clips`, { expectedRevision: 0, clips: { intro: { source: { assetId: upload } } } });
+  const put = await call(t, apiKey, 'PUT', `${A}/${avatarId}/clips`, {
+    expectedRevision: 0,
+    clips: { intro: { source: { assetId: upload } } },
+  });
   expect(put.status, JSON.stringify(put.body)).toBe(202);
-  const [jobRow] = await t.services.sql`select 1 from pgboss.job where name = 'avatar-clips' and data->>'avatarId' = ${avatarId} and data->>'clipId' = 'intro'`;
+  const [jobRow] = await t.services
+    .sql`select 1 from pgboss.job where name = 'avatar-clips' and data->>'avatarId' = ${avatarId} and data->>'clipId' = 'intro'`;
   expect(jobRow).toBeDefined();
   return { key: apiKey, tenantId, avatarId, upload, url: `${A}/${avatarId}/clips` };
 }
@@ -50,9 +54,17 @@ describe('uploaded clip pose validation (avatar-clips job)', () => {
     const s = await declaredUpload('astronaut');
     await worker.run({ tenantId: s.tenantId, avatarId: s.avatarId, clipId: 'intro', reviewed: false }, job);
     const c = await intro(s.key, s.url);
-    expect(c).toMatchObject({ status: 'ready', source: 'upload', uploadAssetId: s.upload, error: null, poseCheck: { verdict: 'accepted' } });
+    expect(c).toMatchObject({
+      status: 'ready',
+      source: 'upload',
+      uploadAssetId: s.upload,
+      error: null,
+      poseCheck: { verdict: 'accepted' },
+    });
     expect(c.url).toEqual(expect.any(String));
-    const [row] = await t.services.sql<{ mp4_key: string }[]>`select mp4_key from avatar_clips where avatar_id = ${s.avatarId} and clip_id = 'intro'`;
+    const [row] = await t.services.sql<
+      { mp4_key: string }[]
+    >`select mp4_key from avatar_clips where avatar_id = ${s.avatarId} and clip_id = 'intro'`;
     expect(row!.mp4_key).toContain(`/avatars/${s.avatarId}/clips/intro/`);
     expect(await t.services.storage.stat(row!.mp4_key)).toBeDefined();
   });
@@ -84,23 +96,33 @@ describe('POST /avatars/{id}/clips/review', () => {
     reason: 'Checked by hand: the tilt reads fine',
     ...o,
   });
-  const runJob = (s: { tenantId: string; avatarId: string }) => worker.run({ tenantId: s.tenantId, avatarId: s.avatarId, clipId: 'intro', reviewed: false }, job);
+  const runJob = (s: { tenantId: string; avatarId: string }) =>
+    worker.run({ tenantId: s.tenantId, avatarId: s.avatarId, clipId: 'intro', reviewed: false }, job);
 
   it('happy: a pose refusal accepted by a person serves, the machine verdict kept with the review', async () => {
     const s = await declaredUpload('astronaut', { rotateDeg: 25 });
     await runJob(s);
-    expect(await intro(s.key, s.url)).toMatchObject({ status: 'failed', url: null, poseCheck: { verdict: 'pose_mismatch' } });
+    expect(await intro(s.key, s.url)).toMatchObject({
+      status: 'failed',
+      url: null,
+      poseCheck: { verdict: 'pose_mismatch' },
+    });
     const r = await call(t, s.key, 'POST', `${s.url}/review`, body(s));
     expect(r.status, JSON.stringify(r.body)).toBe(204);
     const c = await intro(s.key, s.url);
     expect(c).toMatchObject({
       status: 'ready',
       error: null,
-      poseCheck: { verdict: 'pose_mismatch', review: { reason: 'Checked by hand: the tilt reads fine', by: expect.any(String), at: expect.any(String) } },
+      poseCheck: {
+        verdict: 'pose_mismatch',
+        review: { reason: 'Checked by hand: the tilt reads fine', by: expect.any(String), at: expect.any(String) },
+      },
     });
     expect(c.url).toEqual(expect.any(String));
     // A second review finds it serving: 409.
-    expect((await call(t, s.key, 'POST', `${s.url}/review`, body(s))).body).toMatchObject({ code: 'avatar_state_conflict' });
+    expect((await call(t, s.key, 'POST', `${s.url}/review`, body(s))).body).toMatchObject({
+      code: 'avatar_state_conflict',
+    });
   });
 
   it('happy: a clip still pending validation can be accepted; its late job then does nothing', async () => {
@@ -108,7 +130,10 @@ describe('POST /avatars/{id}/clips/review', () => {
     const r = await call(t, s.key, 'POST', `${s.url}/review`, body(s));
     expect(r.status, JSON.stringify(r.body)).toBe(204);
     await runJob(s);
-    expect(await intro(s.key, s.url)).toMatchObject({ status: 'ready', poseCheck: { verdict: 'pending', review: { reason: expect.any(String) } } });
+    expect(await intro(s.key, s.url)).toMatchObject({
+      status: 'ready',
+      poseCheck: { verdict: 'pending', review: { reason: expect.any(String) } },
+    });
   });
 
   it('error: 409 on a stale revision or anchor version (with the current values); nothing changes', async () => {
@@ -132,12 +157,21 @@ describe('POST /avatars/{id}/clips/review', () => {
     expect(r.status).toBe(409);
     expect(r.body).toMatchObject({ code: 'avatar_state_conflict' });
     expect((r.body as unknown as { error: string }).error).toContain('stays refused');
-    expect(await intro(s.key, s.url)).toMatchObject({ status: 'failed', url: null, poseCheck: { verdict: 'refused', code: 'no_face' } });
+    expect(await intro(s.key, s.url)).toMatchObject({
+      status: 'failed',
+      url: null,
+      poseCheck: { verdict: 'refused', code: 'no_face' },
+    });
   });
 
   it('error: 422 on a reason under 5 characters, an unknown field or a missing one; 413 over 4 KiB', async () => {
     const s = await declaredUpload('astronaut');
-    for (const b of [body(s, { reason: 'ok' }), body(s, { reason: 'x'.repeat(501) }), { ...body(s), extra: 1 }, { clipId: 'intro' }]) {
+    for (const b of [
+      body(s, { reason: 'ok' }),
+      body(s, { reason: 'x'.repeat(501) }),
+      { ...body(s), extra: 1 },
+      { clipId: 'intro' },
+    ]) {
       const r = await call(t, s.key, 'POST', `${s.url}/review`, b);
       expect(r.status, JSON.stringify(b)).toBe(422);
     }

@@ -11,7 +11,12 @@ const t = await testApi();
 afterAll(() => t.close());
 const A = '/api/v1/avatars';
 
-type Envelope = ClipEnvelope & { plan?: { kept: string[]; queued: string[]; retired: string[] }; code?: string; field?: string | null; currentRevision?: number };
+type Envelope = ClipEnvelope & {
+  plan?: { kept: string[]; queued: string[]; retired: string[] };
+  code?: string;
+  field?: string | null;
+  currentRevision?: number;
+};
 
 async function api(key: string, method: string, url: string, body?: unknown, headers?: Record<string, string>) {
   const r = await call(t, key, method, url, body, headers);
@@ -26,12 +31,18 @@ async function setup(o: { defaults?: boolean } = {}) {
   expect(r.status, JSON.stringify(r.body)).toBe(201);
   const avatarId = r.body.id;
   if (o.defaults) {
-    await t.services.sql.begin((tx) => queueDefaultClips(tx, t.services.jobs, { tenantId, avatarId, reviewed: false }, DEFAULT_CLIPS));
+    await t.services.sql.begin((tx) =>
+      queueDefaultClips(tx, t.services.jobs, { tenantId, avatarId, reviewed: false }, DEFAULT_CLIPS),
+    );
   }
   return { key: apiKey, tenantId, avatarId, asset, url: `${A}/${avatarId}/clips` };
 }
 
-async function videoAsset(tenantId: string, status: 'ready' | 'pending_upload' = 'ready', kind: 'video' | 'image' = 'video'): Promise<string> {
+async function videoAsset(
+  tenantId: string,
+  status: 'ready' | 'pending_upload' = 'ready',
+  kind: 'video' | 'image' = 'video',
+): Promise<string> {
   const id = newId('asset');
   await t.services.sql`
     insert into assets (id, tenant_id, kind, status, content_type, size_bytes, sha256, storage_key)
@@ -50,7 +61,16 @@ describe('GET /avatars/{id}/clips', () => {
     const s = await setup({ defaults: true });
     const r = await api(s.key, 'GET', s.url);
     expect(r.status).toBe(200);
-    expect(Object.keys(r.body).sort()).toEqual(['anchor', 'anchorVersion', 'avatarId', 'behavior', 'clipLibraryEligible', 'data', 'defaultSourceAssetId', 'revision']);
+    expect(Object.keys(r.body).sort()).toEqual([
+      'anchor',
+      'anchorVersion',
+      'avatarId',
+      'behavior',
+      'clipLibraryEligible',
+      'data',
+      'defaultSourceAssetId',
+      'revision',
+    ]);
     expect(r.body).toMatchObject({
       avatarId: s.avatarId,
       revision: 0,
@@ -64,9 +84,32 @@ describe('GET /avatars/{id}/clips', () => {
     for (const c of r.body.data) {
       const def = DEFAULT_CLIPS.find((d) => d.clipId === c.clipId)!;
       expect(Object.keys(c).sort()).toEqual(
-        ['anchorVersion', 'clipId', 'createdAt', 'durationSeconds', 'error', 'motionPrompt', 'poseCheck', 'source', 'status', 'updatedAt', 'uploadAssetId', 'url'].sort(),
+        [
+          'anchorVersion',
+          'clipId',
+          'createdAt',
+          'durationSeconds',
+          'error',
+          'motionPrompt',
+          'poseCheck',
+          'source',
+          'status',
+          'updatedAt',
+          'uploadAssetId',
+          'url',
+        ].sort(),
       );
-      expect(c).toMatchObject({ status: 'queued', url: null, source: 'generated', uploadAssetId: null, motionPrompt: def.motionPrompt, durationSeconds: def.durationSeconds, anchorVersion: 1, poseCheck: null, error: null });
+      expect(c).toMatchObject({
+        status: 'queued',
+        url: null,
+        source: 'generated',
+        uploadAssetId: null,
+        motionPrompt: def.motionPrompt,
+        durationSeconds: def.durationSeconds,
+        anchorVersion: 1,
+        poseCheck: null,
+        error: null,
+      });
     }
   });
 
@@ -114,7 +157,11 @@ describe('PUT /avatars/{id}/clips', () => {
     const upload = await videoAsset(s.tenantId);
     const put = await api(s.key, 'PUT', s.url, declaration(0, upload));
     expect(put.status, JSON.stringify(put.body)).toBe(202);
-    expect(put.body.plan).toEqual({ kept: ['nod'], queued: ['sway', 'breathe', 'ear', 'wave', 'intro'], retired: ['listen', 'smile', 'think'] });
+    expect(put.body.plan).toEqual({
+      kept: ['nod'],
+      queued: ['sway', 'breathe', 'ear', 'wave', 'intro'],
+      retired: ['listen', 'smile', 'think'],
+    });
     expect(put.body.revision).toBe(1);
     expect(put.body.behavior).toEqual({
       idle: { clips: ['sway', 'breathe'], weights: { source: 2, sway: 1 } },
@@ -122,8 +169,11 @@ describe('PUT /avatars/{id}/clips', () => {
       actions: { greet: { description: 'Greet the user warmly', clips: ['wave', 'intro'] } },
     });
     // One job per queued clip (the defaults' four plus five): renders for the generated ones, pose validation for the upload.
-    expect(await clipJobs(s.avatarId)).toEqual([...DEFAULT_CLIPS.map((c) => c.clipId), 'breathe', 'ear', 'intro', 'sway', 'wave'].sort());
-    const [retired] = await t.services.sql`select count(*)::int as n from avatar_clips where avatar_id = ${s.avatarId} and retired_at is not null`;
+    expect(await clipJobs(s.avatarId)).toEqual(
+      [...DEFAULT_CLIPS.map((c) => c.clipId), 'breathe', 'ear', 'intro', 'sway', 'wave'].sort(),
+    );
+    const [retired] = await t.services
+      .sql`select count(*)::int as n from avatar_clips where avatar_id = ${s.avatarId} and retired_at is not null`;
     expect(retired!.n).toBe(3);
 
     const got = await api(s.key, 'GET', s.url);
@@ -132,8 +182,19 @@ describe('PUT /avatars/{id}/clips', () => {
     expect(got.body).toEqual(envelope);
     const byId = Object.fromEntries(got.body.data.map((c) => [c.clipId, c]));
     expect(Object.keys(byId).sort()).toEqual(['breathe', 'ear', 'intro', 'nod', 'sway', 'wave']);
-    expect(byId.breathe).toMatchObject({ status: 'queued', source: 'generated', motionPrompt: 'breathe calmly', durationSeconds: 5 });
-    expect(byId.intro).toMatchObject({ status: 'queued', source: 'upload', uploadAssetId: upload, motionPrompt: null, poseCheck: null });
+    expect(byId.breathe).toMatchObject({
+      status: 'queued',
+      source: 'generated',
+      motionPrompt: 'breathe calmly',
+      durationSeconds: 5,
+    });
+    expect(byId.intro).toMatchObject({
+      status: 'queued',
+      source: 'upload',
+      uploadAssetId: upload,
+      motionPrompt: null,
+      poseCheck: null,
+    });
 
     const round = envelopeToDeclaration(got.body);
     expect(round.needsPrompt).toEqual([]);
@@ -166,11 +227,17 @@ describe('PUT /avatars/{id}/clips', () => {
   it('concurrency: of 5 concurrent PUTs with the same expectedRevision exactly one wins', async () => {
     const s = await setup();
     const answers = await Promise.all(
-      [0, 1, 2, 3, 4].map((i) => api(s.key, 'PUT', s.url, { expectedRevision: 0, clips: { [`c${i}`]: { source: { motionPrompt: `nod ${i}` } } } })),
+      [0, 1, 2, 3, 4].map((i) =>
+        api(s.key, 'PUT', s.url, {
+          expectedRevision: 0,
+          clips: { [`c${i}`]: { source: { motionPrompt: `nod ${i}` } } },
+        }),
+      ),
     );
     const statuses = answers.map((a) => a.status).sort();
     expect(statuses).toEqual([202, 409, 409, 409, 409]);
-    for (const a of answers.filter((x) => x.status === 409)) expect(a.body).toMatchObject({ code: 'revision_conflict', currentRevision: 1 });
+    for (const a of answers.filter((x) => x.status === 409))
+      expect(a.body).toMatchObject({ code: 'revision_conflict', currentRevision: 1 });
     const got = await api(s.key, 'GET', s.url);
     expect(got.body.revision).toBe(1);
     expect(got.body.data).toHaveLength(1);
@@ -181,11 +248,30 @@ describe('PUT /avatars/{id}/clips', () => {
     const s = await setup();
     const other = await t.newTenant();
     const cases: [unknown, string][] = [
-      [{ expectedRevision: 0, clips: { wave: { source: { motionPrompt: 'wave' } } }, idle: { clips: ['nope'] } }, 'idle.clips[0]'],
-      [{ expectedRevision: 0, clips: { wave: { source: { motionPrompt: 'wave naked' } } } }, 'clips.wave.source.motionPrompt'],
-      [{ expectedRevision: 0, clips: { wave: { source: { motionPrompt: 'wave' } } }, actions: { a: { description: 'do gore things', clips: ['wave'] } } }, 'actions.a.description'],
-      [{ expectedRevision: 0, clips: { up: { source: { assetId: await videoAsset(other.tenantId) } } } }, 'clips.up.source.assetId'],
-      [{ expectedRevision: 0, clips: { up: { source: { assetId: await videoAsset(s.tenantId, 'pending_upload') } } } }, 'clips.up.source.assetId'],
+      [
+        { expectedRevision: 0, clips: { wave: { source: { motionPrompt: 'wave' } } }, idle: { clips: ['nope'] } },
+        'idle.clips[0]',
+      ],
+      [
+        { expectedRevision: 0, clips: { wave: { source: { motionPrompt: 'wave naked' } } } },
+        'clips.wave.source.motionPrompt',
+      ],
+      [
+        {
+          expectedRevision: 0,
+          clips: { wave: { source: { motionPrompt: 'wave' } } },
+          actions: { a: { description: 'do gore things', clips: ['wave'] } },
+        },
+        'actions.a.description',
+      ],
+      [
+        { expectedRevision: 0, clips: { up: { source: { assetId: await videoAsset(other.tenantId) } } } },
+        'clips.up.source.assetId',
+      ],
+      [
+        { expectedRevision: 0, clips: { up: { source: { assetId: await videoAsset(s.tenantId, 'pending_upload') } } } },
+        'clips.up.source.assetId',
+      ],
       [{ expectedRevision: 0, clips: { up: { source: { assetId: s.asset } } } }, 'clips.up.source.assetId'], // an image
     ];
     for (const [body, field] of cases) {
@@ -193,7 +279,11 @@ describe('PUT /avatars/{id}/clips', () => {
       expect(r.status, JSON.stringify(r.body)).toBe(422);
       expect(r.body).toMatchObject({ code: 'clip_declaration_rejected', field });
     }
-    const proto = await t.request('PUT', s.url, { key: s.key, rawBody: '{"expectedRevision":0,"clips":{"__proto__":{"source":{"motionPrompt":"nod"}}}}', headers: { 'content-type': 'application/json' } });
+    const proto = await t.request('PUT', s.url, {
+      key: s.key,
+      rawBody: '{"expectedRevision":0,"clips":{"__proto__":{"source":{"motionPrompt":"nod"}}}}',
+      headers: { 'content-type': 'application/json' },
+    });
     expect(proto.status).toBe(422);
     expect(await proto.json()).toMatchObject({ code: 'clip_declaration_rejected', field: 'clips.__proto__' });
     const got = await api(s.key, 'GET', s.url);
@@ -206,10 +296,15 @@ describe('PUT /avatars/{id}/clips', () => {
     const r = await api(s.key, 'PUT', s.url, { expectedRevision: 0, clips: {} });
     expect(r.status).toBe(403);
     expect(r.body.code).toBe('clip_library_not_enabled');
-    expect((await api(s.key, 'GET', s.url)).body).toMatchObject({ revision: 0, data: { length: DEFAULT_CLIPS.length } });
+    expect((await api(s.key, 'GET', s.url)).body).toMatchObject({
+      revision: 0,
+      data: { length: DEFAULT_CLIPS.length },
+    });
     await t.services.tenants.setSwitch(s.tenantId, 'clip_library', true);
     const d = await call(t, s.key, 'POST', A, { displayName: 'Draft', sourceKind: 'image' });
-    expect((await api(s.key, 'PUT', `${A}/${d.body.id}/clips`, { expectedRevision: 0, clips: {} })).body.code).toBe('clip_library_not_enabled');
+    expect((await api(s.key, 'PUT', `${A}/${d.body.id}/clips`, { expectedRevision: 0, clips: {} })).body.code).toBe(
+      'clip_library_not_enabled',
+    );
   });
 
   it("isolation: another tenant's avatar is 404 and unchanged", async () => {
@@ -217,7 +312,10 @@ describe('PUT /avatars/{id}/clips', () => {
     const other = await t.newTenant();
     const r = await api(other.apiKey, 'PUT', s.url, { expectedRevision: 0, clips: {} });
     expect(r.status).toBe(404);
-    expect((await api(s.key, 'GET', s.url)).body).toMatchObject({ revision: 0, data: { length: DEFAULT_CLIPS.length } });
+    expect((await api(s.key, 'GET', s.url)).body).toMatchObject({
+      revision: 0,
+      data: { length: DEFAULT_CLIPS.length },
+    });
   });
 
   it('idempotency: a replay returns the stored 202 without a second write; another body under the key is 409', async () => {
@@ -239,7 +337,14 @@ describe('PUT /avatars/{id}/clips and the default library', () => {
   it('edge: a declaration made before the first loop publishes (even an empty one) keeps the defaults out', async () => {
     const s = await setup();
     expect((await api(s.key, 'PUT', s.url, { expectedRevision: 0, clips: {} })).status).toBe(202);
-    const n = await t.services.sql.begin((tx) => queueDefaultClips(tx, t.services.jobs, { tenantId: s.tenantId, avatarId: s.avatarId, reviewed: false }, DEFAULT_CLIPS));
+    const n = await t.services.sql.begin((tx) =>
+      queueDefaultClips(
+        tx,
+        t.services.jobs,
+        { tenantId: s.tenantId, avatarId: s.avatarId, reviewed: false },
+        DEFAULT_CLIPS,
+      ),
+    );
     expect(n).toBe(0);
     expect((await api(s.key, 'GET', s.url)).body).toMatchObject({ data: [], revision: 1 });
   });
@@ -266,7 +371,8 @@ describe('PUT /avatars/{id}/clips with an unreachable moderation endpoint', () =
     }
     const got = await call(u, apiKey, 'GET', url);
     expect(got.body).toMatchObject({ revision: 0, data: [] });
-    const [jobs] = await u.services.sql`select count(*)::int as n from pgboss.job where name = 'avatar-clips' and data->>'avatarId' = ${created.body.id}`;
+    const [jobs] = await u.services
+      .sql`select count(*)::int as n from pgboss.job where name = 'avatar-clips' and data->>'avatarId' = ${created.body.id}`;
     expect(jobs!.n).toBe(0);
   });
 });

@@ -9,7 +9,12 @@ const CreateAvatarBody = z
   .object({
     displayName: DisplayName,
     sourceKind: z.literal('image').optional().openapi({ description: 'Creation is image-only.' }),
-    sourceAssetId: z.string().min(1).max(160).optional().openapi({ description: 'A ready image asset of this workspace (the portrait).' }),
+    sourceAssetId: z
+      .string()
+      .min(1)
+      .max(160)
+      .optional()
+      .openapi({ description: 'A ready image asset of this workspace (the portrait).' }),
     motionPrompt: MotionPromptInput.optional(),
     voice: FreeJsonObject.nullable().optional(),
     defaultVoiceId: VoiceId.nullable().optional(),

@@ -15,7 +15,15 @@ import { call, portraitAsset, type AvatarBody } from './test-support.ts';
  * processes): 2-second loops and two default clips keep the file fast.
  */
 const CLIPS = ['nod', 'smile'];
-const t = await testApi({ env: { AVATAR_LOOP_SECONDS: '2', DEFAULT_MOTION_CLIPS: CLIPS.join(','), JOB_POLL_SECONDS: '1', JOB_RETRY_DELAY_SECONDS: '1', LOOP_GENERATION_CREDIT_MICROS: String(30 * MICROS_PER_SECOND) } });
+const t = await testApi({
+  env: {
+    AVATAR_LOOP_SECONDS: '2',
+    DEFAULT_MOTION_CLIPS: CLIPS.join(','),
+    JOB_POLL_SECONDS: '1',
+    JOB_RETRY_DELAY_SECONDS: '1',
+    LOOP_GENERATION_CREDIT_MICROS: String(30 * MICROS_PER_SECOND),
+  },
+});
 const workers = await startJobWorkers(t.services);
 afterAll(async () => {
   await workers.stop({ timeoutMs: 2000 });
@@ -58,9 +66,24 @@ function ffprobe(bytes: Buffer): { codec: string; duration: number; width: numbe
   const file = path.join(dir, 'loop.mp4');
   writeFileSync(file, bytes);
   const out = JSON.parse(
-    execFileSync('ffprobe', ['-v', 'error', '-select_streams', 'v:0', '-show_entries', 'stream=codec_name,width,height:format=duration', '-of', 'json', file]).toString(),
+    execFileSync('ffprobe', [
+      '-v',
+      'error',
+      '-select_streams',
+      'v:0',
+      '-show_entries',
+      'stream=codec_name,width,height:format=duration',
+      '-of',
+      'json',
+      file,
+    ]).toString(),
   ) as { streams: { codec_name: string; width: number; height: number }[]; format: { duration: string } };
-  return { codec: out.streams[0]!.codec_name, width: out.streams[0]!.width, height: out.streams[0]!.height, duration: Number(out.format.duration) };
+  return {
+    codec: out.streams[0]!.codec_name,
+    width: out.streams[0]!.width,
+    height: out.streams[0]!.height,
+    duration: Number(out.format.duration),
+  };
 }
 
 interface LibraryClip {
@@ -75,7 +98,9 @@ const library = (a: AvatarBody) => (a as unknown as { motionLibrary: LibraryClip
 
 async function clipRows(avatarId: string) {
   return [
-    ...(await t.services.sql<{ clip_id: string; status: string; generation_id: string | null; mp4_key: string | null; updated_at: Date }[]>`
+    ...(await t.services.sql<
+      { clip_id: string; status: string; generation_id: string | null; mp4_key: string | null; updated_at: Date }[]
+    >`
     select clip_id, status, generation_id, mp4_key, updated_at from avatar_clips where avatar_id = ${avatarId} order by clip_id`),
   ];
 }
@@ -89,7 +114,12 @@ describe('avatar lifecycle (background generation)', { timeout: 300_000 }, () =>
   it('happy: create with a portrait, poll until ready; servingUrl serves an H.264 loop', async () => {
     ({ apiKey: key, tenantId } = await t.newTenant({ credits: 100 }));
     const asset = await portraitAsset(t, tenantId, { fixture: 'astronaut' });
-    const created = await call(t, key, 'POST', A, { displayName: 'Eileen', sourceKind: 'image', sourceAssetId: asset, motionPrompt: 'calm and friendly' });
+    const created = await call(t, key, 'POST', A, {
+      displayName: 'Eileen',
+      sourceKind: 'image',
+      sourceAssetId: asset,
+      motionPrompt: 'calm and friendly',
+    });
     expect(created.status).toBe(201);
     expect(created.body).toMatchObject({ status: 'preprocessing', idleVideoStatus: 'queued', servingUrl: null });
     const seen = new Set<string>();
@@ -97,12 +127,20 @@ describe('avatar lifecycle (background generation)', { timeout: 300_000 }, () =>
       seen.add(a.idleVideoStatus);
       return a.status !== 'preprocessing';
     });
-    expect(avatar, JSON.stringify(avatar)).toMatchObject({ status: 'ready', idleVideoStatus: 'ready', error: null, cacheVersion: 1, sourceKind: 'video' });
+    expect(avatar, JSON.stringify(avatar)).toMatchObject({
+      status: 'ready',
+      idleVideoStatus: 'ready',
+      error: null,
+      cacheVersion: 1,
+      sourceKind: 'video',
+    });
     expect([...seen].every((s) => ['queued', 'generating', 'ready'].includes(s))).toBe(true);
     expect(avatar.cacheManifestId).toMatch(/^cmf_/);
     expect(avatar.servingUrl).toBeTruthy();
     const [row] = await t.services.sql`select serving_loop_key, serving_cache_key from avatars where id = ${avatar.id}`;
-    expect(row!.serving_loop_key).toMatch(new RegExp(`^tenants/${tenantId}/avatars/${avatar.id}/loops/gen_\\w+/idle\\.mp4$`));
+    expect(row!.serving_loop_key).toMatch(
+      new RegExp(`^tenants/${tenantId}/avatars/${avatar.id}/loops/gen_\\w+/idle\\.mp4$`),
+    );
     const probe = ffprobe(await servedBytes(avatar.servingUrl!));
     expect(probe.codec).toBe('h264');
     expect(probe.width).toBe(512);
@@ -116,11 +154,18 @@ describe('avatar lifecycle (background generation)', { timeout: 300_000 }, () =>
   it('happy: the default motion library renders in the background once the loop publishes', async () => {
     // Queued with the loop's publish (the avatar is ready before its clips are).
     expect(library(avatar).map((c) => c.clipId)).toEqual(CLIPS);
-    const done = await until(key, avatar.id, (a) => library(a).every((c) => c.status !== 'queued' && c.status !== 'rendering'));
+    const done = await until(key, avatar.id, (a) =>
+      library(a).every((c) => c.status !== 'queued' && c.status !== 'rendering'),
+    );
     expect(done.status).toBe('ready');
     for (const clip of library(done)) {
       const def = DEFAULT_CLIPS.find((c) => c.clipId === clip.clipId)!;
-      expect(clip, JSON.stringify(clip)).toMatchObject({ status: 'ready', error: null, motionPrompt: def.motionPrompt, durationSeconds: def.durationSeconds });
+      expect(clip, JSON.stringify(clip)).toMatchObject({
+        status: 'ready',
+        error: null,
+        motionPrompt: def.motionPrompt,
+        durationSeconds: def.durationSeconds,
+      });
       const probe = ffprobe(await servedBytes(clip.url!));
       expect(probe).toMatchObject({ codec: 'h264', width: 512, height: 512 });
       expect(Math.abs(probe.duration - def.durationSeconds)).toBeLessThanOrEqual(1 / 25 + 1e-3);
@@ -129,27 +174,53 @@ describe('avatar lifecycle (background generation)', { timeout: 300_000 }, () =>
     for (const r of clipsBefore) {
       expect(r.mp4_key).toBe(`tenants/${tenantId}/avatars/${avatar.id}/clips/${r.clip_id}/${r.generation_id}/clip.mp4`);
     }
-    const [row] = await t.services.sql`select count(*)::int as n, bool_and(is_default) as d from avatar_clips where avatar_id = ${avatar.id}`;
+    const [row] = await t.services
+      .sql`select count(*)::int as n, bool_and(is_default) as d from avatar_clips where avatar_id = ${avatar.id}`;
     expect(row).toMatchObject({ n: CLIPS.length, d: true });
     // The clip-library GET shows the same rows (generated, ready, serving) at revision 0.
     const lib = await call(t, key, 'GET', `${A}/${avatar.id}/clips`);
     expect(lib.status).toBe(200);
-    const env = lib.body as unknown as { data: { clipId: string; status: string; source: string; url: string | null }[]; revision: number; clipLibraryEligible: boolean };
+    const env = lib.body as unknown as {
+      data: { clipId: string; status: string; source: string; url: string | null }[];
+      revision: number;
+      clipLibraryEligible: boolean;
+    };
     expect(env).toMatchObject({ revision: 0, clipLibraryEligible: true });
-    expect(env.data.map((c) => [c.clipId, c.status, c.source, c.url !== null])).toEqual(CLIPS.map((id) => [id, 'ready', 'generated', true]));
+    expect(env.data.map((c) => [c.clipId, c.status, c.source, c.url !== null])).toEqual(
+      CLIPS.map((id) => [id, 'ready', 'generated', true]),
+    );
   });
 
   it('happy: PUT loop answers 202 and keeps serving the previous loop until the new one publishes; billed once', async () => {
     const before = await t.services.ledger.balance(tenantId);
     const oldUrl = new URL(avatar.servingUrl!).pathname;
     const headers = { 'idempotency-key': 'redirect-1' };
-    const r = await call(t, key, 'PUT', `${A}/${avatar.id}/loop`, { motionPrompt: 'lively, smiling, glances aside' }, headers);
+    const r = await call(
+      t,
+      key,
+      'PUT',
+      `${A}/${avatar.id}/loop`,
+      { motionPrompt: 'lively, smiling, glances aside' },
+      headers,
+    );
     expect(r.status).toBe(202);
-    expect(r.body).toMatchObject({ status: 'ready', idleVideoStatus: 'queued', cacheVersion: 1, motionPrompt: 'calm and friendly' });
+    expect(r.body).toMatchObject({
+      status: 'ready',
+      idleVideoStatus: 'queued',
+      cacheVersion: 1,
+      motionPrompt: 'calm and friendly',
+    });
     expect(new URL(r.body.servingUrl!).pathname).toBe(oldUrl);
 
     // Replay of the same key and body: the stored 202, without a second render or charge.
-    const replay = await call(t, key, 'PUT', `${A}/${avatar.id}/loop`, { motionPrompt: 'lively, smiling, glances aside' }, headers);
+    const replay = await call(
+      t,
+      key,
+      'PUT',
+      `${A}/${avatar.id}/loop`,
+      { motionPrompt: 'lively, smiling, glances aside' },
+      headers,
+    );
     expect(replay.status).toBe(202);
     expect(replay.body).toEqual(r.body);
     const reuse = await call(t, key, 'PUT', `${A}/${avatar.id}/loop`, { motionPrompt: 'something else' }, headers);
@@ -165,24 +236,34 @@ describe('avatar lifecycle (background generation)', { timeout: 300_000 }, () =>
     if (mid.body.idleVideoStatus !== 'ready') expect(new URL(mid.body.servingUrl!).pathname).toBe(oldUrl);
 
     const done = await until(key, avatar.id, (a) => a.idleVideoStatus === 'ready');
-    expect(done).toMatchObject({ status: 'ready', cacheVersion: 2, motionPrompt: 'lively, smiling, glances aside', error: null });
+    expect(done).toMatchObject({
+      status: 'ready',
+      cacheVersion: 2,
+      motionPrompt: 'lively, smiling, glances aside',
+      error: null,
+    });
     expect(new URL(done.servingUrl!).pathname).not.toBe(oldUrl);
     // The loop is published before its charge settles (another step): wait for the settlement.
     await waitFor('the loop render to be settled', async () => {
-      const rows = await t.services.sql`select status from session_usage where tenant_id = ${tenantId} and kind = 'generation'`;
+      const rows = await t.services
+        .sql`select status from session_usage where tenant_id = ${tenantId} and kind = 'generation'`;
       return rows.length > 0 && rows.every((u) => u.status === 'released' || u.status === 'failed') ? true : undefined;
     });
     const after = await t.services.ledger.balance(tenantId);
     expect(before.balanceCreditMicros - after.balanceCreditMicros).toBe(30 * MICROS_PER_SECOND);
     expect(after.reservedCreditMicros).toBe(0);
-    const usage = await t.services.sql`select status, billed_credit_micros from session_usage where tenant_id = ${tenantId} and kind = 'generation'`;
+    const usage = await t.services
+      .sql`select status, billed_credit_micros from session_usage where tenant_id = ${tenantId} and kind = 'generation'`;
     expect(usage.map((u) => [u.status, u.billed_credit_micros])).toEqual([['released', 30 * MICROS_PER_SECOND]]);
     // The previous loop's objects are gone once the new one serves.
     expect(await t.services.storage.stat(decodeURIComponent(oldUrl.replace(/^\/media\//, '')))).toBeUndefined();
-    expect((await t.app.request(new URL(avatar.servingUrl!).pathname + new URL(avatar.servingUrl!).search)).status).toBe(404);
+    expect(
+      (await t.app.request(new URL(avatar.servingUrl!).pathname + new URL(avatar.servingUrl!).search)).status,
+    ).toBe(404);
     // The re-direction neither adds nor re-renders clips.
     expect(await clipRows(avatar.id)).toEqual(clipsBefore);
-    const jobs = await t.services.sql`select count(*)::int as n from pgboss.job where name = ${AVATAR_CLIPS_JOB} and data->>'avatarId' = ${avatar.id}`;
+    const jobs = await t.services
+      .sql`select count(*)::int as n from pgboss.job where name = ${AVATAR_CLIPS_JOB} and data->>'avatarId' = ${avatar.id}`;
     expect(jobs[0]!.n).toBe(CLIPS.length);
     expect(library(done).map((c) => c.status)).toEqual(CLIPS.map(() => 'ready'));
   });
@@ -199,7 +280,12 @@ describe('avatar lifecycle (background generation)', { timeout: 300_000 }, () =>
     const before = await clipRows('ava_deletedclips');
     const put = vi.spyOn(t.services.storage, 'put');
     try {
-      const jobId = await t.services.jobs.enqueue(AVATAR_CLIPS_JOB, { tenantId: tid, avatarId: 'ava_deletedclips', clipId: 'nod', reviewed: false });
+      const jobId = await t.services.jobs.enqueue(AVATAR_CLIPS_JOB, {
+        tenantId: tid,
+        avatarId: 'ava_deletedclips',
+        clipId: 'nod',
+        reviewed: false,
+      });
       await waitFor('the clip job to complete', async () => {
         const [job] = await t.services.sql`select state from pgboss.job where id = ${jobId!}`;
         return job?.state === 'completed' ? true : undefined;
@@ -224,16 +310,23 @@ describe('avatar lifecycle (background generation)', { timeout: 300_000 }, () =>
     expect(rejected.status).toBe(422);
     expect(rejected.body.code).toBe('loop_prompt_rejected');
     for (const motionPrompt of ['', '   ', 'x'.repeat(1201)]) {
-      expect((await call(t, poor.apiKey, 'PUT', `${A}/ava_poorready/loop`, { motionPrompt })).body.code).toBe('loop_prompt_rejected');
+      expect((await call(t, poor.apiKey, 'PUT', `${A}/ava_poorready/loop`, { motionPrompt })).body.code).toBe(
+        'loop_prompt_rejected',
+      );
     }
     const d = await call(t, poor.apiKey, 'POST', A, { displayName: 'draft' });
     const notGen = await call(t, poor.apiKey, 'PUT', `${A}/${d.body.id}/loop`, { motionPrompt: 'nod' });
     expect(notGen.status).toBe(422);
     expect(notGen.body.code).toBe('loop_not_generatable');
-    expect((await call(t, poor.apiKey, 'GET', `${A}/ava_poorready`)).body).toMatchObject({ idleVideoStatus: 'ready', cacheVersion: 1 });
+    expect((await call(t, poor.apiKey, 'GET', `${A}/ava_poorready`)).body).toMatchObject({
+      idleVideoStatus: 'ready',
+      cacheVersion: 1,
+    });
     const bal = await t.services.ledger.balance(poor.tenantId);
     expect(bal).toMatchObject({ balanceCreditMicros: 10 * MICROS_PER_SECOND, reservedCreditMicros: 0 });
-    expect((await t.services.sql`select count(*)::int as n from session_usage where tenant_id = ${poor.tenantId}`)[0]!.n).toBe(0);
+    expect(
+      (await t.services.sql`select count(*)::int as n from session_usage where tenant_id = ${poor.tenantId}`)[0]!.n,
+    ).toBe(0);
   });
 
   it('error: a portrait the rig refuses fails the avatar with its reason, without retry', async () => {
@@ -246,7 +339,8 @@ describe('avatar lifecycle (background generation)', { timeout: 300_000 }, () =>
     expect(library(failed)).toEqual([]); // no loop published: no clips queued
     // pg-boss records completion just after the handler returns: poll for it.
     const job = await waitFor('the loop job to leave the active state', async () => {
-      const [j] = await t.services.sql`select state, retry_count from pgboss.job where name = 'avatar-loop' and data->>'avatarId' = ${failed.id}`;
+      const [j] = await t.services
+        .sql`select state, retry_count from pgboss.job where name = 'avatar-loop' and data->>'avatarId' = ${failed.id}`;
       return j?.state === 'active' ? undefined : j;
     });
     expect(job).toMatchObject({ state: 'completed', retry_count: 0 });
@@ -254,7 +348,10 @@ describe('avatar lifecycle (background generation)', { timeout: 300_000 }, () =>
 
   it('happy: a portrait swap moves the clip anchor and re-renders every clip from the new portrait', async () => {
     const before = await clipRows(avatar.id);
-    const lib0 = (await call(t, key, 'GET', `${A}/${avatar.id}/clips`)).body as unknown as { anchorVersion: number; revision: number };
+    const lib0 = (await call(t, key, 'GET', `${A}/${avatar.id}/clips`)).body as unknown as {
+      anchorVersion: number;
+      revision: number;
+    };
     const grace = await portraitAsset(t, tenantId, { fixture: 'grace_hopper' });
     const swapped = await call(t, key, 'PATCH', `${A}/${avatar.id}`, { sourceAssetId: grace });
     expect(swapped.status, JSON.stringify(swapped.body)).toBe(200);
@@ -271,14 +368,19 @@ describe('avatar lifecycle (background generation)', { timeout: 300_000 }, () =>
     expect(stale.status).toBe(409);
     expect(stale.body).toMatchObject({ currentAnchorVersion: lib1.anchorVersion });
     // Every clip renders again, for the new anchor, with new outputs.
-    const done = await until(key, avatar.id, (a) => a.status === 'ready' && library(a).every((c) => c.status === 'ready'));
+    const done = await until(
+      key,
+      avatar.id,
+      (a) => a.status === 'ready' && library(a).every((c) => c.status === 'ready'),
+    );
     expect(library(done).map((c) => c.clipId)).toEqual(CLIPS);
     const after = await clipRows(avatar.id);
     for (const r of after) {
       const old = before.find((b) => b.clip_id === r.clip_id)!;
       expect(r.generation_id).not.toBe(old.generation_id);
     }
-    const [row] = await t.services.sql`select count(*)::int as n from avatar_clips where avatar_id = ${avatar.id} and anchor_version = ${lib1.anchorVersion}`;
+    const [row] = await t.services
+      .sql`select count(*)::int as n from avatar_clips where avatar_id = ${avatar.id} and anchor_version = ${lib1.anchorVersion}`;
     expect(row!.n).toBe(CLIPS.length);
   });
 });

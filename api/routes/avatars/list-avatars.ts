@@ -10,10 +10,13 @@ export const route = createRoute({
   path: `${V1}/avatars`,
   tags: ['Avatars'],
   summary: 'List avatars',
-  description: 'The workspace\'s avatars, most recently updated first, at most 100. Deleted avatars are not listed.',
+  description: "The workspace's avatars, most recently updated first, at most 100. Deleted avatars are not listed.",
   security: [{ bearerAuth: [] }],
   responses: {
-    200: { description: 'Avatars', content: { 'application/json': { schema: z.object({ data: z.array(AvatarSchema) }).openapi('AvatarList') } } },
+    200: {
+      description: 'Avatars',
+      content: { 'application/json': { schema: z.object({ data: z.array(AvatarSchema) }).openapi('AvatarList') } },
+    },
     ...errorResponses(401, 403),
   },
 });

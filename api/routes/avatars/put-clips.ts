@@ -16,13 +16,15 @@ import { AvatarIdParam, checkAvatarId, ClipPutAnswerSchema } from './schemas.ts'
  */
 // Wrapped by the API's own (OpenAPI-extended) zod: clips/ uses plain zod, whose schemas made before
 // @hono/zod-openapi loads never get `.openapi()`.
-const ClipDeclarationBody = z.lazy(() => DeclarationBodySchema).openapi('ClipDeclarationRequest', {
-  description:
-    'A full replacement of the clip library. Beyond the schema: clip and action ids are 1 to 64 letters, digits, underscores or hyphens ' +
-    '(reserved ids refused); texts are trimmed and must not be empty; a source is exactly { assetId } or { motionPrompt, durationSeconds? }; ' +
-    'every listed clip id must be declared in clips, no list repeats an id; idle.weights keys are "source" or idle clip ids, not combined ' +
-    'with idle.weight, and leave at least one member positive. A refusal is 422 clip_declaration_rejected naming the field.',
-});
+const ClipDeclarationBody = z
+  .lazy(() => DeclarationBodySchema)
+  .openapi('ClipDeclarationRequest', {
+    description:
+      'A full replacement of the clip library. Beyond the schema: clip and action ids are 1 to 64 letters, digits, underscores or hyphens ' +
+      '(reserved ids refused); texts are trimmed and must not be empty; a source is exactly { assetId } or { motionPrompt, durationSeconds? }; ' +
+      'every listed clip id must be declared in clips, no list repeats an id; idle.weights keys are "source" or idle clip ids, not combined ' +
+      'with idle.weight, and leave at least one member positive. A refusal is 422 clip_declaration_rejected naming the field.',
+  });
 
 export const route = createRoute({
   operationId: 'putClipLibrary',
@@ -40,7 +42,10 @@ export const route = createRoute({
     body: { required: true, content: { 'application/json': { schema: ClipDeclarationBody } } },
   },
   responses: {
-    202: { description: 'Accepted: the envelope plus plan { kept, queued, retired }', content: { 'application/json': { schema: ClipPutAnswerSchema } } },
+    202: {
+      description: 'Accepted: the envelope plus plan { kept, queued, retired }',
+      content: { 'application/json': { schema: ClipPutAnswerSchema } },
+    },
     ...errorResponses(400, 401, 403, 404, 409, 413, 415, 422, 503),
   },
 });
@@ -50,7 +55,14 @@ type Answer = z.infer<typeof ClipPutAnswerSchema>;
 export function register(app: App) {
   // Documented as `route`; registered with the raw-body check in place of the declaration schema (see above).
   app.openAPIRegistry.registerPath(route);
-  const served = { ...route, hide: true, request: { ...route.request, body: { required: true, content: { 'application/json': { schema: StorableJsonBody } } } } };
+  const served = {
+    ...route,
+    hide: true,
+    request: {
+      ...route.request,
+      body: { required: true, content: { 'application/json': { schema: StorableJsonBody } } },
+    },
+  };
   app.openapi(guarded(served, { bodyLimit: DECLARATION_BODY_CAP_BYTES }), async (c) => {
     const avatarId = checkAvatarId(c.req.valid('param').avatarId);
     // The raw parse (JSON.parse keeps a `__proto__` own key; the zod output above would not).
@@ -58,7 +70,11 @@ export function register(app: App) {
     const principal = c.get('principal');
     const answer = await withIdempotency(
       c,
-      { scope: 'PUT /avatars/{avatarId}/clips', request: { avatarId, body: raw }, replay: (stored) => stored.body as Answer },
+      {
+        scope: 'PUT /avatars/{avatarId}/clips',
+        request: { avatarId, body: raw },
+        replay: (stored) => stored.body as Answer,
+      },
       async (settle) => {
         const declared: Answer = await c.get('services').clipLibrary.declare(principal, avatarId, raw);
         await settle({ status: 202, body: declared });

@@ -22,7 +22,10 @@ export const route = createRoute({
     body: { required: true, content: { 'application/json': { schema: RedirectLoopBody } } },
   },
   responses: {
-    202: { description: 'Accepted: the avatar, still serving its previous loop', content: { 'application/json': { schema: AvatarSchema } } },
+    202: {
+      description: 'Accepted: the avatar, still serving its previous loop',
+      content: { 'application/json': { schema: AvatarSchema } },
+    },
     ...errorResponses(400, 401, 402, 403, 404, 409, 413, 415, 422, 503),
   },
 });
@@ -34,7 +37,11 @@ export function register(app: App) {
     const principal = c.get('principal');
     const avatar = await withIdempotency(
       c,
-      { scope: 'PUT /avatars/{avatarId}/loop', request: { avatarId, motionPrompt }, replay: (stored) => stored.body as AvatarWire },
+      {
+        scope: 'PUT /avatars/{avatarId}/loop',
+        request: { avatarId, motionPrompt },
+        replay: (stored) => stored.body as AvatarWire,
+      },
       async (settle) => {
         const answer = toWire(await c.get('services').avatars.redirectLoop(principal, avatarId, motionPrompt));
         await settle({ status: 202, body: answer });

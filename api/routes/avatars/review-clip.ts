@@ -7,10 +7,28 @@ import { AvatarIdParam, checkAvatarId, CLIP_REVIEW_BODY_LIMIT } from './schemas.
 const ClipReviewBody = z
   .object({
     clipId: z.string().min(1).max(64).openapi({ description: 'The uploaded clip to accept.' }),
-    uploadAssetId: z.string().min(1).max(64).openapi({ description: "The clip's upload asset, as the clip library shows it (a changed source is 409)." }),
-    expectedRevision: z.number().int().min(0).max(2_147_483_647).openapi({ description: "The clip library's current revision." }),
-    expectedAnchorVersion: z.number().int().min(0).max(2_147_483_647).openapi({ description: "The clip library's current anchor version." }),
-    reason: z.string().min(5).max(500).openapi({ description: "Why a person accepts the clip (5 to 500 characters); stored with the decision." }),
+    uploadAssetId: z
+      .string()
+      .min(1)
+      .max(64)
+      .openapi({ description: "The clip's upload asset, as the clip library shows it (a changed source is 409)." }),
+    expectedRevision: z
+      .number()
+      .int()
+      .min(0)
+      .max(2_147_483_647)
+      .openapi({ description: "The clip library's current revision." }),
+    expectedAnchorVersion: z
+      .number()
+      .int()
+      .min(0)
+      .max(2_147_483_647)
+      .openapi({ description: "The clip library's current anchor version." }),
+    reason: z
+      .string()
+      .min(5)
+      .max(500)
+      .openapi({ description: 'Why a person accepts the clip (5 to 500 characters); stored with the decision.' }),
   })
   .strict()
   .openapi('ClipReviewRequest');

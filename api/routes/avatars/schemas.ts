@@ -9,7 +9,9 @@ import { Timestamp } from '../../schemas/common.ts';
 export const MotionPromptInput = z
   .string()
   .max(MOTION_PROMPT_MAX * 4)
-  .openapi({ description: `Art-directs the generated loop. Trimmed, nonempty, at most ${MOTION_PROMPT_MAX} characters; screened (422 loop_prompt_rejected).` });
+  .openapi({
+    description: `Art-directs the generated loop. Trimmed, nonempty, at most ${MOTION_PROMPT_MAX} characters; screened (422 loop_prompt_rejected).`,
+  });
 
 /**
  * A string of at most `max` UTF-16 code units (JavaScript length), the unit of every profile text limit.
@@ -23,7 +25,11 @@ export const VoiceId = z.string().trim().min(1).max(160);
 
 /** Any avatarId that names no live avatar of the caller's tenant is 404, whatever its shape. */
 export const AvatarIdParam = z.object({
-  avatarId: z.string().openapi({ param: { name: 'avatarId', in: 'path' }, example: 'ava_0123456789ABCDEFGHij', description: 'Starts with ava_' }),
+  avatarId: z.string().openapi({
+    param: { name: 'avatarId', in: 'path' },
+    example: 'ava_0123456789ABCDEFGHij',
+    description: 'Starts with ava_',
+  }),
 });
 
 const AVATAR_ID = /^ava_[0-9A-Za-z]{1,64}$/;
@@ -40,8 +46,13 @@ const StoredJsonObject = z.record(z.string(), z.unknown());
 export const MotionLibraryClipSchema = z
   .object({
     clipId: z.string().openapi({ example: 'nod' }),
-    status: z.enum(CLIP_STATUSES).openapi({ description: "Progress of the clip's latest render; separate from url, which keeps serving during a replacement." }),
-    url: z.string().nullable().openapi({ description: "Signed URL (1 hour) of the clip's MP4; null until one rendered." }),
+    status: z.enum(CLIP_STATUSES).openapi({
+      description: "Progress of the clip's latest render; separate from url, which keeps serving during a replacement.",
+    }),
+    url: z
+      .string()
+      .nullable()
+      .openapi({ description: "Signed URL (1 hour) of the clip's MP4; null until one rendered." }),
     motionPrompt: z.string().nullable(),
     durationSeconds: z.number().int().nullable(),
     error: z.string().nullable().openapi({ description: 'Why the latest render failed (status failed).' }),
@@ -53,13 +64,21 @@ export const AvatarSchema = z
     id: z.string().openapi({ example: 'ava_0123456789ABCDEFGHij' }),
     tenantId: z.string(),
     displayName: z.string(),
-    sourceKind: z.enum(['image', 'video']).openapi({ description: 'Reads video once the generated loop attaches: do not branch on it.' }),
+    sourceKind: z
+      .enum(['image', 'video'])
+      .openapi({ description: 'Reads video once the generated loop attaches: do not branch on it.' }),
     modelId: z.string(),
     sourceAssetId: z.string().nullable(),
     status: z.enum(AVATAR_STATUSES),
     idleVideoStatus: z.enum(IDLE_VIDEO_STATUSES),
-    servingUrl: z.string().nullable().openapi({ description: 'Signed URL (1 hour) of the loop MP4 serving now; null until one exists.' }),
-    error: z.string().nullable().openapi({ description: 'Why generation failed (status failed, or idleVideoStatus failed).' }),
+    servingUrl: z
+      .string()
+      .nullable()
+      .openapi({ description: 'Signed URL (1 hour) of the loop MP4 serving now; null until one exists.' }),
+    error: z
+      .string()
+      .nullable()
+      .openapi({ description: 'Why generation failed (status failed, or idleVideoStatus failed).' }),
     defaultVoiceId: z.string().nullable(),
     cacheManifestId: z.string().nullable(),
     cacheVersion: z.number().int(),
@@ -93,22 +112,53 @@ export const AVATAR_BODY_LIMIT = 128 * 1024;
 /** Body cap of POST /avatars/{avatarId}/clips/review: 4 KiB. */
 export const CLIP_REVIEW_BODY_LIMIT = 4 * 1024;
 
-const PoseFields = { yawDeg: z.number(), pitchDeg: z.number(), rollDeg: z.number(), faceSize: z.number().openapi({ description: 'Face box width over frame width.' }) };
+const PoseFields = {
+  yawDeg: z.number(),
+  pitchDeg: z.number(),
+  rollDeg: z.number(),
+  faceSize: z.number().openapi({ description: 'Face box width over frame width.' }),
+};
 
 /** The machine verdict on an uploaded clip (stored as run), with the human review added once one accepted it. */
 const PoseCheckSchema = z
   .object({
-    verdict: z.enum(['accepted', 'pose_mismatch', 'refused', 'pending']).openapi({ description: 'pending: accepted by a review before the check ran.' }),
-    code: z.string().optional().openapi({ description: 'Why it was refused (refused): too_large, invalid_media, or the face rig refusal.' }),
+    verdict: z
+      .enum(['accepted', 'pose_mismatch', 'refused', 'pending'])
+      .openapi({ description: 'pending: accepted by a review before the check ran.' }),
+    code: z
+      .string()
+      .optional()
+      .openapi({ description: 'Why it was refused (refused): too_large, invalid_media, or the face rig refusal.' }),
     message: z.string().optional(),
-    anchor: z.object(PoseFields).optional().openapi({ description: "The portrait's pose the frames are compared with." }),
+    anchor: z
+      .object(PoseFields)
+      .optional()
+      .openapi({ description: "The portrait's pose the frames are compared with." }),
     frames: z
-      .array(z.object({ at: z.string().openapi({ description: 'first, middle or last' }), code: z.string().optional(), ...z.object(PoseFields).partial().shape }))
+      .array(
+        z.object({
+          at: z.string().openapi({ description: 'first, middle or last' }),
+          code: z.string().optional(),
+          ...z.object(PoseFields).partial().shape,
+        }),
+      )
       .optional(),
-    tolerance: z.object({ yawDeg: z.number(), pitchDeg: z.number(), rollDeg: z.number(), faceSizeRatioMin: z.number(), faceSizeRatioMax: z.number() }).optional(),
+    tolerance: z
+      .object({
+        yawDeg: z.number(),
+        pitchDeg: z.number(),
+        rollDeg: z.number(),
+        faceSizeRatioMin: z.number(),
+        faceSizeRatioMax: z.number(),
+      })
+      .optional(),
     checkedAt: Timestamp.optional(),
     review: z
-      .object({ reason: z.string(), at: Timestamp, by: z.string().openapi({ description: 'The id of the API key that accepted it.' }) })
+      .object({
+        reason: z.string(),
+        at: Timestamp,
+        by: z.string().openapi({ description: 'The id of the API key that accepted it.' }),
+      })
       .optional()
       .openapi({ description: 'Set by POST /avatars/{avatarId}/clips/review.' }),
   })
@@ -130,19 +180,30 @@ const BehaviorSchema = z
     on: z.object({ userSpeechStarted: z.object({ clips: ClipList }).optional() }).optional(),
     actions: z.record(z.string(), z.object({ description: z.string(), clips: ClipList })).optional(),
   })
-  .openapi('ClipBehavior', { description: 'The declared idle, on and actions of the last accepted declaration; {} before the first.' });
+  .openapi('ClipBehavior', {
+    description: 'The declared idle, on and actions of the last accepted declaration; {} before the first.',
+  });
 
 export const ClipRowSchema = z
   .object({
     clipId: z.string().openapi({ example: 'wave' }),
-    status: z.enum(CLIP_STATUSES).openapi({ description: "The clip's latest job; separate from url, which keeps serving during a replacement or after its failure." }),
-    url: z.string().nullable().openapi({ description: 'Signed URL (1 hour) of the serving MP4; null until one rendered.' }),
+    status: z.enum(CLIP_STATUSES).openapi({
+      description:
+        "The clip's latest job; separate from url, which keeps serving during a replacement or after its failure.",
+    }),
+    url: z
+      .string()
+      .nullable()
+      .openapi({ description: 'Signed URL (1 hour) of the serving MP4; null until one rendered.' }),
     source: z.enum(['generated', 'upload']),
     uploadAssetId: z.string().nullable(),
     motionPrompt: z.string().nullable(),
     durationSeconds: z.number().int().nullable(),
     anchorVersion: z.number().int(),
-    poseCheck: PoseCheckSchema.nullable().openapi({ description: 'Pose validation of an uploaded clip; null while pending (not run yet, no review) and for generated clips.' }),
+    poseCheck: PoseCheckSchema.nullable().openapi({
+      description:
+        'Pose validation of an uploaded clip; null while pending (not run yet, no review) and for generated clips.',
+    }),
     error: z.string().nullable(),
     createdAt: Timestamp,
     updatedAt: Timestamp,
@@ -152,16 +213,24 @@ export const ClipRowSchema = z
 const ClipEnvelopeFields = {
   data: z.array(ClipRowSchema).openapi({ description: 'The live (not retired) clips, oldest first.' }),
   avatarId: z.string(),
-  revision: z.number().int().openapi({ description: 'Accepted declarations so far: send it back as expectedRevision.' }),
+  revision: z
+    .number()
+    .int()
+    .openapi({ description: 'Accepted declarations so far: send it back as expectedRevision.' }),
   anchorVersion: z.number().int(),
   anchor: z
     .object({
       kind: z.literal('source_loop'),
       sourceAssetId: z.string().nullable(),
-      url: z.string().nullable().openapi({ description: 'Signed URL (1 hour) of the serving idle loop the clips start and end on.' }),
+      url: z
+        .string()
+        .nullable()
+        .openapi({ description: 'Signed URL (1 hour) of the serving idle loop the clips start and end on.' }),
     })
     .openapi({ description: "The anchor: the avatar's source loop." }),
-  clipLibraryEligible: z.boolean().openapi({ description: 'The workspace switch is on and the avatar has a portrait: a PUT may be accepted.' }),
+  clipLibraryEligible: z
+    .boolean()
+    .openapi({ description: 'The workspace switch is on and the avatar has a portrait: a PUT may be accepted.' }),
   defaultSourceAssetId: z.string().nullable(),
   behavior: BehaviorSchema,
 };

@@ -21,15 +21,29 @@ export async function portraitAsset(
   tenantId: string,
   o: { fixture?: Fixture; status?: 'ready' | 'pending_upload' | 'failed'; kind?: 'image' | 'video' | 'audio' } = {},
 ): Promise<string> {
-  return t.storeAsset(tenantId, fixtureBytes(o.fixture ?? 'astronaut'), { kind: o.kind ?? 'image', contentType: 'image/jpeg', status: o.status ?? 'ready' });
+  return t.storeAsset(tenantId, fixtureBytes(o.fixture ?? 'astronaut'), {
+    kind: o.kind ?? 'image',
+    contentType: 'image/jpeg',
+    status: o.status ?? 'ready',
+  });
 }
 
 /** An avatar answer as tests read it: the wire Avatar, or an error body. */
 export type AvatarBody = Avatar & { code?: string; field?: string | null };
 
-export async function call(t: TestApi, key: string, method: string, url: string, body?: unknown, headers?: Record<string, string>) {
-  const res = await t.request(method, url, { key, ...(body !== undefined ? { body } : {}), ...(headers ? { headers } : {}) });
+export async function call(
+  t: TestApi,
+  key: string,
+  method: string,
+  url: string,
+  body?: unknown,
+  headers?: Record<string, string>,
+) {
+  const res = await t.request(method, url, {
+    key,
+    ...(body !== undefined ? { body } : {}),
+    ...(headers ? { headers } : {}),
+  });
   const text = await res.text();
   return { status: res.status, body: (text ? JSON.parse(text) : null) as AvatarBody, res };
 }
-

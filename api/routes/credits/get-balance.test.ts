@@ -8,7 +8,13 @@ const URL = '/api/v1/credits/balance';
 describe('GET /credits/balance', () => {
   it('happy: returns the wallet with available = balance - reserved', async () => {
     const { apiKey, tenantId, apiKeyId } = await t.newTenant({ credits: 10 });
-    await t.services.ledger.reserve({ tenantId, apiKeyId, amountCreditMicros: 2_500_000, purpose: 'turn', ttlSeconds: 60 });
+    await t.services.ledger.reserve({
+      tenantId,
+      apiKeyId,
+      amountCreditMicros: 2_500_000,
+      purpose: 'turn',
+      ttlSeconds: 60,
+    });
     const res = await t.request('GET', URL, { key: apiKey });
     expect(res.status).toBe(200);
     expect(await json(res)).toMatchObject({
@@ -40,7 +46,10 @@ describe('GET /credits/balance', () => {
   it('security: each tenant reads only its own wallet', async () => {
     const a = await t.newTenant({ credits: 1 });
     const b = await t.newTenant({ credits: 2 });
-    const [ra, rb] = await Promise.all([t.request('GET', URL, { key: a.apiKey }), t.request('GET', URL, { key: b.apiKey })]);
+    const [ra, rb] = await Promise.all([
+      t.request('GET', URL, { key: a.apiKey }),
+      t.request('GET', URL, { key: b.apiKey }),
+    ]);
     expect((await json(ra)).tenantId).toBe(a.tenantId);
     expect((await json(rb)).balanceCreditMicros).toBe(2_000_000);
   });

@@ -14,7 +14,9 @@ import { fixtureBytes } from '../avatars/test-support.ts';
  * production.
  */
 const MODEL = fileURLToPath(new URL('../../../render/lipsync/fixtures/wav2lip_hq_256.onnx', import.meta.url));
-const t = await testApi({ env: { LIPSYNC_MODEL: MODEL, LIPSYNC_MAX_AUDIO_SECONDS: '4', LIPSYNC_PORTRAIT_LOOP_SECONDS: '2' } });
+const t = await testApi({
+  env: { LIPSYNC_MODEL: MODEL, LIPSYNC_MAX_AUDIO_SECONDS: '4', LIPSYNC_PORTRAIT_LOOP_SECONDS: '2' },
+});
 
 let speech: { wav: Buffer; seconds: number };
 
@@ -29,13 +31,17 @@ afterAll(async () => {
 const upload = (key: string, bytes: Buffer, filename: string) => uploadAsset(t, key, bytes, filename);
 
 describe('POST /lipsync through a neural model', () => {
-  it('renders over a portrait with a fixed-batch 256 px Wav2Lip export, one frame per run', { timeout: 180_000 }, async () => {
-    const tenant = await t.newTenant({ credits: 60 });
-    const portraitUrl = await upload(tenant.apiKey, fixtureBytes('grace_hopper'), 'grace.jpg');
-    const audioUrl = await upload(tenant.apiKey, speech.wav, 'hello.wav');
-    const res = await t.request('POST', '/api/v1/lipsync', { key: tenant.apiKey, body: { audioUrl, portraitUrl } });
-    const body = await json<{ frames: number; fps: number }>(res);
-    expect(res.status, JSON.stringify(body)).toBe(200);
-    expect(Math.abs(body.frames - Math.ceil(speech.seconds * body.fps))).toBeLessThanOrEqual(1);
-  });
+  it(
+    'renders over a portrait with a fixed-batch 256 px Wav2Lip export, one frame per run',
+    { timeout: 180_000 },
+    async () => {
+      const tenant = await t.newTenant({ credits: 60 });
+      const portraitUrl = await upload(tenant.apiKey, fixtureBytes('grace_hopper'), 'grace.jpg');
+      const audioUrl = await upload(tenant.apiKey, speech.wav, 'hello.wav');
+      const res = await t.request('POST', '/api/v1/lipsync', { key: tenant.apiKey, body: { audioUrl, portraitUrl } });
+      const body = await json<{ frames: number; fps: number }>(res);
+      expect(res.status, JSON.stringify(body)).toBe(200);
+      expect(Math.abs(body.frames - Math.ceil(speech.seconds * body.fps))).toBeLessThanOrEqual(1);
+    },
+  );
 });

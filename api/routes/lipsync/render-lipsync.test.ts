@@ -23,7 +23,9 @@ import { fixtureBytes, portraitAsset } from '../avatars/test-support.ts';
  * are read from storage; the network path is tested for its refusals.
  */
 const MAX_SECONDS = 4;
-const t = await testApi({ env: { LIPSYNC_MAX_AUDIO_SECONDS: String(MAX_SECONDS), LIPSYNC_PORTRAIT_LOOP_SECONDS: '2' } });
+const t = await testApi({
+  env: { LIPSYNC_MAX_AUDIO_SECONDS: String(MAX_SECONDS), LIPSYNC_PORTRAIT_LOOP_SECONDS: '2' },
+});
 const L = '/api/v1/lipsync';
 
 let speech: { wav: Buffer; seconds: number };
@@ -61,7 +63,16 @@ async function wallet(tenantId: string) {
 }
 
 async function usageRows(tenantId: string) {
-  return t.services.sql<{ id: string; kind: string; status: string; avatar_id: string | null; billed_credit_micros: number; billable_ms: number }[]>`
+  return t.services.sql<
+    {
+      id: string;
+      kind: string;
+      status: string;
+      avatar_id: string | null;
+      billed_credit_micros: number;
+      billable_ms: number;
+    }[]
+  >`
     select id, kind, status, avatar_id, billed_credit_micros, billable_ms from session_usage where tenant_id = ${tenantId} order by created_at`;
 }
 
@@ -71,11 +82,28 @@ async function fetchMedia(url: string, headers: Record<string, string> = {}) {
   return t.app.request(u.pathname + u.search, { headers });
 }
 
-function probe(bytes: Buffer): { streams: { codec_name: string; codec_type: string; nb_frames?: string; duration: string; r_frame_rate: string }[] } {
+function probe(bytes: Buffer): {
+  streams: { codec_name: string; codec_type: string; nb_frames?: string; duration: string; r_frame_rate: string }[];
+} {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'lipsync-probe-'));
   const file = path.join(dir, 'out.mp4');
   writeFileSync(file, bytes);
-  return JSON.parse(execFileSync('ffprobe', ['-v', 'error', '-count_frames', '-show_entries', 'stream=codec_name,codec_type,nb_read_frames,nb_frames,duration,r_frame_rate', '-of', 'json', file], { encoding: 'utf8' }));
+  return JSON.parse(
+    execFileSync(
+      'ffprobe',
+      [
+        '-v',
+        'error',
+        '-count_frames',
+        '-show_entries',
+        'stream=codec_name,codec_type,nb_read_frames,nb_frames,duration,r_frame_rate',
+        '-of',
+        'json',
+        file,
+      ],
+      { encoding: 'utf8' },
+    ),
+  );
 }
 
 describe('POST /lipsync', () => {
@@ -90,81 +118,107 @@ describe('POST /lipsync', () => {
     wavUrl = await upload(tenant.apiKey, speech.wav, 'hello.wav');
   });
 
-  it('renders a WAV over a portrait registered on the fly: a signed MP4 URL (no key, Range), billed exactly the rendered seconds', { timeout: 120_000 }, async () => {
-    const before = await wallet(tenant.tenantId);
-    const r = await lipsync(tenant.apiKey, { audioUrl: wavUrl, portraitUrl });
-    expect(r.status, JSON.stringify(r.body)).toBe(200);
-    const { url, avatarId, frames, fps, durationSeconds } = r.body as { url: string; avatarId: string; frames: number; fps: number; durationSeconds: number };
-    expect(fps).toBe(25);
-    expect(Math.abs(frames - Math.ceil(speech.seconds * 25))).toBeLessThanOrEqual(1);
-    expect(durationSeconds).toBeCloseTo(frames / fps, 9);
-    expect(avatarId).toMatch(/^ava_/);
-    registered = avatarId;
+  it(
+    'renders a WAV over a portrait registered on the fly: a signed MP4 URL (no key, Range), billed exactly the rendered seconds',
+    { timeout: 120_000 },
+    async () => {
+      const before = await wallet(tenant.tenantId);
+      const r = await lipsync(tenant.apiKey, { audioUrl: wavUrl, portraitUrl });
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+      const { url, avatarId, frames, fps, durationSeconds } = r.body as {
+        url: string;
+        avatarId: string;
+        frames: number;
+        fps: number;
+        durationSeconds: number;
+      };
+      expect(fps).toBe(25);
+      expect(Math.abs(frames - Math.ceil(speech.seconds * 25))).toBeLessThanOrEqual(1);
+      expect(durationSeconds).toBeCloseTo(frames / fps, 9);
+      expect(avatarId).toMatch(/^ava_/);
+      registered = avatarId;
 
-    // The URL works without the API key, serves an H.264 + AAC MP4 of that many frames, and honours Range.
-    const full = await fetchMedia(url);
-    expect(full.status).toBe(200);
-    expect(full.headers.get('content-type')).toBe('video/mp4');
-    const bytes = Buffer.from(await full.arrayBuffer());
-    const streams = probe(bytes).streams;
-    const video = streams.find((s) => s.codec_type === 'video')!;
-    const audio = streams.find((s) => s.codec_type === 'audio')!;
-    expect(video.codec_name).toBe('h264');
-    expect(audio.codec_name).toBe('aac');
-    expect(Number(video.nb_frames)).toBe(frames);
-    expect(Math.abs(Number(audio.duration) - speech.seconds)).toBeLessThan(0.1);
-    const part = await fetchMedia(url, { range: 'bytes=0-99' });
-    expect(part.status).toBe(206);
-    expect(Buffer.from(await part.arrayBuffer()).equals(bytes.subarray(0, 100))).toBe(true);
+      // The URL works without the API key, serves an H.264 + AAC MP4 of that many frames, and honours Range.
+      const full = await fetchMedia(url);
+      expect(full.status).toBe(200);
+      expect(full.headers.get('content-type')).toBe('video/mp4');
+      const bytes = Buffer.from(await full.arrayBuffer());
+      const streams = probe(bytes).streams;
+      const video = streams.find((s) => s.codec_type === 'video')!;
+      const audio = streams.find((s) => s.codec_type === 'audio')!;
+      expect(video.codec_name).toBe('h264');
+      expect(audio.codec_name).toBe('aac');
+      expect(Number(video.nb_frames)).toBe(frames);
+      expect(Math.abs(Number(audio.duration) - speech.seconds)).toBeLessThan(0.1);
+      const part = await fetchMedia(url, { range: 'bytes=0-99' });
+      expect(part.status).toBe(206);
+      expect(Buffer.from(await part.arrayBuffer()).equals(bytes.subarray(0, 100))).toBe(true);
 
-    // The portrait became a ready avatar of the workspace.
-    const avatar = await t.request('GET', `/api/v1/avatars/${avatarId}`, { key: tenant.apiKey });
-    expect(await json(avatar)).toMatchObject({ id: avatarId, status: 'ready', idleVideoStatus: 'ready' });
+      // The portrait became a ready avatar of the workspace.
+      const avatar = await t.request('GET', `/api/v1/avatars/${avatarId}`, { key: tenant.apiKey });
+      expect(await json(avatar)).toMatchObject({ id: avatarId, status: 'ready', idleVideoStatus: 'ready' });
 
-    // Billing: the video's seconds, exactly; nothing left reserved; one lipsync row, released.
-    const after = await wallet(tenant.tenantId);
-    const charged = Math.ceil((frames * MICROS_PER_SECOND) / fps);
-    expect(before.balanceCreditMicros - after.balanceCreditMicros).toBe(charged);
-    expect(after.reservedCreditMicros).toBe(0);
-    const rows = await usageRows(tenant.tenantId);
-    expect(rows).toHaveLength(1);
-    expect(rows[0]).toMatchObject({ kind: 'lipsync', status: 'released', avatar_id: avatarId, billed_credit_micros: charged, billable_ms: Math.floor((frames * 1000) / fps) });
-  });
+      // Billing: the video's seconds, exactly; nothing left reserved; one lipsync row, released.
+      const after = await wallet(tenant.tenantId);
+      const charged = Math.ceil((frames * MICROS_PER_SECOND) / fps);
+      expect(before.balanceCreditMicros - after.balanceCreditMicros).toBe(charged);
+      expect(after.reservedCreditMicros).toBe(0);
+      const rows = await usageRows(tenant.tenantId);
+      expect(rows).toHaveLength(1);
+      expect(rows[0]).toMatchObject({
+        kind: 'lipsync',
+        status: 'released',
+        avatar_id: avatarId,
+        billed_credit_micros: charged,
+        billable_ms: Math.floor((frames * 1000) / fps),
+      });
+    },
+  );
 
-  it('speaks an MP3 by avatarId, and the same portrait again finds its avatar without rigging it again', { timeout: 120_000 }, async () => {
-    expect(registered).toBeDefined();
-    const mp3Url = await upload(tenant.apiKey, mp3, 'hello.mp3');
-    const byId = await lipsync(tenant.apiKey, { audioUrl: mp3Url, avatarId: registered });
-    expect(byId.status, JSON.stringify(byId.body)).toBe(200);
-    expect(byId.body).toMatchObject({ avatarId: registered, fps: 25 });
-    // MP3 decoding pads a little; the length stays the speech's within a couple of frames.
-    expect(Math.abs((byId.body.durationSeconds as number) - speech.seconds)).toBeLessThan(0.15);
+  it(
+    'speaks an MP3 by avatarId, and the same portrait again finds its avatar without rigging it again',
+    { timeout: 120_000 },
+    async () => {
+      expect(registered).toBeDefined();
+      const mp3Url = await upload(tenant.apiKey, mp3, 'hello.mp3');
+      const byId = await lipsync(tenant.apiKey, { audioUrl: mp3Url, avatarId: registered });
+      expect(byId.status, JSON.stringify(byId.body)).toBe(200);
+      expect(byId.body).toMatchObject({ avatarId: registered, fps: 25 });
+      // MP3 decoding pads a little; the length stays the speech's within a couple of frames.
+      expect(Math.abs((byId.body.durationSeconds as number) - speech.seconds)).toBeLessThan(0.15);
 
-    const avatarsBefore = await t.services.sql`select id from avatars where tenant_id = ${tenant.tenantId}`;
-    const again = await lipsync(tenant.apiKey, { audioUrl: wavUrl, portraitUrl });
-    expect(again.status, JSON.stringify(again.body)).toBe(200);
-    expect(again.body.avatarId).toBe(registered);
-    const avatarsAfter = await t.services.sql`select id from avatars where tenant_id = ${tenant.tenantId}`;
-    expect(avatarsAfter.length).toBe(avatarsBefore.length);
-    const rows = await usageRows(tenant.tenantId);
-    expect(rows.map((r) => r.status)).toEqual(['released', 'released', 'released']);
-  });
+      const avatarsBefore = await t.services.sql`select id from avatars where tenant_id = ${tenant.tenantId}`;
+      const again = await lipsync(tenant.apiKey, { audioUrl: wavUrl, portraitUrl });
+      expect(again.status, JSON.stringify(again.body)).toBe(200);
+      expect(again.body.avatarId).toBe(registered);
+      const avatarsAfter = await t.services.sql`select id from avatars where tenant_id = ${tenant.tenantId}`;
+      expect(avatarsAfter.length).toBe(avatarsBefore.length);
+      const rows = await usageRows(tenant.tenantId);
+      expect(rows.map((r) => r.status)).toEqual(['released', 'released', 'released']);
+    },
+  );
 
-  it('refuses a portrait without a usable face (422 portrait_rejected naming portraitUrl): the usage row fails, nothing is billed', { timeout: 120_000 }, async () => {
-    const w = await t.newTenant({ credits: 10 });
-    const brick = await upload(w.apiKey, fixtureBytes('brick'), 'brick.jpg');
-    const audio = await upload(w.apiKey, speech.wav, 'a.wav');
-    const before = await wallet(w.tenantId);
-    const r = await lipsync(w.apiKey, { audioUrl: audio, portraitUrl: brick });
-    expect(r.status, JSON.stringify(r.body)).toBe(422);
-    expect(r.body).toMatchObject({ code: 'portrait_rejected', field: 'portraitUrl', retryable: false });
-    expect(r.body.error).toMatch(/portraitUrl.*cannot be animated/);
-    const after = await wallet(w.tenantId);
-    expect(after.balanceCreditMicros).toBe(before.balanceCreditMicros);
-    expect(after.reservedCreditMicros).toBe(0);
-    expect(await usageRows(w.tenantId)).toMatchObject([{ kind: 'lipsync', status: 'failed', billed_credit_micros: 0 }]);
-    expect(await t.services.sql`select * from avatars where tenant_id = ${w.tenantId}`).toHaveLength(0);
-  });
+  it(
+    'refuses a portrait without a usable face (422 portrait_rejected naming portraitUrl): the usage row fails, nothing is billed',
+    { timeout: 120_000 },
+    async () => {
+      const w = await t.newTenant({ credits: 10 });
+      const brick = await upload(w.apiKey, fixtureBytes('brick'), 'brick.jpg');
+      const audio = await upload(w.apiKey, speech.wav, 'a.wav');
+      const before = await wallet(w.tenantId);
+      const r = await lipsync(w.apiKey, { audioUrl: audio, portraitUrl: brick });
+      expect(r.status, JSON.stringify(r.body)).toBe(422);
+      expect(r.body).toMatchObject({ code: 'portrait_rejected', field: 'portraitUrl', retryable: false });
+      expect(r.body.error).toMatch(/portraitUrl.*cannot be animated/);
+      const after = await wallet(w.tenantId);
+      expect(after.balanceCreditMicros).toBe(before.balanceCreditMicros);
+      expect(after.reservedCreditMicros).toBe(0);
+      expect(await usageRows(w.tenantId)).toMatchObject([
+        { kind: 'lipsync', status: 'failed', billed_credit_micros: 0 },
+      ]);
+      expect(await t.services.sql`select * from avatars where tenant_id = ${w.tenantId}`).toHaveLength(0);
+    },
+  );
 
   it('answers 402 before rendering when the workspace cannot pay for the audio: nothing reserved, no usage row', async () => {
     const poor = await t.newTenant();
@@ -179,29 +233,44 @@ describe('POST /lipsync', () => {
     expect(await t.services.sql`select * from avatars where tenant_id = ${poor.tenantId}`).toHaveLength(0);
   });
 
-  it('refuses what is not audio, audio past the length cap and undecodable audio (422 naming audioUrl), before anything is billed', { timeout: 60_000 }, async () => {
-    const w = await t.newTenant({ credits: 30 });
-    const image = await upload(w.apiKey, await png(16, 16), 'x.png');
-    const long = await upload(w.apiKey, convertAudio(speech.wav, 'ogg', { repeat: Math.ceil((MAX_SECONDS + 1) / speech.seconds) }), 'long.ogg');
-    const portrait = await upload(w.apiKey, fixtureBytes('grace_hopper'), 'g.jpg');
-    const notAudio = await lipsync(w.apiKey, { audioUrl: image, portraitUrl: portrait });
-    expect(notAudio.status).toBe(422);
-    expect(notAudio.body).toMatchObject({ code: 'unsupported_asset_type', field: 'audioUrl', detectedType: 'image/png' });
-    const tooLong = await lipsync(w.apiKey, { audioUrl: long, portraitUrl: portrait });
-    expect(tooLong.status, JSON.stringify(tooLong.body)).toBe(422);
-    expect(tooLong.body).toMatchObject({ code: 'audio_too_long', field: 'audioUrl', maxSeconds: MAX_SECONDS });
-    // A WAV header over bytes that are not audio: sniffed as audio, refused by the decoder.
-    const corrupt = Buffer.concat([speech.wav.subarray(0, 12), Buffer.from('fmt '), Buffer.alloc(64, 0xff)]);
-    const broken = await upload(w.apiKey, corrupt, 'broken.wav');
-    const bad = await lipsync(w.apiKey, { audioUrl: broken, portraitUrl: portrait });
-    expect(bad.status, JSON.stringify(bad.body)).toBe(422);
-    expect(bad.body).toMatchObject({ code: 'invalid_audio', field: 'audioUrl' });
-    // The decoder's reason, not the server's temp path.
-    expect(bad.body.error).toMatch(/^Invalid field "audioUrl": The audio could not be decoded: \S/);
-    expect(bad.body.error).not.toContain(os.tmpdir());
-    expect(await usageRows(w.tenantId)).toHaveLength(0);
-    expect(await wallet(w.tenantId)).toMatchObject({ balanceCreditMicros: 30 * MICROS_PER_SECOND, reservedCreditMicros: 0 });
-  });
+  it(
+    'refuses what is not audio, audio past the length cap and undecodable audio (422 naming audioUrl), before anything is billed',
+    { timeout: 60_000 },
+    async () => {
+      const w = await t.newTenant({ credits: 30 });
+      const image = await upload(w.apiKey, await png(16, 16), 'x.png');
+      const long = await upload(
+        w.apiKey,
+        convertAudio(speech.wav, 'ogg', { repeat: Math.ceil((MAX_SECONDS + 1) / speech.seconds) }),
+        'long.ogg',
+      );
+      const portrait = await upload(w.apiKey, fixtureBytes('grace_hopper'), 'g.jpg');
+      const notAudio = await lipsync(w.apiKey, { audioUrl: image, portraitUrl: portrait });
+      expect(notAudio.status).toBe(422);
+      expect(notAudio.body).toMatchObject({
+        code: 'unsupported_asset_type',
+        field: 'audioUrl',
+        detectedType: 'image/png',
+      });
+      const tooLong = await lipsync(w.apiKey, { audioUrl: long, portraitUrl: portrait });
+      expect(tooLong.status, JSON.stringify(tooLong.body)).toBe(422);
+      expect(tooLong.body).toMatchObject({ code: 'audio_too_long', field: 'audioUrl', maxSeconds: MAX_SECONDS });
+      // A WAV header over bytes that are not audio: sniffed as audio, refused by the decoder.
+      const corrupt = Buffer.concat([speech.wav.subarray(0, 12), Buffer.from('fmt '), Buffer.alloc(64, 0xff)]);
+      const broken = await upload(w.apiKey, corrupt, 'broken.wav');
+      const bad = await lipsync(w.apiKey, { audioUrl: broken, portraitUrl: portrait });
+      expect(bad.status, JSON.stringify(bad.body)).toBe(422);
+      expect(bad.body).toMatchObject({ code: 'invalid_audio', field: 'audioUrl' });
+      // The decoder's reason, not the server's temp path.
+      expect(bad.body.error).toMatch(/^Invalid field "audioUrl": The audio could not be decoded: \S/);
+      expect(bad.body.error).not.toContain(os.tmpdir());
+      expect(await usageRows(w.tenantId)).toHaveLength(0);
+      expect(await wallet(w.tenantId)).toMatchObject({
+        balanceCreditMicros: 30 * MICROS_PER_SECOND,
+        reservedCreditMicros: 0,
+      });
+    },
+  );
 
   it('fetches any other URL through the safe fetcher: loopback, private and link-local addresses are refused (422 remote_url_refused), other schemes are 422', async () => {
     const w = await t.newTenant({ credits: 10 });
@@ -239,7 +308,10 @@ describe('POST /lipsync', () => {
     const signer = (storage as unknown as { signer: MediaSigner }).signer;
     const expired = `${u.origin}/media/${key}?exp=${exp}&sig=${signer.sign(key, exp)}`;
     const mine = key.replace(`tenants/${tenant.tenantId}/`, `tenants/${w.tenantId}/`);
-    const r1 = await lipsync(w.apiKey, { audioUrl: expired.replace(key, mine).replace(/sig=.*$/, `sig=${signer.sign(mine, exp)}`), portraitUrl: portrait });
+    const r1 = await lipsync(w.apiKey, {
+      audioUrl: expired.replace(key, mine).replace(/sig=.*$/, `sig=${signer.sign(mine, exp)}`),
+      portraitUrl: portrait,
+    });
     expect(r1.status).toBe(422);
     expect(r1.body).toMatchObject({ code: 'media_url_expired', field: 'audioUrl' });
     // Another workspace's URL, valid or not, is not read.
@@ -255,13 +327,16 @@ describe('POST /lipsync', () => {
     expect(await usageRows(w.tenantId)).toHaveLength(0);
   });
 
-  it('404 for an unknown or another workspace\'s avatar, 409 for one that is not ready', async () => {
+  it("404 for an unknown or another workspace's avatar, 409 for one that is not ready", async () => {
     const w = await t.newTenant({ credits: 10 });
     const audio = await upload(w.apiKey, speech.wav, 'a.wav');
     expect((await lipsync(w.apiKey, { audioUrl: audio, avatarId: 'ava_doesnotexist' })).status).toBe(404);
     expect((await lipsync(w.apiKey, { audioUrl: audio, avatarId: registered })).status).toBe(404);
     const portraitId = await portraitAsset(t, w.tenantId);
-    const created = await t.request('POST', '/api/v1/avatars', { key: w.apiKey, body: { displayName: 'Pending', sourceAssetId: portraitId } });
+    const created = await t.request('POST', '/api/v1/avatars', {
+      key: w.apiKey,
+      body: { displayName: 'Pending', sourceAssetId: portraitId },
+    });
     const pending = (await json<{ id: string }>(created)).id;
     const r = await lipsync(w.apiKey, { audioUrl: audio, avatarId: pending });
     expect(r.status).toBe(409);
@@ -269,25 +344,52 @@ describe('POST /lipsync', () => {
     expect(await usageRows(w.tenantId)).toHaveLength(0);
   });
 
-  it('a render that fails answers 502 render_failed (retryable): its usage row fails and bills nothing', { timeout: 60_000 }, async () => {
-    const w = await t.newTenant({ credits: 10 });
-    const audio = await upload(w.apiKey, speech.wav, 'a.wav');
-    // A ready avatar whose stored loop cache has a good manifest over frames that are not there:
-    // the render child cannot open it.
-    const assetId = await portraitAsset(t, w.tenantId);
-    const id = newId('avatar');
-    const cacheKey = `tenants/${w.tenantId}/avatars/${id}/loops/gen_broken/cache`;
-    const [good] = await t.services.sql<{ serving_cache_key: string }[]>`select serving_cache_key from avatars where id = ${registered}`;
-    await t.services.storage.put(`${cacheKey}/manifest.json`, await t.services.storage.get(`${good!.serving_cache_key}/manifest.json`), { contentType: 'application/json' });
-    for (const f of ['frames.bin', 'landmarks.f32']) await t.services.storage.put(`${cacheKey}/${f}`, Buffer.from('truncated'), { contentType: 'application/octet-stream' });
-    await t.services.avatars.createReady(w.tenantId, { id, displayName: 'Broken', sourceAssetId: assetId, generationId: 'gen_broken', loopKey: `${cacheKey}/../idle.mp4`, cacheKey });
-    const r = await lipsync(w.apiKey, { audioUrl: audio, avatarId: id });
-    expect(r.status, JSON.stringify(r.body)).toBe(502);
-    expect(r.body).toMatchObject({ code: 'render_failed', retryable: true });
-    expect(await usageRows(w.tenantId)).toMatchObject([{ kind: 'lipsync', status: 'failed', billed_credit_micros: 0, avatar_id: id }]);
-    expect(await wallet(w.tenantId)).toMatchObject({ balanceCreditMicros: 10 * MICROS_PER_SECOND, reservedCreditMicros: 0 });
-    expect(await t.services.storage.stat(`tenants/${w.tenantId}/lipsync/${(await usageRows(w.tenantId))[0]!.id}.mp4`)).toBeUndefined();
-  });
+  it(
+    'a render that fails answers 502 render_failed (retryable): its usage row fails and bills nothing',
+    { timeout: 60_000 },
+    async () => {
+      const w = await t.newTenant({ credits: 10 });
+      const audio = await upload(w.apiKey, speech.wav, 'a.wav');
+      // A ready avatar whose stored loop cache has a good manifest over frames that are not there:
+      // the render child cannot open it.
+      const assetId = await portraitAsset(t, w.tenantId);
+      const id = newId('avatar');
+      const cacheKey = `tenants/${w.tenantId}/avatars/${id}/loops/gen_broken/cache`;
+      const [good] = await t.services.sql<
+        { serving_cache_key: string }[]
+      >`select serving_cache_key from avatars where id = ${registered}`;
+      await t.services.storage.put(
+        `${cacheKey}/manifest.json`,
+        await t.services.storage.get(`${good!.serving_cache_key}/manifest.json`),
+        { contentType: 'application/json' },
+      );
+      for (const f of ['frames.bin', 'landmarks.f32'])
+        await t.services.storage.put(`${cacheKey}/${f}`, Buffer.from('truncated'), {
+          contentType: 'application/octet-stream',
+        });
+      await t.services.avatars.createReady(w.tenantId, {
+        id,
+        displayName: 'Broken',
+        sourceAssetId: assetId,
+        generationId: 'gen_broken',
+        loopKey: `${cacheKey}/../idle.mp4`,
+        cacheKey,
+      });
+      const r = await lipsync(w.apiKey, { audioUrl: audio, avatarId: id });
+      expect(r.status, JSON.stringify(r.body)).toBe(502);
+      expect(r.body).toMatchObject({ code: 'render_failed', retryable: true });
+      expect(await usageRows(w.tenantId)).toMatchObject([
+        { kind: 'lipsync', status: 'failed', billed_credit_micros: 0, avatar_id: id },
+      ]);
+      expect(await wallet(w.tenantId)).toMatchObject({
+        balanceCreditMicros: 10 * MICROS_PER_SECOND,
+        reservedCreditMicros: 0,
+      });
+      expect(
+        await t.services.storage.stat(`tenants/${w.tenantId}/lipsync/${(await usageRows(w.tenantId))[0]!.id}.mp4`),
+      ).toBeUndefined();
+    },
+  );
 
   it('validates the body: exactly one of avatarId and portraitUrl, strict fields, each refusal naming its field', async () => {
     const cases: [unknown, string | null][] = [

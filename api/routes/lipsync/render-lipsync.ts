@@ -11,7 +11,12 @@ const LipsyncBody = z
       'The audio to lip-sync: WAV, MP3, OGG (Vorbis or Opus), M4A (AAC) or FLAC. An http(s) URL on a public address (redirects checked), or one of ' +
         "this service's own signed media URLs (an uploaded asset's publicUrl), which is read from storage directly.",
     ),
-    avatarId: z.string().min(1).max(64).optional().openapi({ description: 'A ready avatar of the workspace to speak. Exactly one of avatarId and portraitUrl.' }),
+    avatarId: z
+      .string()
+      .min(1)
+      .max(64)
+      .optional()
+      .openapi({ description: 'A ready avatar of the workspace to speak. Exactly one of avatarId and portraitUrl.' }),
     portraitUrl: url(
       'A portrait (JPEG, PNG or WebP) to speak instead of an avatar: registered on the fly as an avatar (rigged, a short idle loop generated), ' +
         'once per distinct image. Same URL rules as audioUrl. Exactly one of avatarId and portraitUrl.',
@@ -24,7 +29,9 @@ const LipsyncBody = z
       ctx.addIssue({
         code: 'custom',
         path: [both ? 'portraitUrl' : 'avatarId'],
-        message: both ? 'give exactly one of "avatarId" and "portraitUrl", not both' : 'give exactly one of "avatarId" and "portraitUrl"',
+        message: both
+          ? 'give exactly one of "avatarId" and "portraitUrl", not both'
+          : 'give exactly one of "avatarId" and "portraitUrl"',
       });
     }
   })
@@ -36,11 +43,14 @@ const LipsyncResponse = z
   .object({
     url: z.string().openapi({
       format: 'uri',
-      description: 'Signed GET URL of the MP4 (H.264 + AAC), valid for one hour, no API key needed; supports HTTP Range requests.',
+      description:
+        'Signed GET URL of the MP4 (H.264 + AAC), valid for one hour, no API key needed; supports HTTP Range requests.',
     }),
-    avatarId: z.string().openapi({ description: 'The avatar that spoke: the one given, or the one the portrait was registered as.' }),
+    avatarId: z
+      .string()
+      .openapi({ description: 'The avatar that spoke: the one given, or the one the portrait was registered as.' }),
     frames: z.number().int().openapi({ description: 'Video frames in the MP4.' }),
-    fps: z.number().openapi({ description: 'Frames per second (the idle loop\'s rate).' }),
+    fps: z.number().openapi({ description: "Frames per second (the idle loop's rate)." }),
     durationSeconds: z.number().openapi({ description: 'frames / fps: the seconds billed.' }),
   })
   .openapi('LipsyncResponse');
@@ -52,7 +62,7 @@ export const route = createRoute({
   tags: ['Realtime'],
   summary: 'Render audio to a lip-synced talking-head MP4',
   description:
-    'Lip-syncs the audio over the avatar\'s idle loop (or a portrait registered on the fly) and answers the stored MP4\'s signed URL once it is ' +
+    "Lip-syncs the audio over the avatar's idle loop (or a portrait registered on the fly) and answers the stored MP4's signed URL once it is " +
     'rendered: no language model, no speech synthesis, no streaming. Billed as realtime seconds like a turn: once the audio is read, its video ' +
     'seconds are reserved (402 before anything renders), and settled to the rendered seconds; a failed render bills nothing. Audio is capped in ' +
     'size and length (422 audio_too_long, 413). 422 for a URL that is not http(s), whose address is refused, that is not audio (or not an image), ' +
@@ -78,6 +88,15 @@ export function register(app: App) {
       ...(body.avatarId !== undefined ? { avatarId: body.avatarId } : { portraitUrl: body.portraitUrl! }),
       signal: c.req.raw.signal,
     });
-    return c.json({ url: result.url, avatarId: result.avatarId, frames: result.frames, fps: result.fps, durationSeconds: result.durationSeconds }, 200);
+    return c.json(
+      {
+        url: result.url,
+        avatarId: result.avatarId,
+        frames: result.frames,
+        fps: result.fps,
+        durationSeconds: result.durationSeconds,
+      },
+      200,
+    );
   });
 }

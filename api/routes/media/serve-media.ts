@@ -5,7 +5,8 @@ import { LocalStorage, MEDIA_PATH } from '../../../core/storage/index.ts';
 import { parseRange } from '../../../core/storage/range.ts';
 import type { AppEnv } from '../../context.ts';
 
-const badSignature = () => new ApiError('forbidden', 'The media URL signature is invalid or has expired: get a fresh URL from the API');
+const badSignature = () =>
+  new ApiError('forbidden', 'The media URL signature is invalid or has expired: get a fresh URL from the API');
 
 /**
  * GET and HEAD /media/<key>?exp=&sig=: local object storage, served by the app. Outside /api/v1 and
@@ -15,7 +16,8 @@ const badSignature = () => new ApiError('forbidden', 'The media URL signature is
 export function registerMedia(app: Hono<AppEnv>) {
   app.get(`${MEDIA_PATH}/*`, async (c) => {
     const storage = c.get('services').storage;
-    if (!(storage instanceof LocalStorage)) throw new ApiError('not_found', 'Media is served from object storage, not from this path');
+    if (!(storage instanceof LocalStorage))
+      throw new ApiError('not_found', 'Media is served from object storage, not from this path');
     let key: string;
     try {
       key = decodeURIComponent(c.req.path.slice(MEDIA_PATH.length + 1));
@@ -36,10 +38,15 @@ export function registerMedia(app: Hono<AppEnv>) {
 
     const wanted = parseRange(c.req.header('range'), stat.size);
     if (wanted.kind === 'unsatisfiable') {
-      throw new ApiError('range_not_satisfiable', `The requested range is not satisfiable: the object has ${stat.size} bytes`, { size: stat.size }, {
-        'Content-Range': `bytes */${stat.size}`,
-        'Accept-Ranges': 'bytes',
-      });
+      throw new ApiError(
+        'range_not_satisfiable',
+        `The requested range is not satisfiable: the object has ${stat.size} bytes`,
+        { size: stat.size },
+        {
+          'Content-Range': `bytes */${stat.size}`,
+          'Accept-Ranges': 'bytes',
+        },
+      );
     }
     const range = wanted.kind === 'partial' ? wanted.range : undefined;
     const status = range ? 206 : 200;

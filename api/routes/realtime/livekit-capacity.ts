@@ -13,7 +13,8 @@ export const route = createRoute({
   path: `${V1}/realtime/livekit/capacity`,
   tags: ['Realtime'],
   summary: 'Snapshot of a capacity pool',
-  description: 'Informational: it does not predict a mint (mints fail over across pools). Do not gate a call on it: mint, and treat the 429 as the queue.',
+  description:
+    'Informational: it does not predict a mint (mints fail over across pools). Do not gate a call on it: mint, and treat the 429 as the queue.',
   security: [{ bearerAuth: [] }],
   request: { query: Query },
   responses: {

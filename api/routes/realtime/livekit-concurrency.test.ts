@@ -53,13 +53,17 @@ async function callers(n: number): Promise<Caller[]> {
 type Minted = { status: 200; grant: GrantBody } | { status: 429; queue: QueueBody };
 
 async function mint(app: TestApi, c: Caller, ticket?: string): Promise<Minted> {
-  const res = await app.request('POST', MINT, { key: c.apiKey, body: { avatar_id: c.avatarId, max_duration_seconds: 120, ...(ticket ? { queue_ticket_id: ticket } : {}) } });
+  const res = await app.request('POST', MINT, {
+    key: c.apiKey,
+    body: { avatar_id: c.avatarId, max_duration_seconds: 120, ...(ticket ? { queue_ticket_id: ticket } : {}) },
+  });
   if (res.status === 200) return { status: 200, grant: await json<GrantBody>(res) };
   expect(res.status, await res.clone().text()).toBe(429);
   return { status: 429, queue: await json<QueueBody>(res) };
 }
 
-const release = (app: TestApi, c: Caller, sessionId: string) => app.request('POST', RELEASE, { key: c.apiKey, body: { session_id: sessionId } });
+const release = (app: TestApi, c: Caller, sessionId: string) =>
+  app.request('POST', RELEASE, { key: c.apiKey, body: { session_id: sessionId } });
 
 describe('capacity across two API processes sharing Redis', () => {
   it('concurrent mints grant exactly N and queue the rest in arrival order; each freed slot goes to the head of the queue', async () => {
@@ -69,7 +73,9 @@ describe('capacity across two API processes sharing Redis', () => {
     const granted = results.flatMap((r, i) => (r.status === 200 ? [{ ...requests[i]!, grant: r.grant }] : []));
     const queued = results.flatMap((r, i) => (r.status === 429 ? [{ ...requests[i]!, queue: r.queue }] : []));
     expect(granted).toHaveLength(SLOTS);
-    expect(queued.map((q) => q.queue.queue_size).sort((a, b) => a - b)).toEqual(Array.from({ length: 12 - SLOTS }, (_, i) => i + 1));
+    expect(queued.map((q) => q.queue.queue_size).sort((a, b) => a - b)).toEqual(
+      Array.from({ length: 12 - SLOTS }, (_, i) => i + 1),
+    );
     expect(new Set(queued.map((q) => q.queue.queue_ticket_id)).size).toBe(queued.length);
     expect(await holders()).toEqual(granted.map((g) => g.grant.session_id).sort());
     // A newcomer joins at the tail, behind every ticket.
@@ -110,7 +116,11 @@ describe('capacity across two API processes sharing Redis', () => {
       select status, billed_credit_micros as billed from session_usage where tenant_id = any(${cs.map((c) => c.tenantId)})`;
     expect(rows.length).toBe(SLOTS + queued.length);
     expect(rows.every((r) => r.status === 'failed' && r.billed === 0)).toBe(true);
-    await checkLedgerInvariants(one.services.sql, cs.map((c) => c.tenantId), cs.map((c) => c.apiKeyId));
+    await checkLedgerInvariants(
+      one.services.sql,
+      cs.map((c) => c.tenantId),
+      cs.map((c) => c.apiKeyId),
+    );
   });
 
   it('more concurrent mints of distinct workspaces than one process has database connections all complete', async () => {
@@ -139,14 +149,25 @@ describe('capacity across two API processes sharing Redis', () => {
       select id, tenant_id from live_sessions where tenant_id = any(${cs.map((c) => c.tenantId)}) and state <> 'ended'`;
     expect(await holders()).toEqual(live.map((r) => r.id).sort());
     expect(live.length).toBeLessThanOrEqual(SLOTS);
-    for (const r of live) await release(one, cs.find((x) => x.tenantId === r.tenant_id)!, r.id);
-    await checkLedgerInvariants(one.services.sql, cs.map((c) => c.tenantId), cs.map((c) => c.apiKeyId));
+    for (const r of live)
+      await release(
+        one,
+        cs.find((x) => x.tenantId === r.tenant_id)!,
+        r.id,
+      );
+    await checkLedgerInvariants(
+      one.services.sql,
+      cs.map((c) => c.tenantId),
+      cs.map((c) => c.apiKeyId),
+    );
     // Leave the queue empty for the next test: tickets of this burst are dropped.
-    for (const r of [...burst, ...more]) if (r.status === 429) await one.services.capacity.leaveQueue((await one.services.capacity.ticket(r.queue.queue_ticket_id))!);
+    for (const r of [...burst, ...more])
+      if (r.status === 429)
+        await one.services.capacity.leaveQueue((await one.services.capacity.ticket(r.queue.queue_ticket_id))!);
     expect(await one.services.capacity.snapshot('primary')).toMatchObject({ inUse: 0, queueSize: 0 });
   });
 
-  it('no slot leaks: a call ended by the worker\'s process frees its slot through the notify; a lost notify is healed by the janitor', async () => {
+  it("no slot leaks: a call ended by the worker's process frees its slot through the notify; a lost notify is healed by the janitor", async () => {
     const [c] = await callers(1);
     const a = await mint(one, c!);
     const b = await mint(two, c!);
@@ -157,8 +178,13 @@ describe('capacity across two API processes sharing Redis', () => {
     // Started long before (a late end): the charge stops at the reservation (120 s).
     await worker.started(a.grant.session_id, new Date(Date.now() - 500_000));
     await worker.end(a.grant.session_id, 'user_left');
-    await waitFor('the notify to free the slot', async () => ((await holders()).includes(a.grant.session_id) ? undefined : true));
-    expect(await one.services.usage.get(c!.tenantId, a.grant.session_id)).toMatchObject({ status: 'released', billedCreditMicros: 120 * MICROS_PER_SECOND });
+    await waitFor('the notify to free the slot', async () =>
+      (await holders()).includes(a.grant.session_id) ? undefined : true,
+    );
+    expect(await one.services.usage.get(c!.tenantId, a.grant.session_id)).toMatchObject({
+      status: 'released',
+      billedCreditMicros: 120 * MICROS_PER_SECOND,
+    });
 
     // No process listens (a notify lost in a reconnect): the slot stays held until the janitor reconciles.
     await Promise.all(apps.map((app) => app.services.capacity.close()));
@@ -167,7 +193,11 @@ describe('capacity across two API processes sharing Redis', () => {
       expect(await holders()).toContain(b.grant.session_id);
       expect((await runJanitorOnce(one.services)).slotsFreed).toBe(0);
       // Past the grace of a fresh grant (moved back rather than waited for).
-      await one.services.redis!.zadd(`${env.REDIS_KEY_PREFIX!}cap:{primary}:holders`, Date.now() - SLOT_RECONCILE_GRACE_MS - 1000, b.grant.session_id);
+      await one.services.redis!.zadd(
+        `${env.REDIS_KEY_PREFIX!}cap:{primary}:holders`,
+        Date.now() - SLOT_RECONCILE_GRACE_MS - 1000,
+        b.grant.session_id,
+      );
       expect((await runJanitorOnce(two.services)).slotsFreed).toBe(1);
       expect(await holders()).not.toContain(b.grant.session_id);
     } finally {

@@ -19,24 +19,45 @@ export const SessionId = z.string().min(1).max(128).openapi({ example: 'ses_0123
 /** The capacity-queue 429: exactly these fields (the request id is in the X-Request-ID header only). */
 export const QueueTicketSchema = z
   .object({
-    queue_ticket_id: z.string().openapi({ description: 'Send it back as queue_ticket_id on the next mint to keep your place.' }),
-    queue_size: z.number().int().openapi({ description: 'Queued mints up to and including this one: your position, 1 being next in line.' }),
-    recommended_retry_ms: z.number().int().openapi({ description: 'Mint again (with the ticket) after this long; a ticket not sent back in time leaves the queue.' }),
+    queue_ticket_id: z
+      .string()
+      .openapi({ description: 'Send it back as queue_ticket_id on the next mint to keep your place.' }),
+    queue_size: z
+      .number()
+      .int()
+      .openapi({ description: 'Queued mints up to and including this one: your position, 1 being next in line.' }),
+    recommended_retry_ms: z.number().int().openapi({
+      description: 'Mint again (with the ticket) after this long; a ticket not sent back in time leaves the queue.',
+    }),
   })
   .strict()
-  .openapi('LiveCapacityQueued', { description: 'Capacity is full: the request is queued. Not an error body: it has no `code`.' });
+  .openapi('LiveCapacityQueued', {
+    description: 'Capacity is full: the request is queued. Not an error body: it has no `code`.',
+  });
 
 export const GrantSchema = z
   .object({
     session_id: z.string().openapi({ description: 'The call (and its usage row): ses_...' }),
     room_name: z.string(),
     server_url: z.string().openapi({ description: 'The LiveKit server to connect to.' }),
-    participant_token: z.string().nullable().openapi({ description: 'The user\'s LiveKit token (join, publish the microphone, subscribe, data). Null in provider mode.' }),
-    participant_identity: z.string().nullable().openapi({ description: "The user's identity in the room. Null in provider mode." }),
+    participant_token: z.string().nullable().openapi({
+      description: "The user's LiveKit token (join, publish the microphone, subscribe, data). Null in provider mode.",
+    }),
+    participant_identity: z
+      .string()
+      .nullable()
+      .openapi({ description: "The user's identity in the room. Null in provider mode." }),
     avatar_identity: z.string().openapi({ description: 'The identity the avatar joins with.' }),
-    capacity_pool: z.string().openapi({ description: 'The pool the call runs in (another than the asked one after a failover).' }),
-    expires_at: Timestamp.openapi({ description: 'Join before this time: the token expires then (a connected call goes on).' }),
-    max_duration_seconds: z.number().int().openapi({ description: 'What the reservation pays for: the call ends at this length.' }),
+    capacity_pool: z
+      .string()
+      .openapi({ description: 'The pool the call runs in (another than the asked one after a failover).' }),
+    expires_at: Timestamp.openapi({
+      description: 'Join before this time: the token expires then (a connected call goes on).',
+    }),
+    max_duration_seconds: z
+      .number()
+      .int()
+      .openapi({ description: 'What the reservation pays for: the call ends at this length.' }),
   })
   .openapi('LiveSessionGrant');
 
@@ -57,9 +78,14 @@ export const ReleasedSession = z
   .object({
     session_id: z.string(),
     state: z.literal('ended'),
-    end_reason: z.string().openapi({ description: 'Why the call ended: the release reason, or what ended it first (user_left, room_finished, max_duration, worker_lost, failed, ...).' }),
+    end_reason: z.string().openapi({
+      description:
+        'Why the call ended: the release reason, or what ended it first (user_left, room_finished, max_duration, worker_lost, failed, ...).',
+    }),
     ended_at: Timestamp,
-    usage_status: z.enum(['released', 'failed', 'reserved', 'started']).openapi({ description: 'The usage row: released (billed what ran), failed (never started, 0).' }),
+    usage_status: z
+      .enum(['released', 'failed', 'reserved', 'started'])
+      .openapi({ description: 'The usage row: released (billed what ran), failed (never started, 0).' }),
     billed_credit_micros: z.number().int(),
     capacity_pool: z.string(),
   })
@@ -90,7 +116,9 @@ export const toReleaseWire = (out: ReleaseOutcome): z.infer<typeof ReleasedSessi
 export const CapacitySchema = z
   .object({
     capacity_pool: z.string(),
-    slots: z.number().int().openapi({ description: "The pool's calls at once: the operator's count, else what its live agent workers declare." }),
+    slots: z.number().int().openapi({
+      description: "The pool's calls at once: the operator's count, else what its live agent workers declare.",
+    }),
     in_use: z.number().int(),
     available: z.number().int().openapi({ description: 'max(0, slots - in_use).' }),
     queue_size: z.number().int().openapi({ description: 'Mints queued for the pool.' }),

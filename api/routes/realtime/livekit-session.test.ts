@@ -7,13 +7,27 @@ import { LIVEKIT_DEV_KEY, LIVEKIT_DEV_SECRET, freePort } from '../../../test/dep
 import { json, testApi, waitFor, type TestApi } from '../../../test/helpers.ts';
 import { checkLedgerInvariants } from '../../../test/ledger-invariants.ts';
 import { captureDispatches, liveKitEnv, receiveLiveKitWebhooks } from '../../../test/livekit.ts';
-import { CAPACITY, changesNothing, footprint, MINT, readyAvatar, RELEASE, scene, setSlots, type GrantBody } from './test-support.ts';
+import {
+  CAPACITY,
+  changesNothing,
+  footprint,
+  MINT,
+  readyAvatar,
+  RELEASE,
+  scene,
+  setSlots,
+  type GrantBody,
+} from './test-support.ts';
 
 const SEC = MICROS_PER_SECOND;
 const env = liveKitEnv();
 const t = await testApi({ env });
 const rooms = new RoomServiceClient(inject('livekitUrl').replace(/^ws/, 'http'), LIVEKIT_DEV_KEY, LIVEKIT_DEV_SECRET);
-const dispatches = new AgentDispatchClient(inject('livekitUrl').replace(/^ws/, 'http'), LIVEKIT_DEV_KEY, LIVEKIT_DEV_SECRET);
+const dispatches = new AgentDispatchClient(
+  inject('livekitUrl').replace(/^ws/, 'http'),
+  LIVEKIT_DEV_KEY,
+  LIVEKIT_DEV_SECRET,
+);
 let agent: Awaited<ReturnType<typeof captureDispatches>>;
 let webhooks: Awaited<ReturnType<typeof receiveLiveKitWebhooks>>;
 
@@ -30,7 +44,8 @@ afterAll(async () => {
 
 async function workspace(credits = 100, o: { maxConcurrentSessions?: number } = {}) {
   const tenant = await t.newTenant({ credits });
-  if (o.maxConcurrentSessions !== undefined) await t.services.tenants.setLimits(tenant.tenantId, { maxConcurrentSessions: o.maxConcurrentSessions });
+  if (o.maxConcurrentSessions !== undefined)
+    await t.services.tenants.setLimits(tenant.tenantId, { maxConcurrentSessions: o.maxConcurrentSessions });
   const avatarId = await readyAvatar(t, tenant.tenantId);
   return { ...tenant, avatarId };
 }
@@ -54,7 +69,17 @@ describe('POST /realtime/livekit/session (mint) on the real LiveKit server', () 
     expect(minted.status, JSON.stringify(minted.body)).toBe(200);
     const g = minted.body as unknown as GrantBody;
     expect(Object.keys(g).sort()).toEqual(
-      ['avatar_identity', 'capacity_pool', 'expires_at', 'max_duration_seconds', 'participant_identity', 'participant_token', 'room_name', 'server_url', 'session_id'].sort(),
+      [
+        'avatar_identity',
+        'capacity_pool',
+        'expires_at',
+        'max_duration_seconds',
+        'participant_identity',
+        'participant_token',
+        'room_name',
+        'server_url',
+        'session_id',
+      ].sort(),
     );
     expect(g.session_id).toMatch(/^ses_/);
     expect(g).toMatchObject({
@@ -67,8 +92,13 @@ describe('POST /realtime/livekit/session (mint) on the real LiveKit server', () 
       max_duration_seconds: 100,
     });
     expect(Date.parse(g.expires_at)).toBeGreaterThan(Date.now());
-    expect(minted.res.headers.get('server-timing')).toMatch(/^own;dur=[\d.]+, livekit-room;dur=[\d.]+, livekit-dispatch;dur=[\d.]+$/);
-    expect(await t.services.ledger.balance(w.tenantId)).toMatchObject({ balanceCreditMicros: 100 * SEC, reservedCreditMicros: 100 * SEC });
+    expect(minted.res.headers.get('server-timing')).toMatch(
+      /^own;dur=[\d.]+, livekit-room;dur=[\d.]+, livekit-dispatch;dur=[\d.]+$/,
+    );
+    expect(await t.services.ledger.balance(w.tenantId)).toMatchObject({
+      balanceCreditMicros: 100 * SEC,
+      reservedCreditMicros: 100 * SEC,
+    });
     expect(await t.services.liveSessions.get(g.session_id)).toMatchObject({
       mode: 'conversation',
       state: 'pending',
@@ -80,13 +110,22 @@ describe('POST /realtime/livekit/session (mint) on the real LiveKit server', () 
       maxDurationSeconds: 100,
       record: false,
     });
-    expect(await t.services.usage.get(w.tenantId, g.session_id)).toMatchObject({ kind: 'live', status: 'reserved', endUserId: 'end-user-7', avatarId: w.avatarId });
+    expect(await t.services.usage.get(w.tenantId, g.session_id)).toMatchObject({
+      kind: 'live',
+      status: 'reserved',
+      endUserId: 'end-user-7',
+      avatarId: w.avatarId,
+    });
 
     const dispatch = await waitFor(
       () => `the agent to receive the dispatch into ${g.room_name} (it saw ${JSON.stringify(agent.requests)})`,
       () => agent.requests.find((r) => r.room === g.room_name),
     );
-    expect(dispatch).toEqual({ room: g.room_name, agentName: env.AGENT_NAME, metadata: JSON.stringify({ session_id: g.session_id }) });
+    expect(dispatch).toEqual({
+      room: g.room_name,
+      agentName: env.AGENT_NAME,
+      metadata: JSON.stringify({ session_id: g.session_id }),
+    });
     expect(dispatch.metadata).toBe(`{"session_id":"${g.session_id}"}`);
 
     const user = new Room();
@@ -96,10 +135,16 @@ describe('POST /realtime/livekit/session (mint) on the real LiveKit server', () 
       expect(user.connectionState).toBe(ConnectionState.CONN_CONNECTED);
       const [p] = await rooms.listParticipants(g.room_name);
       expect(p?.identity).toBe(g.participant_identity);
-      expect(p?.permission).toMatchObject({ canPublish: true, canSubscribe: true, canPublishData: true, canPublishSources: [TrackSource.MICROPHONE] });
+      expect(p?.permission).toMatchObject({
+        canPublish: true,
+        canSubscribe: true,
+        canPublishData: true,
+        canPublishSources: [TrackSource.MICROPHONE],
+      });
       // The user's join arrives as a signed webhook and is recorded as connection history.
       const joined = await waitFor('the participant_joined webhook to be recorded', async () => {
-        const rows = await t.services.sql`select 1 from connection_events where session_id = ${g.session_id} and kind = 'joined' and source = 'webhook'`;
+        const rows = await t.services
+          .sql`select 1 from connection_events where session_id = ${g.session_id} and kind = 'joined' and source = 'webhook'`;
         return rows.length > 0 ? true : undefined;
       });
       expect(joined).toBe(true);
@@ -134,14 +179,19 @@ describe('POST /realtime/livekit/session (mint) on the real LiveKit server', () 
     } finally {
       await user.disconnect();
     }
-    expect(await t.services.ledger.balance(w.tenantId)).toMatchObject({ balanceCreditMicros: 100 * SEC, reservedCreditMicros: 0 });
+    expect(await t.services.ledger.balance(w.tenantId)).toMatchObject({
+      balanceCreditMicros: 100 * SEC,
+      reservedCreditMicros: 0,
+    });
     expect((await t.services.capacity.coordinator.holders('primary')).map((h) => h.holder)).not.toContain(g.session_id);
     await checkLedgerInvariants(t.services.sql, [w.tenantId], [w.apiKeyId]);
   }, 120_000);
 
   it('bills a started call from its start to its end (usage reserved → started → released), within the reservation; endUserId narrows the usage list', async () => {
     const w = await workspace(100);
-    const g = (await mint(w.apiKey, { avatar_id: w.avatarId, max_duration_seconds: 60, client_metadata: { user_id: 'u-bill' } })).body as unknown as GrantBody;
+    const g = (
+      await mint(w.apiKey, { avatar_id: w.avatarId, max_duration_seconds: 60, client_metadata: { user_id: 'u-bill' } })
+    ).body as unknown as GrantBody;
     expect(g.max_duration_seconds).toBe(60);
     // What the worker reports (agent/worker.ts through LiveSessionStore): claimed, joined, both present.
     const live = t.services.liveSessions;
@@ -157,25 +207,45 @@ describe('POST /realtime/livekit/session (mint) on the real LiveKit server', () 
     const page = await json<{ data: { sessionId: string; status: string; billedCreditMicros: number }[] }>(
       await t.request('GET', '/api/v1/usage/sessions?endUserId=u-bill', { key: w.apiKey }),
     );
-    expect(page.data).toEqual([expect.objectContaining({ sessionId: g.session_id, status: 'released', billedCreditMicros: billed })]);
-    expect(await t.services.ledger.balance(w.tenantId)).toMatchObject({ balanceCreditMicros: 100 * SEC - billed, reservedCreditMicros: 0 });
+    expect(page.data).toEqual([
+      expect.objectContaining({ sessionId: g.session_id, status: 'released', billedCreditMicros: billed }),
+    ]);
+    expect(await t.services.ledger.balance(w.tenantId)).toMatchObject({
+      balanceCreditMicros: 100 * SEC - billed,
+      reservedCreditMicros: 0,
+    });
     await checkLedgerInvariants(t.services.sql, [w.tenantId], [w.apiKeyId]);
   });
 
-  it('provider mode: no room created and no user token, the agent is dispatched into the caller\'s room, release leaves that room', async () => {
+  it("provider mode: no room created and no user token, the agent is dispatched into the caller's room, release leaves that room", async () => {
     const w = await workspace(100);
     const name = `customer-${randomBase62(8)}`;
     await rooms.createRoom({ name, emptyTimeout: 60 });
     const minted = await mint(w.apiKey, { avatar_id: w.avatarId, room: { name, agent_identity: 'their-agent' } });
     expect(minted.status, JSON.stringify(minted.body)).toBe(200);
     const g = minted.body as unknown as GrantBody;
-    expect(g).toMatchObject({ room_name: name, participant_token: null, participant_identity: null, avatar_identity: `avatar-${g.session_id}` });
-    expect(await t.services.liveSessions.get(g.session_id)).toMatchObject({ mode: 'provider', roomName: name, userIdentity: null, agentIdentity: 'their-agent' });
+    expect(g).toMatchObject({
+      room_name: name,
+      participant_token: null,
+      participant_identity: null,
+      avatar_identity: `avatar-${g.session_id}`,
+    });
+    expect(await t.services.liveSessions.get(g.session_id)).toMatchObject({
+      mode: 'provider',
+      roomName: name,
+      userIdentity: null,
+      agentIdentity: 'their-agent',
+    });
     // LiveKit's record of the dispatch (what a worker of AGENT_NAME is offered); LiveKit lists its
     // room-wide default dispatch of unnamed agents too.
     const named = (await dispatches.listDispatch(name)).filter((d) => d.agentName !== '');
-    expect(named.map((d) => ({ agentName: d.agentName, metadata: d.metadata }))).toEqual([{ agentName: env.AGENT_NAME, metadata: `{"session_id":"${g.session_id}"}` }]);
-    expect((await release(w.apiKey, { session_id: g.session_id })).body).toMatchObject({ state: 'ended', end_reason: 'released' });
+    expect(named.map((d) => ({ agentName: d.agentName, metadata: d.metadata }))).toEqual([
+      { agentName: env.AGENT_NAME, metadata: `{"session_id":"${g.session_id}"}` },
+    ]);
+    expect((await release(w.apiKey, { session_id: g.session_id })).body).toMatchObject({
+      state: 'ended',
+      end_reason: 'released',
+    });
     expect(await roomExists(name)).toBe(true);
     await rooms.deleteRoom(name);
   });
@@ -199,7 +269,7 @@ describe('POST /realtime/livekit/session (mint) on the real LiveKit server', () 
 });
 
 describe('mint refusals: each in its order, nothing reserved, held or billed', () => {
-  it('404 for an unknown, malformed, deleted or other tenant\'s avatar; 409 avatar_state_conflict when not ready', async () => {
+  it("404 for an unknown, malformed, deleted or other tenant's avatar; 409 avatar_state_conflict when not ready", async () => {
     const w = await workspace(100);
     const other = await workspace(100);
     const deleted = await readyAvatar(t, w.tenantId, { deleted: true });
@@ -216,7 +286,7 @@ describe('mint refusals: each in its order, nothing reserved, held or billed', (
     });
   });
 
-  it('scenes: 403 not enabled, 404 unknown/expired/failed/another workspace\'s, 409 building, 429 beyond 2 concurrent scene calls', async () => {
+  it("scenes: 403 not enabled, 404 unknown/expired/failed/another workspace's, 409 building, 429 beyond 2 concurrent scene calls", async () => {
     const w = await workspace(10_000);
     const other = await workspace(100);
     const ready = await scene(t, w.tenantId);
@@ -232,8 +302,16 @@ describe('mint refusals: each in its order, nothing reserved, held or billed', (
     await refused({ scene: { video_cache_id: 'vc_unknown' } }, 404, 'scene_not_found');
     await refused({ scene: { video_cache_id: await scene(t, other.tenantId) } }, 404, 'scene_not_found');
     await refused({ scene: { video_cache_id: await scene(t, w.tenantId, { expired: true }) } }, 404, 'scene_not_found');
-    await refused({ scene: { video_cache_id: await scene(t, w.tenantId, { status: 'failed' }) } }, 404, 'scene_not_found');
-    await refused({ scene: { video_cache_id: await scene(t, w.tenantId, { status: 'building' }) } }, 409, 'scene_not_ready');
+    await refused(
+      { scene: { video_cache_id: await scene(t, w.tenantId, { status: 'failed' }) } },
+      404,
+      'scene_not_found',
+    );
+    await refused(
+      { scene: { video_cache_id: await scene(t, w.tenantId, { status: 'building' }) } },
+      409,
+      'scene_not_ready',
+    );
 
     const calls = [];
     for (let i = 0; i < 2; i++) {
@@ -241,7 +319,10 @@ describe('mint refusals: each in its order, nothing reserved, held or billed', (
       expect(r.status, JSON.stringify(r.body)).toBe(200);
       calls.push(r.body as unknown as GrantBody);
     }
-    expect(await t.services.liveSessions.get(calls[0]!.session_id)).toMatchObject({ videoCacheId: ready, sceneId: expect.stringMatching(/^scn_/) });
+    expect(await t.services.liveSessions.get(calls[0]!.session_id)).toMatchObject({
+      videoCacheId: ready,
+      sceneId: expect.stringMatching(/^scn_/),
+    });
     await refused({ scene: { video_cache_id: ready } }, 429, 'scene_concurrency_limit_reached');
     // A call without a scene is not a scene call.
     const plain = await mint(w.apiKey, { avatar_id: w.avatarId });
@@ -249,7 +330,8 @@ describe('mint refusals: each in its order, nothing reserved, held or billed', (
     await release(w.apiKey, { session_id: calls[0]!.session_id });
     const again = await mint(w.apiKey, { avatar_id: w.avatarId, scene: { video_cache_id: ready } });
     expect(again.status).toBe(200);
-    for (const g of [calls[1]!, plain.body as unknown as GrantBody, again.body as unknown as GrantBody]) await release(w.apiKey, { session_id: g.session_id });
+    for (const g of [calls[1]!, plain.body as unknown as GrantBody, again.body as unknown as GrantBody])
+      await release(w.apiKey, { session_id: g.session_id });
   });
 
   it('503 clip_library_not_ready (retryable) while the idle pool has only pending members', async () => {
@@ -274,7 +356,8 @@ describe('mint refusals: each in its order, nothing reserved, held or billed', (
     const short = await mint(poor.apiKey, { avatar_id: poor.avatarId, max_duration_seconds: 8 });
     expect(short.body).toMatchObject({ max_duration_seconds: 8 });
     const some = await workspace(45);
-    const g = (await mint(some.apiKey, { avatar_id: some.avatarId, max_duration_seconds: 600 })).body as unknown as GrantBody;
+    const g = (await mint(some.apiKey, { avatar_id: some.avatarId, max_duration_seconds: 600 }))
+      .body as unknown as GrantBody;
     expect(g.max_duration_seconds).toBe(45);
     expect((await t.services.ledger.balance(some.tenantId)).reservedCreditMicros).toBe(45 * SEC);
 
@@ -285,19 +368,46 @@ describe('mint refusals: each in its order, nothing reserved, held or billed', (
       expect(r.status).toBe(402);
       expect(r.body.code).toBe('spend_limit_exceeded');
     });
-    for (const [k, id] of [[poor.apiKey, (short.body as unknown as GrantBody).session_id], [some.apiKey, g.session_id]] as const) await release(k, { session_id: id });
+    for (const [k, id] of [
+      [poor.apiKey, (short.body as unknown as GrantBody).session_id],
+      [some.apiKey, g.session_id],
+    ] as const)
+      await release(k, { session_id: id });
   });
 
-  it('security: a key minted under a spend-limited key gets only the room its minter\'s limit has left (402 naming the minter)', async () => {
+  it("security: a key minted under a spend-limited key gets only the room its minter's limit has left (402 naming the minter)", async () => {
     const w = await workspace(1000);
-    const { record: parent } = await t.services.keys.create({ tenantId: w.tenantId, name: 'parent', scopes: ['*'], spendLimitCreditMicros: 100 * SEC });
-    const { apiKey: child } = await t.services.keys.create({ tenantId: w.tenantId, name: 'child', scopes: ['*'], spendLimitCreditMicros: 100 * SEC, parentId: parent.id });
-    const held = await t.services.ledger.reserve({ tenantId: w.tenantId, apiKeyId: parent.id, amountCreditMicros: 60 * SEC, purpose: 'turn', ttlSeconds: 600 });
+    const { record: parent } = await t.services.keys.create({
+      tenantId: w.tenantId,
+      name: 'parent',
+      scopes: ['*'],
+      spendLimitCreditMicros: 100 * SEC,
+    });
+    const { apiKey: child } = await t.services.keys.create({
+      tenantId: w.tenantId,
+      name: 'child',
+      scopes: ['*'],
+      spendLimitCreditMicros: 100 * SEC,
+      parentId: parent.id,
+    });
+    const held = await t.services.ledger.reserve({
+      tenantId: w.tenantId,
+      apiKeyId: parent.id,
+      amountCreditMicros: 60 * SEC,
+      purpose: 'turn',
+      ttlSeconds: 600,
+    });
     // The child's own limit has 100 s of room; its minter's has 40 s.
     const g = (await mint(child, { avatar_id: w.avatarId })).body as unknown as GrantBody;
     expect(g.max_duration_seconds).toBe(40);
     await release(child, { session_id: g.session_id });
-    await t.services.ledger.reserve({ tenantId: w.tenantId, apiKeyId: parent.id, amountCreditMicros: 39 * SEC + SEC / 2, purpose: 'turn', ttlSeconds: 600 });
+    await t.services.ledger.reserve({
+      tenantId: w.tenantId,
+      apiKeyId: parent.id,
+      amountCreditMicros: 39 * SEC + SEC / 2,
+      purpose: 'turn',
+      ttlSeconds: 600,
+    });
     await changesNothing(t, w.tenantId, async () => {
       const r = await mint(child, { avatar_id: w.avatarId });
       expect(r.status).toBe(402);
@@ -366,14 +476,17 @@ describe('mint refusals: each in its order, nothing reserved, held or billed', (
         expect(r.status, JSON.stringify(body)).toBe(422);
         expect(r.body.field, JSON.stringify(body)).toBe(field);
       }
-      const big = await t.request('POST', MINT, { key: w.apiKey, body: { avatar_id: w.avatarId, client_metadata: { user_id: 'x'.repeat(70_000) } } });
+      const big = await t.request('POST', MINT, {
+        key: w.apiKey,
+        body: { avatar_id: w.avatarId, client_metadata: { user_id: 'x'.repeat(70_000) } },
+      });
       expect(big.status).toBe(413);
     });
   });
 });
 
 describe('release', () => {
-  it('422 for a reason outside the set (nothing freed: the call stays, its slot held); 404 for another workspace\'s or unknown ids; one id exactly; 413 over 4 KiB', async () => {
+  it("422 for a reason outside the set (nothing freed: the call stays, its slot held); 404 for another workspace's or unknown ids; one id exactly; 413 over 4 KiB", async () => {
     const w = await workspace(100);
     const other = await workspace(100);
     const g = (await mint(w.apiKey, { avatar_id: w.avatarId })).body as unknown as GrantBody;
@@ -393,10 +506,17 @@ describe('release', () => {
       expect(r.status, JSON.stringify(body)).toBe(status);
       expect(r.body.field, JSON.stringify(body)).toBe(field);
     }
-    for (const body of [{ session_id: g.session_id }, { session_id: 'ses_unknown' }, { queue_ticket_id: 'qtk_unknown' }]) {
+    for (const body of [
+      { session_id: g.session_id },
+      { session_id: 'ses_unknown' },
+      { queue_ticket_id: 'qtk_unknown' },
+    ]) {
       expect((await release(other.apiKey, body)).status, JSON.stringify(body)).toBe(404);
     }
-    const big = await t.request('POST', RELEASE, { key: w.apiKey, body: { session_id: g.session_id, capacity_pool: 'a'.repeat(5000) } });
+    const big = await t.request('POST', RELEASE, {
+      key: w.apiKey,
+      body: { session_id: g.session_id, capacity_pool: 'a'.repeat(5000) },
+    });
     expect(big.status).toBe(413);
     expect(await ours()).toEqual(before);
     expect((await t.services.capacity.coordinator.holders('primary')).map((h) => h.holder)).toContain(g.session_id);
@@ -405,7 +525,7 @@ describe('release', () => {
 });
 
 describe('capacity', () => {
-  it('GET /realtime/livekit/capacity: the operator\'s slots, else the declared ones, with holders, queue and workers', async () => {
+  it("GET /realtime/livekit/capacity: the operator's slots, else the declared ones, with holders, queue and workers", async () => {
     const w = await workspace(100);
     const pool = `p${randomBase62(6).toLowerCase()}`;
     const snap = async () => json(await t.request('GET', `${CAPACITY}?capacity_pool=${pool}`, { key: w.apiKey }));
@@ -435,10 +555,12 @@ describe('capacity', () => {
     await setSlots(t, spare, 1);
     const calls: GrantBody[] = [];
     try {
-      const first = (await mint(w.apiKey, { avatar_id: w.avatarId, capacity_pool: full, max_duration_seconds: 60 })).body as unknown as GrantBody;
+      const first = (await mint(w.apiKey, { avatar_id: w.avatarId, capacity_pool: full, max_duration_seconds: 60 }))
+        .body as unknown as GrantBody;
       expect(first.capacity_pool).toBe(full);
       // The spare pool has room: the second mint asked for the full pool runs there.
-      const moved = (await mint(w.apiKey, { avatar_id: w.avatarId, capacity_pool: full, max_duration_seconds: 60 })).body as unknown as GrantBody;
+      const moved = (await mint(w.apiKey, { avatar_id: w.avatarId, capacity_pool: full, max_duration_seconds: 60 }))
+        .body as unknown as GrantBody;
       expect(moved.capacity_pool).toBe(spare);
       expect((await t.services.liveSessions.get(moved.session_id))?.capacityPool).toBe(spare);
       calls.push(first, moved);
@@ -452,13 +574,20 @@ describe('capacity', () => {
       expect(Number(q.res.headers.get('retry-after'))).toBeGreaterThan(0);
       expect(await footprint(t, w.tenantId, full)).toEqual({ ...before, queued: 1 });
       // Sent back while still full: the same ticket, the same place.
-      const again = await mint(w.apiKey, { avatar_id: w.avatarId, capacity_pool: full, queue_ticket_id: q.body.queue_ticket_id });
+      const again = await mint(w.apiKey, {
+        avatar_id: w.avatarId,
+        capacity_pool: full,
+        queue_ticket_id: q.body.queue_ticket_id,
+      });
       expect(again.body).toMatchObject({ queue_ticket_id: q.body.queue_ticket_id, queue_size: 1 });
       // Leaving the queue with the ticket; another workspace cannot.
       const other = await workspace(10);
       expect((await release(other.apiKey, { queue_ticket_id: q.body.queue_ticket_id as string })).status).toBe(404);
       const left = await release(w.apiKey, { queue_ticket_id: q.body.queue_ticket_id as string });
-      expect(left).toEqual({ status: 200, body: { queue_ticket_id: q.body.queue_ticket_id, state: 'left_queue', capacity_pool: full } });
+      expect(left).toEqual({
+        status: 200,
+        body: { queue_ticket_id: q.body.queue_ticket_id, state: 'left_queue', capacity_pool: full },
+      });
       expect(await release(w.apiKey, { queue_ticket_id: q.body.queue_ticket_id as string })).toEqual(left);
       expect((await t.services.capacity.snapshot(full)).queueSize).toBe(0);
     } finally {
@@ -500,10 +629,18 @@ describe('without LiveKit or capacity', () => {
         const r = await app.request('POST', MINT, { key: tenant.apiKey, body: { avatar_id: avatar } });
         expect(r.status).toBe(503);
         expect(await json(r)).toMatchObject({ code: 'session_dispatch_failed', retryable: true });
-        const [row] = await app.services.sql<{ id: string; state: string; end_reason: string }[]>`select id, state, end_reason from live_sessions where tenant_id = ${tenant.tenantId}`;
+        const [row] = await app.services.sql<
+          { id: string; state: string; end_reason: string }[]
+        >`select id, state, end_reason from live_sessions where tenant_id = ${tenant.tenantId}`;
         expect(row).toMatchObject({ state: 'ended', end_reason: 'dispatch_failed' });
-        expect(await app.services.usage.get(tenant.tenantId, row!.id)).toMatchObject({ status: 'failed', billedCreditMicros: 0 });
-        expect(await app.services.ledger.balance(tenant.tenantId)).toMatchObject({ balanceCreditMicros: 100 * SEC, reservedCreditMicros: 0 });
+        expect(await app.services.usage.get(tenant.tenantId, row!.id)).toMatchObject({
+          status: 'failed',
+          billedCreditMicros: 0,
+        });
+        expect(await app.services.ledger.balance(tenant.tenantId)).toMatchObject({
+          balanceCreditMicros: 100 * SEC,
+          reservedCreditMicros: 0,
+        });
         expect((await app.services.capacity.snapshot('primary')).inUse).toBe(0);
       }
     } finally {

@@ -40,8 +40,29 @@ interface Prepared {
 
 interface Plan {
   status: 'ready' | 'queued';
-  plan: { settings: Record<string, number>; entries: { clip_id: string; status: string; native: boolean; error: string | null }[]; queued: number };
-  manifest: { id: string | null; avatar_id: string; cache_version: number; settings: Record<string, number>; entries: { clip_id: string; frames: number; fps: number; width: number; height: number; quality: number; codec: string; bytes: number; digest: string; duration_seconds: number }[] };
+  plan: {
+    settings: Record<string, number>;
+    entries: { clip_id: string; status: string; native: boolean; error: string | null }[];
+    queued: number;
+  };
+  manifest: {
+    id: string | null;
+    avatar_id: string;
+    cache_version: number;
+    settings: Record<string, number>;
+    entries: {
+      clip_id: string;
+      frames: number;
+      fps: number;
+      width: number;
+      height: number;
+      quality: number;
+      codec: string;
+      bytes: number;
+      digest: string;
+      duration_seconds: number;
+    }[];
+  };
 }
 
 describe('POST /realtime/prepare', () => {
@@ -60,15 +81,38 @@ describe('POST /realtime/prepare', () => {
       status: 'ready',
       registered: true,
       source_kind: 'portrait',
-      video_cache: { clip_id: 'source', fps: TEST_LOOP.fps, width: TEST_LOOP.size, height: TEST_LOOP.size, frames: loop.frameCount, codec: 'jpeg', digest: loop.hash },
+      video_cache: {
+        clip_id: 'source',
+        fps: TEST_LOOP.fps,
+        width: TEST_LOOP.size,
+        height: TEST_LOOP.size,
+        frames: loop.frameCount,
+        codec: 'jpeg',
+        digest: loop.hash,
+      },
     });
-    expect(Object.keys(first.timings).sort()).toEqual(['engine_ms', 'faces_ms', 'fetch_ms', 'open_ms', 'total_ms', 'tts_ms']);
+    expect(Object.keys(first.timings).sort()).toEqual([
+      'engine_ms',
+      'faces_ms',
+      'fetch_ms',
+      'open_ms',
+      'total_ms',
+      'tts_ms',
+    ]);
     expect(t.services.realtimeMedia.isOpen(cacheKey!)).toBe(true);
-    const again = await json<Prepared>(await t.request('POST', PREPARE, { key: apiKey, body: { avatar_id: avatarId } }));
+    const again = await json<Prepared>(
+      await t.request('POST', PREPARE, { key: apiKey, body: { avatar_id: avatarId } }),
+    );
     expect(again).toMatchObject({ registered: false, timings: { fetch_ms: 0, open_ms: 0, faces_ms: 0 } });
     // Prepare bills nothing.
-    expect(await t.services.ledger.balance(tenantId)).toMatchObject({ balanceCreditMicros: 10_000_000, reservedCreditMicros: 0 });
-    const turn = await t.request('POST', '/api/v1/realtime/turn', { key: apiKey, body: { avatar_id: avatarId, mode: 'repeat', text: 'Ready.' } });
+    expect(await t.services.ledger.balance(tenantId)).toMatchObject({
+      balanceCreditMicros: 10_000_000,
+      reservedCreditMicros: 0,
+    });
+    const turn = await t.request('POST', '/api/v1/realtime/turn', {
+      key: apiKey,
+      body: { avatar_id: avatarId, mode: 'repeat', text: 'Ready.' },
+    });
     expect((await readTurn(turn.body)).pop()?.type).toBe('end');
   }, 60_000);
 
@@ -127,12 +171,32 @@ describe('POST /realtime/video-cache/plan', () => {
       { clip_id: 'wave', status: 'waiting', native: false, error: null },
     ]);
     expect(p.plan).toMatchObject({ settings: { fps: 25, width: 256, height: 256, quality: 90 }, queued: 0 });
-    const entry = { frames: loop.frameCount, fps: 25, width: 256, height: 256, quality: 90, codec: 'jpeg', digest: loop.hash, duration_seconds: TEST_LOOP.seconds };
-    expect(p.manifest).toMatchObject({ id: 'cmf_test', avatar_id: avatarId, cache_version: 1, entries: [{ clip_id: 'source', ...entry }, { clip_id: 'nod', ...entry }] });
+    const entry = {
+      frames: loop.frameCount,
+      fps: 25,
+      width: 256,
+      height: 256,
+      quality: 90,
+      codec: 'jpeg',
+      digest: loop.hash,
+      duration_seconds: TEST_LOOP.seconds,
+    };
+    expect(p.manifest).toMatchObject({
+      id: 'cmf_test',
+      avatar_id: avatarId,
+      cache_version: 1,
+      entries: [
+        { clip_id: 'source', ...entry },
+        { clip_id: 'nod', ...entry },
+      ],
+    });
     expect(p.manifest.entries[0]!.bytes).toBeGreaterThan(loop.frames.at(-1)![0]);
     // Once the upload's cache exists, the same plan is ready.
-    await t.services.sql`update avatar_clips set cache_key = ${`tenants/${tenantId}/avatars/${avatarId}/clips/nod/gen_test/cache`} where clip_id = 'wave' and avatar_id = ${avatarId}`;
-    expect((await json<Plan>(await t.request('POST', PLAN, { key: apiKey, body: { avatar_id: avatarId } }))).status).toBe('ready');
+    await t.services
+      .sql`update avatar_clips set cache_key = ${`tenants/${tenantId}/avatars/${avatarId}/clips/nod/gen_test/cache`} where clip_id = 'wave' and avatar_id = ${avatarId}`;
+    expect(
+      (await json<Plan>(await t.request('POST', PLAN, { key: apiKey, body: { avatar_id: avatarId } }))).status,
+    ).toBe('ready');
   }, 60_000);
 
   it('at other settings: queued, transcoded by the job, then ready; the entries are real caches at those settings', async () => {
@@ -141,7 +205,11 @@ describe('POST /realtime/video-cache/plan', () => {
     await libraryClip(t, tenantId, avatarId, 'nod', { withCache: true });
     const body = { avatar_id: avatarId, video_cache: { fps: 10, width: 128, quality: 60 } };
     const first = await json<Plan>(await t.request('POST', PLAN, { key: apiKey, body }));
-    expect(first).toMatchObject({ status: 'queued', plan: { settings: { fps: 10, width: 128, height: 128, quality: 60 }, queued: 2 }, manifest: { entries: [] } });
+    expect(first).toMatchObject({
+      status: 'queued',
+      plan: { settings: { fps: 10, width: 128, height: 128, quality: 60 }, queued: 2 },
+      manifest: { entries: [] },
+    });
     expect(first.plan.entries.map((e) => [e.clip_id, e.status, e.native])).toEqual([
       ['source', 'queued', false],
       ['nod', 'queued', false],
@@ -149,12 +217,25 @@ describe('POST /realtime/video-cache/plan', () => {
     // Asking again while the jobs run queues nothing more.
     const second = await json<Plan>(await t.request('POST', PLAN, { key: apiKey, body }));
     expect(second.plan.queued).toBe(0);
-    const done = await waitFor('the transcodes to finish', async () => {
-      const p = await json<Plan>(await t.request('POST', PLAN, { key: apiKey, body }));
-      return p.status === 'ready' ? p : undefined;
-    }, { intervalMs: 1000 });
+    const done = await waitFor(
+      'the transcodes to finish',
+      async () => {
+        const p = await json<Plan>(await t.request('POST', PLAN, { key: apiKey, body }));
+        return p.status === 'ready' ? p : undefined;
+      },
+      { intervalMs: 1000 },
+    );
     expect(done.manifest.entries).toEqual([
-      expect.objectContaining({ clip_id: 'source', frames: 20, fps: 10, width: 128, height: 128, quality: 60, codec: 'jpeg', duration_seconds: 2 }),
+      expect.objectContaining({
+        clip_id: 'source',
+        frames: 20,
+        fps: 10,
+        width: 128,
+        height: 128,
+        quality: 60,
+        codec: 'jpeg',
+        duration_seconds: 2,
+      }),
       expect.objectContaining({ clip_id: 'nod', frames: 20, fps: 10, width: 128, height: 128, quality: 60 }),
     ]);
     const [row] = await t.services.sql<{ cache_key: string }[]>`
@@ -162,7 +243,14 @@ describe('POST /realtime/video-cache/plan', () => {
     const dir = path.join(mkdtempSync(path.join(os.tmpdir(), 'plan-test-')), 'cache');
     await fetchFrameCache(t.services.storage, row!.cache_key, dir);
     const cache = await openFrameCache(dir, { verify: true });
-    expect(cache.manifest).toMatchObject({ fps: 10, width: 128, height: 128, quality: 60, frameCount: 20, hash: done.manifest.entries[0]!.digest });
+    expect(cache.manifest).toMatchObject({
+      fps: 10,
+      width: 128,
+      height: 128,
+      quality: 60,
+      frameCount: 20,
+      hash: done.manifest.entries[0]!.digest,
+    });
     expect(cache.landmarks(0)[0]).toBeCloseTo((await openFrameCache(await testLoopDir())).landmarks(0)[0]! / 2, 3);
 
     // A new loop publishes: the old entries go (rows and objects), the plan starts over for the new cache.
@@ -208,7 +296,13 @@ describe('POST /realtime/video-cache/plan', () => {
   it('an avatar still generating its loop: queued, its loop waiting, nothing enqueued', async () => {
     const { apiKey, tenantId } = await t.newTenant();
     const { avatarId } = await readyAvatar(t, tenantId, { status: 'preprocessing' });
-    const p = await json<Plan>(await t.request('POST', PLAN, { key: apiKey, body: { avatar_id: avatarId, video_cache: { fps: 10 } } }));
-    expect(p).toMatchObject({ status: 'queued', plan: { queued: 0, entries: [{ clip_id: 'source', status: 'waiting' }] }, manifest: { entries: [], cache_version: 0 } });
+    const p = await json<Plan>(
+      await t.request('POST', PLAN, { key: apiKey, body: { avatar_id: avatarId, video_cache: { fps: 10 } } }),
+    );
+    expect(p).toMatchObject({
+      status: 'queued',
+      plan: { queued: 0, entries: [{ clip_id: 'source', status: 'waiting' }] },
+      manifest: { entries: [], cache_version: 0 },
+    });
   });
 });

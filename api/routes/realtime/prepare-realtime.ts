@@ -13,7 +13,7 @@ export const route = createRoute({
   summary: 'Prepare an avatar for turns',
   description:
     "Loads the avatar's idle loop (frame cache and per-frame face geometry) into this server's renderer and warms its voice, so the next turn starts fast. " +
-    'Idempotent: a second prepare answers registered false. 402 when the workspace has no available credits (or the key\'s spend limit is used up); 409 when the avatar is not ready; 502 media_unavailable when its media cannot be loaded.',
+    "Idempotent: a second prepare answers registered false. 402 when the workspace has no available credits (or the key's spend limit is used up); 409 when the avatar is not ready; 502 media_unavailable when its media cannot be loaded.",
   security: [{ bearerAuth: [] }],
   request: { body: { required: true, content: { 'application/json': { schema: PrepareRealtimeRequest } } } },
   responses: {

@@ -26,7 +26,11 @@ export const route = createRoute({
   responses: {
     200: {
       description: 'The turn stream (AVMX mux)',
-      headers: z.object({ 'X-Turn-Id': z.string().openapi({ description: "The turn's id: its usage row (GET /usage/sessions) and the header's turn_id." }) }),
+      headers: z.object({
+        'X-Turn-Id': z
+          .string()
+          .openapi({ description: "The turn's id: its usage row (GET /usage/sessions) and the header's turn_id." }),
+      }),
       content: { 'application/octet-stream': { schema: z.string().openapi({ format: 'binary' }) } },
     },
     ...errorResponses(400, 401, 402, 403, 404, 409, 413, 415, 422, 502, 503, 504),
@@ -38,7 +42,12 @@ export function register(app: App) {
     const startedAt = performance.now();
     const body = c.req.valid('json');
     const avatarId = checkAvatarId(body.avatar_id);
-    const input = { avatarId, mode: body.mode, text: body.text, ...(body.conversation_id ? { conversationId: body.conversation_id } : {}) };
+    const input = {
+      avatarId,
+      mode: body.mode,
+      text: body.text,
+      ...(body.conversation_id ? { conversationId: body.conversation_id } : {}),
+    };
     // Under the Node server: how a client that stopped reading is let go (in-process requests have none).
     const outgoing = (c.env as Partial<HttpBindings> | undefined)?.outgoing;
     const { turns } = c.get('services');

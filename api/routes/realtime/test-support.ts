@@ -19,7 +19,11 @@ export type QueueBody = z.infer<typeof QueueTicketSchema>;
  * never reads the loop's frames on the API side. `pendingIdleClip` declares an idle pool whose only
  * positive member is a clip still rendering (the source loop weighted 0).
  */
-export async function readyAvatar(t: TestApi, tenantId: string, o: { status?: string; pendingIdleClip?: boolean; deleted?: boolean } = {}): Promise<string> {
+export async function readyAvatar(
+  t: TestApi,
+  tenantId: string,
+  o: { status?: string; pendingIdleClip?: boolean; deleted?: boolean } = {},
+): Promise<string> {
   const { avatarId } = await storedAvatar(t, tenantId, {
     missingCache: true,
     ...(o.status && o.status !== 'ready' ? { status: o.status as ReadyAvatarOptions['status'] } : {}),
@@ -27,13 +31,18 @@ export async function readyAvatar(t: TestApi, tenantId: string, o: { status?: st
     ...(o.deleted ? { deleted: true } : {}),
   });
   if (o.pendingIdleClip) {
-    await t.services.sql`insert into avatar_clips (avatar_id, clip_id, status, source_kind, motion_prompt) values (${avatarId}, 'sway', 'rendering', 'generated', 'sway gently')`;
+    await t.services
+      .sql`insert into avatar_clips (avatar_id, clip_id, status, source_kind, motion_prompt) values (${avatarId}, 'sway', 'rendering', 'generated', 'sway gently')`;
   }
   return avatarId;
 }
 
 /** A scene of the workspace as its build leaves it; answers its video_cache_id. */
-export async function scene(t: TestApi, tenantId: string, o: { status?: 'building' | 'ready' | 'failed'; expired?: boolean } = {}): Promise<string> {
+export async function scene(
+  t: TestApi,
+  tenantId: string,
+  o: { status?: 'building' | 'ready' | 'failed'; expired?: boolean } = {},
+): Promise<string> {
   const id = newId('scene');
   const videoCacheId = newId('videoCache');
   const status = o.status ?? 'ready';
@@ -52,8 +61,12 @@ export const setSlots = (t: TestApi, pool: string, slots: number) => t.services.
 export async function footprint(t: TestApi, tenantId: string, pool = 'primary') {
   const [b, rows, usage, cap] = await Promise.all([
     t.services.ledger.balance(tenantId),
-    t.services.sql<{ id: string; state: string }[]>`select id, state from live_sessions where tenant_id = ${tenantId} order by id`,
-    t.services.sql<{ id: string; status: string }[]>`select id, status from session_usage where tenant_id = ${tenantId} order by id`,
+    t.services.sql<
+      { id: string; state: string }[]
+    >`select id, state from live_sessions where tenant_id = ${tenantId} order by id`,
+    t.services.sql<
+      { id: string; status: string }[]
+    >`select id, status from session_usage where tenant_id = ${tenantId} order by id`,
     t.services.capacity.snapshot(pool),
   ]);
   return {

@@ -47,7 +47,13 @@ describe('the turn stream over HTTP', () => {
     const held = new Promise<void>((r) => (release = r));
     const firstPart = 'Here is the first sentence. ';
     expect(firstPart.length % 4).toBe(0);
-    llm.script = { chat: () => ({ text: `${firstPart}And then the rest arrives. Finally, the end.`, chunkChars: 4, holdAfter: { chars: firstPart.length, until: held } }) };
+    llm.script = {
+      chat: () => ({
+        text: `${firstPart}And then the rest arrives. Finally, the end.`,
+        chunkChars: 4,
+        holdAfter: { chars: firstPart.length, until: held },
+      }),
+    };
     const res = await post(apiKey, { avatar_id: avatarId, mode: 'talk', text: 'Tell me.' });
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toBe('application/octet-stream');
@@ -66,7 +72,9 @@ describe('the turn stream over HTTP', () => {
     }
     expect(released).toBe(true);
     expect(seen[seen.length - 1]!.type).toBe('end');
-    const said = seen.filter((r) => r.type === 'event' && r.name === 'speech_start').map((r) => (r as { data: { text: string } }).data.text);
+    const said = seen
+      .filter((r) => r.type === 'event' && r.name === 'speech_start')
+      .map((r) => (r as { data: { text: string } }).data.text);
     expect(said).toEqual(['Here is the first sentence.', 'And then the rest arrives.', 'Finally, the end.']);
   }, 60_000);
 
@@ -94,8 +102,13 @@ describe('the turn stream over HTTP', () => {
     expect(summary.frames).toBeLessThan((total / 2 / 16000) * 25);
     const charge = Math.round((summary.deliveredAudioSamples * 1000) / 16000) * 1000;
     expect(summary.usage).toEqual({ status: 'released', billedCreditMicros: charge });
-    expect(await t.services.ledger.balance(tenantId)).toMatchObject({ balanceCreditMicros: 400_000_000 - charge, reservedCreditMicros: 0 });
-    const [row] = await t.services.sql<{ status: string; billed_credit_micros: number }[]>`select status, billed_credit_micros from session_usage where id = ${turnId}`;
+    expect(await t.services.ledger.balance(tenantId)).toMatchObject({
+      balanceCreditMicros: 400_000_000 - charge,
+      reservedCreditMicros: 0,
+    });
+    const [row] = await t.services.sql<
+      { status: string; billed_credit_micros: number }[]
+    >`select status, billed_credit_micros from session_usage where id = ${turnId}`;
     expect(row).toEqual({ status: 'released', billed_credit_micros: charge });
   }, 120_000);
 
@@ -105,16 +118,23 @@ describe('the turn stream over HTTP', () => {
     const before = llm.chatRequests.length;
     llm.script = { chat: () => ({ hang: true }) };
     const controller = new AbortController();
-    const pending = post(apiKey, { avatar_id: avatarId, mode: 'talk', text: 'Hello?' }, controller.signal).catch((e: unknown) => e);
+    const pending = post(apiKey, { avatar_id: avatarId, mode: 'talk', text: 'Hello?' }, controller.signal).catch(
+      (e: unknown) => e,
+    );
     await waitFor('the LLM to be asked', () => (llm.chatRequests.length > before ? true : undefined));
     controller.abort();
     expect(await pending).toBeInstanceOf(Error);
     const row = await waitFor('the turn to be settled', async () => {
-      const [r] = await t.services.sql<{ status: string; billed_credit_micros: number }[]>`select status, billed_credit_micros from session_usage where tenant_id = ${tenantId}`;
+      const [r] = await t.services.sql<
+        { status: string; billed_credit_micros: number }[]
+      >`select status, billed_credit_micros from session_usage where tenant_id = ${tenantId}`;
       return r && r.status !== 'reserved' ? r : undefined;
     });
     expect(row).toEqual({ status: 'failed', billed_credit_micros: 0 });
-    expect(await t.services.ledger.balance(tenantId)).toMatchObject({ balanceCreditMicros: 100_000_000, reservedCreditMicros: 0 });
+    expect(await t.services.ledger.balance(tenantId)).toMatchObject({
+      balanceCreditMicros: 100_000_000,
+      reservedCreditMicros: 0,
+    });
   }, 60_000);
 
   /**
@@ -159,7 +179,9 @@ describe('the turn stream over HTTP', () => {
     return { headRead, closed, head: () => head, resume: () => socket.resume(), bodyBytes };
   }
 
-  const LONG_SPEECH = Array.from({ length: 40 }, (_, i) => `This is sentence number ${i + 1} of a long speech.`).join(' ');
+  const LONG_SPEECH = Array.from({ length: 40 }, (_, i) => `This is sentence number ${i + 1} of a long speech.`).join(
+    ' ',
+  );
 
   /**
    * Runs `body` against a turn of LONG_SPEECH, with turns stalling after 1 s and the console watched
@@ -180,35 +202,47 @@ describe('the turn stream over HTTP', () => {
     }
   }
 
-  it('a client that stops reading is stopped: its stream ends with the mux ERROR record stream_stalled, nothing else, and nothing is printed', () =>
-    stalledTurn(async (turn) => {
-      await turn.headRead;
-      expect(turn.head()).toMatch(/^HTTP\/1\.1 200 /);
-      const turnId = /x-turn-id: (\S+)/i.exec(turn.head())![1]!;
-      const summary = await waitFor('the turn to stall', () => ended.find((s) => s.turnId === turnId));
-      expect(summary.outcome).toBe('stalled');
-      // The client comes back: it reads what had reached its connection, then the ERROR record, and the connection closes.
-      turn.resume();
-      await turn.closed;
-      const records: AvatarMuxRecord[] = [];
-      for await (const r of readAvatarMux(new Response(turn.bodyBytes()).body!)) records.push(r);
-      expect(records[0]!.type).toBe('header');
-      expect(records.at(-1)).toMatchObject({ type: 'error', code: 'stream_stalled', retryable: true });
-      expect(turn.bodyBytes().subarray(-200).toString('latin1')).not.toContain('Error:');
-      expect(summary.usage?.status).toBe('released');
-    }), 120_000);
+  it(
+    'a client that stops reading is stopped: its stream ends with the mux ERROR record stream_stalled, nothing else, and nothing is printed',
+    () =>
+      stalledTurn(async (turn) => {
+        await turn.headRead;
+        expect(turn.head()).toMatch(/^HTTP\/1\.1 200 /);
+        const turnId = /x-turn-id: (\S+)/i.exec(turn.head())![1]!;
+        const summary = await waitFor('the turn to stall', () => ended.find((s) => s.turnId === turnId));
+        expect(summary.outcome).toBe('stalled');
+        // The client comes back: it reads what had reached its connection, then the ERROR record, and the connection closes.
+        turn.resume();
+        await turn.closed;
+        const records: AvatarMuxRecord[] = [];
+        for await (const r of readAvatarMux(new Response(turn.bodyBytes()).body!)) records.push(r);
+        expect(records[0]!.type).toBe('header');
+        expect(records.at(-1)).toMatchObject({ type: 'error', code: 'stream_stalled', retryable: true });
+        expect(turn.bodyBytes().subarray(-200).toString('latin1')).not.toContain('Error:');
+        expect(summary.usage?.status).toBe('released');
+      }),
+    120_000,
+  );
 
-  it('a stalled client that takes nothing of the ERROR record either is disconnected, quietly', () =>
-    stalledTurn(async (turn) => {
-      await turn.headRead;
-      const turnId = /x-turn-id: (\S+)/i.exec(turn.head())![1]!;
-      expect((await waitFor('the turn to stall', () => ended.find((s) => s.turnId === turnId))).outcome).toBe('stalled');
-      // The server lets go of the connection while the client still reads nothing.
-      const open = () => new Promise<number>((resolve) => server.server.getConnections((_e, n) => resolve(n)));
-      await waitFor('the server to close the connection', async () => ((await open()) === 0 ? true : undefined), { timeoutMs: 30_000 });
-      turn.resume();
-      await turn.closed;
-      // What had reached the connection is all there is: no ERROR record was taken, and no text was added.
-      expect(turn.bodyBytes().subarray(-200).toString('latin1')).not.toContain('Error:');
-    }), 120_000);
+  it(
+    'a stalled client that takes nothing of the ERROR record either is disconnected, quietly',
+    () =>
+      stalledTurn(async (turn) => {
+        await turn.headRead;
+        const turnId = /x-turn-id: (\S+)/i.exec(turn.head())![1]!;
+        expect((await waitFor('the turn to stall', () => ended.find((s) => s.turnId === turnId))).outcome).toBe(
+          'stalled',
+        );
+        // The server lets go of the connection while the client still reads nothing.
+        const open = () => new Promise<number>((resolve) => server.server.getConnections((_e, n) => resolve(n)));
+        await waitFor('the server to close the connection', async () => ((await open()) === 0 ? true : undefined), {
+          timeoutMs: 30_000,
+        });
+        turn.resume();
+        await turn.closed;
+        // What had reached the connection is all there is: no ERROR record was taken, and no text was added.
+        expect(turn.bodyBytes().subarray(-200).toString('latin1')).not.toContain('Error:');
+      }),
+    120_000,
+  );
 });

@@ -13,7 +13,9 @@ import { closeTts, normalizeText, splitSentences, synthesize, VOICES, type Voice
 import { CONVERSATION_MAX_MESSAGES, loopFrameAt } from '../../../core/realtime/index.ts';
 
 const llm = await startFakeOpenAI();
-const t = await testApi({ env: { OPENAI_BASE_URL: llm.baseUrl, OPENAI_API_KEY: 'sk-test', LLM_MODEL: 'fake-llm', LLM_TIMEOUT_SECONDS: '2' } });
+const t = await testApi({
+  env: { OPENAI_BASE_URL: llm.baseUrl, OPENAI_API_KEY: 'sk-test', LLM_MODEL: 'fake-llm', LLM_TIMEOUT_SECONDS: '2' },
+});
 afterAll(async () => {
   await t.close();
   await llm.close();
@@ -63,13 +65,21 @@ function split(records: AvatarMuxRecord[]): Decoded {
 
 /** Frames on the grid at the loop's fps, on the audio clock, one per frame slot up to the end of the audio. */
 function expectOnGrid(d: Decoded, rate: number): void {
-  expect(d.header.tracks[1]).toMatchObject({ kind: 'video', codec: 'jpeg', fps: TEST_LOOP.fps, width: TEST_LOOP.size, height: TEST_LOOP.size });
+  expect(d.header.tracks[1]).toMatchObject({
+    kind: 'video',
+    codec: 'jpeg',
+    fps: TEST_LOOP.fps,
+    width: TEST_LOOP.size,
+    height: TEST_LOOP.size,
+  });
   expect(d.frames.length).toBe(Math.ceil((d.samples * TEST_LOOP.fps) / rate));
   d.frames.forEach((f, k) => expect(f.pts).toBe(framePts(k, rate, TEST_LOOP.fps, 1)));
 }
 
 async function usageRows(tenantId: string) {
-  return t.services.sql<{ id: string; status: string; billed_credit_micros: number; billable_ms: number; kind: string }[]>`
+  return t.services.sql<
+    { id: string; status: string; billed_credit_micros: number; billable_ms: number; kind: string }[]
+  >`
     select id, status, billed_credit_micros, billable_ms, kind from session_usage where tenant_id = ${tenantId} order by created_at`;
 }
 
@@ -92,17 +102,31 @@ describe('repeat turns', () => {
     expect(d.samples).toBe(want.samples);
     expectOnGrid(d, 16000);
     expect(d.last).toMatchObject({ type: 'end', durationSamples: want.samples });
-    expect(d.events.filter((e) => e.name === 'speech_start').map((e) => (e.data as { text: string }).text)).toEqual(want.sentences);
+    expect(d.events.filter((e) => e.name === 'speech_start').map((e) => (e.data as { text: string }).text)).toEqual(
+      want.sentences,
+    );
 
     // The body starts at the cursor: the loop frame of the avatar's clock when the turn started.
-    const cursor = d.header.metadata.cursor as { clip_id: string; frame: number; frame_count: number; fps: number; clock_ms: number };
-    expect(cursor).toMatchObject({ clip_id: 'source', frame_count: TEST_LOOP.seconds * TEST_LOOP.fps, fps: TEST_LOOP.fps });
+    const cursor = d.header.metadata.cursor as {
+      clip_id: string;
+      frame: number;
+      frame_count: number;
+      fps: number;
+      clock_ms: number;
+    };
+    expect(cursor).toMatchObject({
+      clip_id: 'source',
+      frame_count: TEST_LOOP.seconds * TEST_LOOP.fps,
+      fps: TEST_LOOP.fps,
+    });
     expect(cursor.frame).toBe(loopFrameAt(cursor.clock_ms, cursor.fps, cursor.frame_count));
 
     const charge = chargeOf(want.samples, 16000);
     const balance = await t.services.ledger.balance(tenantId);
     expect(balance).toMatchObject({ balanceCreditMicros: 100 * MICROS - charge, reservedCreditMicros: 0 });
-    expect(await usageRows(tenantId)).toEqual([{ id: turnId, kind: 'turn', status: 'released', billed_credit_micros: charge, billable_ms: charge / 1000 }]);
+    expect(await usageRows(tenantId)).toEqual([
+      { id: turnId, kind: 'turn', status: 'released', billed_credit_micros: charge, billable_ms: charge / 1000 },
+    ]);
   }, 60_000);
 
   it("speaks with the avatar's Flite voice (defaultVoiceId), on that voice's clock", async () => {
@@ -122,7 +146,9 @@ describe('repeat turns', () => {
     const cache = await openFrameCache(await testLoopDir());
     const starts: number[] = [];
     for (let i = 0; i < 2; i++) {
-      const d = split(await readTurn((await turn(t, apiKey, { avatar_id: avatarId, mode: 'repeat', text: 'Yes.' })).body));
+      const d = split(
+        await readTurn((await turn(t, apiKey, { avatar_id: avatarId, mode: 'repeat', text: 'Yes.' })).body),
+      );
       const cursor = d.header.metadata.cursor as { frame: number; clock_ms: number };
       // Speech starts after a pause: the first frame is the stored loop frame at the cursor, untouched.
       expect(Buffer.from(d.frames[0]!.data).equals(Buffer.from(cache.encoded(cursor.frame)))).toBe(true);
@@ -135,7 +161,10 @@ describe('repeat turns', () => {
 describe('talk turns', () => {
   it("answer through the LLM with the avatar's persona, speaking the answer sentence by sentence", async () => {
     const { apiKey, tenantId } = await t.newTenant({ credits: 100 });
-    const { avatarId } = await readyAvatar(t, tenantId, { displayName: 'Grace', personality: 'A rear admiral who loves compilers.' });
+    const { avatarId } = await readyAvatar(t, tenantId, {
+      displayName: 'Grace',
+      personality: 'A rear admiral who loves compilers.',
+    });
     const answer = 'Hello! I wrote the first compiler. Ask me anything.';
     llm.script = { chat: () => ({ text: answer, chunkChars: 5 }) };
     const before = llm.chatRequests.length;
@@ -151,12 +180,17 @@ describe('talk turns', () => {
     expect(sent[0]!.messages.slice(1)).toEqual([{ role: 'user', content: 'Who are you?' }]);
 
     const want = await speechOf(answer);
-    expect(d.events.filter((e) => e.name === 'speech_start').map((e) => (e.data as { text: string }).text)).toEqual(want.sentences);
+    expect(d.events.filter((e) => e.name === 'speech_start').map((e) => (e.data as { text: string }).text)).toEqual(
+      want.sentences,
+    );
     expect(d.samples).toBe(want.samples);
     expectOnGrid(d, 16000);
     expect(d.last).toMatchObject({ type: 'end', durationSamples: want.samples });
     const charge = chargeOf(want.samples, 16000);
-    expect(await t.services.ledger.balance(tenantId)).toMatchObject({ balanceCreditMicros: 100 * MICROS - charge, reservedCreditMicros: 0 });
+    expect(await t.services.ledger.balance(tenantId)).toMatchObject({
+      balanceCreditMicros: 100 * MICROS - charge,
+      reservedCreditMicros: 0,
+    });
     expect((await usageRows(tenantId))[0]).toMatchObject({ status: 'released', billed_credit_micros: charge });
   }, 60_000);
 
@@ -167,7 +201,12 @@ describe('talk turns', () => {
     llm.script = { chat: () => ({ text: `Answer number ${++n}.` }) };
     const before = llm.chatRequests.length;
     const talk = async (text: string, conversation_id?: string) => {
-      const res = await turn(t, apiKey, { avatar_id: avatarId, mode: 'talk', text, ...(conversation_id ? { conversation_id } : {}) });
+      const res = await turn(t, apiKey, {
+        avatar_id: avatarId,
+        mode: 'talk',
+        text,
+        ...(conversation_id ? { conversation_id } : {}),
+      });
       expect(res.status).toBe(200);
       expect(split(await readTurn(res.body)).last.type).toBe('end');
     };
@@ -184,7 +223,12 @@ describe('talk turns', () => {
     expect(sent[2]).toEqual([{ role: 'user', content: 'Unrelated?' }]);
     expect(sent[3]).toEqual([{ role: 'user', content: 'No memory?' }]);
     // A repeat turn in the conversation is part of it (what the avatar said).
-    const r = await turn(t, apiKey, { avatar_id: avatarId, mode: 'repeat', text: 'By the way, I like tea.', conversation_id: 'conv-1' });
+    const r = await turn(t, apiKey, {
+      avatar_id: avatarId,
+      mode: 'repeat',
+      text: 'By the way, I like tea.',
+      conversation_id: 'conv-1',
+    });
     await readTurn(r.body);
     await talk('And now?', 'conv-1');
     expect(llm.chatRequests[llm.chatRequests.length - 1]!.messages.slice(-2)).toEqual([
@@ -199,7 +243,9 @@ describe('talk turns', () => {
     const last = llm.chatRequests[llm.chatRequests.length - 1]!.messages;
     expect(last.slice(1, -1)).toHaveLength(CONVERSATION_MAX_MESSAGES);
     expect(last[last.length - 2]).toEqual({ role: 'assistant', content: 'm39.' });
-    const [stored] = await t.services.sql<{ messages: unknown[] }[]>`select messages from realtime_conversations where conversation_id = 'conv-1'`;
+    const [stored] = await t.services.sql<
+      { messages: unknown[] }[]
+    >`select messages from realtime_conversations where conversation_id = 'conv-1'`;
     expect(stored!.messages).toHaveLength(CONVERSATION_MAX_MESSAGES);
   }, 120_000);
 
@@ -217,9 +263,16 @@ describe('talk turns', () => {
       expect(res.headers.get('content-type')).toMatch(/^application\/json/);
       expect(await json(res)).toMatchObject({ code, retryable: true });
     }
-    expect(await t.services.ledger.balance(tenantId)).toMatchObject({ balanceCreditMicros: 100 * MICROS, reservedCreditMicros: 0 });
+    expect(await t.services.ledger.balance(tenantId)).toMatchObject({
+      balanceCreditMicros: 100 * MICROS,
+      reservedCreditMicros: 0,
+    });
     const rows = await usageRows(tenantId);
-    expect(rows.map((r) => [r.status, r.billed_credit_micros])).toEqual([['failed', 0], ['failed', 0], ['failed', 0]]);
+    expect(rows.map((r) => [r.status, r.billed_credit_micros])).toEqual([
+      ['failed', 0],
+      ['failed', 0],
+      ['failed', 0],
+    ]);
   }, 60_000);
 
   it('an LLM failing mid-answer ends the stream with the ERROR record, billing only what was delivered', async () => {
@@ -235,8 +288,13 @@ describe('talk turns', () => {
     expect(d.frames.length).toBe(Math.floor((first.samples * 25) / 16000));
     expect(d.samples).toBe(framePts(d.frames.length, 16000, 25, 1));
     const charge = chargeOf(d.samples, 16000);
-    expect(await t.services.ledger.balance(tenantId)).toMatchObject({ balanceCreditMicros: 100 * MICROS - charge, reservedCreditMicros: 0 });
-    expect(await usageRows(tenantId)).toEqual([expect.objectContaining({ status: 'released', billed_credit_micros: charge })]);
+    expect(await t.services.ledger.balance(tenantId)).toMatchObject({
+      balanceCreditMicros: 100 * MICROS - charge,
+      reservedCreditMicros: 0,
+    });
+    expect(await usageRows(tenantId)).toEqual([
+      expect.objectContaining({ status: 'released', billed_credit_micros: charge }),
+    ]);
   }, 60_000);
 });
 
@@ -250,12 +308,19 @@ describe('refusals: answered before any byte of stream, nothing billed', () => {
     // A key limited to half a second cannot reserve a two-second sentence.
     const limited = await t.newTenant({ credits: 100, spendLimitCreditMicros: 500_000 });
     const b = await readyAvatar(t, limited.tenantId);
-    const res2 = await turn(t, limited.apiKey, { avatar_id: b.avatarId, mode: 'repeat', text: 'Hello there, how are you doing today?' });
+    const res2 = await turn(t, limited.apiKey, {
+      avatar_id: b.avatarId,
+      mode: 'repeat',
+      text: 'Hello there, how are you doing today?',
+    });
     expect(res2.status).toBe(402);
     expect(await json(res2)).toMatchObject({ code: 'spend_limit_exceeded' });
     expect(await usageRows(broke.tenantId)).toEqual([]);
     expect(await usageRows(limited.tenantId)).toEqual([]);
-    expect(await t.services.ledger.balance(limited.tenantId)).toMatchObject({ balanceCreditMicros: 100 * MICROS, reservedCreditMicros: 0 });
+    expect(await t.services.ledger.balance(limited.tenantId)).toMatchObject({
+      balanceCreditMicros: 100 * MICROS,
+      reservedCreditMicros: 0,
+    });
   });
 
   it('404 for an unknown, deleted or other workspace avatar; 409 for one not ready', async () => {
@@ -325,11 +390,16 @@ describe('refusals: answered before any byte of stream, nothing billed', () => {
       const { avatarId } = await readyAvatar(bare, tenantId);
       const res = await turn(bare, apiKey, { avatar_id: avatarId, mode: 'talk', text: 'Hi?' });
       expect(res.status).toBe(503);
-      expect(await json(res)).toMatchObject({ code: 'llm_not_configured', error: expect.stringMatching(/OPENAI_BASE_URL/) });
+      expect(await json(res)).toMatchObject({
+        code: 'llm_not_configured',
+        error: expect.stringMatching(/OPENAI_BASE_URL/),
+      });
       const ok = await turn(bare, apiKey, { avatar_id: avatarId, mode: 'repeat', text: 'Hi.' });
       expect(ok.status).toBe(200);
       await readTurn(ok.body);
-      expect((await bare.services.sql`select status from session_usage where tenant_id = ${tenantId}`).map((r) => r.status)).toEqual(['released']);
+      expect(
+        (await bare.services.sql`select status from session_usage where tenant_id = ${tenantId}`).map((r) => r.status),
+      ).toEqual(['released']);
     } finally {
       await bare.close();
     }
@@ -393,8 +463,14 @@ describe('the ledger under concurrent turns', () => {
       expect(rows.find((r) => r.id === id)).toMatchObject({ status: 'released', billed_credit_micros: charge });
     }
     const balance = await t.services.ledger.balance(tenantId);
-    expect(balance).toMatchObject({ balanceCreditMicros: 100 * MICROS - total, reservedCreditMicros: 0, lifetimeUsedCreditMicros: total });
-    const [sum] = await t.services.sql<{ s: string }[]>`select sum(amount_credit_micros) as s from credit_ledger where tenant_id = ${tenantId}`;
+    expect(balance).toMatchObject({
+      balanceCreditMicros: 100 * MICROS - total,
+      reservedCreditMicros: 0,
+      lifetimeUsedCreditMicros: total,
+    });
+    const [sum] = await t.services.sql<
+      { s: string }[]
+    >`select sum(amount_credit_micros) as s from credit_ledger where tenant_id = ${tenantId}`;
     expect(Number(sum!.s)).toBe(balance.balanceCreditMicros);
   }, 120_000);
 });

@@ -6,8 +6,14 @@ import { checkRecordingId, RecordingIdParam } from './schemas.ts';
 
 const RecordingAccess = z
   .object({
-    url: z.string().openapi({ format: 'uri', description: 'Private playback URL of the MP4: GET, with HTTP Range for seeking. No key needed: keep it private.' }),
-    expiresAt: Timestamp.openapi({ description: 'The URL stops working then: at most one hour from now, never past retention. Ask again for a fresh one.' }),
+    url: z.string().openapi({
+      format: 'uri',
+      description: 'Private playback URL of the MP4: GET, with HTTP Range for seeking. No key needed: keep it private.',
+    }),
+    expiresAt: Timestamp.openapi({
+      description:
+        'The URL stops working then: at most one hour from now, never past retention. Ask again for a fresh one.',
+    }),
   })
   .openapi('RecordingAccess');
 

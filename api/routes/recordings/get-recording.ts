@@ -10,7 +10,8 @@ export const route = createRoute({
   path: `${V1}/recordings/{recordingId}`,
   tags: ['Connection history and recordings'],
   summary: 'Get a recording',
-  description: 'Current status and retention deadline. The media can finish processing after the call ends: poll until ready.',
+  description:
+    'Current status and retention deadline. The media can finish processing after the call ends: poll until ready.',
   security: [{ bearerAuth: [] }],
   request: { params: RecordingIdParam },
   responses: {

@@ -12,7 +12,9 @@ const Query = z
   })
   .strict();
 
-const RecordingPage = z.object({ data: z.array(RecordingSchema), nextCursor: z.string().nullable() }).openapi('RecordingPage');
+const RecordingPage = z
+  .object({ data: z.array(RecordingSchema), nextCursor: z.string().nullable() })
+  .openapi('RecordingPage');
 
 export const route = createRoute({
   operationId: 'listRecordings',
@@ -20,7 +22,8 @@ export const route = createRoute({
   path: `${V1}/recordings`,
   tags: ['Connection history and recordings'],
   summary: 'List recordings',
-  description: "The workspace's recordings, newest first, paged with nextCursor. Recordings past retention stay listed (their media is gone).",
+  description:
+    "The workspace's recordings, newest first, paged with nextCursor. Recordings past retention stay listed (their media is gone).",
   security: [{ bearerAuth: [] }],
   request: { query: Query },
   responses: {
@@ -33,7 +36,9 @@ export function register(app: App) {
   app.openapi(guarded(route), async (c) => {
     const q = c.req.valid('query');
     const after = pageAfter(q.cursor);
-    const page = await c.get('services').recordings.list(c.get('principal').tenantId, { sessionId: q.sessionId, after, limit: q.limit ?? 50 });
+    const page = await c
+      .get('services')
+      .recordings.list(c.get('principal').tenantId, { sessionId: q.sessionId, after, limit: q.limit ?? 50 });
     return c.json({ data: page.data.map(toWire), nextCursor: page.nextCursor }, 200);
   });
 }

@@ -54,7 +54,16 @@ describe('recordings', () => {
     const rec = await f.recordings.begin(sessionId);
     const processing = await call(w.key, `${R}/${rec.recordingId}`);
     expect(processing.status).toBe(200);
-    expect(processing.body).toMatchObject({ id: rec.recordingId, sessionId, status: 'processing', durationSeconds: null, sizeBytes: null, contentType: 'video/mp4', readyAt: null, error: null });
+    expect(processing.body).toMatchObject({
+      id: rec.recordingId,
+      sessionId,
+      status: 'processing',
+      durationSeconds: null,
+      sizeBytes: null,
+      contentType: 'video/mp4',
+      readyAt: null,
+      error: null,
+    });
     // Retention from the workspace's policy (30 days by default), counted from the start.
     const days = (Date.parse(processing.body.retentionExpiresAt) - Date.parse(processing.body.createdAt)) / 86_400_000;
     expect(days).toBeCloseTo(30, 3);
@@ -90,12 +99,17 @@ describe('recordings', () => {
   it('a playback URL never outlives retention; past retention access is 404 recording_expired, even before the media is deleted', async () => {
     const w = await workspace();
     const { recordingId } = await f.readyRecording(await f.liveSession(w.tenantId, w.apiKeyId), MP4);
-    await t.services.sql`update recordings set retention_expires_at = now() + interval '10 minutes' where id = ${recordingId}`;
+    await t.services
+      .sql`update recordings set retention_expires_at = now() + interval '10 minutes' where id = ${recordingId}`;
     const access = await call<{ expiresAt: string }>(w.key, `${R}/${recordingId}/access`);
     expect(Date.parse(access.body.expiresAt)).toBeLessThanOrEqual(Date.now() + 600_000);
     expect(Date.parse(access.body.expiresAt)).toBeGreaterThan(Date.now() + 590_000);
-    await t.services.sql`update recordings set retention_expires_at = now() - interval '1 second' where id = ${recordingId}`;
-    expect(await call(w.key, `${R}/${recordingId}/access`)).toMatchObject({ status: 404, body: { code: 'recording_expired' } });
+    await t.services
+      .sql`update recordings set retention_expires_at = now() - interval '1 second' where id = ${recordingId}`;
+    expect(await call(w.key, `${R}/${recordingId}/access`)).toMatchObject({
+      status: 404,
+      body: { code: 'recording_expired' },
+    });
   });
 
   it("retention follows the workspace's limit when recording begins; recordings made before keep theirs", async () => {
@@ -115,8 +129,14 @@ describe('recordings', () => {
     const w = await workspace();
     const rec = await f.recordings.begin(await f.liveSession(w.tenantId, w.apiKeyId));
     await f.recordings.failed(rec.recordingId, 'encoder crashed');
-    expect((await call(w.key, `${R}/${rec.recordingId}`)).body).toMatchObject({ status: 'failed', error: 'encoder crashed' });
-    expect(await call(w.key, `${R}/${rec.recordingId}/access`)).toMatchObject({ status: 409, body: { code: 'recording_failed', retryable: false } });
+    expect((await call(w.key, `${R}/${rec.recordingId}`)).body).toMatchObject({
+      status: 'failed',
+      error: 'encoder crashed',
+    });
+    expect(await call(w.key, `${R}/${rec.recordingId}/access`)).toMatchObject({
+      status: 409,
+      body: { code: 'recording_failed', retryable: false },
+    });
   });
 
   it('lists newest first with keyset paging and a session filter; bad queries are 422 naming the parameter', async () => {
@@ -138,7 +158,11 @@ describe('recordings', () => {
       if (!r.body.nextCursor) break;
       url = `${R}?limit=2&cursor=${encodeURIComponent(r.body.nextCursor)}`;
     }
-    const expected = (await t.services.sql<{ id: string }[]>`select id from recordings where tenant_id = ${w.tenantId} order by created_at desc, id desc`).map((r) => r.id);
+    const expected = (
+      await t.services.sql<
+        { id: string }[]
+      >`select id from recordings where tenant_id = ${w.tenantId} order by created_at desc, id desc`
+    ).map((r) => r.id);
     expect(seen).toEqual(expected);
     expect([...seen].sort()).toEqual([...ids].sort());
     const only = await call<{ data: RecordingBody[]; nextCursor: string | null }>(w.key, `${R}?sessionId=${s2}`);
@@ -146,7 +170,13 @@ describe('recordings', () => {
     expect(only.body.nextCursor).toBeNull();
     expect((await call<{ data: unknown[] }>(other.key, `${R}?sessionId=${s1}`)).body.data).toEqual([]);
 
-    for (const [q, field] of [['limit=0', 'limit'], ['limit=101', 'limit'], ['cursor=bm9wZQ', 'cursor'], ['sessionid=x', 'sessionid'], ['limit=abc', 'limit']] as const) {
+    for (const [q, field] of [
+      ['limit=0', 'limit'],
+      ['limit=101', 'limit'],
+      ['cursor=bm9wZQ', 'cursor'],
+      ['sessionid=x', 'sessionid'],
+      ['limit=abc', 'limit'],
+    ] as const) {
       const r = await call(w.key, `${R}?${q}`);
       expect(r.status, q).toBe(422);
       expect(r.body.field, q).toBe(field);
@@ -171,7 +201,8 @@ describe('recordings', () => {
     const w = await workspace();
     const old = await f.readyRecording(await f.liveSession(w.tenantId, w.apiKeyId), MP4);
     const kept = await f.readyRecording(await f.liveSession(w.tenantId, w.apiKeyId), MP4);
-    await t.services.sql`update recordings set retention_expires_at = now() - interval '1 hour' where id = ${old.recordingId}`;
+    await t.services
+      .sql`update recordings set retention_expires_at = now() - interval '1 hour' where id = ${old.recordingId}`;
 
     // Calls whose worker never finalised the recording: one ended 2 hours ago, one a minute ago, one still running.
     const abandoned = [];
@@ -189,7 +220,9 @@ describe('recordings', () => {
     expect(pass.abandoned).toBeGreaterThanOrEqual(1);
     expect(await t.services.storage.stat(old.storageKey)).toBeUndefined();
     expect(await t.services.storage.stat(kept.storageKey)).toBeDefined();
-    const [row] = await t.services.sql<{ media_deleted_at: Date | null }[]>`select media_deleted_at from recordings where id = ${old.recordingId}`;
+    const [row] = await t.services.sql<
+      { media_deleted_at: Date | null }[]
+    >`select media_deleted_at from recordings where id = ${old.recordingId}`;
     expect(row!.media_deleted_at).toBeInstanceOf(Date);
     expect((await call(w.key, `${R}/${old.recordingId}`)).body).toMatchObject({ status: 'ready', id: old.recordingId });
     expect((await call(w.key, `${R}/${old.recordingId}/access`)).body.code).toBe('recording_expired');
@@ -197,9 +230,12 @@ describe('recordings', () => {
     const [stale, recent, running] = abandoned;
     const staleBody = (await call(w.key, `${R}/${stale!.recordingId}`)).body;
     expect(staleBody.status).toBe('failed');
-    expect(staleBody.error).toMatch(/^The recording was never finalised: its call ended at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ and the worker stopped before finishing the file$/);
+    expect(staleBody.error).toMatch(
+      /^The recording was never finalised: its call ended at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ and the worker stopped before finishing the file$/,
+    );
     expect(await t.services.storage.stat(stale!.storageKey)).toBeUndefined();
-    for (const r of [recent!, running!]) expect((await call(w.key, `${R}/${r.recordingId}`)).body.status).toBe('processing');
+    for (const r of [recent!, running!])
+      expect((await call(w.key, `${R}/${r.recordingId}`)).body.status).toBe('processing');
     // Nothing left to do: a second pass changes nothing.
     expect(await t.services.recordings.sweep()).toEqual({ deleted: 0, abandoned: 0 });
   });
@@ -207,18 +243,25 @@ describe('recordings', () => {
   it('the retention job runs durably and periodically in the job workers: one per interval whatever the number of processes', async () => {
     const w = await workspace();
     const due = await f.readyRecording(await f.liveSession(w.tenantId, w.apiKeyId), MP4);
-    await t.services.sql`update recordings set retention_expires_at = now() - interval '1 minute' where id = ${due.recordingId}`;
+    await t.services
+      .sql`update recordings set retention_expires_at = now() - interval '1 minute' where id = ${due.recordingId}`;
     const workers = await startJobWorkers(t.services, { concurrency: 1 });
     try {
       // The sweep deletes the media, then marks the row: wait for the mark, the last of the two.
       const deletedAt = await waitFor('the retention job to mark the media deleted', async () => {
-        const [row] = await t.services.sql<{ media_deleted_at: Date | null }[]>`select media_deleted_at from recordings where id = ${due.recordingId}`;
+        const [row] = await t.services.sql<
+          { media_deleted_at: Date | null }[]
+        >`select media_deleted_at from recordings where id = ${due.recordingId}`;
         return row!.media_deleted_at ?? undefined;
       });
       expect(deletedAt).toBeInstanceOf(Date);
       expect(await t.services.storage.stat(due.storageKey)).toBeFalsy();
       // A second process offering the job in the same interval adds none.
-      await t.services.jobs.enqueue(RECORDING_RETENTION_JOB, {}, { singletonKey: RECORDING_RETENTION_JOB, singletonSeconds: 10 });
+      await t.services.jobs.enqueue(
+        RECORDING_RETENTION_JOB,
+        {},
+        { singletonKey: RECORDING_RETENTION_JOB, singletonSeconds: 10 },
+      );
       const slots = await t.services.sql<{ n: string; slots: string }[]>`
         select count(*) as n, count(distinct singleton_on) as slots from pgboss.job where name = ${RECORDING_RETENTION_JOB}`;
       expect(Number(slots[0]!.n)).toBe(Number(slots[0]!.slots));

@@ -16,7 +16,14 @@ export function recordingFixtures(t: TestApi) {
     const [avatar] = await t.services.sql<{ id: string }[]>`
       insert into avatars (id, tenant_id, display_name, model_id, status) values (${`ava_${crypto.randomUUID().replace(/-/g, '')}`}, ${tenantId}, 'Rec', 'builtin', 'draft')
       returning id`;
-    const { sessionId } = await t.services.usage.open({ tenantId, apiKeyId, kind: 'live', avatarId: avatar!.id, reserveCreditMicros: 1_000_000, ttlSeconds: 3600 });
+    const { sessionId } = await t.services.usage.open({
+      tenantId,
+      apiKeyId,
+      kind: 'live',
+      avatarId: avatar!.id,
+      reserveCreditMicros: 1_000_000,
+      ttlSeconds: 3600,
+    });
     await t.services.sql`
       insert into live_sessions (id, tenant_id, api_key_id, avatar_id, capacity_pool, mode, room_name, user_identity, avatar_identity, agent_identity, record, max_duration_seconds, state)
       values (${sessionId}, ${tenantId}, ${apiKeyId}, ${avatar!.id}, 'primary', 'conversation', ${`avatar-${sessionId}`}, ${`user-${sessionId}`},
@@ -25,7 +32,11 @@ export function recordingFixtures(t: TestApi) {
   }
 
   /** A recording that finished: its MP4 in storage (`bytes`), the row ready. */
-  async function readyRecording(sessionId: string, bytes: Buffer, durationSeconds = 2): Promise<{ recordingId: string; storageKey: string }> {
+  async function readyRecording(
+    sessionId: string,
+    bytes: Buffer,
+    durationSeconds = 2,
+  ): Promise<{ recordingId: string; storageKey: string }> {
     const rec = await recordings.begin(sessionId);
     const put = await t.services.storage.put(rec.storageKey, bytes, { contentType: 'video/mp4' });
     await recordings.ready(rec.recordingId, { durationSeconds, sizeBytes: put.size });

@@ -7,20 +7,31 @@ import { SceneSchema, toWire } from './schemas.ts';
 
 const SceneSource = z
   .object({
-    url: z.string().min(1).max(2048).openapi({ format: 'uri', description: 'http or https; must reach a public address (redirects included, each checked).' }),
+    url: z.string().min(1).max(2048).openapi({
+      format: 'uri',
+      description: 'http or https; must reach a public address (redirects included, each checked).',
+    }),
     md5: z
       .string()
       .regex(/^[0-9a-fA-F]{32}$/, 'must be 32 hexadecimal digits')
       .optional()
-      .openapi({ description: 'md5 of the clip (hex). With bytes: the id is known at once, and a clip already prepared answers ready at once.' }),
-    bytes: z.number().int().min(1).optional().openapi({ description: 'Byte length of the clip, at most the server cap (SCENE_MAX_BYTES, 100 MB by default).' }),
+      .openapi({
+        description:
+          'md5 of the clip (hex). With bytes: the id is known at once, and a clip already prepared answers ready at once.',
+      }),
+    bytes: z.number().int().min(1).optional().openapi({
+      description: 'Byte length of the clip, at most the server cap (SCENE_MAX_BYTES, 100 MB by default).',
+    }),
   })
   .strict();
 
 const CreateSceneBody = z
   .object({
     source: SceneSource,
-    continuation: z.enum(SCENE_CONTINUATIONS).optional().openapi({ description: 'How a call continues the clip at its end; default loop.' }),
+    continuation: z
+      .enum(SCENE_CONTINUATIONS)
+      .optional()
+      .openapi({ description: 'How a call continues the clip at its end; default loop.' }),
     profile: z.enum(SCENE_PROFILES).openapi({ description: 'The build profile; scene-v0 is the one there is.' }),
   })
   .strict()

@@ -5,7 +5,11 @@ import { errorResponses } from '../../schemas/common.ts';
 import { SceneSchema, toWire } from './schemas.ts';
 
 const SceneIdParam = z.object({
-  sceneId: z.string().openapi({ param: { name: 'sceneId', in: 'path' }, example: 'scn_5d41402abc4b2a76b9719d911017c592', description: 'Starts with scn_' }),
+  sceneId: z.string().openapi({
+    param: { name: 'sceneId', in: 'path' },
+    example: 'scn_5d41402abc4b2a76b9719d911017c592',
+    description: 'Starts with scn_',
+  }),
 });
 
 export const route = createRoute({

@@ -67,7 +67,11 @@ afterAll(async () => {
 
 const md5 = (b: Buffer) => createHash('md5').update(b).digest('hex');
 /** The documented id formula, computed here independently of the server's code. */
-const idOf = (b: Buffer) => `scn_${createHash('sha256').update(`${md5(b)}:${b.length}`).digest('hex').slice(0, 32)}`;
+const idOf = (b: Buffer) =>
+  `scn_${createHash('sha256')
+    .update(`${md5(b)}:${b.length}`)
+    .digest('hex')
+    .slice(0, 32)}`;
 
 interface SceneBody {
   scene_id: string;
@@ -113,9 +117,21 @@ async function settled(key: string, id: string): Promise<SceneBody> {
   });
 }
 
-const named = (path: string, b: Buffer, extra: Record<string, unknown> = {}) => ({ source: { url: `${base}${path}`, md5: md5(b), bytes: b.length }, profile: 'scene-v0', ...extra });
-const countScenes = async (tenantId: string) => Number((await t.services.sql<{ n: string }[]>`select count(*) as n from scenes where tenant_id = ${tenantId}`)[0]!.n);
-const countJobs = async (sceneId: string) => Number((await t.services.sql<{ n: string }[]>`select count(*) as n from pgboss.job where name = 'scene-build' and data->>'sceneId' = ${sceneId}`)[0]!.n);
+const named = (path: string, b: Buffer, extra: Record<string, unknown> = {}) => ({
+  source: { url: `${base}${path}`, md5: md5(b), bytes: b.length },
+  profile: 'scene-v0',
+  ...extra,
+});
+const countScenes = async (tenantId: string) =>
+  Number((await t.services.sql<{ n: string }[]>`select count(*) as n from scenes where tenant_id = ${tenantId}`)[0]!.n);
+const countJobs = async (sceneId: string) =>
+  Number(
+    (
+      await t.services.sql<
+        { n: string }[]
+      >`select count(*) as n from pgboss.job where name = 'scene-build' and data->>'sceneId' = ${sceneId}`
+    )[0]!.n,
+  );
 
 describe('POST /scenes and GET /scenes/{id}', { timeout: 300_000 }, () => {
   it('happy: md5 and bytes give the id at once (202 building), the build makes it ready with its frame cache; posting again is 200 ready at once', async () => {
@@ -123,7 +139,14 @@ describe('POST /scenes and GET /scenes/{id}', { timeout: 300_000 }, () => {
     hits = [];
     const first = await post(w.key, named('/clip.mp4', CLIP));
     expect(first.status, JSON.stringify(first.body)).toBe(202);
-    expect(first.body).toMatchObject({ scene_id: idOf(CLIP), status: 'building', continuation: 'loop', source: { md5: md5(CLIP), bytes: CLIP.length }, video_cache_id: null, error: null });
+    expect(first.body).toMatchObject({
+      scene_id: idOf(CLIP),
+      status: 'building',
+      continuation: 'loop',
+      source: { md5: md5(CLIP), bytes: CLIP.length },
+      video_cache_id: null,
+      error: null,
+    });
     // A mint naming it (its video cache id derives from the content) finds it building, not missing.
     const vc = `vc_${createHash('sha256').update(`scene-v0:${first.body.scene_id}`).digest('hex').slice(0, 32)}`;
     expect(await sceneForMint(t.services.sql, w.tenantId, vc)).toMatchObject({ sceneId: first.body.scene_id });
@@ -131,7 +154,10 @@ describe('POST /scenes and GET /scenes/{id}', { timeout: 300_000 }, () => {
     // Nothing was downloaded by the POST itself: the build job does it.
     const ready = await settled(w.key, first.body.scene_id);
     expect(ready.video_cache_id).toBe(vc);
-    expect(await sceneForMint(t.services.sql, w.tenantId, vc)).toMatchObject({ status: 'ready', media: { sceneId: ready.scene_id, continuation: 'loop' } });
+    expect(await sceneForMint(t.services.sql, w.tenantId, vc)).toMatchObject({
+      status: 'ready',
+      media: { sceneId: ready.scene_id, continuation: 'loop' },
+    });
     expect(ready, JSON.stringify(ready)).toMatchObject({
       status: 'ready',
       frame_count: 50,
@@ -147,14 +173,29 @@ describe('POST /scenes and GET /scenes/{id}', { timeout: 300_000 }, () => {
     // What a scene call plays: the frame cache in storage, found by the video cache id.
     const media = await loadSceneMedia(t.services.sql, w.tenantId, ready.video_cache_id!);
     expect(media).toMatchObject({ sceneId: ready.scene_id, continuation: 'loop' });
-    const manifest = JSON.parse(await text(await t.services.storage.get(`${media!.cacheKey}/manifest.json`))) as FrameCacheManifest;
-    expect(manifest).toMatchObject({ frameCount: 50, width: 512, height: 288, fps: 25, landmarkCount: 468, meta: { sceneId: ready.scene_id, fit: 'contain' } });
+    const manifest = JSON.parse(
+      await text(await t.services.storage.get(`${media!.cacheKey}/manifest.json`)),
+    ) as FrameCacheManifest;
+    expect(manifest).toMatchObject({
+      frameCount: 50,
+      width: 512,
+      height: 288,
+      fps: 25,
+      landmarkCount: 468,
+      meta: { sceneId: ready.scene_id, fit: 'contain' },
+    });
     expect(await t.services.storage.stat(`${media!.cacheKey}/frames.bin`)).toBeDefined();
 
     // The same clip again, with md5 and bytes: ready at once, no new build; the continuation follows the latest POST.
     const again = await post(w.key, named('/clip.mp4', CLIP, { continuation: 'pingpong' }));
     expect(again.status).toBe(200);
-    expect(again.body).toMatchObject({ scene_id: ready.scene_id, status: 'ready', video_cache_id: ready.video_cache_id, continuation: 'pingpong', cycle_frame_count: 98 });
+    expect(again.body).toMatchObject({
+      scene_id: ready.scene_id,
+      status: 'ready',
+      video_cache_id: ready.video_cache_id,
+      continuation: 'pingpong',
+      cycle_frame_count: 98,
+    });
     expect(await countJobs(ready.scene_id)).toBe(1);
     expect(new Date(again.body.expires_at!).getTime()).toBeGreaterThanOrEqual(new Date(ready.expires_at!).getTime());
     expect((await loadSceneMedia(t.services.sql, w.tenantId, ready.video_cache_id!))!.continuation).toBe('pingpong');
@@ -163,29 +204,58 @@ describe('POST /scenes and GET /scenes/{id}', { timeout: 300_000 }, () => {
   it('happy: without md5 and bytes the POST downloads the clip to know its id, and the build uses those bytes', async () => {
     const w = await workspace();
     hits = [];
-    const r = await post(w.key, { source: { url: `${base}/short.mp4` }, continuation: 'pingpong', profile: 'scene-v0' });
+    const r = await post(w.key, {
+      source: { url: `${base}/short.mp4` },
+      continuation: 'pingpong',
+      profile: 'scene-v0',
+    });
     expect(r.status, JSON.stringify(r.body)).toBe(202);
     expect(r.body).toMatchObject({ scene_id: idOf(SHORT), source: { md5: md5(SHORT), bytes: SHORT.length } });
     const ready = await settled(w.key, r.body.scene_id);
     // A portrait clip (360x640) keeps its aspect inside the 512 box.
-    expect(ready).toMatchObject({ status: 'ready', width: 288, height: 512, frame_count: 25, cycle_frame_count: 48, continuation: 'pingpong' });
+    expect(ready).toMatchObject({
+      status: 'ready',
+      width: 288,
+      height: 512,
+      frame_count: 25,
+      cycle_frame_count: 48,
+      continuation: 'pingpong',
+    });
     expect(hits).toEqual(['/short.mp4']);
     // The staged copy of the clip is gone once built.
-    const [row] = await t.services.sql<{ source_key: string | null }[]>`select source_key from scenes where id = ${r.body.scene_id}`;
+    const [row] = await t.services.sql<
+      { source_key: string | null }[]
+    >`select source_key from scenes where id = ${r.body.scene_id}`;
     expect(row!.source_key).toBeNull();
     // The same bytes, named this time: the same scene, ready at once.
-    expect((await post(w.key, named('/short.mp4', SHORT))).body).toMatchObject({ scene_id: r.body.scene_id, status: 'ready' });
+    expect((await post(w.key, named('/short.mp4', SHORT))).body).toMatchObject({
+      scene_id: r.body.scene_id,
+      status: 'ready',
+    });
   });
 
   it('failed: an unreachable URL is source_unreachable: stored when md5 and bytes named it, "unresolved" (nothing stored) otherwise', async () => {
     const w = await workspace();
-    const r = await post(w.key, { source: { url: `${base}/gone.mp4`, md5: md5(CLIP), bytes: CLIP.length }, profile: 'scene-v0' });
+    const r = await post(w.key, {
+      source: { url: `${base}/gone.mp4`, md5: md5(CLIP), bytes: CLIP.length },
+      profile: 'scene-v0',
+    });
     expect(r.status).toBe(202);
-    expect(await settled(w.key, r.body.scene_id)).toMatchObject({ status: 'failed', error: 'source_unreachable', error_message: expect.stringContaining('HTTP 404'), video_cache_id: null });
+    expect(await settled(w.key, r.body.scene_id)).toMatchObject({
+      status: 'failed',
+      error: 'source_unreachable',
+      error_message: expect.stringContaining('HTTP 404'),
+      video_cache_id: null,
+    });
     const before = await countScenes(w.tenantId);
     const u = await post(w.key, { source: { url: `${base}/gone.mp4` }, profile: 'scene-v0' });
     expect(u.status).toBe(200);
-    expect(u.body).toMatchObject({ scene_id: 'unresolved', status: 'failed', error: 'source_unreachable', expires_at: null });
+    expect(u.body).toMatchObject({
+      scene_id: 'unresolved',
+      status: 'failed',
+      error: 'source_unreachable',
+      expires_at: null,
+    });
     expect(await countScenes(w.tenantId)).toBe(before);
     expect((await get(w.key, 'unresolved')).status).toBe(404);
   });
@@ -194,11 +264,22 @@ describe('POST /scenes and GET /scenes/{id}', { timeout: 300_000 }, () => {
     const w = await workspace();
     const notVideo = await post(w.key, named('/notes.txt', TEXT));
     expect(notVideo.status).toBe(202);
-    expect(await settled(w.key, notVideo.body.scene_id)).toMatchObject({ status: 'failed', error: 'source_unusable', error_message: expect.stringContaining('(invalid_video)') });
+    expect(await settled(w.key, notVideo.body.scene_id)).toMatchObject({
+      status: 'failed',
+      error: 'source_unusable',
+      error_message: expect.stringContaining('(invalid_video)'),
+    });
     const noFace = await post(w.key, { source: { url: `${base}/brick.mp4` }, profile: 'scene-v0' });
     expect(noFace.status).toBe(202);
-    expect(await settled(w.key, noFace.body.scene_id)).toMatchObject({ status: 'failed', error: 'source_unusable', error_message: expect.stringContaining('(face_missing)') });
-    expect(await t.services.sql`select 1 from scenes where tenant_id = ${w.tenantId} and (cache_key is not null or source_key is not null)`).toHaveLength(0);
+    expect(await settled(w.key, noFace.body.scene_id)).toMatchObject({
+      status: 'failed',
+      error: 'source_unusable',
+      error_message: expect.stringContaining('(face_missing)'),
+    });
+    expect(
+      await t.services
+        .sql`select 1 from scenes where tenant_id = ${w.tenantId} and (cache_key is not null or source_key is not null)`,
+    ).toHaveLength(0);
   });
 
   it('failed: bytes other than the md5 and bytes named are source_mismatch (stored under the named id); a failed scene posted again rebuilds', async () => {
@@ -206,9 +287,20 @@ describe('POST /scenes and GET /scenes/{id}', { timeout: 300_000 }, () => {
     const wrongMd5 = { source: { url: `${base}/short.mp4`, md5: md5(CLIP), bytes: SHORT.length }, profile: 'scene-v0' };
     const a = await post(w.key, wrongMd5);
     expect(a.status).toBe(202);
-    expect(await settled(w.key, a.body.scene_id)).toMatchObject({ status: 'failed', error: 'source_mismatch', error_message: expect.stringContaining('md5') });
-    const wrongBytes = await post(w.key, { source: { url: `${base}/short.mp4`, md5: md5(SHORT), bytes: SHORT.length + 5 }, profile: 'scene-v0' });
-    expect(await settled(w.key, wrongBytes.body.scene_id)).toMatchObject({ status: 'failed', error: 'source_mismatch', error_message: expect.stringContaining('bytes') });
+    expect(await settled(w.key, a.body.scene_id)).toMatchObject({
+      status: 'failed',
+      error: 'source_mismatch',
+      error_message: expect.stringContaining('md5'),
+    });
+    const wrongBytes = await post(w.key, {
+      source: { url: `${base}/short.mp4`, md5: md5(SHORT), bytes: SHORT.length + 5 },
+      profile: 'scene-v0',
+    });
+    expect(await settled(w.key, wrongBytes.body.scene_id)).toMatchObject({
+      status: 'failed',
+      error: 'source_mismatch',
+      error_message: expect.stringContaining('bytes'),
+    });
     // Without bytes, a wrong md5 is found after the POST's own download: unresolved, nothing stored.
     const u = await post(w.key, { source: { url: `${base}/short.mp4`, md5: md5(CLIP) }, profile: 'scene-v0' });
     expect(u.body).toMatchObject({ scene_id: 'unresolved', status: 'failed', error: 'source_mismatch' });
@@ -264,9 +356,20 @@ describe('POST /scenes and GET /scenes/{id}', { timeout: 300_000 }, () => {
     const decoy = http.createServer((_req, res) => res.end()).on('connection', () => reached++);
     await new Promise<void>((r) => decoy.listen(0, '127.0.0.1', r));
     const decoyPort = (decoy.address() as AddressInfo).port;
-    const refused = ['http://10.0.0.1/clip.mp4', 'http://169.254.169.254/latest/meta-data', `http://localhost:${decoyPort}/clip.mp4`, `http://127.0.0.1:${decoyPort}/clip.mp4`, 'http://[::1]/a.mp4', 'ftp://example.com/a.mp4', 'http://user:pw@example.com/a.mp4'];
+    const refused = [
+      'http://10.0.0.1/clip.mp4',
+      'http://169.254.169.254/latest/meta-data',
+      `http://localhost:${decoyPort}/clip.mp4`,
+      `http://127.0.0.1:${decoyPort}/clip.mp4`,
+      'http://[::1]/a.mp4',
+      'ftp://example.com/a.mp4',
+      'http://user:pw@example.com/a.mp4',
+    ];
     for (const url of refused) {
-      for (const body of [{ source: { url }, profile: 'scene-v0' }, { source: { url, md5: md5(CLIP), bytes: CLIP.length }, profile: 'scene-v0' }]) {
+      for (const body of [
+        { source: { url }, profile: 'scene-v0' },
+        { source: { url, md5: md5(CLIP), bytes: CLIP.length }, profile: 'scene-v0' },
+      ]) {
         const res = await post(w.key, body);
         expect(res.status, `${url}: ${JSON.stringify(res.body)}`).toBe(422);
         expect(res.body).toMatchObject({ code: 'scene_source_rejected', field: 'source.url' });
@@ -290,7 +393,11 @@ describe('POST /scenes and GET /scenes/{id}', { timeout: 300_000 }, () => {
       [{ source: { url: good.source.url, md5: 'xyz', bytes: 5 }, profile: 'scene-v0' }, 'source.md5'],
       [{ source: { url: good.source.url, md5: md5(CLIP), bytes: 0 }, profile: 'scene-v0' }, 'source.bytes'],
       [{ source: { url: good.source.url, md5: md5(CLIP), bytes: 1.5 }, profile: 'scene-v0' }, 'source.bytes'],
-      [{ source: { url: good.source.url, md5: md5(CLIP), bytes: 5_000_001 }, profile: 'scene-v0' }, 'source.bytes', 'scene_source_rejected'],
+      [
+        { source: { url: good.source.url, md5: md5(CLIP), bytes: 5_000_001 }, profile: 'scene-v0' },
+        'source.bytes',
+        'scene_source_rejected',
+      ],
       [{ source: {}, profile: 'scene-v0' }, 'source.url'],
       [{ source: { url: good.source.url } }, 'profile'],
     ];
@@ -302,7 +409,7 @@ describe('POST /scenes and GET /scenes/{id}', { timeout: 300_000 }, () => {
     expect(await countScenes(w.tenantId)).toBe(0);
   });
 
-  it('a build failure that is not the clip\'s fault retries, then fails build_failed; a stale job changes nothing', async () => {
+  it("a build failure that is not the clip's fault retries, then fails build_failed; a stale job changes nothing", async () => {
     const w = await workspace();
     // A scene whose staged clip storage lost (no job queued: the build is run by hand).
     const sceneId = idOf(SHORT);
@@ -310,14 +417,30 @@ describe('POST /scenes and GET /scenes/{id}', { timeout: 300_000 }, () => {
       insert into scenes (tenant_id, id, status, profile, continuation, source_url, source_md5, source_bytes, build_id, source_key, expires_at)
       values (${w.tenantId}, ${sceneId}, 'building', 'scene-v0', 'loop', ${`${base}/short.mp4`}, ${md5(SHORT)}, ${SHORT.length}, 'bld_lost',
               ${`tenants/${w.tenantId}/scenes/sources/lost`}, now() + interval '1 hour')`;
-    const worker = new SceneBuildWorker({ sql: t.services.sql, jobs: t.services.jobs, storage: t.services.storage, log: t.services.log, renders, fetcher: t.services.safeFetch, concurrency: 1, maxBytes: 5_000_000, maxSeconds: 10, frameSize: 512 });
+    const worker = new SceneBuildWorker({
+      sql: t.services.sql,
+      jobs: t.services.jobs,
+      storage: t.services.storage,
+      log: t.services.log,
+      renders,
+      fetcher: t.services.safeFetch,
+      concurrency: 1,
+      maxBytes: 5_000_000,
+      maxSeconds: 10,
+      frameSize: 512,
+    });
     const data = { tenantId: w.tenantId, sceneId, buildId: 'bld_lost' };
     await expect(worker.run(data, { id: 'j', retryCount: 0, retryLimit: 2 })).rejects.toThrow(/No stored object/);
     expect((await get(w.key, sceneId)).body.status).toBe('building');
     await worker.run(data, { id: 'j', retryCount: 2, retryLimit: 2 });
-    expect((await get(w.key, sceneId)).body).toMatchObject({ status: 'failed', error: 'build_failed', error_message: 'The scene build failed after 3 attempts' });
+    expect((await get(w.key, sceneId)).body).toMatchObject({
+      status: 'failed',
+      error: 'build_failed',
+      error_message: 'The scene build failed after 3 attempts',
+    });
     // A job of another build (an earlier one) does nothing, whatever state the row is in.
-    await t.services.sql`update scenes set status = 'building', error = null where id = ${sceneId} and tenant_id = ${w.tenantId}`;
+    await t.services
+      .sql`update scenes set status = 'building', error = null where id = ${sceneId} and tenant_id = ${w.tenantId}`;
     await worker.run({ ...data, buildId: 'bld_earlier' }, { id: 'j', retryCount: 2, retryLimit: 2 });
     expect((await get(w.key, sceneId)).body).toMatchObject({ status: 'building' });
   });
@@ -329,11 +452,23 @@ describe('POST /scenes when the builder cannot run', () => {
     try {
       const { apiKey, tenantId } = await broken.newTenant();
       await broken.services.tenants.setSwitch(tenantId, 'scene_sessions', true);
-      const res = await broken.request('POST', '/api/v1/scenes', { key: apiKey, body: { source: { url: 'https://93.184.215.14/clip.mp4', md5: md5(CLIP), bytes: CLIP.length }, profile: 'scene-v0' } });
+      const res = await broken.request('POST', '/api/v1/scenes', {
+        key: apiKey,
+        body: {
+          source: { url: 'https://93.184.215.14/clip.mp4', md5: md5(CLIP), bytes: CLIP.length },
+          profile: 'scene-v0',
+        },
+      });
       expect(res.status).toBe(503);
-      expect(await json(res)).toMatchObject({ code: 'scene_builder_unavailable', retryable: true, error: expect.stringContaining('ffmpeg') });
+      expect(await json(res)).toMatchObject({
+        code: 'scene_builder_unavailable',
+        retryable: true,
+        error: expect.stringContaining('ffmpeg'),
+      });
       expect(await broken.services.sql`select 1 from scenes`).toHaveLength(0);
-      expect(await broken.services.sql`select 1 from pgboss.job where name = 'scene-build'`.catch(() => [])).toHaveLength(0);
+      expect(
+        await broken.services.sql`select 1 from pgboss.job where name = 'scene-build'`.catch(() => []),
+      ).toHaveLength(0);
     } finally {
       await broken.close();
     }

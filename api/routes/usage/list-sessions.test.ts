@@ -34,7 +34,9 @@ describe('GET /usage/sessions', () => {
     const res = await t.request('GET', URL, { key: apiKey });
     expect(res.status).toBe(200);
     const page = await json<Page>(res);
-    expect(page.data).toEqual([expect.objectContaining({ sessionId: id, status: 'released', billedCreditMicros: 3_000_000 })]);
+    expect(page.data).toEqual([
+      expect.objectContaining({ sessionId: id, status: 'released', billedCreditMicros: 3_000_000 }),
+    ]);
     const span = Date.parse(page.to) - Date.parse(page.from);
     expect(span).toBe(30 * DAY);
     expect(page.nextCursor).toBeNull();

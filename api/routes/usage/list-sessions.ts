@@ -12,7 +12,13 @@ const Query = z
     to: TimestampInput.optional().openapi({ description: 'Window end (ISO 8601). Default: now.' }),
     endUserId: z.string().min(1).max(256).optional(),
     cursor: z.string().min(1).max(512).optional(),
-    limit: z.coerce.number().int().min(1).max(100).optional().openapi({ description: 'Page size, 1 to 100, default 50.' }),
+    limit: z.coerce
+      .number()
+      .int()
+      .min(1)
+      .max(100)
+      .optional()
+      .openapi({ description: 'Page size, 1 to 100, default 50.' }),
   })
   .strict();
 
@@ -58,7 +64,11 @@ export function register(app: App) {
     const to = q.to ? new Date(q.to) : undefined;
     const window = effectiveWindow(from, to);
     if (window.from > window.to) {
-      throw new ApiError('validation_error', 'Invalid field "from" in query: must not be after "to" (which defaults to now)', { field: 'from' });
+      throw new ApiError(
+        'validation_error',
+        'Invalid field "from" in query: must not be after "to" (which defaults to now)',
+        { field: 'from' },
+      );
     }
     const after = pageAfter(q.cursor);
     const page = await c.get('services').usage.list(c.get('principal').tenantId, {

@@ -20,7 +20,10 @@ export function registerLiveKitWebhooks(app: App) {
     try {
       event = await livekit.receiveWebhook(body, c.req.header('authorization'));
     } catch {
-      throw new ApiError('unauthorized', 'Missing or invalid LiveKit webhook signature: LiveKit must sign with the API key and secret this server is configured with');
+      throw new ApiError(
+        'unauthorized',
+        'Missing or invalid LiveKit webhook signature: LiveKit must sign with the API key and secret this server is configured with',
+      );
     }
     await liveCalls.onWebhook(event);
     return c.json({ received: true }, 200);

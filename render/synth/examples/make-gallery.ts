@@ -59,11 +59,22 @@ interface Renderer {
 /** One enlarged mouth tile (PNG, TILE_W x TILE_H) of a drawn frame. */
 function mouthTile(frame: RgbaFrame & { data: Buffer }, rect: ReturnType<typeof mouthTileRect>): Promise<Buffer> {
   const raw = { raw: { width: frame.width, height: frame.height, channels: 4 as const } };
-  return sharp(frame.data, raw).extract(rect).resize(TILE_W, TILE_H, { kernel: 'lanczos3' }).removeAlpha().png().toBuffer();
+  return sharp(frame.data, raw)
+    .extract(rect)
+    .resize(TILE_W, TILE_H, { kernel: 'lanczos3' })
+    .removeAlpha()
+    .png()
+    .toBuffer();
 }
 
 /** One face's strip of enlarged mouth tiles per sound, and the picture's measures at "a". */
-async function strip(r: Renderer, frame: RgbaFrame & { data: Buffer }, face: PreparedFace, lips: FaceRig['lips'], file: string) {
+async function strip(
+  r: Renderer,
+  frame: RgbaFrame & { data: Buffer },
+  face: PreparedFace,
+  lips: FaceRig['lips'],
+  file: string,
+) {
   const rect = mouthTileRect(face, frame.width, frame.height);
   const tiles: Buffer[] = [];
   let measures: { teethHue: number; teethChroma: number; cavityL: number; lipEdges: number } | null = null;
@@ -84,7 +95,9 @@ async function strip(r: Renderer, frame: RgbaFrame & { data: Buffer }, face: Pre
       };
     }
   }
-  await sharp({ create: { width: TILE_W * tiles.length + 4 * (tiles.length - 1), height: TILE_H, channels: 3, background: '#fff' } })
+  await sharp({
+    create: { width: TILE_W * tiles.length + 4 * (tiles.length - 1), height: TILE_H, channels: 3, background: '#fff' },
+  })
     .composite(tiles.map((t, i) => ({ input: t, left: i * (TILE_W + 4), top: 0 })))
     .jpeg({ quality: 88 })
     .toFile(file);
@@ -120,17 +133,21 @@ async function motion(renderers: readonly Renderer[], name: string, file: string
   for (const m of track.frames) {
     const tiles = await Promise.all(
       renderers.map(async (r) => {
-        const shape = r.name === 'previous' ? { open: m.closed ? 0 : m.open, wide: m.wide, round: m.round } : mouthShape(m);
+        const shape =
+          r.name === 'previous' ? { open: m.closed ? 0 : m.open, wide: m.wide, round: m.round } : mouthShape(m);
         const out = Buffer.from(await r.synth.renderFrame(frame, face, shape));
         return sharp(out, raw).extract(rect).resize(tileSide, tileSide).removeAlpha().raw().toBuffer();
       }),
     );
     const n = tileSide;
     const row = Buffer.alloc(n * 3 * renderers.length * n);
-    for (let y = 0; y < n; y++) tiles.forEach((t, i) => t.copy(row, (y * renderers.length + i) * n * 3, y * n * 3, (y + 1) * n * 3));
+    for (let y = 0; y < n; y++)
+      tiles.forEach((t, i) => t.copy(row, (y * renderers.length + i) * n * 3, y * n * 3, (y + 1) * n * 3));
     pages.push(row);
   }
-  await sharp(Buffer.concat(pages), { raw: { width: tileSide * renderers.length, height: tileSide * pages.length, channels: 3, pageHeight: tileSide } })
+  await sharp(Buffer.concat(pages), {
+    raw: { width: tileSide * renderers.length, height: tileSide * pages.length, channels: 3, pageHeight: tileSide },
+  })
     .webp({ quality: 70, loop: 0, delay: pages.map(() => 40) })
     .toFile(file);
 }
@@ -241,14 +258,15 @@ async function main(): Promise<void> {
         '',
         `At "a" (mouth ${face.mouthWidth.toFixed(0)} px wide; the portrait's own darks L* ${dark[0].toFixed(1)}):`,
         '',
-        '| renderer | teeth hue from the skin\'s (degrees) | teeth chroma / skin chroma | cavity L* (10th percentile) | lip edges / the portrait\'s |',
+        "| renderer | teeth hue from the skin's (degrees) | teeth chroma / skin chroma | cavity L* (10th percentile) | lip edges / the portrait's |",
         '| --- | --- | --- | --- | --- |',
         ...rows,
       ].join('\n'),
     );
     process.stdout.write(`${name}: mouth ${face.mouthWidth.toFixed(1)} px\n`);
   }
-  if (!model && !args.length) for (const name of MOTION_FACES) await motion(renderers, name, join(out, `${name}_motion.webp`));
+  if (!model && !args.length)
+    for (const name of MOTION_FACES) await motion(renderers, name, join(out, `${name}_motion.webp`));
   for (const r of renderers) await r.synth.release();
   if (model || args.length) return;
   const header = [
@@ -259,9 +277,9 @@ async function main(): Promise<void> {
     '(render/synth/fixtures/mouth_synth_v1.onnx, driven by its own viseme table); "current" is the product\'s, with the',
     'viseme table of render/visemes and `relax` at 1, as in the middle of an utterance. Made by',
     '`npx tsx render/synth/examples/make-gallery.ts` (a few seconds), which also measures each face at "a" (render/synth/quality.ts,',
-    'Lab in sRGB/D65): the natural ranges are a teeth hue within 20 degrees of the skin\'s and 0.35 to 1 of its chroma (a',
-    'monochrome photograph has none), a cavity no darker than the portrait\'s own darks less 5 L* (and not under 5), and lip',
-    'edges near the portrait\'s own (1).',
+    "Lab in sRGB/D65): the natural ranges are a teeth hue within 20 degrees of the skin's and 0.35 to 1 of its chroma (a",
+    "monochrome photograph has none), a cavity no darker than the portrait's own darks less 5 L* (and not under 5), and lip",
+    "edges near the portrait's own (1).",
     '',
     'The four official White House photographs among the fixtures (render/rig/fixtures/SOURCES.md) are held to the',
     'same tests (render/synth/picture.test.ts) but not shown here: their usage notice asks that they not be shown',

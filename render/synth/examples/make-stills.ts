@@ -27,7 +27,10 @@ export const STILL_SHAPES: Record<string, MouthShape> = {
 const FULL_FRAMES = ['half', 'open'];
 
 /** A fixture as a 512x512 RGBA frame (cover-cropped from the top, so the face fills about half). */
-export async function portraitFrame(name: string, size = 512): Promise<{ data: Buffer; width: number; height: number }> {
+export async function portraitFrame(
+  name: string,
+  size = 512,
+): Promise<{ data: Buffer; width: number; height: number }> {
   const { data } = await sharp(`${FIXTURES}${name}.jpg`)
     .resize(size, size, { fit: 'cover', position: 'top' })
     .ensureAlpha()
@@ -59,14 +62,21 @@ async function main(): Promise<void> {
     const top = Math.min(Math.max(0, Math.round(face.box.cy - s / 2)), 512 - s);
     for (const [k, shape] of Object.entries(STILL_SHAPES)) {
       const out = Buffer.from(await synth.renderFrame(frame, face, shape));
-      tiles.push(await sharp(out, raw).extract({ left, top, width: s, height: s }).resize(tile, tile).removeAlpha().png().toBuffer());
+      tiles.push(
+        await sharp(out, raw)
+          .extract({ left, top, width: s, height: s })
+          .resize(tile, tile)
+          .removeAlpha()
+          .png()
+          .toBuffer(),
+      );
       const full = sharp(out, raw).removeAlpha();
       if (FULL_FRAMES.includes(k)) await full.clone().jpeg({ quality: 80 }).toFile(`${HERE}${name}_${k}.jpg`);
       if (pngDir) await full.clone().png().toFile(`${pngDir}/${name}_${k}.png`);
     }
-    const strip = sharp({ create: { width: tile * tiles.length, height: tile, channels: 3, background: '#000' } }).composite(
-      tiles.map((t, i) => ({ input: t, left: i * tile, top: 0 })),
-    );
+    const strip = sharp({
+      create: { width: tile * tiles.length, height: tile, channels: 3, background: '#000' },
+    }).composite(tiles.map((t, i) => ({ input: t, left: i * tile, top: 0 })));
     const buf = await strip.png().toBuffer();
     await sharp(buf).jpeg({ quality: 85 }).toFile(`${HERE}${name}_strip.jpg`);
     if (pngDir) await sharp(buf).toFile(`${pngDir}/${name}_strip.png`);

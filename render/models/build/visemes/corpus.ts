@@ -140,13 +140,133 @@ const WRITTEN = [
 /** Every other hand-written sentence, 64 in all: the held-out set (never trained on or tuned with). */
 export const HELDOUT_SENTENCES: readonly string[] = WRITTEN.filter((_, i) => i % 2 === 1);
 
-const subjects = ['The teacher', 'My neighbour', 'A young doctor', 'The old sailor', 'Our driver', 'The small child', 'His uncle', 'The waitress', 'A famous singer', 'The farmer', 'My cousin', 'The police officer', 'A quiet student', 'The mayor', 'Her father', 'The shopkeeper'];
-const verbs = ['quickly found', 'carefully painted', 'proudly showed', 'suddenly dropped', 'happily shared', 'slowly moved', 'never liked', 'often borrowed', 'barely noticed', 'gently pushed', 'fixed', 'washed', 'described', 'forgot', 'delivered', 'measured'];
-const objects = ['the heavy wooden box', 'a bright purple umbrella', 'the broken bicycle', 'an enormous pumpkin', 'the shiny silver key', 'a bowl of hot soup', 'the fishing boat', 'a stack of old magazines', 'the muddy boots', 'a jar of peach jam', 'the photo album', 'a very loud trumpet', 'the cheese sandwich', 'the thick rope', 'a pair of leather gloves', 'the vegetable garden'];
-const tails = ['before lunch', 'in the garage', 'near the bridge', 'on Thursday evening', 'after the storm', 'without asking anyone', 'at the village fair', 'during the break', 'behind the shed', 'for the third time', 'with a big smile', 'in front of everyone', 'by the fountain', 'yesterday morning', 'just in time', 'on the way home'];
-const questions = ['Where did you put', 'Why did you buy', 'Who gave you', 'When will you return', 'How did you fix', 'Have you seen', 'Did anyone move', 'Can you bring me'];
-const numbers = ['one', 'two', 'three', 'four', 'five', 'six', 'seven', 'eight', 'nine', 'ten', 'eleven', 'twelve', 'fifteen', 'twenty', 'thirty', 'fifty', 'ninety', 'a hundred'];
-const things = ['apples', 'boxes', 'chairs', 'dollars', 'feathers', 'guitars', 'hammers', 'jackets', 'kittens', 'lemons', 'maps', 'notebooks', 'oranges', 'pencils', 'queens', 'rulers', 'shovels', 'tickets', 'umbrellas', 'violins', 'watches', 'yogurts', 'zippers'];
+const subjects = [
+  'The teacher',
+  'My neighbour',
+  'A young doctor',
+  'The old sailor',
+  'Our driver',
+  'The small child',
+  'His uncle',
+  'The waitress',
+  'A famous singer',
+  'The farmer',
+  'My cousin',
+  'The police officer',
+  'A quiet student',
+  'The mayor',
+  'Her father',
+  'The shopkeeper',
+];
+const verbs = [
+  'quickly found',
+  'carefully painted',
+  'proudly showed',
+  'suddenly dropped',
+  'happily shared',
+  'slowly moved',
+  'never liked',
+  'often borrowed',
+  'barely noticed',
+  'gently pushed',
+  'fixed',
+  'washed',
+  'described',
+  'forgot',
+  'delivered',
+  'measured',
+];
+const objects = [
+  'the heavy wooden box',
+  'a bright purple umbrella',
+  'the broken bicycle',
+  'an enormous pumpkin',
+  'the shiny silver key',
+  'a bowl of hot soup',
+  'the fishing boat',
+  'a stack of old magazines',
+  'the muddy boots',
+  'a jar of peach jam',
+  'the photo album',
+  'a very loud trumpet',
+  'the cheese sandwich',
+  'the thick rope',
+  'a pair of leather gloves',
+  'the vegetable garden',
+];
+const tails = [
+  'before lunch',
+  'in the garage',
+  'near the bridge',
+  'on Thursday evening',
+  'after the storm',
+  'without asking anyone',
+  'at the village fair',
+  'during the break',
+  'behind the shed',
+  'for the third time',
+  'with a big smile',
+  'in front of everyone',
+  'by the fountain',
+  'yesterday morning',
+  'just in time',
+  'on the way home',
+];
+const questions = [
+  'Where did you put',
+  'Why did you buy',
+  'Who gave you',
+  'When will you return',
+  'How did you fix',
+  'Have you seen',
+  'Did anyone move',
+  'Can you bring me',
+];
+const numbers = [
+  'one',
+  'two',
+  'three',
+  'four',
+  'five',
+  'six',
+  'seven',
+  'eight',
+  'nine',
+  'ten',
+  'eleven',
+  'twelve',
+  'fifteen',
+  'twenty',
+  'thirty',
+  'fifty',
+  'ninety',
+  'a hundred',
+];
+const things = [
+  'apples',
+  'boxes',
+  'chairs',
+  'dollars',
+  'feathers',
+  'guitars',
+  'hammers',
+  'jackets',
+  'kittens',
+  'lemons',
+  'maps',
+  'notebooks',
+  'oranges',
+  'pencils',
+  'queens',
+  'rulers',
+  'shovels',
+  'tickets',
+  'umbrellas',
+  'violins',
+  'watches',
+  'yogurts',
+  'zippers',
+];
 
 function generated(): string[] {
   const out: string[] = [];

@@ -22,7 +22,9 @@ const sets: { name: string; voice: Voice; sentences: readonly string[] }[] = [
 ];
 
 const pct = (v: number) => `${(100 * v).toFixed(1)}%`;
-process.stdout.write('| set | frames | viseme accuracy (15 classes) | accuracy on speech frames | open: correlation | open: MAE | always-majority baseline |\n|---|---|---|---|---|---|---|\n');
+process.stdout.write(
+  '| set | frames | viseme accuracy (15 classes) | accuracy on speech frames | open: correlation | open: MAE | always-majority baseline |\n|---|---|---|---|---|---|---|\n',
+);
 for (const set of sets) {
   const utts: ScoredUtterance[] = [];
   const counts = new Map<string, number>();
@@ -34,7 +36,9 @@ for (const set of sets) {
   }
   const s = score(utts);
   const majority = Math.max(...counts.values()) / [...counts.values()].reduce((a, b) => a + b, 0);
-  process.stdout.write(`| ${set.name} | ${s.frames} | ${pct(s.accuracy)} | ${pct(s.speechAccuracy)} | ${s.openCorrelation.toFixed(3)} | ${s.openMae.toFixed(3)} | ${pct(majority)} |\n`);
+  process.stdout.write(
+    `| ${set.name} | ${s.frames} | ${pct(s.accuracy)} | ${pct(s.speechAccuracy)} | ${s.openCorrelation.toFixed(3)} | ${s.openMae.toFixed(3)} | ${pct(majority)} |\n`,
+  );
 }
 await closeTts();
 await releaseAudioVisemes();

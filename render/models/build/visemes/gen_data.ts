@@ -28,12 +28,16 @@ const index = path.join(out, 'index.jsonl');
 // speaks the held-out sentences and, for the unseen-voice figure, the training sentences at rate 1.
 // The diphone voice also speaks them at raised pitch (flite's int_f0_target_mean; kal's own is about 105 Hz):
 // the clustergen voices ignore pitch settings, and all training voices are male.
-const jobs: { voice: Voice; split: 'train' | 'heldout'; speed: number; f0?: number; sentences: readonly string[] }[] = [];
+const jobs: { voice: Voice; split: 'train' | 'heldout'; speed: number; f0?: number; sentences: readonly string[] }[] =
+  [];
 for (const voice of ['kal16', 'awb', 'rms', 'kal'] as Voice[]) {
-  for (const speed of voice === 'kal' ? [1] : [0.85, 1, 1.2]) jobs.push({ voice, split: 'train', speed, sentences: TRAIN_SENTENCES });
+  for (const speed of voice === 'kal' ? [1] : [0.85, 1, 1.2])
+    jobs.push({ voice, split: 'train', speed, sentences: TRAIN_SENTENCES });
 }
-for (const f0 of [150, 190, 230]) jobs.push({ voice: 'kal16', split: 'train', speed: 1, f0, sentences: TRAIN_SENTENCES });
-for (const voice of ['slt', 'kal16', 'awb', 'rms'] as Voice[]) jobs.push({ voice, split: 'heldout', speed: 1, sentences: HELDOUT_SENTENCES });
+for (const f0 of [150, 190, 230])
+  jobs.push({ voice: 'kal16', split: 'train', speed: 1, f0, sentences: TRAIN_SENTENCES });
+for (const voice of ['slt', 'kal16', 'awb', 'rms'] as Voice[])
+  jobs.push({ voice, split: 'heldout', speed: 1, sentences: HELDOUT_SENTENCES });
 jobs.push({ voice: 'slt', split: 'train', speed: 1, sentences: TRAIN_SENTENCES });
 
 const engine = new FliteEngine();
@@ -71,6 +75,8 @@ for (const job of jobs) {
     appendFileSync(index, `${JSON.stringify(line)}\n`);
     total += r.durationSeconds;
   }
-  process.stdout.write(`${job.voice} ${job.split} x${job.speed} f0 ${job.f0 ?? 'own'}: ${job.sentences.length} sentences, ${(total / 60).toFixed(1)} min so far\n`);
+  process.stdout.write(
+    `${job.voice} ${job.split} x${job.speed} f0 ${job.f0 ?? 'own'}: ${job.sentences.length} sentences, ${(total / 60).toFixed(1)} min so far\n`,
+  );
 }
 await engine.close();
