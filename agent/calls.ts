@@ -20,7 +20,7 @@ export interface CallStores {
 }
 
 /** The avatar's view of a claimed session: what it plays (the avatar's clips, or a scene) and whom it meets. */
-export async function callSpec(sql: Sql, s: LiveSession): Promise<CallSpec> {
+async function callSpec(sql: Sql, s: LiveSession): Promise<CallSpec> {
   const playback = await loadAvatarPlayback(sql, s.tenantId, s.avatarId);
   if (!playback) throw new Error(`Avatar ${s.avatarId} of session ${s.id} is gone`);
   const base = {
@@ -44,7 +44,7 @@ export async function callSpec(sql: Sql, s: LiveSession): Promise<CallSpec> {
   return { ...base, body: { kind: 'avatar', playback } };
 }
 
-export function callReporter(live: LiveSessionStore, sessionId: string): CallReporter {
+function callReporter(live: LiveSessionStore, sessionId: string): CallReporter {
   return {
     joined: () => live.joined(sessionId),
     started: (at) => live.started(sessionId, at),
@@ -56,7 +56,7 @@ export function callReporter(live: LiveSessionStore, sessionId: string): CallRep
   };
 }
 
-export function recordingSink(recordings: RecordingStore, sessionId: string): CallRecordingSink {
+function recordingSink(recordings: RecordingStore, sessionId: string): CallRecordingSink {
   return {
     begin: () => recordings.begin(sessionId),
     ready: (recordingId, info) => recordings.ready(recordingId, info),

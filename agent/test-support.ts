@@ -186,7 +186,7 @@ export class Viewer {
  * calls have no time limit of their own, so a step that hangs fails with its name instead of at the
  * test's timeout with none.
  */
-export async function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+async function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
   const late = Symbol('late');
   const value = await orAfter(p, ms, late);
   if (value === late) throw new Error(`${what}: not done after ${ms / 1000} s`);

@@ -10,7 +10,7 @@ import { ROUTES } from './routes/index.ts';
 import { registerMedia } from './routes/media/serve-media.ts';
 import { registerLiveKitWebhooks } from './routes/webhooks/livekit.ts';
 
-export const API_VERSION = '1.0.0';
+const API_VERSION = '1.0.0';
 
 /** OpenAPI "/a/{id}/b" to a matcher of concrete paths. */
 function pathMatcher(path: string): RegExp {

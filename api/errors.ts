@@ -77,7 +77,7 @@ function outOfRange(value: unknown, target: string): boolean {
  * A 422 that names the offending field, from the first zod issue. `input` is the value as received
  * (zod 4 issues do not carry it): it tells a missing field from one present with the wrong type.
  */
-export function validationError(error: z.ZodError, target = 'json', input?: unknown): ApiError {
+function validationError(error: z.ZodError, target = 'json', input?: unknown): ApiError {
   const issue = error.issues[0]!;
   const where = TARGET_LABEL[target] ?? target;
   let field = fieldPath(issue.path);

@@ -1,7 +1,7 @@
 import type { Services } from '../core/services.ts';
 
 /** How often expired credit reservations are settled: the bound on how long a crashed holder's credits stay held. */
-export const JANITOR_INTERVAL_MS = 15_000;
+const JANITOR_INTERVAL_MS = 15_000;
 
 /**
  * Ends abandoned live calls (worker lost, never joined, past their maximum duration) and frees

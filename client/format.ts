@@ -27,7 +27,6 @@ export const RecordType = {
   END: 0x05,
   ERROR: 0x06,
 } as const;
-export type RecordTypeId = (typeof RecordType)[keyof typeof RecordType];
 
 /** Record flag bits. */
 export const RecordFlag = {
@@ -99,9 +98,6 @@ export function crc32(bytes: Uint8Array, crc = 0): number {
   for (; i < n; i++) c = t[(c ^ bytes[i]!) & 0xff]! ^ (c >>> 8);
   return ~c >>> 0;
 }
-
-/** Largest pts a reader accepts: u64 on the wire, but exact only up to 2^53 in JavaScript. */
-export const MAX_SAFE_U64 = Number.MAX_SAFE_INTEGER;
 
 export function writeU64(view: DataView, offset: number, value: number): void {
   view.setUint32(offset, value % 0x1_0000_0000, true);

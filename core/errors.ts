@@ -3,7 +3,7 @@
  * from this table; the table is exhaustive, so a new code cannot be thrown without a status.
  * The wire shape is the error body documented in docs/api.md ("Errors") and /openapi.json (`Error`).
  */
-export const ERROR_STATUS = {
+const ERROR_STATUS = {
   bad_request: 400,
   malformed_json: 400,
   portrait_url_not_supported: 400,

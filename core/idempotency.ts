@@ -12,7 +12,7 @@ const CLAIM_LOCK_SECONDS = 300;
  * - `replay`: a repeat with the same body gets the stored answer (PUT clips, PUT loop).
  * - `reject`: any reuse is 409 (the turn stream cannot be replayed).
  */
-export type IdempotencyMode = 'replay' | 'reject';
+type IdempotencyMode = 'replay' | 'reject';
 
 export type Claim =
   | { kind: 'run'; release: (answer?: { status: number; body: unknown }) => Promise<void> }
@@ -28,7 +28,7 @@ export interface ClaimInput {
   mode: IdempotencyMode;
 }
 
-export function hashRequest(request: string): string {
+function hashRequest(request: string): string {
   return createHash('sha256').update(request).digest('hex');
 }
 

@@ -4,8 +4,8 @@ import { MICROS_PER_SECOND } from './credits/ledger.ts';
 import { newId } from './ids.ts';
 import { encodeCursor } from './paging.ts';
 
-export type SessionKind = 'turn' | 'live' | 'lipsync' | 'generation';
-export type SessionStatus = 'reserved' | 'started' | 'released' | 'failed';
+type SessionKind = 'turn' | 'live' | 'lipsync' | 'generation';
+type SessionStatus = 'reserved' | 'started' | 'released' | 'failed';
 
 export interface SessionUsage {
   sessionId: string;

@@ -13,7 +13,7 @@ export function startThread(code: URL, workerData?: unknown): Worker {
 }
 
 /** Stops a thread: posts `{ type: 'release' }` (the thread lets go and exits), then terminates it if it has not exited within 2 s. */
-export async function stopThread(worker: Worker): Promise<void> {
+async function stopThread(worker: Worker): Promise<void> {
   const exited = new Promise((r) => worker.once('exit', r));
   worker.postMessage({ type: 'release' });
   await Promise.race([exited, new Promise((r) => setTimeout(r, 2000).unref())]);

@@ -14,7 +14,7 @@ export { freePort };
  */
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
-export function livekitVersion(): string {
+function livekitVersion(): string {
   const pkg = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as {
     config: { livekitServerVersion: string };
   };
@@ -22,7 +22,7 @@ export function livekitVersion(): string {
 }
 
 /** Where scripts/install-test-deps.sh puts the LiveKit server binary (outside the clone, keyed by version). */
-export function livekitBinary(): string {
+function livekitBinary(): string {
   if (process.env.LIVEKIT_SERVER_BIN) return process.env.LIVEKIT_SERVER_BIN;
   const cache = process.env.XDG_CACHE_HOME ?? path.join(os.homedir(), '.cache');
   return path.join(cache, 'avatar-platform', 'livekit-server', livekitVersion(), 'server');
@@ -160,7 +160,7 @@ export function livekitLogFor(room: string, maxLines = 80, headLines = 20): stri
 }
 
 /** moto's S3-compatible server (PyPI `moto[server]`), installed by scripts/install-test-deps.sh into a venv in the cache. */
-export function motoServerBinary(): string {
+function motoServerBinary(): string {
   if (process.env.MOTO_SERVER_BIN) return process.env.MOTO_SERVER_BIN;
   const cache = process.env.XDG_CACHE_HOME ?? path.join(os.homedir(), '.cache');
   const version = (

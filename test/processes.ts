@@ -9,7 +9,7 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const TSX = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
 
 /** One line a process wrote: its pino record when it is JSON, else the raw text. */
-export interface OutputLine {
+interface OutputLine {
   stream: 'stdout' | 'stderr';
   text: string;
   record?: { level: number; msg?: string; [field: string]: unknown };

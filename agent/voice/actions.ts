@@ -14,7 +14,7 @@ export interface ActionMenuEntry {
 }
 
 /** A tool name the LLM APIs accept (letters, digits, _ and -, at most 64) for an action id. */
-export function toolName(actionId: string): string {
+function toolName(actionId: string): string {
   return `play_${actionId}`.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 64);
 }
 

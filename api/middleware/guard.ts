@@ -91,13 +91,13 @@ export function authenticate(operationId: OperationId): MiddlewareHandler<AppEnv
  * Past them the 413 says `Connection: close`, and no client reuses it.
  */
 export const DRAIN_MAX_BYTES = 4 * 1024 * 1024;
-export const DRAIN_MAX_MS = 5_000;
+const DRAIN_MAX_MS = 5_000;
 
 /**
  * Reads and drops the rest of a body, up to `maxBytes` and `maxMs`. True when it reached its end,
  * false when a bound was hit first (what is left unread is then the connection's to discard).
  */
-export async function drainBody(
+async function drainBody(
   reader: ReadableStreamDefaultReader<Uint8Array>,
   maxBytes = DRAIN_MAX_BYTES,
   maxMs = DRAIN_MAX_MS,
@@ -167,7 +167,7 @@ const JSON_MEDIA_TYPE = /^application\/([\w.-]+\+)?json$/i;
  * field (`escapeInvalidUtf8`) instead of being decoded to U+FFFD and stored. Valid bodies (the
  * common case) stay in the request's body cache, read once.
  */
-export function utf8JsonBody(): MiddlewareHandler<AppEnv> {
+function utf8JsonBody(): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     const mediaType = (c.req.header('content-type') ?? '').split(';')[0]!.trim();
     if (!c.req.raw.body || !JSON_MEDIA_TYPE.test(mediaType)) return next();

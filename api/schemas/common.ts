@@ -93,7 +93,7 @@ export function errorResponses(...statuses: number[]) {
 }
 
 /** Years PostgreSQL timestamps and JavaScript ISO strings agree on. */
-export function inTimestampRange(d: Date): boolean {
+function inTimestampRange(d: Date): boolean {
   const y = d.getUTCFullYear();
   return !Number.isNaN(d.getTime()) && y >= 1 && y <= 9999;
 }

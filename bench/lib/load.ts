@@ -11,7 +11,7 @@ import { performance } from 'node:perf_hooks';
  *   omission).
  */
 
-export interface NextRequest {
+interface NextRequest {
   path: string;
   headers?: http.OutgoingHttpHeaders;
 }

@@ -10,7 +10,7 @@ function readyClips(clips: readonly string[] | undefined, availability: Availabi
   return out;
 }
 
-export interface ActionMenuEntry {
+interface ActionMenuEntry {
   id: string;
   description: string;
 }

@@ -5,7 +5,6 @@
 
 /** Clip and action ids: 1 to 64 letters, digits, underscores, hyphens (the `avatar_clips.clip_id` check). */
 export const ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
-export const ID_MAX = 64;
 export const ACTION_DESCRIPTION_MAX = 512;
 /**
  * The motion prompt limit of render's generator (render/generate/prompt.ts MOTION_PROMPT_MAX), which
@@ -24,7 +23,7 @@ export const WEIGHT_MAX = 100;
 export const DECLARATION_BODY_CAP_BYTES = 64 * 1024;
 
 /** The source loop's member id in the idle pool, and an idle member's weight when none is declared: shared with the behaviour engine. */
-export { DEFAULT_WEIGHT, SOURCE_MEMBER_ID } from '../behavior/types.ts';
+export { SOURCE_MEMBER_ID } from '../behavior/types.ts';
 
 /**
  * Ids refused as clip ids and as action ids (compared case-insensitively, so `Source` and

@@ -46,7 +46,7 @@ export interface ClipPlan {
  * default duration (5 s), so it matches a declared 5 (the round trip omits a null duration and the
  * declaration defaults it to 5). A generated row with a null prompt matches nothing.
  */
-export function sameSource(
+function sameSource(
   row: Pick<CurrentClipRow, 'sourceKind' | 'motionPrompt' | 'durationSeconds' | 'uploadAssetId'>,
   source: NormalisedSource,
 ): boolean {

@@ -69,7 +69,7 @@ export interface ClipEnvelope {
   behavior: Behavior | null;
 }
 
-export function envelopeRowSource(row: ClipEnvelopeRow): RowSourceFields {
+function envelopeRowSource(row: ClipEnvelopeRow): RowSourceFields {
   return {
     clipId: row.clipId,
     sourceKind: row.source,
@@ -80,7 +80,7 @@ export function envelopeRowSource(row: ClipEnvelopeRow): RowSourceFields {
 }
 
 /** A PUT body in wire shape (what `DeclarationBodySchema` accepts). */
-export interface DeclarationPutBody extends Behavior {
+interface DeclarationPutBody extends Behavior {
   expectedRevision: number;
   clips: Record<string, { source: SourceBody }>;
 }

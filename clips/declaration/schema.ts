@@ -38,21 +38,21 @@ function trimmedText(max: number) {
 }
 
 /** A clip or action id: pattern of the `avatar_clips.clip_id` check, reserved words refused. */
-export const DeclarationId = z
+const DeclarationId = z
   .string()
   .regex(ID_PATTERN, 'must be 1 to 64 characters of letters, digits, underscore or hyphen')
   .refine((id) => !isReservedId(id), 'is a reserved id');
 
-export const AssetIdInput = trimmedText(ASSET_ID_MAX);
-export const DeclarationMotionPrompt = trimmedText(MOTION_PROMPT_MAX);
-export const ActionDescription = trimmedText(ACTION_DESCRIPTION_MAX);
-export const DurationSeconds = z
+const AssetIdInput = trimmedText(ASSET_ID_MAX);
+const DeclarationMotionPrompt = trimmedText(MOTION_PROMPT_MAX);
+const ActionDescription = trimmedText(ACTION_DESCRIPTION_MAX);
+const DurationSeconds = z
   .number()
   .int('must be a whole number of seconds')
   .min(DURATION_MIN_SECONDS, `must be at least ${DURATION_MIN_SECONDS} seconds`)
   .max(DURATION_MAX_SECONDS, `must be at most ${DURATION_MAX_SECONDS} seconds`);
 /** zod refuses NaN and ±Infinity for z.number(), so a weight is finite. */
-export const Weight = z
+const Weight = z
   .number()
   .min(WEIGHT_MIN, `must be at least ${WEIGHT_MIN}`)
   .max(WEIGHT_MAX, `must be at most ${WEIGHT_MAX}`);
@@ -74,7 +74,7 @@ function idRecord<V extends z.ZodType>(value: V, what: 'clip' | 'action') {
  * refinement enforces "exactly one kind", rather than z.union: a union failure names only
  * `...source`, this names `...source.motionPrompt`, `...source.durationSeconds`, and so on.
  */
-export const SourceInput = z
+const SourceInput = z
   .strictObject({
     assetId: AssetIdInput.optional(),
     motionPrompt: DeclarationMotionPrompt.optional(),
@@ -110,7 +110,7 @@ export const SourceInput = z
 export type SourceBody = { assetId: string } | { motionPrompt: string; durationSeconds?: number };
 
 /** A clip list: nonempty, no repeated id, at most 32. Whether each id is declared is checked at the top level. */
-export const ClipList = z
+const ClipList = z
   .array(z.string())
   .min(1, 'must name at least one clip')
   .max(CLIP_LIST_MAX, `must name at most ${CLIP_LIST_MAX} clips`)
@@ -124,7 +124,7 @@ export const ClipList = z
     });
   });
 
-export const IdleInput = z
+const IdleInput = z
   .strictObject({
     clips: ClipList,
     /** Legacy: the authored idle clips' aggregate weight against the source loop's 1. */
@@ -160,11 +160,11 @@ export const IdleInput = z
     }
   });
 
-export const OnInput = z.strictObject({
+const OnInput = z.strictObject({
   userSpeechStarted: z.strictObject({ clips: ClipList }).optional(),
 });
 
-export const ActionInput = z.strictObject({ description: ActionDescription, clips: ClipList });
+const ActionInput = z.strictObject({ description: ActionDescription, clips: ClipList });
 
 export const DeclarationBodySchema = z
   .strictObject({
@@ -193,5 +193,3 @@ export const DeclarationBodySchema = z
 
 /** The PUT body as parsed (trimmed texts; duration not yet defaulted). */
 export type DeclarationBody = z.output<typeof DeclarationBodySchema>;
-/** The PUT body as a client writes it. */
-export type DeclarationBodyInput = z.input<typeof DeclarationBodySchema>;

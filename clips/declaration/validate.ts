@@ -30,7 +30,7 @@ export type DeclarationResult =
   { ok: true; declaration: NormalisedDeclaration } | { ok: false; problems: DeclarationProblem[] };
 
 /** "a.b[0].c" from a path (same format as api/errors.ts `fieldPath`). */
-export function fieldPath(path: readonly PropertyKey[]): string {
+function fieldPath(path: readonly PropertyKey[]): string {
   let out = '';
   for (const p of path) out += typeof p === 'number' ? `[${p}]` : out ? `.${String(p)}` : String(p);
   return out;
@@ -71,7 +71,7 @@ function kindOf(v: unknown): string {
 }
 
 /** Problems from zod issues, in issue order (one per unknown key). `body` is the body the issues are about. */
-export function problemsFromZod(error: z.ZodError, body: unknown): DeclarationProblem[] {
+function problemsFromZod(error: z.ZodError, body: unknown): DeclarationProblem[] {
   const out: DeclarationProblem[] = [];
   for (const issue of error.issues) {
     const field = fieldPath(issue.path);
@@ -96,7 +96,7 @@ export function problemsFromZod(error: z.ZodError, body: unknown): DeclarationPr
   return out;
 }
 
-export function normaliseSource(source: SourceBody): NormalisedSource {
+function normaliseSource(source: SourceBody): NormalisedSource {
   if ('assetId' in source) return { kind: 'upload', assetId: source.assetId };
   return {
     kind: 'generated',

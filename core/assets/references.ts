@@ -1,7 +1,7 @@
 import type { Sql, Tx } from '../db/index.ts';
 
 /** At most this many of each are named in an answer: enough to act on, bounded whatever the workspace holds. */
-export const USERS_NAMED_MAX = 100;
+const USERS_NAMED_MAX = 100;
 
 /** What still uses an asset, so deleting it would break them. */
 export interface AssetUsers {

@@ -66,7 +66,7 @@ export interface StoredBytes {
 }
 
 /** Where an asset's bytes live in object storage. */
-export function assetStorageKey(tenantId: string, assetId: string): string {
+function assetStorageKey(tenantId: string, assetId: string): string {
   return `tenants/${tenantId}/assets/${assetId}`;
 }
 
@@ -83,7 +83,7 @@ export interface AssetListQuery {
 }
 
 /** 409 asset_in_use: the message and `usedBy` name what uses the asset. */
-export function assetInUse(assetId: string, users: AssetUsers): ApiError {
+function assetInUse(assetId: string, users: AssetUsers): ApiError {
   const named = [
     ...users.avatarIds.map((id) => `the portrait of avatar ${id}`),
     ...users.clips.map((c) => `the source of clip ${c.clipId} of avatar ${c.avatarId}`),
@@ -107,7 +107,7 @@ export class RemoteImportError extends Error {
 }
 
 /** The `error` stored on a failed asset row. */
-export function failureCode(err: SafeFetchError | AssetIngestError): string {
+function failureCode(err: SafeFetchError | AssetIngestError): string {
   if (err instanceof AssetIngestError) return err.failure.reason;
   return err.reason === 'forbidden_address' || err.reason === 'too_many_redirects'
     ? 'remote_url_refused'

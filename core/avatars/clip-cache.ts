@@ -40,7 +40,7 @@ import { UPLOAD_CLIP_MAX_BYTES } from './upload-pose.ts';
  */
 
 /** Longest uploaded clip a frame cache is built for, in seconds (the 18 MB ceiling bounds it too). */
-export const UPLOADED_CLIP_MAX_SECONDS = 60;
+const UPLOADED_CLIP_MAX_SECONDS = 60;
 
 export interface ClipCacheWorkerDeps {
   sql: Sql;

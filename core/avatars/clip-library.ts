@@ -33,7 +33,7 @@ import { UPLOAD_CLIP_MAX_BYTES } from './upload-pose.ts';
 const URL_TTL_SECONDS = 3600;
 
 /** The clip-library anchor: the avatar's source loop (its serving idle loop), which every clip starts and ends on. */
-export interface ClipAnchor {
+interface ClipAnchor {
   kind: 'source_loop';
   /** The avatar's portrait asset, null for a draft. */
   sourceAssetId: string | null;
@@ -42,7 +42,7 @@ export interface ClipAnchor {
 }
 
 /** A row of the clip library as the API shows it: clips' envelope row, with its pose check typed. */
-export interface ClipLibraryRow extends Omit<ClipEnvelopeRow, 'poseCheck'> {
+interface ClipLibraryRow extends Omit<ClipEnvelopeRow, 'poseCheck'> {
   poseCheck: ClipPoseCheck | null;
 }
 

@@ -1,20 +1,7 @@
-export {
-  AvatarService,
-  AVATAR_LIST_MAX,
-  SERVING_URL_TTL_SECONDS,
-  type CreateAvatarInput,
-  type UpdateAvatarInput,
-} from './service.ts';
-export { LoopWorker, loopPrefix } from './generation.ts';
+export { AvatarService } from './service.ts';
 export { PROFILE_LIMITS, SESSION_INSTRUCTIONS_MAX, sessionInstructions } from './profile.ts';
-export {
-  LocalPromptScreen,
-  ModerationPromptScreen,
-  localVerdict,
-  DISALLOWED_TERMS,
-  type PromptScreen,
-} from './screen.ts';
-export type { PortraitAsset, PortraitAssets } from './ports.ts';
+export { type PromptScreen } from './screen.ts';
+export type { PortraitAssets } from './ports.ts';
 export * from './types.ts';
 
 import type { Config } from '../config.ts';

@@ -9,7 +9,7 @@ import type { Sql, Tx } from '../db/index.ts';
 import { sessionInstructions } from './profile.ts';
 import type { AvatarClipRow, AvatarRow } from './types.ts';
 
-export interface PlaybackClip {
+interface PlaybackClip {
   clipId: string;
   /** Storage prefix of the clip's frame cache (manifest.json, frames.bin, landmarks.f32); null when none serves yet. */
   cacheKey: string | null;
@@ -43,7 +43,7 @@ export interface AvatarPlayback {
  * pending while a render is under way (or an accepted upload awaits its cache), failed if the last
  * one failed.
  */
-export function clipAvailability(row: Pick<AvatarClipRow, 'status' | 'cache_key' | 'retired_at'>): ClipAvailability {
+function clipAvailability(row: Pick<AvatarClipRow, 'status' | 'cache_key' | 'retired_at'>): ClipAvailability {
   if (row.retired_at) return 'retired';
   if (row.cache_key) return 'ready';
   return row.status === 'failed' ? 'failed' : 'pending';

@@ -1,7 +1,7 @@
 import type { Tx } from '../db/index.ts';
 
 /** What avatars need to know about an asset. */
-export interface PortraitAsset {
+interface PortraitAsset {
   id: string;
   tenantId: string;
   kind: 'image' | 'video' | 'audio';

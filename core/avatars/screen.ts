@@ -20,7 +20,7 @@ export interface PromptScreen {
  * graphic violence and self-harm, which an avatar's body motion never needs. Documented in
  * docs/avatars.md; the moderation endpoint is the real screen where one is configured.
  */
-export const DISALLOWED_TERMS = [
+const DISALLOWED_TERMS = [
   'nude',
   'nudity',
   'naked',

@@ -21,8 +21,8 @@ import {
 } from './types.ts';
 
 /** How long a serving URL handed out in an Avatar stays valid. */
-export const SERVING_URL_TTL_SECONDS = 3600;
-export const AVATAR_LIST_MAX = 100;
+const SERVING_URL_TTL_SECONDS = 3600;
+const AVATAR_LIST_MAX = 100;
 /** A billed generation's reservation outlives any sane render; the janitor settles it at 0 if the job vanished. */
 const GENERATION_RESERVATION_TTL_SECONDS = 6 * 3600;
 

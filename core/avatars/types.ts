@@ -3,15 +3,15 @@ import type { ClipStatus } from '../../clips/declaration/index.ts';
 import type { UploadPoseCheck } from './upload-pose.ts';
 
 /** A clip's status is defined with the clip rules (clips/), which the api and the agent share. */
-export { CLIP_STATUSES, type ClipStatus } from '../../clips/declaration/index.ts';
+export { CLIP_STATUSES } from '../../clips/declaration/index.ts';
 
 export const AVATAR_STATUSES = ['draft', 'preprocessing', 'ready', 'failed', 'disabled', 'deleted'] as const;
-export type AvatarStatus = (typeof AVATAR_STATUSES)[number];
+type AvatarStatus = (typeof AVATAR_STATUSES)[number];
 export const IDLE_VIDEO_STATUSES = ['none', 'queued', 'generating', 'ready', 'failed'] as const;
-export type IdleVideoStatus = (typeof IDLE_VIDEO_STATUSES)[number];
+type IdleVideoStatus = (typeof IDLE_VIDEO_STATUSES)[number];
 
 /** Who accepted an uploaded clip against its pose check (POST /avatars/{id}/clips/review). */
-export interface ClipReview {
+interface ClipReview {
   reason: string;
   at: string;
   /** The id of the API key that accepted it. */

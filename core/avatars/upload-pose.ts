@@ -24,7 +24,7 @@ export const UPLOAD_CLIP_MAX_BYTES = 18_000_000;
  * How far a frame may be from the anchor (the portrait's rig pose). Degrees for the angles; the
  * face size is the rig box's width over the frame's width, compared as a ratio to the anchor's.
  */
-export const POSE_TOLERANCE = {
+const POSE_TOLERANCE = {
   yawDeg: 15,
   pitchDeg: 15,
   rollDeg: 10,
@@ -36,7 +36,7 @@ export const POSE_TOLERANCE = {
 const SAMPLE_FPS = 2;
 const FRAME_CAP = 240;
 
-export interface FramePose {
+interface FramePose {
   /** Which frame: first, middle or last. */
   at: 'first' | 'middle' | 'last';
   yawDeg: number;
@@ -94,7 +94,7 @@ export async function anchorPose(portrait: Buffer): Promise<AnchorPose> {
 }
 
 /** The first, middle and last frames of a video as PNG bytes (fewer when the video is short); [] when ffmpeg reads none. */
-export async function sampleFrames(video: Buffer): Promise<{ at: FramePose['at']; png: Buffer }[]> {
+async function sampleFrames(video: Buffer): Promise<{ at: FramePose['at']; png: Buffer }[]> {
   const work = await mkdtemp(path.join(os.tmpdir(), 'clip-pose-'));
   try {
     const input = path.join(work, 'in.mp4');

@@ -18,7 +18,7 @@ import type { Redis } from 'ioredis';
  * - The slot count is the caller's (operator-configured or declared by the pool's workers): a pool
  *   shrunk below its holders admits nobody until enough are released.
  */
-export interface AcquireRequest {
+interface AcquireRequest {
   pool: string;
   /** The pool's slot count now. */
   slots: number;
@@ -75,7 +75,7 @@ export interface CapacityOptions {
 }
 
 /** How long a ticket's record (its pool and tenant) is kept after issue, so a late leave is answered. */
-export const TICKET_RECORD_SECONDS = 3600;
+const TICKET_RECORD_SECONDS = 3600;
 
 /** Where a new ticket's id comes from (the caller's id scheme). */
 export type TicketIds = () => string;

@@ -56,7 +56,7 @@ export interface QueueSettings {
 }
 
 /** A postgres.js transaction as pg-boss's `db` executor ($1-style parameters, `{ rows }` back). */
-export function txExecutor(tx: Tx): PgBoss.Db {
+function txExecutor(tx: Tx): PgBoss.Db {
   return {
     executeSql: async (text: string, values: unknown[] = []) => {
       // Objects stay objects: postgres.js serialises them for the jsonb parameters they bind to.

@@ -28,7 +28,7 @@ const CHILD = fileURLToPath(new URL('../../render/cli/lipsync-job.ts', import.me
 /** Rate the audio is decoded at to measure its length before anything is reserved. */
 const PROBE_SAMPLE_RATE = 8000;
 
-export interface LipsyncLimits {
+interface LipsyncLimits {
   maxAudioSeconds: number;
   maxAudioBytes: number;
   maxPortraitBytes: number;
@@ -73,7 +73,7 @@ export interface LipsyncResult {
 }
 
 /** Storage key of a lipsync result: beside the workspace's other media, named by its usage session. */
-export function lipsyncResultKey(tenantId: string, sessionId: string): string {
+function lipsyncResultKey(tenantId: string, sessionId: string): string {
   return `tenants/${tenantId}/lipsync/${sessionId}.mp4`;
 }
 

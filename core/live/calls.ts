@@ -40,11 +40,11 @@ import {
 } from './sessions.ts';
 
 /** The janitor ends an active call this long after its maximum duration, should its worker not have. */
-export const MAX_DURATION_GRACE_SECONDS = 30;
+const MAX_DURATION_GRACE_SECONDS = 30;
 /** A conversation room closes this long after its last participant left. */
-export const ROOM_DEPARTURE_TIMEOUT_SECONDS = 10;
+const ROOM_DEPARTURE_TIMEOUT_SECONDS = 10;
 /** A conversation room: the user, the avatar, the voice agent, and one spare (a reconnecting client). */
-export const ROOM_MAX_PARTICIPANTS = 4;
+const ROOM_MAX_PARTICIPANTS = 4;
 /** Extra life of a call's credit reservation past its longest possible run: the janitor ends calls long before. */
 const RESERVATION_SLACK_SECONDS = 3600;
 
@@ -59,7 +59,7 @@ export const RELEASE_REASONS = [
 ] as const;
 export type ReleaseReason = (typeof RELEASE_REASONS)[number];
 /** The end reason recorded for a release that gave none. */
-export const DEFAULT_RELEASE_REASON = 'released';
+const DEFAULT_RELEASE_REASON = 'released';
 
 export interface Caller {
   tenantId: string;
@@ -156,7 +156,7 @@ interface TenantPolicy {
 }
 
 /** How long to wait before sending a ticket back: longer further back, always well within the ticket's life. */
-export function recommendedRetryMs(position: number, ticketTtlSeconds: number): number {
+function recommendedRetryMs(position: number, ticketTtlSeconds: number): number {
   return Math.min(1000 + 250 * (position - 1), Math.floor((ticketTtlSeconds * 1000) / 3));
 }
 

@@ -12,7 +12,7 @@
 import type { Sql, Tx } from '../db/index.ts';
 import type { UsageStore } from '../usage.ts';
 
-export type LiveSessionState = 'pending' | 'connecting' | 'active' | 'ended';
+type LiveSessionState = 'pending' | 'connecting' | 'active' | 'ended';
 export type LiveSessionMode = 'conversation' | 'provider';
 
 export interface LiveSession {
@@ -40,7 +40,7 @@ export interface LiveSession {
   lastHeartbeatAt: Date | null;
 }
 
-export interface LiveSessionRow {
+interface LiveSessionRow {
   id: string;
   tenant_id: string;
   api_key_id: string | null;
@@ -65,7 +65,7 @@ export interface LiveSessionRow {
   last_heartbeat_at: Date | null;
 }
 
-export const toLiveSession = (r: LiveSessionRow): LiveSession => ({
+const toLiveSession = (r: LiveSessionRow): LiveSession => ({
   id: r.id,
   tenantId: r.tenant_id,
   apiKeyId: r.api_key_id,
@@ -198,7 +198,7 @@ export interface ConnectionEvent {
 }
 
 /** At most this many observations are answered per session (the oldest first). */
-export const CONNECTION_HISTORY_LIMIT = 1000;
+const CONNECTION_HISTORY_LIMIT = 1000;
 
 /** Live sessions of a tenant, by state (the plan's concurrency limit counts them all). */
 export interface LiveCounts {

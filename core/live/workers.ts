@@ -6,7 +6,7 @@
 import type { Sql } from '../db/index.ts';
 
 /** A worker not heard from this long no longer counts toward its pool's slots. */
-export const WORKER_TTL_SECONDS = 30;
+const WORKER_TTL_SECONDS = 30;
 
 export interface WorkerDeclaration {
   id: string;

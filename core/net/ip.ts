@@ -48,7 +48,7 @@ function v4ToInt(ip: string): number {
 }
 
 /** 128-bit value of an IPv6 address (zone id dropped, embedded dotted IPv4 allowed). */
-export function v6ToBigInt(ip: string): bigint {
+function v6ToBigInt(ip: string): bigint {
   let s = ip.toLowerCase().replace(/%.*$/, '');
   const dotted = /^(.*:)(\d+\.\d+\.\d+\.\d+)$/.exec(s);
   if (dotted) {

@@ -8,14 +8,14 @@ import type { Sql } from '../db/index.ts';
 import type { ChatMessage } from './llm.ts';
 
 export const CONVERSATION_MAX_MESSAGES = 20;
-export const CONVERSATION_MAX_CHARS = 16_000;
-export const CONVERSATION_TTL_SECONDS = 24 * 3600;
+const CONVERSATION_MAX_CHARS = 16_000;
+const CONVERSATION_TTL_SECONDS = 24 * 3600;
 export const CONVERSATION_ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
 
 export type HistoryMessage = ChatMessage & { role: 'user' | 'assistant' };
 
 /** The newest messages that fit the bounds (the newest one always kept, cut to the character bound). */
-export function boundHistory(messages: readonly HistoryMessage[]): HistoryMessage[] {
+function boundHistory(messages: readonly HistoryMessage[]): HistoryMessage[] {
   const out: HistoryMessage[] = [];
   let chars = 0;
   for (let i = messages.length - 1; i >= 0 && out.length < CONVERSATION_MAX_MESSAGES; i--) {

@@ -41,7 +41,7 @@ import type { HeldMedia, RealtimeMedia } from './media.ts';
 import { StreamSink, StreamStopped, type StopReason } from './sink.ts';
 
 export const TURN_MODES = ['repeat', 'talk'] as const;
-export type TurnMode = (typeof TURN_MODES)[number];
+type TurnMode = (typeof TURN_MODES)[number];
 /** Longest `text` of a turn, in characters. */
 export const TURN_TEXT_MAX_CHARS = 2000;
 /** How far the stream may run ahead of the client. */
@@ -131,12 +131,12 @@ export interface TurnServiceDeps {
 }
 
 /** The Flite voice of an avatar: its defaultVoiceId when that names one, else the default voice. */
-export function voiceOf(playback: Pick<AvatarPlayback, 'defaultVoiceId'>): Voice {
+function voiceOf(playback: Pick<AvatarPlayback, 'defaultVoiceId'>): Voice {
   return playback.defaultVoiceId && isVoice(playback.defaultVoiceId) ? playback.defaultVoiceId : DEFAULT_VOICE;
 }
 
 /** The ERROR record of a failure inside a turn. */
-export function turnError(err: unknown): TurnError {
+function turnError(err: unknown): TurnError {
   if (err instanceof ApiError) return { code: err.code, message: err.message, retryable: err.retryable };
   if (isTtsError(err))
     return { code: 'internal_error', message: `Speech synthesis failed: ${err.message}`, retryable: true };

@@ -33,8 +33,8 @@ import type { Logger } from '../log.ts';
 import type { ObjectStorage } from '../storage/index.ts';
 import { fetchFrameCache } from '../storage/frame-caches.ts';
 
-export const VIDEO_CACHE_JOB = 'video-cache-transcode';
-export const VIDEO_CACHE_DEAD_JOB = 'video-cache-transcode-dead';
+const VIDEO_CACHE_JOB = 'video-cache-transcode';
+const VIDEO_CACHE_DEAD_JOB = 'video-cache-transcode-dead';
 
 /** Accepted ranges of the `video_cache` overrides (whole numbers; width and height even). */
 export const VIDEO_CACHE_LIMITS = {
@@ -45,9 +45,9 @@ export const VIDEO_CACHE_LIMITS = {
 } as const;
 
 /** The clip id of the idle loop in plans and manifests. */
-export const LOOP_CLIP_ID = 'source';
+const LOOP_CLIP_ID = 'source';
 
-export type EntryStatus = 'queued' | 'rendering' | 'ready' | 'failed';
+type EntryStatus = 'queued' | 'rendering' | 'ready' | 'failed';
 
 interface EntryRow {
   id: string;
@@ -68,7 +68,7 @@ interface EntryRow {
   error: string | null;
 }
 
-export interface PlanEntry {
+interface PlanEntry {
   clip_id: string;
   /** `waiting`: the clip has no frame cache yet to make one from (still generating, or an upload awaiting its cache). */
   status: EntryStatus | 'waiting';
@@ -77,7 +77,7 @@ export interface PlanEntry {
   error: string | null;
 }
 
-export interface ManifestEntry {
+interface ManifestEntry {
   clip_id: string;
   frames: number;
   fps: number;

@@ -9,7 +9,7 @@ import { newId } from '../ids.ts';
 export type RecordingStatus = 'processing' | 'ready' | 'failed';
 
 /** Storage key of a recording's MP4. */
-export function recordingKey(tenantId: string, recordingId: string): string {
+function recordingKey(tenantId: string, recordingId: string): string {
   return `tenants/${tenantId}/recordings/${recordingId}.mp4`;
 }
 

@@ -42,7 +42,7 @@ import {
  */
 
 /** Storage prefix of one build of a scene: its frame cache is `<prefix>/cache`. */
-export function scenePrefix(tenantId: string, sceneId: string, buildId: string): string {
+function scenePrefix(tenantId: string, sceneId: string, buildId: string): string {
   return `tenants/${tenantId}/scenes/${sceneId}/${buildId}`;
 }
 

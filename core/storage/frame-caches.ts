@@ -7,7 +7,7 @@ import { FRAMES_FILE, LANDMARKS_FILE, MANIFEST_FILE } from '../../render/frameca
 import type { ObjectStorage } from './types.ts';
 
 /** The files of a stored frame cache, under its key. */
-export const CACHE_FILES = [MANIFEST_FILE, FRAMES_FILE, LANDMARKS_FILE] as const;
+const CACHE_FILES = [MANIFEST_FILE, FRAMES_FILE, LANDMARKS_FILE] as const;
 
 /**
  * Fetches the frame cache stored under `cacheKey` into `dir` (replaced), through a temporary

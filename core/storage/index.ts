@@ -7,8 +7,6 @@ import type { ObjectStorage } from './types.ts';
 
 export * from './types.ts';
 export { LocalStorage, MEDIA_PATH } from './local.ts';
-export { S3Storage } from './s3.ts';
-
 /** S3-compatible storage when S3_BUCKET is set, otherwise DATA_DIR/media served by the app. */
 export function createStorage(config: Config): ObjectStorage {
   if (config.S3_BUCKET) {

@@ -1,7 +1,7 @@
 import { createHash, createHmac } from 'node:crypto';
 
 /** RFC 3986 encoding as SigV4 wants it (everything but unreserved characters), optionally keeping "/". */
-export function awsUriEncode(s: string, keepSlash = false): string {
+function awsUriEncode(s: string, keepSlash = false): string {
   let out = '';
   for (const byte of Buffer.from(s, 'utf8')) {
     const ch = String.fromCharCode(byte);

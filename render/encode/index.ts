@@ -3,11 +3,9 @@
  * for the mux, and I420 frames for LiveKit.
  */
 export { AvatarMuxWriter, errorRecord, framePts } from './mux.ts';
-export type { MuxAudioTrackSpec, MuxTrackSpec, MuxVideoTrackSpec, MuxWriterOptions } from './mux.ts';
-export { Mp4Writer, FfmpegError, resolveFfmpegPath, writeMp4 } from './mp4.ts';
-export type { Mp4Result, Mp4WriterOptions } from './mp4.ts';
+export { Mp4Writer, resolveFfmpegPath } from './mp4.ts';
+export type { Mp4Result } from './mp4.ts';
 export { encodeJpeg } from './jpeg.ts';
-export type { JpegOptions } from './jpeg.ts';
 export {
   chromaAligned,
   i420Planes,
@@ -17,5 +15,4 @@ export {
   rgbaRectToI420,
   rgbaToI420,
 } from './frames.ts';
-export type { I420Planes, PixelRect } from './frames.ts';
 export { encodeWav } from './wav.ts';

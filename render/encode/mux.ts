@@ -26,7 +26,7 @@ import {
 } from '../../client/format.ts';
 import type { KnownAudioCodec, KnownVideoCodec } from '../../client/format.ts';
 
-export interface MuxAudioTrackSpec {
+interface MuxAudioTrackSpec {
   kind: 'audio';
   /** Default pcm_s16le. `opus`: one Opus packet per audio record (pass `sampleCount`). */
   codec?: KnownAudioCodec;
@@ -36,7 +36,7 @@ export interface MuxAudioTrackSpec {
   channels?: number;
 }
 
-export interface MuxVideoTrackSpec {
+interface MuxVideoTrackSpec {
   kind: 'video';
   codec: KnownVideoCodec;
   width: number;

@@ -104,7 +104,7 @@ export class VideoFrameCacheError extends Error {
   }
 }
 
-export interface VideoFrameCacheStats {
+interface VideoFrameCacheStats {
   frames: number;
   /** Frames whose face came from a full detection, from tracking, or was interpolated (missing). */
   detected: number;
@@ -126,7 +126,7 @@ export interface VideoFrameCacheResult {
   stats: VideoFrameCacheStats;
 }
 
-export const FROM_VIDEO_VERSION = 'from-video-v1';
+const FROM_VIDEO_VERSION = 'from-video-v1';
 const MAX_SIDE = 2048;
 
 function checkOptions(o: VideoFrameCacheOptions): void {

@@ -54,7 +54,7 @@ export function sameSettings(a: FrameCacheSettings, b: FrameCacheSettings): bool
 }
 
 /** Frames of a cache of `count` frames at `fromFps` re-sampled to `toFps`: the same duration. */
-export function resampledFrameCount(count: number, fromFps: number, toFps: number): number {
+function resampledFrameCount(count: number, fromFps: number, toFps: number): number {
   return Math.max(1, Math.round((count * toFps) / fromFps));
 }
 
@@ -69,7 +69,7 @@ export function sourceFrameAt(
 }
 
 /** Scale and crop that take a `w0 x h0` frame to cover `w x h` (centred). */
-export function coverTransform(w0: number, h0: number, w: number, h: number) {
+function coverTransform(w0: number, h0: number, w: number, h: number) {
   const scale = Math.max(w / w0, h / h0);
   const rw = Math.max(w, Math.round(w0 * scale));
   const rh = Math.max(h, Math.round(h0 * scale));

@@ -1,6 +1,5 @@
 /** Errors of motion generation that a caller (the API layer) can show to a user. */
-export const GENERATE_ERROR_CODES = ['invalid_duration', 'invalid_prompt', 'invalid_options'] as const;
-export type GenerateErrorCode = (typeof GENERATE_ERROR_CODES)[number];
+export type GenerateErrorCode = 'invalid_duration' | 'invalid_prompt' | 'invalid_options';
 
 export class GenerateError extends Error {
   override name = 'GenerateError';

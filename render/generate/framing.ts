@@ -35,8 +35,8 @@ export interface FramedPortrait {
 }
 
 export const DEFAULT_FRAME_SIZE = 512;
-export const DEFAULT_FACE_WIDTH = 0.45;
-export const DEFAULT_EYE_LEVEL = 0.4;
+const DEFAULT_FACE_WIDTH = 0.45;
+const DEFAULT_EYE_LEVEL = 0.4;
 /** The face box may not be taller than this fraction of the frame (long faces, tall crops). */
 const MAX_FACE_HEIGHT = 0.62;
 /** Width of the blend from the extended edge into the blur, as a fraction of the frame. */

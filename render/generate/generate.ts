@@ -14,10 +14,10 @@ import { idleStyleFromPrompt, normalizePrompt, planFromPrompt, planTrack } from 
 import { addTracks, idleLayer } from './track.ts';
 
 export const DEFAULT_FPS = 25;
-export const DEFAULT_IDLE_SECONDS = 8;
-export const DEFAULT_CLIP_SECONDS = 5;
-export const CLIP_SECONDS_MIN = 4;
-export const CLIP_SECONDS_MAX = 8;
+const DEFAULT_IDLE_SECONDS = 8;
+const DEFAULT_CLIP_SECONDS = 5;
+const CLIP_SECONDS_MIN = 4;
+const CLIP_SECONDS_MAX = 8;
 
 /** A framed portrait with its motion model, reusable for the loop and every clip of an avatar. */
 export interface PreparedPortrait {

@@ -79,7 +79,7 @@ export const NEUTRAL_PARAMS: Readonly<MotionParams> = Object.freeze({
 export const PARAM_NAMES = Object.keys(NEUTRAL_PARAMS) as (keyof MotionParams)[];
 
 /** Clamp ranges that keep every layer a valid (fold-free) warp. */
-export const PARAM_LIMITS: Readonly<Record<keyof MotionParams, readonly [number, number]>> = Object.freeze({
+const PARAM_LIMITS: Readonly<Record<keyof MotionParams, readonly [number, number]>> = Object.freeze({
   yaw: [-20, 20],
   pitch: [-15, 15],
   roll: [-15, 15],

@@ -11,29 +11,27 @@ import { DEFAULT_IDLE_STYLE, blinkShape, prng, smoothstep } from './track.ts';
 
 export const MOTION_PROMPT_MAX = 1200;
 
-export const ACTION_KINDS = [
-  'nod',
-  'shake',
-  'tilt',
-  'look',
-  'smile',
-  'laugh',
-  'brows',
-  'surprise',
-  'frown',
-  'think',
-  'listen',
-  'agree',
-  'disagree',
-  'greet',
-  'blink',
-  'wink',
-  'idle',
-] as const;
-export type ActionKind = (typeof ACTION_KINDS)[number];
-export type Direction = 'left' | 'right' | 'up' | 'down';
+type ActionKind =
+  | 'nod'
+  | 'shake'
+  | 'tilt'
+  | 'look'
+  | 'smile'
+  | 'laugh'
+  | 'brows'
+  | 'surprise'
+  | 'frown'
+  | 'think'
+  | 'listen'
+  | 'agree'
+  | 'disagree'
+  | 'greet'
+  | 'blink'
+  | 'wink'
+  | 'idle';
+type Direction = 'left' | 'right' | 'up' | 'down';
 
-export interface PlannedAction {
+interface PlannedAction {
   kind: ActionKind;
   /** Amplitude multiplier, 0.2..2 (1 = default). */
   intensity: number;
@@ -45,7 +43,7 @@ export interface PlannedAction {
   repeats?: number;
 }
 
-export interface PlanSegment {
+interface PlanSegment {
   /** Seconds from the start of the clip. */
   start: number;
   end: number;

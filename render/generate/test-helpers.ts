@@ -4,12 +4,12 @@ import sharp from 'sharp';
 import { detectFaceRig } from '../rig/index.ts';
 import type { FaceRig } from '../rig/types.ts';
 
-export const fixture = (name: string): string => fileURLToPath(new URL(`../rig/fixtures/${name}`, import.meta.url));
+const fixture = (name: string): string => fileURLToPath(new URL(`../rig/fixtures/${name}`, import.meta.url));
 export const ASTRONAUT = fixture('astronaut.jpg');
 export const HOPPER = fixture('grace_hopper.jpg');
 export const ROCKET = fixture('rocket.jpg');
 
-export async function toPng(rgba: Uint8Array, width: number, height: number): Promise<Buffer> {
+async function toPng(rgba: Uint8Array, width: number, height: number): Promise<Buffer> {
   return sharp(Buffer.from(rgba), { raw: { width, height, channels: 4 } })
     .png()
     .toBuffer();

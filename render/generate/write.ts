@@ -9,7 +9,7 @@ import type { FrameCacheManifest, FrameCodec } from '../framecache/index.ts';
 import { GenerateError } from './errors.ts';
 import type { GeneratedMotion } from './generate.ts';
 
-export const GENERATOR_VERSION = 'generate-v1';
+const GENERATOR_VERSION = 'generate-v1';
 
 export interface WriteMotionOptions {
   /** MP4 output file. */

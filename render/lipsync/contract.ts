@@ -20,13 +20,13 @@
  * naming what does not fit (readNeuralContract).
  */
 export const NEURAL_FACE_CHANNELS = 6;
-export const NEURAL_MEL_SHAPE = [1, 80, 16] as const;
+const NEURAL_MEL_SHAPE = [1, 80, 16] as const;
 /** Face sizes (H = W) a model may take: multiples of NEURAL_FACE_STEP in [NEURAL_FACE_MIN, NEURAL_FACE_MAX]. */
-export const NEURAL_FACE_MIN = 64;
-export const NEURAL_FACE_MAX = 512;
-export const NEURAL_FACE_STEP = 32;
+const NEURAL_FACE_MIN = 64;
+const NEURAL_FACE_MAX = 512;
+const NEURAL_FACE_STEP = 32;
 /** Wav2Lip's own face size: assumed for a face input whose size is not fixed in the model. */
-export const WAV2LIP_FACE_SIZE = 96;
+const WAV2LIP_FACE_SIZE = 96;
 
 export const LIPSYNC_ENV = 'LIPSYNC_MODEL';
 
@@ -80,7 +80,7 @@ export interface NeuralContract {
 const CONTRACT = 'a Wav2Lip-class model has a 1-channel mel [N,1,80,16] and a 6-channel face [N,6,H,H]';
 
 /** `name float32 [1,6,96,96]`, symbolic dimensions by name. */
-export function describeTensor(m: TensorMeta): string {
+function describeTensor(m: TensorMeta): string {
   return m.isTensor
     ? `\`${m.name}\` ${m.type} [${m.shape.map((d) => (typeof d === 'number' && d >= 0 ? d : d === '' || d === -1 ? '?' : d)).join(',')}]`
     : `\`${m.name}\` (not a tensor)`;

@@ -43,7 +43,7 @@ export type LipSyncFace = (PreparedFace & { kind: 'builtin' }) | NeuralFace;
  * around it (FrameAudio) for the engine to compute the window from (what a live call sends: the
  * lip-sync thread then does that work too).
  */
-export interface FrameSound {
+interface FrameSound {
   mel?: Float32Array;
   audio?: FrameAudio;
 }

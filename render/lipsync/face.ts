@@ -42,7 +42,7 @@ export interface NeuralFace {
  * ends `bottom` below the chin (Wav2Lip's 10 px below the box, about 5% of a face in its training
  * videos). Across, the oval's extremes, unpadded (Wav2Lip's side pads are 0).
  */
-export const NEURAL_CROP_PADS = { top: 0.04, bottom: 0.05 } as const;
+const NEURAL_CROP_PADS = { top: 0.04, bottom: 0.05 } as const;
 
 /**
  * The blend mask: `grid` cells a side over the crop; the upper edge fades in from the crop's middle

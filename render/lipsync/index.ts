@@ -3,23 +3,13 @@
  * model (contract.ts), chosen by configuration (LIPSYNC_MODEL=builtin|<path to .onnx>); the crop
  * and blend such a model's frames go through (face.ts), and its audio front-end (mel.ts).
  */
-export { createLipSync, lipSyncRegion, loadNeuralLipSync, prepareLipSyncFace } from './engine.ts';
+export { createLipSync, lipSyncRegion, loadNeuralLipSync } from './engine.ts';
 export { createLipSyncThread } from './thread.ts';
-export { createLipSyncThreads, lipSyncPool } from './pool.ts';
-export type { FrameSound, LipSyncEngine, LipSyncFace, LipSyncI420Item, LipSyncItem, LipSyncOptions } from './engine.ts';
-export { NEURAL_CROP_PADS, NEURAL_MASK, prepareFaceForNeural } from './face.ts';
+export { createLipSyncThreads } from './pool.ts';
+export type { LipSyncEngine, LipSyncFace, LipSyncI420Item, LipSyncItem } from './engine.ts';
+export { NEURAL_MASK, prepareFaceForNeural } from './face.ts';
 export { toTurnedRect as toRect } from '../synth/prepare.ts';
-export type { FaceRect, NeuralFace } from './face.ts';
-export { LIPSYNC_ENV, LipSyncModelError, parseLipSyncChoice, readNeuralContract } from './contract.ts';
-export type { LipSyncChoice, NeuralContract, TensorMeta } from './contract.ts';
-export {
-  frameAudioSpan,
-  melSpectrogram,
-  melWindow,
-  melWindowOfAudio,
-  melFilterbank,
-  MEL_BANDS,
-  MEL_WINDOW_FRAMES,
-  MEL_SAMPLE_RATE,
-} from './mel.ts';
+export type { NeuralFace } from './face.ts';
+export { LIPSYNC_ENV, LipSyncModelError, parseLipSyncChoice } from './contract.ts';
+export { frameAudioSpan, melSpectrogram, melWindow, melWindowOfAudio, MEL_SAMPLE_RATE } from './mel.ts';
 export type { FrameAudio, MelSpectrogram } from './mel.ts';

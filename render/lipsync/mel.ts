@@ -22,13 +22,13 @@
 import { Resampler } from '../visemes/audio.ts';
 
 export const MEL_SAMPLE_RATE = 16_000;
-export const MEL_N_FFT = 800;
-export const MEL_HOP = 200;
+const MEL_N_FFT = 800;
+const MEL_HOP = 200;
 export const MEL_BANDS = 80;
 export const MEL_WINDOW_FRAMES = 16;
-export const MEL_FMIN = 55;
-export const MEL_FMAX = 7600;
-export const MEL_FRAMES_PER_SECOND = MEL_SAMPLE_RATE / MEL_HOP; // 80
+const MEL_FMIN = 55;
+const MEL_FMAX = 7600;
+const MEL_FRAMES_PER_SECOND = MEL_SAMPLE_RATE / MEL_HOP; // 80
 const PREEMPHASIS = 0.97;
 const REF_LEVEL_DB = 20;
 const MIN_LEVEL_DB = -100;
@@ -46,16 +46,16 @@ const MIN_LOG_HZ = 1000;
 const MIN_LOG_MEL = MIN_LOG_HZ / F_SP;
 const LOGSTEP = Math.log(6.4) / 27;
 
-export function hzToMel(f: number): number {
+function hzToMel(f: number): number {
   return f < MIN_LOG_HZ ? f / F_SP : MIN_LOG_MEL + Math.log(f / MIN_LOG_HZ) / LOGSTEP;
 }
 
-export function melToHz(m: number): number {
+function melToHz(m: number): number {
   return m < MIN_LOG_MEL ? m * F_SP : MIN_LOG_HZ * Math.exp(LOGSTEP * (m - MIN_LOG_MEL));
 }
 
 /** librosa.filters.mel(sr, n_fft, n_mels, fmin, fmax): [nMels][1 + nFft/2]. */
-export function melFilterbank(
+function melFilterbank(
   sr = MEL_SAMPLE_RATE,
   nFft = MEL_N_FFT,
   nMels = MEL_BANDS,

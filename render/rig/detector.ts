@@ -26,7 +26,7 @@ const COORD_SCALE = 128;
 /** Logits beyond this are clipped before the sigmoid, as upstream does. */
 const SCORE_CLIP = 100;
 /** MediaPipe's default minimum score for this detector. */
-export const MIN_DETECTION_SCORE = 0.5;
+const MIN_DETECTION_SCORE = 0.5;
 /** Boxes overlapping more than this (IoU) are the same face; upstream's value. */
 const NMS_IOU = 0.3;
 

@@ -9,14 +9,6 @@ export type RigErrorCode =
   | 'face_too_small' // a face, but too few pixels to rig and render well
   | 'extreme_pose'; // a face turned or tilted too far for a 2D rig
 
-export const RIG_ERROR_CODES: readonly RigErrorCode[] = [
-  'invalid_image',
-  'no_face',
-  'multiple_faces',
-  'face_too_small',
-  'extreme_pose',
-];
-
 export class RigError extends Error {
   override readonly name = 'RigError';
   readonly code: RigErrorCode;

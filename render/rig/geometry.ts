@@ -15,7 +15,7 @@ const ROI_SCALE = 1.5;
 
 const RAD_TO_DEG = 180 / Math.PI;
 
-export function dist(a: Point, b: Point): number {
+function dist(a: Point, b: Point): number {
   return Math.hypot(a.x - b.x, a.y - b.y);
 }
 

@@ -36,12 +36,12 @@ export function reduced(img: RgbImage, factor: number): Promise<RgbImage> {
 // Larger than any camera a portrait comes from (a 50 MP frame is ~8660x5770);
 // anything bigger is a mistake or a decompression bomb, and decoding it would
 // take ~150 MB+ on a machine that is also rendering live sessions.
-export const MAX_IMAGE_PIXELS = 50_000_000;
+const MAX_IMAGE_PIXELS = 50_000_000;
 // Also cap each side: a 1x50,000,000 strip passes the pixel cap but is no photo.
-export const MAX_IMAGE_SIDE = 16_384;
+const MAX_IMAGE_SIDE = 16_384;
 // Smaller than this is an icon, not a photo (and far below the minimum face
 // size); refuse it as unusable rather than run the models on it.
-export const MIN_IMAGE_SIDE = 32;
+const MIN_IMAGE_SIDE = 32;
 
 /** Decode any format sharp reads (first frame), honour EXIF orientation, flatten alpha. */
 export async function decodeImage(input: Buffer | string): Promise<RgbImage> {

@@ -7,14 +7,10 @@
  *   try { const rig = await detectFaceRig(bytesOrPath); }
  *   catch (e) { if (e instanceof RigError) showToUser(e.code, e.message); else throw e; }
  */
-export { detectFaceRig, DEFAULT_RIG_LIMITS, MIN_PRESENCE, RIVAL_FACE_RATIO } from './rig.ts';
+export { detectFaceRig, DEFAULT_RIG_LIMITS } from './rig.ts';
 export { rigFromLandmarks } from './assemble.ts';
-export { FaceTracker } from './track.ts';
-export type { TrackedFrame } from './track.ts';
-export type { RigLimits, RigOptions } from './rig.ts';
-export { RigError, RIG_ERROR_CODES, isRigError } from './errors.ts';
+export type { RigLimits } from './rig.ts';
+export { RigError, isRigError } from './errors.ts';
 export type { RigErrorCode } from './errors.ts';
-export { MAX_IMAGE_PIXELS, MAX_IMAGE_SIDE, MIN_IMAGE_SIDE } from './image.ts';
-export { releaseRigSessions, warmUpRig } from './models.ts';
-export type { Box, EyeRig, FaceRig, HeadPose, Point, Point3 } from './types.ts';
+export type { Box, FaceRig, Point } from './types.ts';
 export * as topology from './topology.ts';

@@ -41,16 +41,6 @@ export function rigSessions(): Promise<RigSessions> {
   return sessions.get();
 }
 
-/** Load both models now (at server start) so the first rig request does not pay for it. */
-export async function warmUpRig(): Promise<void> {
-  await rigSessions();
-}
-
-/** Release the sessions (tests, shutdown). The next rig call loads them again. */
-export function releaseRigSessions(): Promise<void> {
-  return sessions.release();
-}
-
 export async function runModel(
   session: ort.InferenceSession,
   input: Float32Array,

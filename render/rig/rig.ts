@@ -59,7 +59,7 @@ export const DEFAULT_RIG_LIMITS: Readonly<RigLimits> = Object.freeze({
  * fraction of the main face's width. Smaller ones (a framed photo in the
  * background, a distant passer-by) do not stop us rigging the main face.
  */
-export const RIVAL_FACE_RATIO = 0.5;
+const RIVAL_FACE_RATIO = 0.5;
 
 /**
  * Face Mesh's presence probability below which a detection is judged not a
@@ -83,7 +83,7 @@ export async function detectFaceRig(image: Buffer | string, options: RigOptions 
 }
 
 /** detectFaceRig on an already decoded image (video frames: no encode and decode per frame). */
-export async function rigOfImage(img: RgbImage, options: RigOptions = {}): Promise<FaceRig> {
+async function rigOfImage(img: RgbImage, options: RigOptions = {}): Promise<FaceRig> {
   const limits: RigLimits = { ...DEFAULT_RIG_LIMITS, ...options.limits };
   const { face, fit: first } = await findMainFace(img);
   const fit = await fitLandmarks(img, roiFromLandmarks(first.points));

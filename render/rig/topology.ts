@@ -63,4 +63,3 @@ export const SYMMETRIC_PAIRS = [
  * outer eye corners (RIGHT_EYE_CORNERS.outer, LEFT_EYE_CORNERS.outer) to the chin.
  */
 export const CHIN = 152;
-export const NOSE_TIP = 1;

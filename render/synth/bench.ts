@@ -21,7 +21,7 @@ import { compositeWarp, cropToRgba } from './image.ts';
 import type { PreparedFace } from './prepare.ts';
 import { autoCropSize, prepareFaceForSynth } from './prepare.ts';
 
-export interface SynthBenchCase {
+interface SynthBenchCase {
   /** Crop edge S fed to the graph. */
   cropSize: number;
   /** ms per frame on one core, everything (crop + graph + composite), by batch size. */

@@ -22,7 +22,7 @@ export const GALLERY_SOUNDS: readonly { label: string; viseme: Viseme }[] = [
 ];
 
 /** The previous renderer's viseme table (open, wide, round), as it shipped with it. */
-export const PREVIOUS_PARAMS: Readonly<Record<Viseme, readonly [number, number, number]>> = {
+const PREVIOUS_PARAMS: Readonly<Record<Viseme, readonly [number, number, number]>> = {
   sil: [0, 0, 0],
   PP: [0, 0, 0.1],
   FF: [0.08, 0.2, 0],

@@ -77,8 +77,6 @@ export function synthReadRegion(lips: Float32Array, S: number): CropRegion {
     v1: clamp(Math.ceil((yMax + above) * S) + 2),
   };
 }
-export const DEFAULT_CROP_SIZE = 128;
-
 export const SYNTH_INPUTS = { lips: 'lips', shape: 'shape', palette: 'palette', size: 'size' } as const;
 export const PALETTE_INPUTS = { crop: 'crop', lips: 'lips' } as const;
 export const PALETTE_OUTPUT = 'palette';
@@ -116,12 +114,3 @@ export const MOUTH_SHAPE_KEYS = [
   'tuck',
   'relax',
 ] as const satisfies readonly (keyof MouthShape)[];
-
-export const NEUTRAL_SHAPE: Readonly<MouthShape> = Object.freeze({
-  open: 0,
-  wide: 0,
-  round: 0,
-  press: 0,
-  tuck: 0,
-  relax: 0,
-});

@@ -34,8 +34,6 @@ import { sessionOptions, type ExecutionProvider } from '../onnx/session.ts';
 export const MOUTH_SYNTH_MODEL = fileURLToPath(new URL('../models/synth/mouth_synth.onnx', import.meta.url));
 export const MOUTH_PALETTE_MODEL = fileURLToPath(new URL('../models/synth/mouth_palette.onnx', import.meta.url));
 
-export type { ExecutionProvider } from '../onnx/session.ts';
-
 export interface MouthSynthOptions {
   /** Default 'cpu'. 'cuda' needs onnxruntime-node installed with its CUDA provider. */
   executionProvider?: ExecutionProvider;
@@ -61,7 +59,7 @@ export interface SynthItem {
 }
 
 /** One I420 frame whose mouth is drawn in place (a live call's frame): no conversion to RGBA and back. */
-export interface SynthI420Item {
+interface SynthI420Item {
   frame: I420Frame;
   face: PreparedFace;
   shape: MouthShape;
@@ -342,7 +340,7 @@ function faceKey(face: PreparedFace): string {
  * The shape parameters a graph takes, in order: all of MOUTH_SHAPE_KEYS, or the first three for a graph
  * of the first contract (benchmarks and the gallery run the previous graph beside this one).
  */
-export function graphShapeKeys(session: ort.InferenceSession): readonly (typeof MOUTH_SHAPE_KEYS)[number][] {
+function graphShapeKeys(session: ort.InferenceSession): readonly (typeof MOUTH_SHAPE_KEYS)[number][] {
   const meta = session.inputMetadata.find((m) => m.name === SYNTH_INPUTS.shape);
   const width = meta?.isTensor && typeof meta.shape[1] === 'number' ? meta.shape[1] : MOUTH_SHAPE_KEYS.length;
   return MOUTH_SHAPE_KEYS.slice(0, width);

@@ -85,7 +85,7 @@ export function cropToRgba(
   }
 }
 
-export function wholeCrop(S: number): CropRegion {
+function wholeCrop(S: number): CropRegion {
   return { u0: 0, u1: S, v0: 0, v1: S };
 }
 

@@ -39,10 +39,10 @@ export interface PrepareOptions {
   cropSize?: number | 'auto';
 }
 
-export const MIN_AUTO_CROP = 96;
-export const MAX_AUTO_CROP = 192;
+const MIN_AUTO_CROP = 96;
+const MAX_AUTO_CROP = 192;
 /** 'auto' crop edge per frame pixel of the crop box. */
-export const AUTO_CROP_SCALE = 0.75;
+const AUTO_CROP_SCALE = 0.75;
 
 export function autoCropSize(sizePx: number, scale = AUTO_CROP_SCALE): number {
   return Math.min(MAX_AUTO_CROP, Math.max(MIN_AUTO_CROP, Math.round((sizePx * scale) / 16) * 16));

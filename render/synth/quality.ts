@@ -9,7 +9,7 @@ import type { MouthSynth } from './engine.ts';
 import { compositeWarp, type RgbaFrame } from './image.ts';
 import { fromCrop, type PreparedFace } from './prepare.ts';
 
-export interface Rect {
+interface Rect {
   left: number;
   top: number;
   width: number;
@@ -23,7 +23,7 @@ function linear(c: number): number {
   return v <= 0.04045 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4;
 }
 
-export function toLab(r: number, g: number, b: number): Lab {
+function toLab(r: number, g: number, b: number): Lab {
   const [R, G, B] = [linear(r), linear(g), linear(b)];
   const f = (t: number) => (t > 216 / 24389 ? Math.cbrt(t) : (t * 24389) / 27 / 116 + 16 / 116);
   const x = f((0.4124 * R + 0.3576 * G + 0.1805 * B) / 0.95047);
@@ -37,7 +37,7 @@ export const chroma = (c: Lab): number => Math.hypot(c[1], c[2]);
 export const hue = (c: Lab): number => ((Math.atan2(c[2], c[1]) * 180) / Math.PI + 360) % 360;
 export const hueDistance = (a: number, b: number): number => Math.min(Math.abs(a - b), 360 - Math.abs(a - b));
 
-export function quantile(values: readonly number[], q: number): number {
+function quantile(values: readonly number[], q: number): number {
   if (values.length === 0) return NaN;
   const s = [...values].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.max(0, Math.round(q * (s.length - 1))))]!;
@@ -49,7 +49,7 @@ export function keyPoint(face: PreparedFace, k: number): { x: number; y: number 
 }
 
 /** The lips' bounding box (outer loop) grown by `grow` mouth widths each side, in frame pixels. */
-export function mouthBox(face: PreparedFace, grow = 0.2): Rect {
+function mouthBox(face: PreparedFace, grow = 0.2): Rect {
   let [x0, x1, y0, y1] = [Infinity, -Infinity, Infinity, -Infinity];
   for (let k = 20; k < 40; k++) {
     const p = keyPoint(face, k);
@@ -69,7 +69,7 @@ export function mouthBox(face: PreparedFace, grow = 0.2): Rect {
 const luma = (d: ArrayLike<number>, i: number): number => 0.299 * d[i]! + 0.587 * d[i + 1]! + 0.114 * d[i + 2]!;
 
 /** Sobel magnitude of luma at each pixel of `rect` (row-major, rect-sized). */
-export function sobel(frame: RgbaFrame, rect: Rect): Float32Array {
+function sobel(frame: RgbaFrame, rect: Rect): Float32Array {
   const { width, height, data } = frame;
   const out = new Float32Array(rect.width * rect.height);
   const at = (x: number, y: number) =>
@@ -123,7 +123,7 @@ export function medianLab(frame: RgbaFrame, pixels: readonly number[]): Lab {
   ) as Lab;
 }
 
-export function rectPixels(frame: { width: number }, rect: Rect): number[] {
+function rectPixels(frame: { width: number }, rect: Rect): number[] {
   const out: number[] = [];
   for (let y = rect.top; y < rect.top + rect.height; y++)
     for (let x = rect.left; x < rect.left + rect.width; x++) out.push(y * frame.width + x);

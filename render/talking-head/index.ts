@@ -5,13 +5,7 @@
  *   const speech = await speechFromText('Hello there.');
  *   await renderTalkingHeadMp4({ portrait: 'me.jpg', speech, out: 'hello.mp4' });
  */
-export { mouthShape, renderTalkingHeadMp4, talkingHeadFrames } from './talking-head.ts';
-export type { TalkingHeadOptions } from './talking-head.ts';
-export { renderTalkingHeadOverCache } from './over-cache.ts';
-export type { CacheTalkingHeadOptions, CacheTalkingHeadResult } from './over-cache.ts';
+export { mouthShape, renderTalkingHeadMp4 } from './talking-head.ts';
 export { runLipsyncJob } from './job.ts';
-export type { LipsyncJobRequest, LipsyncJobResult } from './job.ts';
-export { decodeAudio, speechFromAudioFile, speechFromText, DECODE_SAMPLE_RATE, MAX_AUDIO_SECONDS } from './speech.ts';
-export type { Speech } from './speech.ts';
-export { TalkingHeadError, TALKING_HEAD_ERROR_CODES } from './errors.ts';
-export type { TalkingHeadErrorCode } from './errors.ts';
+export { speechFromAudioFile, speechFromText } from './speech.ts';
+export { TalkingHeadError } from './errors.ts';

@@ -14,9 +14,9 @@ export interface Speech {
 }
 
 /** Longest audio a single render accepts (a lipsync request or a CLI run). */
-export const MAX_AUDIO_SECONDS = 600;
+const MAX_AUDIO_SECONDS = 600;
 /** Rate given audio is decoded at: plenty for speech, and what the audio viseme model resamples from. */
-export const DECODE_SAMPLE_RATE = 24_000;
+const DECODE_SAMPLE_RATE = 24_000;
 
 /** Text spoken by the embedded TTS; its phone timings give exact visemes. */
 export async function speechFromText(text: string, options: { voice?: string; fps?: number } = {}): Promise<Speech> {

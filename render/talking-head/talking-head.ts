@@ -25,7 +25,7 @@ export interface TalkingHeadOptions {
  * Lip-synced frames: the idle loop plays on (head motion, blinks, breathing) and the mouth follows
  * the speech on the current playback cursor, so the body never restarts for speech.
  */
-export async function* talkingHeadFrames(
+async function* talkingHeadFrames(
   o: TalkingHeadOptions,
 ): AsyncGenerator<{ index: number; rgba: Uint8Array; width: number; height: number }> {
   const idle =

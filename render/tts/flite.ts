@@ -27,7 +27,7 @@ export const FLITE_OUT_WAV = '/out/out.wav';
 let modulePromise: Promise<WebAssembly.Module> | null = null;
 
 /** The compiled flite.wasm, compiled once per process. */
-export function fliteModule(): Promise<WebAssembly.Module> {
+function fliteModule(): Promise<WebAssembly.Module> {
   if (!modulePromise) {
     modulePromise = (async () => {
       const require = createRequire(import.meta.url);

@@ -23,13 +23,9 @@ export {
   VOICE_NAMES,
   DEFAULT_VOICE,
   MAX_TEXT_CHARS,
-  MIN_SPEED,
-  MAX_SPEED,
 } from './synth.ts';
-export type { Phone, SynthesisResult, SynthesisChunk, SynthesizeRequest, Voice } from './synth.ts';
+export type { SynthesisResult, SynthesisChunk, Voice } from './synth.ts';
 export { estimateSpeechSeconds } from './estimate.ts';
 export { SentenceSplitter, sentencesOf, synthesizeSentences, synthesizeStream } from './sentences.ts';
 export { FliteEngine } from './flite.ts';
-export type { FliteEngineOptions } from './flite.ts';
 export { TtsError, isTtsError } from './errors.ts';
-export type { TtsErrorCode } from './errors.ts';

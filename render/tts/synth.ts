@@ -52,8 +52,8 @@ export interface SynthesizeRequest {
   speed?: number;
 }
 
-export const MIN_SPEED = 0.5;
-export const MAX_SPEED = 2;
+const MIN_SPEED = 0.5;
+const MAX_SPEED = 2;
 
 let shared: FliteEngine | null = null;
 

@@ -3,14 +3,6 @@
  * at its current cursor. `TurnStream` renders; `frameCacheBody` plays a frame cache as the body.
  */
 export { TurnStream } from './stream.ts';
-export type {
-  SpeechChunk,
-  TurnBody,
-  TurnChunk,
-  TurnError,
-  TurnSentence,
-  TurnStats,
-  TurnStreamOptions,
-} from './stream.ts';
+export type { TurnError } from './stream.ts';
 export { frameCacheBody } from './body.ts';
 export type { FrameCacheBody } from './body.ts';

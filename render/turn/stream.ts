@@ -77,7 +77,7 @@ export interface TurnChunk {
   final?: boolean;
 }
 
-export interface TurnSentence {
+interface TurnSentence {
   text: string;
   /** Its first and one-past-last sample on the turn's clock. */
   startSample: number;

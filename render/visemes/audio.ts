@@ -20,10 +20,10 @@ import { CONTROL_RATE, emptyCurves, sampleCurves, smoothCausal, speakingEnvelope
 import type { Viseme } from './visemes.ts';
 import { MOUTH_PARAM_KEYS, VISEMES, VISEME_PARAMS } from './visemes.ts';
 
-export const AUDIO_MODEL_PATH = fileURLToPath(new URL('../models/visemes/audio_visemes.onnx', import.meta.url));
+const AUDIO_MODEL_PATH = fileURLToPath(new URL('../models/visemes/audio_visemes.onnx', import.meta.url));
 
 /** The model's contract (also in the .onnx metadata). */
-export const MODEL_SAMPLE_RATE = 16000;
+const MODEL_SAMPLE_RATE = 16000;
 const HOP = 160;
 const WIN = 400;
 const PAST = 20;
@@ -38,7 +38,7 @@ export const LOOKAHEAD_SECONDS = (AHEAD * HOP + WIN / 2) / MODEL_SAMPLE_RATE;
  * The audio path smooths causally only (no anticipation pass): it cannot see further than the model does.
  * Chosen on the validation voice of a leave-awb-out model (README.md), never on the held-out sets.
  */
-export const AUDIO_SMOOTHING: Readonly<Pick<SmoothingOptions, 'attack' | 'release'>> = { attack: 0.01, release: 0.02 };
+const AUDIO_SMOOTHING: Readonly<Pick<SmoothingOptions, 'attack' | 'release'>> = { attack: 0.01, release: 0.02 };
 
 const session = loadedOnce(
   () => ort.InferenceSession.create(AUDIO_MODEL_PATH, sessionOptions('cpu', 1)),

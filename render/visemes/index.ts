@@ -19,18 +19,15 @@
  */
 export { VISEMES, VISEME_PARAMS, phoneViseme, phonesToVisemes } from './visemes.ts';
 export { createAudioVisemeThread } from './thread.ts';
-export type { AudioVisemeThread, ThreadVisemeStream } from './thread.ts';
-export type { MouthParams, TimedPhone, Viseme, VisemeSegment } from './visemes.ts';
-export { visemeTrack, DEFAULT_SMOOTHING, CONTROL_RATE } from './track.ts';
-export type { MouthFrame, SmoothingOptions, VisemeTrack } from './track.ts';
+export type { AudioVisemeThread } from './thread.ts';
+export type { TimedPhone, Viseme } from './visemes.ts';
+export { visemeTrack } from './track.ts';
+export type { MouthFrame } from './track.ts';
 export {
   AudioVisemeStream,
   audioToVisemeTrack,
   warmUpAudioVisemes,
   releaseAudioVisemes,
   LOOKAHEAD_SECONDS,
-  MODEL_SAMPLE_RATE,
-  AUDIO_MODEL_PATH,
   Resampler,
 } from './audio.ts';
-export type { AudioVisemeStreamOptions } from './audio.ts';

@@ -27,7 +27,7 @@ export type VisemeThreadReply =
   { type: 'ready' } | { type: 'frames'; call: number; frames?: MouthFrame[]; error?: string };
 
 /** One stream in the thread: AudioVisemeStream's push and end, and close to let it go unfinished. */
-export interface ThreadVisemeStream {
+interface ThreadVisemeStream {
   push(samples: Int16Array | Float32Array): Promise<MouthFrame[]>;
   /** Flushes the last frames; the stream is then gone from the thread. */
   end(): Promise<MouthFrame[]>;

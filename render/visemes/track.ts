@@ -37,10 +37,10 @@ export interface SmoothingOptions {
   anticipation: number;
 }
 
-export const DEFAULT_SMOOTHING: Readonly<SmoothingOptions> = { attack: 0.03, release: 0.045, anticipation: 0.03 };
+const DEFAULT_SMOOTHING: Readonly<SmoothingOptions> = { attack: 0.03, release: 0.045, anticipation: 0.03 };
 
 /** The speaking envelope behind `relax`: up in about a third of a second, back down over about two. */
-export const SPEAKING_ENVELOPE: Readonly<Pick<SmoothingOptions, 'attack' | 'release'>> = { attack: 0.12, release: 0.6 };
+const SPEAKING_ENVELOPE: Readonly<Pick<SmoothingOptions, 'attack' | 'release'>> = { attack: 0.12, release: 0.6 };
 /** Under this the envelope is 0, so a face in silence is exactly the portrait again. */
 const ENVELOPE_FLOOR = 0.03;
 

@@ -50,7 +50,7 @@ export type ChatReply =
 
 export type TranscriptionReply = { text: string } | { fail: { status: number; message?: string } } | { hang: true };
 
-export interface TranscriptionRequest {
+interface TranscriptionRequest {
   model: string;
   fields: Record<string, string>;
   audio: Buffer;

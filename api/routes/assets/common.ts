@@ -14,7 +14,7 @@ import { SafeFetchError } from '../../../core/net/safe-fetch.ts';
 import { Timestamp } from '../../schemas/common.ts';
 
 /** Lifetime of the signed publicUrl in asset responses: playback URLs last at most an hour. */
-export const ASSET_URL_TTL_SECONDS = 3600;
+const ASSET_URL_TTL_SECONDS = 3600;
 
 export const AssetKindSchema = z.enum(ASSET_KINDS);
 export const AssetStatusSchema = z.enum(ASSET_STATUSES);

@@ -43,7 +43,7 @@ export function checkAvatarId(avatarId: string): string {
 /** A free-form object as stored: the caller's own structure, handed back as sent. */
 const StoredJsonObject = z.record(z.string(), z.unknown());
 
-export const MotionLibraryClipSchema = z
+const MotionLibraryClipSchema = z
   .object({
     clipId: z.string().openapi({ example: 'nod' }),
     status: z.enum(CLIP_STATUSES).openapi({
@@ -184,7 +184,7 @@ const BehaviorSchema = z
     description: 'The declared idle, on and actions of the last accepted declaration; {} before the first.',
   });
 
-export const ClipRowSchema = z
+const ClipRowSchema = z
   .object({
     clipId: z.string().openapi({ example: 'wave' }),
     status: z.enum(CLIP_STATUSES).openapi({

@@ -10,7 +10,7 @@ import { utf16Max } from '../avatars/schemas.ts';
 
 /** Prepare, turn and video-cache plan payloads are snake_case, strict. */
 
-export const AvatarIdField = z.string().max(200).openapi({
+const AvatarIdField = z.string().max(200).openapi({
   example: 'ava_0123456789ABCDEFGHij',
   description: "The avatar's id (starts with ava_). Any id that names no live avatar of the workspace is 404.",
 });
@@ -95,7 +95,7 @@ const limit = (name: keyof typeof VIDEO_CACHE_LIMITS) =>
   z.number().int().min(VIDEO_CACHE_LIMITS[name].min).max(VIDEO_CACHE_LIMITS[name].max);
 const even = (s: z.ZodNumber) => s.refine((v) => v % 2 === 0, 'must be even');
 
-export const VideoCacheSettingsInput = z
+const VideoCacheSettingsInput = z
   .object({
     fps: limit('fps')
       .optional()
