@@ -1,3 +1,5 @@
+import { readdirSync } from 'node:fs';
+import { fileURLToPath, URL } from 'node:url';
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
@@ -7,7 +9,7 @@ import tseslint from 'typescript-eslint';
  * clips/ imports nothing of ours.
  *
  * Our imports are relative, so a rule matches the top-level folder an import climbs into
- * (`../../core/errors.ts`), whatever the depth of the importing file. OUR_FOLDERS lists every
+ * (`../../core/platform/errors.ts`), whatever the depth of the importing file. OUR_FOLDERS lists every
  * top-level folder of ours (agent/ is reserved for the LiveKit agent worker); test/layering.test.ts
  * fails when a folder holding TypeScript is missing from it.
  */
@@ -37,6 +39,15 @@ const renderOutside = climbsInto(
   RENDER_IMPORTS,
 );
 const renderClient = { regex: '^(\\./)?(\\.\\./)+client(/(?!format\\.ts$)|$)', message: RENDER_IMPORTS };
+// core/platform/ is the infrastructure (config, db, storage, jobs, coordination...): the domains of
+// core/ build on it, never the other way round. Every other entry of core/ is a domain or the wiring.
+const CORE_PARTS = readdirSync(fileURLToPath(new URL('./core', import.meta.url)), { withFileTypes: true })
+  .filter((e) => e.name !== 'platform' && (e.isDirectory() || e.name.endsWith('.ts')))
+  .map((e) => e.name.replace(/\.ts$/, '(\\.ts)?'));
+const platformToDomain = climbsInto(
+  CORE_PARTS,
+  'core/platform/ imports no domain of core/ and not the wiring: they build on it',
+);
 const coreUp = climbsInto(['api', 'agent'], 'core/ never imports api/ or agent/ (they build on core)');
 const apiToAgent = climbsInto(['agent'], 'api/ never imports agent/: both build on core/, clips/ and render/');
 const agentToApi = climbsInto(['api'], 'agent/ never imports api/: both build on core/, clips/ and render/');
@@ -135,6 +146,7 @@ export default tseslint.config(
     },
   },
   layers(['core/**'], [coreUp, toolsOut], [], NOT_PRODUCTION),
+  layers(['core/platform/**'], [coreUp, toolsOut, platformToDomain], [], NOT_PRODUCTION),
   layers(['core/**/test-support.ts'], [coreUp]),
   // Core's integration tests drive the services through the HTTP API, as a user does (test/helpers
   // testApi, api test support); they still never import agent/.

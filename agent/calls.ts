@@ -4,9 +4,9 @@
  * it ends. A call that cannot start ends `failed`, so the API never waits on it.
  */
 import { loadAvatarPlayback } from '../core/avatars/playback.ts';
-import type { Sql } from '../core/db/index.ts';
+import type { Sql } from '../core/platform/db/index.ts';
 import type { LiveSession, LiveSessionStore } from '../core/live/sessions.ts';
-import type { Logger } from '../core/log.ts';
+import type { Logger } from '../core/platform/log.ts';
 import type { RecordingStore } from '../core/recordings/store.ts';
 import { loadSceneMedia } from '../core/scenes/media.ts';
 import type { CallRecordingSink, CallReporter, CallSpec } from './avatar/call.ts';

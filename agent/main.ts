@@ -5,11 +5,11 @@
  * SIGTERM or SIGINT drains: no new calls, the calls in progress get AGENT_DRAIN_SECONDS to finish,
  * the rest are ended and settled.
  */
-import { loadConfigOrExit } from '../core/config.ts';
+import { loadConfigOrExit } from '../core/platform/config.ts';
 import { checkLipSyncModelOrExit } from '../core/lipsync/model-check.ts';
-import { createLogger } from '../core/log.ts';
-import { runEntryPoint } from '../core/process.ts';
-import { createServices } from '../core/services.ts';
+import { createLogger } from '../core/platform/log.ts';
+import { runEntryPoint } from '../core/platform/process.ts';
+import { createServices } from '../core/wiring/services.ts';
 import { startAgentWorker } from './worker.ts';
 
 const config = loadConfigOrExit();

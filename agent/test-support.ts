@@ -17,7 +17,7 @@ import {
 import { AccessToken } from 'livekit-server-sdk';
 import { availabilityFrom } from '../clips/behavior/index.ts';
 import type { AvatarPlayback } from '../core/avatars/playback.ts';
-import { orAfter } from '../core/time.ts';
+import { orAfter } from '../core/platform/time.ts';
 import { synthesize } from '../render/tts/index.ts';
 import { LIVEKIT_DEV_KEY as DEV_KEY, LIVEKIT_DEV_SECRET as DEV_SECRET, livekitLogFor } from '../test/deps.ts';
 

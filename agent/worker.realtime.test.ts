@@ -7,7 +7,7 @@ import { Room } from '@livekit/rtc-node';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { AvatarSession } from '../client/livekit.ts';
 import { AvatarClient } from '../client/client.ts';
-import { randomBase62 } from '../core/ids.ts';
+import { randomBase62 } from '../core/platform/ids.ts';
 import { resolveFfmpegPath } from '../render/encode/index.ts';
 import { startAgentHarness, MINT, RELEASE, type AgentHarness } from '../test/agent-harness.ts';
 import { messageText } from '../test/fakes/openai.ts';

@@ -1,7 +1,7 @@
 import type { HttpBindings } from '@hono/node-server';
 import { OpenAPIHono } from '@hono/zod-openapi';
-import { ApiError } from '../core/errors.ts';
-import type { Services } from '../core/services.ts';
+import { ApiError } from '../core/platform/errors.ts';
+import type { Services } from '../core/wiring/services.ts';
 import { V1, type AppEnv } from './context.ts';
 import { errorResponse, toApiError, validationHook } from './errors.ts';
 import { bodyCutOff } from './http-answer.ts';

@@ -1,6 +1,6 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
 import type { Principal } from '../core/auth/key-store.ts';
-import type { Services } from '../core/services.ts';
+import type { Services } from '../core/wiring/services.ts';
 
 /** What every handler can read from the Hono context. */
 export interface AppEnv {

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stillMp4 } from '../core/avatars/test-support.ts';
-import { SafeFetcher } from '../core/net/safe-fetch.ts';
+import { SafeFetcher } from '../core/platform/net/safe-fetch.ts';
 import type { ContractChecker, Schema as JsonSchema } from '../test/contract.ts';
 import { closeTts } from '../render/tts/index.ts';
 import { speechWav } from '../test/audio.ts';

@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { afterAll, describe, expect, it, vi } from 'vitest';
-import { SafeFetcher } from '../core/net/safe-fetch.ts';
+import { SafeFetcher } from '../core/platform/net/safe-fetch.ts';
 import { json, testApi } from '../test/helpers.ts';
 
 /** Every line the API logs, parsed. */

@@ -1,7 +1,7 @@
 import type { Context } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import type { z } from 'zod';
-import { ApiError } from '../core/errors.ts';
+import { ApiError } from '../core/platform/errors.ts';
 import type { AppEnv } from './context.ts';
 import { describeJsonProblem, fieldPath, findJsonProblem, NUMBER_OUT_OF_RANGE } from './schemas/json.ts';
 

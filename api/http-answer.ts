@@ -1,7 +1,7 @@
 import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
-import type { ApiError } from '../core/errors.ts';
-import { newRequestId } from '../core/ids.ts';
+import type { ApiError } from '../core/platform/errors.ts';
+import { newRequestId } from '../core/platform/ids.ts';
 
 /**
  * Answers given outside the app: to what Node's parser or the request adapter refuses before the

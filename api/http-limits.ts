@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerOptions } from 'node:http';
-import type { Config } from '../core/config.ts';
-import { ApiError } from '../core/errors.ts';
+import type { Config } from '../core/platform/config.ts';
+import { ApiError } from '../core/platform/errors.ts';
 
 /**
  * How long the server waits for what a client sends, in ms. Past any bound the request is answered

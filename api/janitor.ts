@@ -1,4 +1,4 @@
-import type { Services } from '../core/services.ts';
+import type { Services } from '../core/wiring/services.ts';
 
 /** How often expired credit reservations are settled: the bound on how long a crashed holder's credits stay held. */
 const JANITOR_INTERVAL_MS = 15_000;

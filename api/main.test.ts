@@ -5,14 +5,14 @@ import path from 'node:path';
 import { Agent, request } from 'undici';
 import { afterAll, describe, expect, it } from 'vitest';
 import { KeyStore } from '../core/auth/key-store.ts';
-import { connect } from '../core/db/client.ts';
-import type { EmbeddedRecord } from '../core/db/embedded.ts';
+import { connect } from '../core/platform/db/client.ts';
+import type { EmbeddedRecord } from '../core/platform/db/embedded.ts';
 import { TenantStore } from '../core/tenants.ts';
 import { freePort } from '../test/deps.ts';
 import { startEntryPoint, stopLeftoverCluster, type EntryPoint } from '../test/processes.ts';
 
 /**
- * Stopping the real processes (`npm start` = api/main.ts, and core/jobs/worker-main.ts), each on
+ * Stopping the real processes (`npm start` = api/main.ts, and core/wiring/job-worker-main.ts), each on
  * its own embedded PostgreSQL in a fresh DATA_DIR, as an operator does: a stop signal ends them in
  * order (HTTP, then jobs, then listeners and pools, then the database) with exit code 0 and not one
  * error-level log line.
@@ -188,7 +188,7 @@ describe('the job worker stops cleanly', { timeout: 300_000 }, () => {
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     it(`on ${signal}: exits 0 with no error logged, and stops its database`, async () => {
       const dir = dataDir();
-      const worker = startEntryPoint('core/jobs/worker-main.ts', {
+      const worker = startEntryPoint('core/wiring/job-worker-main.ts', {
         DATA_DIR: dir,
         DATABASE_URL: '',
         REDIS_URL: '',

@@ -1,9 +1,9 @@
-import { loadConfigOrExit } from '../core/config.ts';
+import { loadConfigOrExit } from '../core/platform/config.ts';
 import { checkLipSyncModelOrExit } from '../core/lipsync/model-check.ts';
-import { runEntryPoint } from '../core/process.ts';
-import { createLogger } from '../core/log.ts';
-import { createServices } from '../core/services.ts';
-import { startJobWorkers } from '../core/jobs/workers.ts';
+import { runEntryPoint } from '../core/platform/process.ts';
+import { createLogger } from '../core/platform/log.ts';
+import { createServices } from '../core/wiring/services.ts';
+import { startJobWorkers } from '../core/wiring/job-workers.ts';
 import { createApp } from './app.ts';
 import { startJanitor } from './janitor.ts';
 import { httpLimits } from './http-limits.ts';
@@ -18,7 +18,7 @@ runEntryPoint(log, async () => {
   const services = await createServices(config, { log, listen: true });
   const app = createApp(services);
   const janitor = startJanitor(services);
-  // Background jobs (avatar loop generation; each render runs in a child process). JOB_WORKERS=0 leaves them to core/jobs/worker-main.ts.
+  // Background jobs (avatar loop generation; each render runs in a child process). JOB_WORKERS=0 leaves them to core/wiring/job-worker-main.ts.
   const workers = config.JOB_WORKERS > 0 ? await startJobWorkers(services) : undefined;
   const server = await startApiServer(app.fetch, {
     port: config.PORT,

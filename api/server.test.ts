@@ -5,7 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import pino from 'pino';
 import { Agent, request } from 'undici';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { ApiError } from '../core/errors.ts';
+import { ApiError } from '../core/platform/errors.ts';
 import { testApi, waitFor } from '../test/helpers.ts';
 import type { HttpLimits } from './http-limits.ts';
 import { DEFAULT_BODY_LIMIT, DRAIN_MAX_BYTES } from './middleware/guard.ts';

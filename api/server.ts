@@ -2,9 +2,9 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { getRequestListener, RequestError } from '@hono/node-server';
-import { loadConfig } from '../core/config.ts';
-import { ApiError } from '../core/errors.ts';
-import type { Logger } from '../core/log.ts';
+import { loadConfig } from '../core/platform/config.ts';
+import { ApiError } from '../core/platform/errors.ts';
+import type { Logger } from '../core/platform/log.ts';
 import { answerOnSocket, cutOff, errorAsResponse } from './http-answer.ts';
 import { hasBody, httpLimits, nodeServerOptions, stalledBody, watchBody, type HttpLimits } from './http-limits.ts';
 

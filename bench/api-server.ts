@@ -1,9 +1,9 @@
 import { serve } from '@hono/node-server';
 import { Hono } from 'hono';
 import { createApp } from '../api/app.ts';
-import { loadConfig } from '../core/config.ts';
-import { createLogger } from '../core/log.ts';
-import { createServices } from '../core/services.ts';
+import { loadConfig } from '../core/platform/config.ts';
+import { createLogger } from '../core/platform/log.ts';
+import { createServices } from '../core/wiring/services.ts';
 
 /**
  * The server process of the API benchmark (started by bench/api-auth.ts with an IPC channel;

@@ -12,10 +12,10 @@
 import os from 'node:os';
 import path from 'node:path';
 import sharp from 'sharp';
-import { loadConfig } from '../core/config.ts';
-import { createLogger } from '../core/log.ts';
-import { LocalStorage } from '../core/storage/local.ts';
-import { MediaSigner } from '../core/storage/signing.ts';
+import { loadConfig } from '../core/platform/config.ts';
+import { createLogger } from '../core/platform/log.ts';
+import { LocalStorage } from '../core/platform/storage/local.ts';
+import { MediaSigner } from '../core/platform/storage/signing.ts';
 import { createLipSyncThreads } from '../render/lipsync/index.ts';
 import { createAudioVisemeThread } from '../render/visemes/index.ts';
 import type { CallReporter, CallSpec } from '../agent/avatar/call.ts';

@@ -1,11 +1,11 @@
 import os from 'node:os';
 import { parseArgs } from 'node:util';
 import { SCOPES, type Scope } from '../core/auth/keys.ts';
-import { ConfigError, loadConfig } from '../core/config.ts';
+import { ConfigError, loadConfig } from '../core/platform/config.ts';
 import { MICROS_PER_SECOND } from '../core/credits/ledger.ts';
-import { createLogger } from '../core/log.ts';
-import { onShutdown } from '../core/process.ts';
-import { createServices, type Services } from '../core/services.ts';
+import { createLogger } from '../core/platform/log.ts';
+import { onShutdown } from '../core/platform/process.ts';
+import { createServices, type Services } from '../core/wiring/services.ts';
 import { POOL_NAME } from '../core/live/capacity.ts';
 import type { TenantLimits, TenantSwitch } from '../core/tenants.ts';
 

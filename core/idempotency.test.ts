@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
 import { expectApiError, freshDatabase } from '../test/helpers.ts';
-import type { ApiError } from './errors.ts';
+import type { ApiError } from './platform/errors.ts';
 import { IDEMPOTENCY_KEY_MAX, IdempotencyStore, type Claim, type ClaimInput } from './idempotency.ts';
 
 const db = await freshDatabase();

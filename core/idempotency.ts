@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
-import type { Sql } from './db/index.ts';
-import { ApiError } from './errors.ts';
+import type { Sql } from './platform/db/index.ts';
+import { ApiError } from './platform/errors.ts';
 
 export const IDEMPOTENCY_KEY_MAX = 180;
 /** How long a stored answer is replayed. */

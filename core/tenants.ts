@@ -1,5 +1,5 @@
-import type { Sql } from './db/index.ts';
-import { newId } from './ids.ts';
+import type { Sql } from './platform/db/index.ts';
+import { newId } from './platform/ids.ts';
 
 export interface Tenant {
   id: string;

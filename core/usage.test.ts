@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { testServices } from '../test/helpers.ts';
 import { MICROS_PER_SECOND } from './credits/ledger.ts';
-import { ApiError } from './errors.ts';
+import { ApiError } from './platform/errors.ts';
 import {
   decodeCursor,
   effectiveWindow,

@@ -1,8 +1,8 @@
-import type { Sql, Tx } from './db/index.ts';
+import type { Sql, Tx } from './platform/db/index.ts';
 import type { CreditLedger } from './credits/ledger.ts';
 import { MICROS_PER_SECOND } from './credits/ledger.ts';
-import { newId } from './ids.ts';
-import { encodeCursor } from './paging.ts';
+import { newId } from './platform/ids.ts';
+import { encodeCursor } from './platform/paging.ts';
 
 type SessionKind = 'turn' | 'live' | 'lipsync' | 'generation';
 type SessionStatus = 'reserved' | 'started' | 'released' | 'failed';
@@ -82,8 +82,8 @@ export function effectiveWindow(from?: Date, to?: Date, now = new Date()): Usage
   return { from: start, to: end };
 }
 
-// The cursor codec lives in core/paging.ts (shared by every paged list); still importable from here.
-export { decodeCursor, encodeCursor } from './paging.ts';
+// The cursor codec lives in core/platform/paging.ts (shared by every paged list); still importable from here.
+export { decodeCursor, encodeCursor } from './platform/paging.ts';
 
 /** Billable sessions (turns, live calls, lipsync renders): one usage row each, tied to a credit reservation. */
 export class UsageStore {

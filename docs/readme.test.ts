@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { CONFIG_VARIABLES } from '../core/config.ts';
+import { CONFIG_VARIABLES } from '../core/platform/config.ts';
 import { ROOT, readmeBlock, runBlocks, startReadmeServer, type ReadmeServer } from './readme-support.ts';
 
 /**

@@ -4,7 +4,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { freePort } from '../core/net/free-port.ts';
+import { freePort } from '../core/platform/net/free-port.ts';
 
 export { freePort };
 

@@ -2,9 +2,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { TestProject } from 'vitest/node';
-import { connect } from '../core/db/client.ts';
-import { startEmbeddedPostgres } from '../core/db/embedded.ts';
-import { migrate } from '../core/db/migrate.ts';
+import { connect } from '../core/platform/db/client.ts';
+import { startEmbeddedPostgres } from '../core/platform/db/embedded.ts';
+import { migrate } from '../core/platform/db/migrate.ts';
 import { startLiveKit, startRedis } from './deps.ts';
 import { startWebhookRelay } from './webhook-relay.ts';
 

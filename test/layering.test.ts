@@ -48,8 +48,8 @@ function ourFolders(): string[] {
 
 describe('layering lint: render/ imports nothing of ours except client/format', () => {
   it('refuses core/, api/, clips/, agent/ and the rest of client/, at any depth, as value, type or re-export', async () => {
-    await refused('render/x.ts', importing('../core/errors.ts'), /render\/ imports nothing of ours/);
-    await refused('render/encode/x.ts', importing('../../core/errors.ts'), /render\//);
+    await refused('render/x.ts', importing('../core/platform/errors.ts'), /render\/ imports nothing of ours/);
+    await refused('render/encode/x.ts', importing('../../core/platform/errors.ts'), /render\//);
     await refused('render/encode/x.ts', importingType('../../clips/declaration/index.ts'), /render\//);
     await refused('render/encode/x.ts', reExporting('../../api/app.ts'), /render\//);
     await refused('render/rig/deep/x.ts', importing('../../../agent/worker.ts'), /render\//);
@@ -65,7 +65,7 @@ describe('layering lint: render/ imports nothing of ours except client/format', 
 
   it("lets render's tests use the client reader, nothing else of ours", async () => {
     await allowed('render/encode/x.test.ts', importing('../../client/index.ts'));
-    await refused('render/encode/x.test.ts', importing('../../core/errors.ts'), /render\//);
+    await refused('render/encode/x.test.ts', importing('../../core/platform/errors.ts'), /render\//);
   });
 });
 
@@ -77,7 +77,7 @@ describe('layering lint: clips/ imports nothing of ours', () => {
       await refused('clips/declaration/x.ts', importing(`../../${folder}/x.ts`), /clips\/ imports nothing of ours/);
     }
     await refused('clips/declaration/x.ts', importingType('../../core/avatars/types.ts'), /clips\//);
-    await refused('clips/x.ts', reExporting('../core/errors.ts'), /clips\//);
+    await refused('clips/x.ts', reExporting('../core/platform/errors.ts'), /clips\//);
     await refused('clips/behavior/x.test.ts', importing('../../test/helpers.ts'), /clips\//);
   });
 
@@ -94,7 +94,7 @@ describe('layering lint: clips/ imports nothing of ours', () => {
 
 describe('layering lint: client/ is published alone and runs in browsers', () => {
   it('refuses imports of ours outside client/ and Node built-ins', async () => {
-    await refused('client/x.ts', importing('../core/errors.ts'), /client\/ is published alone/);
+    await refused('client/x.ts', importing('../core/platform/errors.ts'), /client\/ is published alone/);
     await refused('client/x.ts', importingType('../render/encode/index.ts'), /client\/ is published alone/);
     await refused('client/x.ts', importing('node:fs'), /no Node built-ins/);
     await refused('client/x.ts', importing('crypto'), /no Node built-ins/);
@@ -118,9 +118,28 @@ describe('layering lint: core/ never imports api/ or agent/', () => {
   it('allows clips/, render/, its own folders; its tests may drive the HTTP API, never agent/', async () => {
     await allowed('core/avatars/x.ts', importing('../../clips/declaration/index.ts'));
     await allowed('core/avatars/x.ts', importing('../../render/rig/index.ts'));
-    await allowed('core/avatars/x.ts', importing('../db/index.ts'));
-    await allowed('core/jobs/x.test.ts', importing('../../api/routes/avatars/test-support.ts'));
-    await refused('core/jobs/x.test.ts', importing('../../agent/worker.ts'), /core\/ never imports agent\//);
+    await allowed('core/avatars/x.ts', importing('../platform/db/index.ts'));
+    await allowed('core/wiring/x.test.ts', importing('../../api/routes/avatars/test-support.ts'));
+    await refused('core/wiring/x.test.ts', importing('../../agent/worker.ts'), /core\/ never imports agent\//);
+  });
+});
+
+describe('layering lint: core/platform/ imports no domain of core/', () => {
+  it('refuses the domains and the wiring, at any depth, as value, type or re-export', async () => {
+    const message = /core\/platform\/ imports no domain of core\//;
+    await refused('core/platform/x.ts', importing('../avatars/service.ts'), message);
+    await refused('core/platform/db/x.ts', importingType('../../live/sessions.ts'), message);
+    await refused('core/platform/jobs/x.ts', reExporting('../../wiring/services.ts'), message);
+    await refused('core/platform/x.ts', importing('../usage.ts'), message);
+    await refused('core/platform/x.ts', importing('../../api/app.ts'), /core\/ never imports api\//);
+  });
+
+  it('allows its own folders, clips/ and render/; the domains use it', async () => {
+    await allowed('core/platform/db/x.ts', importing('../config.ts'));
+    await allowed('core/platform/jobs/x.ts', importing('../db/index.ts'));
+    await allowed('core/platform/storage/x.ts', importing('../../../render/framecache/format.ts'));
+    await allowed('core/avatars/x.ts', importing('../platform/jobs/index.ts'));
+    await allowed('core/wiring/x.ts', importing('../avatars/service.ts'));
   });
 });
 
@@ -134,7 +153,7 @@ describe('layering lint: api/ and agent/ never import each other', () => {
 
   it('allows both to use core/, clips/ and render/', async () => {
     for (const file of ['api/routes/x.ts', 'agent/session/x.ts']) {
-      await allowed(file, importing('../../core/errors.ts'));
+      await allowed(file, importing('../../core/platform/errors.ts'));
       await allowed(file, importing('../../clips/behavior/index.ts'));
       await allowed(file, importing('../../render/tts/index.ts'));
     }

@@ -1,5 +1,5 @@
 import { expect } from 'vitest';
-import type { Sql } from '../core/db/index.ts';
+import type { Sql } from '../core/platform/db/index.ts';
 
 /**
  * The credit ledger's invariants, checked on the rows of `tenants` and `keys`: balances never

@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { AgentServer, ServerOptions, initializeLogger, type JobRequest } from '@livekit/agents';
 import { inject } from 'vitest';
 import { startApiServer } from '../api/server.ts';
-import { randomBase62 } from '../core/ids.ts';
+import { randomBase62 } from '../core/platform/ids.ts';
 import { LIVEKIT_DEV_KEY, LIVEKIT_DEV_SECRET } from './deps.ts';
 
 /**

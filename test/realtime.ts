@@ -9,9 +9,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { readAvatarMux, type AvatarMuxRecord } from '../client/index.ts';
-import { newId } from '../core/ids.ts';
-import type { Services } from '../core/services.ts';
-import type { ObjectStorage } from '../core/storage/index.ts';
+import { newId } from '../core/platform/ids.ts';
+import type { Services } from '../core/wiring/services.ts';
+import type { ObjectStorage } from '../core/platform/storage/index.ts';
 import { generateIdleLoop, preparePortrait, writeMotion } from '../render/generate/index.ts';
 
 const PORTRAIT = fileURLToPath(new URL('../render/rig/fixtures/astronaut.jpg', import.meta.url));

@@ -13,7 +13,7 @@ import {
   type VideoSource,
 } from '@livekit/rtc-node';
 import { AccessToken } from 'livekit-server-sdk';
-import type { Config } from '../../core/config.ts';
+import type { Config } from '../../core/platform/config.ts';
 import { RPC_PLAY_ACTION, RPC_USER_SPEECH_STARTED } from '../protocol.ts';
 import type { Body } from './body.ts';
 import type { CallSpec } from './call.ts';

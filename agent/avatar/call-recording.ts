@@ -6,8 +6,8 @@
 import { createReadStream } from 'node:fs';
 import { mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
-import type { Logger } from '../../core/log.ts';
-import type { ObjectStorage } from '../../core/storage/index.ts';
+import type { Logger } from '../../core/platform/log.ts';
+import type { ObjectStorage } from '../../core/platform/storage/index.ts';
 import type { CallRecordingSink } from './call.ts';
 import { CallRecorder } from './recorder.ts';
 

@@ -7,8 +7,8 @@
  * (see playout.ts for how the due frame is chosen).
  */
 import type { VAD } from '@livekit/agents';
-import type { Logger } from '../../core/log.ts';
-import type { ObjectStorage } from '../../core/storage/index.ts';
+import type { Logger } from '../../core/platform/log.ts';
+import type { ObjectStorage } from '../../core/platform/storage/index.ts';
 import type { LipSyncEngine } from '../../render/lipsync/index.ts';
 import { AudioVisemeStream, type AudioVisemeThread } from '../../render/visemes/index.ts';
 import type { CallRecordingSink, CallReporter, CallSpec } from './call.ts';

@@ -5,8 +5,8 @@
  * of bounded size: a loop is decoded on its first pass and then costs nothing to play, however
  * many calls play it. The face geometry the lip-sync needs is computed once per frame and kept.
  */
-import { LocalFrameCaches } from '../../core/storage/frame-caches.ts';
-import type { ObjectStorage } from '../../core/storage/index.ts';
+import { LocalFrameCaches } from '../../core/platform/storage/frame-caches.ts';
+import type { ObjectStorage } from '../../core/platform/storage/index.ts';
 import { i420Size, rgbaToI420 } from '../../render/encode/index.ts';
 import { openFrameCache, type FrameCache } from '../../render/framecache/index.ts';
 import type { LipSyncEngine, LipSyncFace } from '../../render/lipsync/index.ts';

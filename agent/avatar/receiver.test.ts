@@ -1,6 +1,6 @@
 import type { ByteStreamReader, Room, RpcInvocationData } from '@livekit/rtc-node';
 import { describe, expect, it } from 'vitest';
-import { createLogger } from '../../core/log.ts';
+import { createLogger } from '../../core/platform/log.ts';
 import type { SpeechPlayout } from './playout.ts';
 import {
   AUDIO_STREAM_TOPIC,

@@ -21,7 +21,7 @@ import {
   type Room,
   type RpcInvocationData,
 } from '@livekit/rtc-node';
-import type { Logger } from '../../core/log.ts';
+import type { Logger } from '../../core/platform/log.ts';
 import type { PlayoutEvent, SpeechPlayout } from './playout.ts';
 
 export const AUDIO_STREAM_TOPIC = 'lk.audio_stream';

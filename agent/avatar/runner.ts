@@ -22,9 +22,9 @@ import {
   type RemoteTrackPublication,
 } from '@livekit/rtc-node';
 import { RoomServiceClient } from 'livekit-server-sdk';
-import type { Logger } from '../../core/log.ts';
-import type { ObjectStorage } from '../../core/storage/index.ts';
-import { orAfter } from '../../core/time.ts';
+import type { Logger } from '../../core/platform/log.ts';
+import type { ObjectStorage } from '../../core/platform/storage/index.ts';
+import { orAfter } from '../../core/platform/time.ts';
 import type { Availability } from '../../clips/behavior/index.ts';
 import { SOURCE_MEMBER_ID } from '../../clips/behavior/index.ts';
 import { i420Planes, i420Size } from '../../render/encode/index.ts';

@@ -11,7 +11,7 @@ import {
 } from '@livekit/rtc-node';
 import { RoomServiceClient } from 'livekit-server-sdk';
 import { afterAll, describe, expect, inject, it } from 'vitest';
-import { createLogger } from '../../core/log.ts';
+import { createLogger } from '../../core/platform/log.ts';
 import { waitFor } from '../../test/helpers.ts';
 import { DEV_KEY, DEV_SECRET, token } from '../test-support.ts';
 import { UserAudio } from './user-audio.ts';

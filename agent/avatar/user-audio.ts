@@ -5,7 +5,7 @@
  */
 import { VADEventType, type VAD } from '@livekit/agents';
 import { AudioStream, type AudioFrame, type RemoteTrack } from '@livekit/rtc-node';
-import type { Logger } from '../../core/log.ts';
+import type { Logger } from '../../core/platform/log.ts';
 
 export interface UserAudioOptions {
   track: RemoteTrack;

@@ -7,7 +7,7 @@
 import { shortuuid, tts, type APIConnectOptions } from '@livekit/agents';
 import * as openai from '@livekit/agents-plugin-openai';
 import { AudioFrame } from '@livekit/rtc-node';
-import type { Config } from '../../core/config.ts';
+import type { Config } from '../../core/platform/config.ts';
 import { DEFAULT_VOICE, VOICES, isVoice, synthesize, type Voice } from '../../render/tts/index.ts';
 
 /** Frames of 20 ms, as LiveKit's own TTS plugins emit. */

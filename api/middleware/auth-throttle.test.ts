@@ -5,7 +5,7 @@
  */
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { clientBucket } from '../../core/net/ip.ts';
+import { clientBucket } from '../../core/platform/net/ip.ts';
 import { testApi } from '../../test/helpers.ts';
 import { startApiServer, type ApiServer } from '../server.ts';
 

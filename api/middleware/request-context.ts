@@ -1,7 +1,7 @@
 import type { HttpBindings } from '@hono/node-server';
 import type { MiddlewareHandler } from 'hono';
-import { newRequestId } from '../../core/ids.ts';
-import type { Services } from '../../core/services.ts';
+import { newRequestId } from '../../core/platform/ids.ts';
+import type { Services } from '../../core/wiring/services.ts';
 import type { AppEnv } from '../context.ts';
 
 /**

@@ -1,6 +1,6 @@
 import { z } from '@hono/zod-openapi';
-import { ApiError } from '../../core/errors.ts';
-import { decodeCursor, type PagePosition } from '../../core/paging.ts';
+import { ApiError } from '../../core/platform/errors.ts';
+import { decodeCursor, type PagePosition } from '../../core/platform/paging.ts';
 
 /** The query fields of a keyset-paged list: `limit` (1 to max) and `cursor` (a nextCursor this API returned). */
 export function pageQueryFields(o: { max: number; defaultLimit: number }) {

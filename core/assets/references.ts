@@ -1,4 +1,4 @@
-import type { Sql, Tx } from '../db/index.ts';
+import type { Sql, Tx } from '../platform/db/index.ts';
 
 /** At most this many of each are named in an answer: enough to act on, bounded whatever the workspace holds. */
 const USERS_NAMED_MAX = 100;

@@ -1,10 +1,10 @@
 import type { Readable } from 'node:stream';
-import type { Sql, Tx } from '../db/index.ts';
-import { ApiError, notFound } from '../errors.ts';
-import { newId } from '../ids.ts';
-import { checkUrl, SafeFetchError, type SafeFetcher } from '../net/safe-fetch.ts';
-import { encodeCursor, type PagePosition } from '../paging.ts';
-import { SizeLimitError, type ByteRange, type ObjectStorage } from '../storage/index.ts';
+import type { Sql, Tx } from '../platform/db/index.ts';
+import { ApiError, notFound } from '../platform/errors.ts';
+import { newId } from '../platform/ids.ts';
+import { checkUrl, SafeFetchError, type SafeFetcher } from '../platform/net/safe-fetch.ts';
+import { encodeCursor, type PagePosition } from '../platform/paging.ts';
+import { SizeLimitError, type ByteRange, type ObjectStorage } from '../platform/storage/index.ts';
 import { assetUsers, isUsed, type AssetUsers } from './references.ts';
 import { sniff } from './sniff.ts';
 import { ASSET_MAX_BYTES, type AssetKind, type AssetRecord, type AssetStatus } from './types.ts';

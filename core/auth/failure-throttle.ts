@@ -1,6 +1,6 @@
-import type { RateLimiter } from '../coord/rate-limiter.ts';
-import type { Logger } from '../log.ts';
-import { clientBucket } from '../net/ip.ts';
+import type { RateLimiter } from '../platform/coord/rate-limiter.ts';
+import type { Logger } from '../platform/log.ts';
+import { clientBucket } from '../platform/net/ip.ts';
 
 /** Blocked clients remembered by one process at most; past it the oldest block is forgotten first. */
 const MAX_BLOCKED = 100_000;

@@ -1,6 +1,6 @@
-import type { Sql, Tx } from '../db/index.ts';
-import { ApiError } from '../errors.ts';
-import type { Logger } from '../log.ts';
+import type { Sql, Tx } from '../platform/db/index.ts';
+import { ApiError } from '../platform/errors.ts';
+import type { Logger } from '../platform/log.ts';
 import { mintKey, mintLegacyKey, parseApiKey, secretMatches, sha256, type Scope } from './keys.ts';
 import { assertNests } from './lineage.ts';
 

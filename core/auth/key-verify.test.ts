@@ -1,7 +1,7 @@
 import postgres from 'postgres';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { expectApiError, freshDatabase } from '../../test/helpers.ts';
-import type { Sql } from '../db/index.ts';
+import type { Sql } from '../platform/db/index.ts';
 import { TenantStore } from '../tenants.ts';
 import { KeyStore } from './key-store.ts';
 import * as keys from './keys.ts';

@@ -1,5 +1,5 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { randomBase62 } from '../ids.ts';
+import { randomBase62 } from '../platform/ids.ts';
 
 /**
  * API key format: svc_<keyId>_<secret>. keyId (16 base62) finds the row; the secret (43 base62,

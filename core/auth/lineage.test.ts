@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ApiError } from '../errors.ts';
+import { ApiError } from '../platform/errors.ts';
 import { assertNests, type ChildTerms, type MinterTerms } from './lineage.ts';
 
 const at = (iso: string) => new Date(iso);

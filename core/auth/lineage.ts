@@ -1,4 +1,4 @@
-import { ApiError } from '../errors.ts';
+import { ApiError } from '../platform/errors.ts';
 import { hasScope, type Scope } from './keys.ts';
 
 /**

@@ -15,11 +15,11 @@ import type {
 } from '../../clips/declaration/index.ts';
 import { planDeclaration, validateDeclaration } from '../../clips/declaration/index.ts';
 import type { Principal } from '../auth/key-store.ts';
-import type { Sql, Tx } from '../db/index.ts';
-import { ApiError, notFound } from '../errors.ts';
-import type { JobQueue } from '../jobs/queue.ts';
-import type { ObjectStorage } from '../storage/index.ts';
-import { randomBase62 } from '../ids.ts';
+import type { Sql, Tx } from '../platform/db/index.ts';
+import { ApiError, notFound } from '../platform/errors.ts';
+import type { JobQueue } from '../platform/jobs/queue.ts';
+import type { ObjectStorage } from '../platform/storage/index.ts';
+import { randomBase62 } from '../platform/ids.ts';
 import { clipPrefix, enqueueClip, enqueueClipCache } from './clips.ts';
 import type { PortraitAssets } from './ports.ts';
 import type { PromptScreen } from './screen.ts';

@@ -1,12 +1,12 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import type { Sql, Tx } from '../db/index.ts';
-import { randomBase62 } from '../ids.ts';
-import type { JobContext, JobQueue } from '../jobs/queue.ts';
-import type { Logger } from '../log.ts';
-import type { ObjectStorage } from '../storage/index.ts';
-import type { DefaultClip } from './default-clips.ts';
+import type { Sql, Tx } from '../platform/db/index.ts';
+import { randomBase62 } from '../platform/ids.ts';
+import type { JobContext, JobQueue } from '../platform/jobs/queue.ts';
+import type { Logger } from '../platform/log.ts';
+import type { ObjectStorage } from '../platform/storage/index.ts';
+import type { DefaultClip } from '../../clips/declaration/default-clips.ts';
 import type { PortraitAssets } from './ports.ts';
 import { isRigError } from '../../render/rig/index.ts';
 import { finalRenderFailure, RenderRefused, type RenderProcesses } from './render-process.ts';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { checkClipDuration, planFromPrompt } from '../../render/generate/index.ts';
-import { loadConfig } from '../config.ts';
-import { DEFAULT_CLIPS, DEFAULT_CLIP_IDS, defaultClipsFor } from './default-clips.ts';
+import { loadConfig } from '../platform/config.ts';
+import { DEFAULT_CLIPS, DEFAULT_CLIP_IDS, defaultClipsFor } from '../../clips/declaration/default-clips.ts';
 
 describe('default motion library', () => {
   it('every default prompt maps fully onto gestures, with a duration the generator accepts', () => {

@@ -4,8 +4,8 @@ export { type PromptScreen } from './screen.ts';
 export type { PortraitAssets } from './ports.ts';
 export * from './types.ts';
 
-import type { Config } from '../config.ts';
-import type { Logger } from '../log.ts';
+import type { Config } from '../platform/config.ts';
+import type { Logger } from '../platform/log.ts';
 import { LocalPromptScreen, ModerationPromptScreen, type PromptScreen } from './screen.ts';
 
 /** The moderation endpoint when MODERATION_URL is set, otherwise the local rule set. */

@@ -5,7 +5,7 @@
  */
 import type { Availability, Behavior, ClipAvailability } from '../../clips/behavior/index.ts';
 import { availabilityFrom } from '../../clips/behavior/index.ts';
-import type { Sql, Tx } from '../db/index.ts';
+import type { Sql, Tx } from '../platform/db/index.ts';
 import { sessionInstructions } from './profile.ts';
 import type { AvatarClipRow, AvatarRow } from './types.ts';
 

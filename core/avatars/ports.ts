@@ -1,4 +1,4 @@
-import type { Tx } from '../db/index.ts';
+import type { Tx } from '../platform/db/index.ts';
 
 /** What avatars need to know about an asset. */
 interface PortraitAsset {

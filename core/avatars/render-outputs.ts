@@ -2,8 +2,8 @@ import { createReadStream } from 'node:fs';
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { FRAMES_FILE, LANDMARKS_FILE, MANIFEST_FILE } from '../../render/framecache/format.ts';
-import type { Logger } from '../log.ts';
-import type { ObjectStorage } from '../storage/index.ts';
+import type { Logger } from '../platform/log.ts';
+import type { ObjectStorage } from '../platform/storage/index.ts';
 
 /**
  * A rendered loop or clip in object storage: its MP4 and its frame cache, uploaded and deleted as

@@ -3,7 +3,7 @@ import { createRequire } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { VideoCacheRequest, VideoCacheResult } from '../../render/cli/video-cache-job.ts';
 import type { RenderRequest, RenderResult } from '../../render/generate/index.ts';
-import type { JobContext } from '../jobs/queue.ts';
+import type { JobContext } from '../platform/jobs/queue.ts';
 
 /** The render job's program (render/generate/job.ts in a process of its own). */
 const RENDER_CHILD = fileURLToPath(new URL('../../render/cli/render-job.ts', import.meta.url));

@@ -1,12 +1,12 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLogger } from '../log.ts';
+import { createLogger } from '../platform/log.ts';
 import { testApi, type TestApi } from '../../test/helpers.ts';
 import { MOTION_PROMPT_MAX as DECLARED_MOTION_PROMPT_MAX } from '../../clips/declaration/limits.ts';
 import { MOTION_PROMPT_MAX } from '../../render/generate/prompt.ts';
 import { localVerdict, ModerationPromptScreen } from './screen.ts';
-import { ApiError } from '../errors.ts';
+import { ApiError } from '../platform/errors.ts';
 
 const log = createLogger('silent');
 let server: Server;

@@ -1,6 +1,6 @@
 import { MOTION_PROMPT_MAX } from '../../render/generate/prompt.ts';
-import { ApiError } from '../errors.ts';
-import type { Logger } from '../log.ts';
+import { ApiError } from '../platform/errors.ts';
+import type { Logger } from '../platform/log.ts';
 
 /**
  * Screening of motion prompts (the loop's direction; later clip prompts and action descriptions).

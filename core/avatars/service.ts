@@ -1,10 +1,10 @@
 import type { Principal } from '../auth/key-store.ts';
-import type { Sql, Tx } from '../db/index.ts';
-import { ApiError, notFound } from '../errors.ts';
-import { newId, randomBase62 } from '../ids.ts';
-import type { JobQueue } from '../jobs/queue.ts';
-import type { Logger } from '../log.ts';
-import type { ObjectStorage } from '../storage/index.ts';
+import type { Sql, Tx } from '../platform/db/index.ts';
+import { ApiError, notFound } from '../platform/errors.ts';
+import { newId, randomBase62 } from '../platform/ids.ts';
+import type { JobQueue } from '../platform/jobs/queue.ts';
+import type { Logger } from '../platform/log.ts';
+import type { ObjectStorage } from '../platform/storage/index.ts';
 import type { UsageStore } from '../usage.ts';
 import { enqueueClip, motionLibraries } from './clips.ts';
 import type { PortraitAssets } from './ports.ts';

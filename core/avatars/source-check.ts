@@ -1,5 +1,5 @@
 import { detectFaceRig, isRigError } from '../../render/rig/index.ts';
-import type { Sql, Tx } from '../db/index.ts';
+import type { Sql, Tx } from '../platform/db/index.ts';
 import type { AvatarRow } from './types.ts';
 
 /**

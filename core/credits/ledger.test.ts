@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { expectApiError, testServices, waitFor } from '../../test/helpers.ts';
 import { checkLedgerInvariants } from '../../test/ledger-invariants.ts';
-import { ApiError } from '../errors.ts';
+import { ApiError } from '../platform/errors.ts';
 import { CreditLedger, MICROS_PER_SECOND, spendRoom } from './ledger.ts';
 
 const s = await testServices();

@@ -1,6 +1,6 @@
-import type { Sql, Tx } from '../db/index.ts';
-import { ApiError } from '../errors.ts';
-import { newId } from '../ids.ts';
+import type { Sql, Tx } from '../platform/db/index.ts';
+import { ApiError } from '../platform/errors.ts';
+import { newId } from '../platform/ids.ts';
 
 /** 1 realtime second = 1,000,000 credit micros (the unit of every price and balance). */
 export const MICROS_PER_SECOND = 1_000_000;

@@ -4,10 +4,10 @@ import type { Readable } from 'node:stream';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { ACCEPTED_TYPES, sniff, type AssetKind } from '../assets/index.ts';
-import { ApiError } from '../errors.ts';
-import { fetchFailure } from '../net/fetch-errors.ts';
-import { SafeFetchError, type SafeFetcher } from '../net/safe-fetch.ts';
-import { ObjectNotFoundError, type ObjectStorage } from '../storage/index.ts';
+import { ApiError } from '../platform/errors.ts';
+import { fetchFailure } from '../platform/net/fetch-errors.ts';
+import { SafeFetchError, type SafeFetcher } from '../platform/net/safe-fetch.ts';
+import { ObjectNotFoundError, type ObjectStorage } from '../platform/storage/index.ts';
 
 /** A media file a request named by URL, now on local disk. */
 export interface FetchedMedia {

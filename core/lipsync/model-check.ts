@@ -1,11 +1,11 @@
 /**
  * LIPSYNC_MODEL, checked as a process that renders with it starts (the API, the agent worker),
  * before anything else starts: a model that fits no Wav2Lip-class contract stops the process with a
- * message naming what does not fit, as a bad setting does (core/config.ts), rather than failing
+ * message naming what does not fit, as a bad setting does (core/platform/config.ts), rather than failing
  * every render.
  */
 import { LIPSYNC_ENV, LipSyncModelError, loadNeuralLipSync, parseLipSyncChoice } from '../../render/lipsync/index.ts';
-import type { Logger } from '../log.ts';
+import type { Logger } from '../platform/log.ts';
 
 /** Loads the model once (on the CPU: the contract is the same on any device), logs how it runs, and lets it go. */
 export async function checkLipSyncModel(model: string, log: Logger): Promise<void> {

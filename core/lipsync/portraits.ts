@@ -7,11 +7,11 @@ import { loopPrefix } from '../avatars/generation.ts';
 import { deleteObjects, uploadRender } from '../avatars/render-outputs.ts';
 import { RenderRefused, type RenderProcesses } from '../avatars/render-process.ts';
 import { newGenerationId, type AvatarService } from '../avatars/service.ts';
-import type { Sql } from '../db/index.ts';
-import { ApiError } from '../errors.ts';
-import { newId } from '../ids.ts';
-import type { Logger } from '../log.ts';
-import type { ObjectStorage } from '../storage/index.ts';
+import type { Sql } from '../platform/db/index.ts';
+import { ApiError } from '../platform/errors.ts';
+import { newId } from '../platform/ids.ts';
+import type { Logger } from '../platform/log.ts';
+import type { ObjectStorage } from '../platform/storage/index.ts';
 import type { FetchedMedia } from './media.ts';
 
 /** An avatar that can be lip-synced now: its id and the storage key of its idle loop's frame cache. */

@@ -16,13 +16,13 @@
  */
 import { assertIdlePoolPlayable, ClipLibraryNotReady, IdlePoolExhausted } from '../../clips/behavior/index.ts';
 import { loadAvatarPlayback } from '../avatars/playback.ts';
-import type { Config } from '../config.ts';
+import type { Config } from '../platform/config.ts';
 import { MICROS_PER_SECOND, spendLimitError, spendRoom } from '../credits/ledger.ts';
-import type { Sql, Tx } from '../db/index.ts';
+import type { Sql, Tx } from '../platform/db/index.ts';
 import { sceneForMint } from '../scenes/media.ts';
-import { ApiError, notFound } from '../errors.ts';
-import { newId } from '../ids.ts';
-import type { Logger } from '../log.ts';
+import { ApiError, notFound } from '../platform/errors.ts';
+import { newId } from '../platform/ids.ts';
+import type { Logger } from '../platform/log.ts';
 import type { UsageStore } from '../usage.ts';
 import type { LiveCapacity, PoolSlots } from './capacity.ts';
 import type { LiveKit } from './livekit.ts';

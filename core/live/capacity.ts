@@ -2,16 +2,16 @@
  * Capacity of live calls: how many calls each pool takes (its slots), who holds them, and the queue
  * of mints waiting for one. The slot count of a pool is the operator's (`capacity_pools.slots`,
  * `npm run admin -- pool set`) when set, else the sum its live agent workers declare. The slots
- * themselves live in the coordinator (core/coord/capacity.ts: Redis across processes, or in-process).
+ * themselves live in the coordinator (core/platform/coord/capacity.ts: Redis across processes, or in-process).
  *
  * A slot is freed when its call ends, whoever ends it: the end NOTIFYs every API process
  * (`live_session_ended`, from a trigger on live_sessions), each of which releases it; and
  * `reconcile` (the janitor) frees any slot whose session is ended or missing, so a lost notify or a
  * process killed between taking a slot and recording its session leaks nothing.
  */
-import type { CapacityCoordinator, PoolUsage, TicketRecord } from '../coord/capacity.ts';
-import type { Sql } from '../db/index.ts';
-import type { Logger } from '../log.ts';
+import type { CapacityCoordinator, PoolUsage, TicketRecord } from '../platform/coord/capacity.ts';
+import type { Sql } from '../platform/db/index.ts';
+import type { Logger } from '../platform/log.ts';
 import type { AgentWorkerRegistry } from './workers.ts';
 
 /** The pool a mint asks for when it names none. */

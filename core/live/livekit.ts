@@ -12,7 +12,7 @@ import {
   WebhookReceiver,
   type WebhookEvent,
 } from 'livekit-server-sdk';
-import type { Config } from '../config.ts';
+import type { Config } from '../platform/config.ts';
 
 /** Each LiveKit API call gives up after this long (seconds): a mint must not hang on a dead server. */
 const REQUEST_TIMEOUT_SECONDS = 5;

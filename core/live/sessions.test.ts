@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { testServices } from '../../test/helpers.ts';
 import { MICROS_PER_SECOND } from '../credits/ledger.ts';
-import { newId } from '../ids.ts';
+import { newId } from '../platform/ids.ts';
 
 const SEC = MICROS_PER_SECOND;
 const s = await testServices();

@@ -9,7 +9,7 @@
  * to the end, never above the reservation; a call that never started is `failed` and bills nothing.
  * A trigger then notifies every API process (`live_session_ended`), which frees the call's slot.
  */
-import type { Sql, Tx } from '../db/index.ts';
+import type { Sql, Tx } from '../platform/db/index.ts';
 import type { UsageStore } from '../usage.ts';
 
 type LiveSessionState = 'pending' | 'connecting' | 'active' | 'ended';

@@ -3,7 +3,7 @@
  * while they live. A pool with no operator-configured slot count admits as many calls as its
  * live workers declare (those seen within WORKER_TTL_SECONDS, not draining).
  */
-import type { Sql } from '../db/index.ts';
+import type { Sql } from '../platform/db/index.ts';
 
 /** A worker not heard from this long no longer counts toward its pool's slots. */
 const WORKER_TTL_SECONDS = 30;

@@ -4,7 +4,7 @@
  * messages, at most CONVERSATION_MAX_CHARS characters in all (oldest dropped first), and a
  * conversation untouched for CONVERSATION_TTL_SECONDS is gone.
  */
-import type { Sql } from '../db/index.ts';
+import type { Sql } from '../platform/db/index.ts';
 import type { ChatMessage } from './llm.ts';
 
 export const CONVERSATION_MAX_MESSAGES = 20;

@@ -6,7 +6,7 @@
 export { TurnService, TURN_MODES, TURN_TEXT_MAX_CHARS } from './turns.ts';
 export type { TurnSummary } from './turns.ts';
 export { RealtimeMedia } from './media.ts';
-export { fetchFrameCache } from '../storage/frame-caches.ts';
+export { fetchFrameCache } from '../platform/storage/frame-caches.ts';
 export { ChatModel, llmConfigured } from './llm.ts';
 export { ConversationStore, CONVERSATION_ID_PATTERN, CONVERSATION_MAX_MESSAGES } from './conversations.ts';
 export { loopFrameAt } from './cursor.ts';

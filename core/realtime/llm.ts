@@ -5,8 +5,8 @@
  * upstream_timeout) with nothing billed; after that, a failure ends the stream with its ERROR record.
  */
 import OpenAI from 'openai';
-import type { Config } from '../config.ts';
-import { ApiError } from '../errors.ts';
+import type { Config } from '../platform/config.ts';
+import { ApiError } from '../platform/errors.ts';
 
 export interface ChatMessage {
   role: 'system' | 'user' | 'assistant';

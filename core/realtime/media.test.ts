@@ -3,10 +3,10 @@ import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../config.ts';
-import { ApiError } from '../errors.ts';
-import { createLogger } from '../log.ts';
-import { createStorage } from '../storage/index.ts';
+import { loadConfig } from '../platform/config.ts';
+import { ApiError } from '../platform/errors.ts';
+import { createLogger } from '../platform/log.ts';
+import { createStorage } from '../platform/storage/index.ts';
 import { storeTestCache } from '../../test/realtime.ts';
 import { RealtimeMedia } from './media.ts';
 

@@ -12,10 +12,10 @@ import { MANIFEST_FILE } from '../../render/framecache/format.ts';
 import { openFrameCache } from '../../render/framecache/index.ts';
 import { createLipSync, type LipSyncEngine } from '../../render/lipsync/index.ts';
 import { frameCacheBody, type FrameCacheBody } from '../../render/turn/index.ts';
-import { ApiError } from '../errors.ts';
-import type { Logger } from '../log.ts';
-import { fetchFrameCache } from '../storage/frame-caches.ts';
-import type { ObjectStorage } from '../storage/index.ts';
+import { ApiError } from '../platform/errors.ts';
+import type { Logger } from '../platform/log.ts';
+import { fetchFrameCache } from '../platform/storage/frame-caches.ts';
+import type { ObjectStorage } from '../platform/storage/index.ts';
 
 /** Decoded frames each open cache keeps (RGBA, width x height x 4 bytes each). */
 const DECODED_FRAMES = 8;

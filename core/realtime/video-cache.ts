@@ -25,13 +25,13 @@ import {
 import type { Principal } from '../auth/key-store.ts';
 import { deleteObjects, renderObjectKeys, uploadFrameCache } from '../avatars/render-outputs.ts';
 import { loadAvatarPlayback } from '../avatars/playback.ts';
-import type { Sql, Tx } from '../db/index.ts';
-import { notFound } from '../errors.ts';
-import { newId } from '../ids.ts';
-import type { JobContext, JobQueue } from '../jobs/queue.ts';
-import type { Logger } from '../log.ts';
-import type { ObjectStorage } from '../storage/index.ts';
-import { fetchFrameCache } from '../storage/frame-caches.ts';
+import type { Sql, Tx } from '../platform/db/index.ts';
+import { notFound } from '../platform/errors.ts';
+import { newId } from '../platform/ids.ts';
+import type { JobContext, JobQueue } from '../platform/jobs/queue.ts';
+import type { Logger } from '../platform/log.ts';
+import type { ObjectStorage } from '../platform/storage/index.ts';
+import { fetchFrameCache } from '../platform/storage/frame-caches.ts';
 
 const VIDEO_CACHE_JOB = 'video-cache-transcode';
 const VIDEO_CACHE_DEAD_JOB = 'video-cache-transcode-dead';

@@ -4,10 +4,10 @@
  * the workspace's retention and fails recordings whose worker died before finalising them. The
  * agent worker writes recordings through store.ts.
  */
-import type { Sql } from '../db/index.ts';
-import { ApiError } from '../errors.ts';
-import type { Logger } from '../log.ts';
-import { MAX_SIGNED_URL_TTL_SECONDS, type ObjectStorage } from '../storage/index.ts';
+import type { Sql } from '../platform/db/index.ts';
+import { ApiError } from '../platform/errors.ts';
+import type { Logger } from '../platform/log.ts';
+import { MAX_SIGNED_URL_TTL_SECONDS, type ObjectStorage } from '../platform/storage/index.ts';
 import { encodeCursor } from '../usage.ts';
 import type { RecordingStatus } from './store.ts';
 
@@ -59,7 +59,7 @@ const toRecording = (r: RecordingRow): Recording => ({
   retentionExpiresAt: r.retention_expires_at,
 });
 
-/** The periodic retention job (core/jobs/periodic.ts). */
+/** The periodic retention job (core/platform/jobs/periodic.ts). */
 export const RECORDING_RETENTION_JOB = 'recording-retention';
 
 export interface RecordingLibraryDeps {

@@ -3,8 +3,8 @@
  * finalised, then `ready` or `failed`) and its MP4 in object storage. The worker writes them; the
  * API reads them. Media past the workspace's retention is deleted by a job.
  */
-import type { Sql } from '../db/index.ts';
-import { newId } from '../ids.ts';
+import type { Sql } from '../platform/db/index.ts';
+import { newId } from '../platform/ids.ts';
 
 export type RecordingStatus = 'processing' | 'ready' | 'failed';
 

@@ -7,11 +7,11 @@ import { resolveFfmpegPath } from '../../render/encode/mp4.ts';
 import { DETECTOR_FILE, LANDMARK_FILE, MODEL_DIR } from '../../render/rig/models.ts';
 import type { RenderProcesses } from '../avatars/render-process.ts';
 import { deleteObjects, renderObjectKeys, uploadFrameCache } from '../avatars/render-outputs.ts';
-import type { Sql } from '../db/index.ts';
-import type { JobContext, JobQueue } from '../jobs/queue.ts';
-import type { Logger } from '../log.ts';
-import type { SafeFetcher } from '../net/safe-fetch.ts';
-import type { ObjectStorage } from '../storage/index.ts';
+import type { Sql } from '../platform/db/index.ts';
+import type { JobContext, JobQueue } from '../platform/jobs/queue.ts';
+import type { Logger } from '../platform/log.ts';
+import type { SafeFetcher } from '../platform/net/safe-fetch.ts';
+import type { ObjectStorage } from '../platform/storage/index.ts';
 import { videoCacheIdOf } from './ids.ts';
 import { downloadSource, SceneSourceError } from './source.ts';
 import {

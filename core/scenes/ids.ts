@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { ID_PREFIX } from '../ids.ts';
+import { ID_PREFIX } from '../platform/ids.ts';
 import type { SceneProfile } from './types.ts';
 
 /**

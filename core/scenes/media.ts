@@ -1,5 +1,5 @@
 /** What a scene call plays: the scene's frame cache, by the `video_cache_id` a mint passed. */
-import type { Sql, Tx } from '../db/index.ts';
+import type { Sql, Tx } from '../platform/db/index.ts';
 import type { SceneContinuation, SceneStatus } from './types.ts';
 
 export interface SceneMedia {

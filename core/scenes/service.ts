@@ -1,10 +1,10 @@
-import type { Sql, Tx } from '../db/index.ts';
-import { ApiError } from '../errors.ts';
-import { randomBase62 } from '../ids.ts';
-import type { JobQueue } from '../jobs/queue.ts';
-import type { Logger } from '../log.ts';
-import { SafeFetchError, type SafeFetcher } from '../net/safe-fetch.ts';
-import type { ObjectStorage } from '../storage/index.ts';
+import type { Sql, Tx } from '../platform/db/index.ts';
+import { ApiError } from '../platform/errors.ts';
+import { randomBase62 } from '../platform/ids.ts';
+import type { JobQueue } from '../platform/jobs/queue.ts';
+import type { Logger } from '../platform/log.ts';
+import { SafeFetchError, type SafeFetcher } from '../platform/net/safe-fetch.ts';
+import type { ObjectStorage } from '../platform/storage/index.ts';
 import { sceneCacheObjects } from './builder.ts';
 import { isSceneId, sceneIdOf, videoCacheIdOf } from './ids.ts';
 import { downloadSource, SceneSourceError, type SourceContent } from './source.ts';

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { Transform, type Readable, type TransformCallback } from 'node:stream';
-import { SafeFetchError, type SafeFetcher } from '../net/safe-fetch.ts';
+import { SafeFetchError, type SafeFetcher } from '../platform/net/safe-fetch.ts';
 import type { SceneErrorCode } from './types.ts';
 
 /** A download that ends the scene: the failed state's `error` and a message for people. */

@@ -1,6 +1,6 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { DEFAULT_KEY_SCOPES, SCOPES } from '../../../core/auth/keys.ts';
-import { ApiError } from '../../../core/errors.ts';
+import { ApiError } from '../../../core/platform/errors.ts';
 import { V1, type App } from '../../context.ts';
 import { guarded } from '../../middleware/guard.ts';
 import { errorResponses, Timestamp, TimestampInput } from '../../schemas/common.ts';

@@ -8,9 +8,9 @@ import {
   type AssetRecord,
   type AssetStore,
 } from '../../../core/assets/index.ts';
-import { ApiError, notFound } from '../../../core/errors.ts';
-import { fetchFailure } from '../../../core/net/fetch-errors.ts';
-import { SafeFetchError } from '../../../core/net/safe-fetch.ts';
+import { ApiError, notFound } from '../../../core/platform/errors.ts';
+import { fetchFailure } from '../../../core/platform/net/fetch-errors.ts';
+import { SafeFetchError } from '../../../core/platform/net/safe-fetch.ts';
 import { Timestamp } from '../../schemas/common.ts';
 
 /** Lifetime of the signed publicUrl in asset responses: playback URLs last at most an hour. */

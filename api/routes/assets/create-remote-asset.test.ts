@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SafeFetcher } from '../../../core/net/safe-fetch.ts';
+import { SafeFetcher } from '../../../core/platform/net/safe-fetch.ts';
 import { json, testApi, waitFor } from '../../../test/helpers.ts';
 import { mp4, pdf, png } from './test-media.ts';
 

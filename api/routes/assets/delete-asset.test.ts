@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream';
 import { afterAll, describe, expect, it } from 'vitest';
-import { ApiError } from '../../../core/errors.ts';
-import { newId } from '../../../core/ids.ts';
+import { ApiError } from '../../../core/platform/errors.ts';
+import { newId } from '../../../core/platform/ids.ts';
 import { json, testApi, waitFor } from '../../../test/helpers.ts';
 import { mp4 } from './test-media.ts';
 import { ASSETS, failedImport, uploadPng } from './test-support.ts';

@@ -1,5 +1,5 @@
 import { createRoute } from '@hono/zod-openapi';
-import { notFound } from '../../../core/errors.ts';
+import { notFound } from '../../../core/platform/errors.ts';
 import { V1, type App } from '../../context.ts';
 import { guarded } from '../../middleware/guard.ts';
 import { errorResponses } from '../../schemas/common.ts';

@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { newId } from '../../../core/ids.ts';
+import { newId } from '../../../core/platform/ids.ts';
 import { json, testApi } from '../../../test/helpers.ts';
 import { ASSETS, failedImport, uploadPng, type WireAsset } from './test-support.ts';
 

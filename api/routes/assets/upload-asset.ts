@@ -9,9 +9,9 @@ import {
   type AssetRecord,
   type StoredBytes,
 } from '../../../core/assets/index.ts';
-import { ApiError } from '../../../core/errors.ts';
-import { newId } from '../../../core/ids.ts';
-import { SizeLimitError } from '../../../core/storage/index.ts';
+import { ApiError } from '../../../core/platform/errors.ts';
+import { newId } from '../../../core/platform/ids.ts';
+import { SizeLimitError } from '../../../core/platform/storage/index.ts';
 import { V1, type App, type AppEnv } from '../../context.ts';
 import { authenticate } from '../../middleware/guard.ts';
 import { errorResponses } from '../../schemas/common.ts';

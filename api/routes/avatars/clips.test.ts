@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { envelopeToDeclaration, type ClipEnvelope } from '../../../clips/declaration/index.ts';
 import { queueDefaultClips } from '../../../core/avatars/clips.ts';
-import { DEFAULT_CLIPS } from '../../../core/avatars/default-clips.ts';
-import { newId } from '../../../core/ids.ts';
+import { DEFAULT_CLIPS } from '../../../clips/declaration/default-clips.ts';
+import { newId } from '../../../core/platform/ids.ts';
 import { testApi, type TestApi } from '../../../test/helpers.ts';
 import { call, portraitAsset } from './test-support.ts';
 

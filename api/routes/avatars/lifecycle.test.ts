@@ -3,10 +3,10 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
-import { DEFAULT_CLIPS } from '../../../core/avatars/default-clips.ts';
+import { DEFAULT_CLIPS } from '../../../clips/declaration/default-clips.ts';
 import { AVATAR_CLIPS_JOB } from '../../../core/avatars/types.ts';
 import { MICROS_PER_SECOND } from '../../../core/credits/ledger.ts';
-import { startJobWorkers } from '../../../core/jobs/workers.ts';
+import { startJobWorkers } from '../../../core/wiring/job-workers.ts';
 import { testApi, waitFor } from '../../../test/helpers.ts';
 import { call, portraitAsset, type AvatarBody } from './test-support.ts';
 

@@ -1,7 +1,7 @@
 import { z } from '@hono/zod-openapi';
 import { PROFILE_LIMITS } from '../../../core/avatars/index.ts';
 import { AVATAR_STATUSES, CLIP_STATUSES, IDLE_VIDEO_STATUSES, type Avatar } from '../../../core/avatars/types.ts';
-import { notFound } from '../../../core/errors.ts';
+import { notFound } from '../../../core/platform/errors.ts';
 import { MOTION_PROMPT_MAX } from '../../../render/generate/index.ts';
 import { Timestamp } from '../../schemas/common.ts';
 

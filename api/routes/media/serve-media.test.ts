@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { loadSigningSecret, MediaSigner } from '../../../core/storage/signing.ts';
+import { loadSigningSecret, MediaSigner } from '../../../core/platform/storage/signing.ts';
 import { json, testApi, withTamperedSignature } from '../../../test/helpers.ts';
 
 const t = await testApi();

@@ -1,8 +1,8 @@
 import { Readable } from 'node:stream';
 import type { Hono } from 'hono';
-import { ApiError } from '../../../core/errors.ts';
-import { LocalStorage, MEDIA_PATH } from '../../../core/storage/index.ts';
-import { parseRange } from '../../../core/storage/range.ts';
+import { ApiError } from '../../../core/platform/errors.ts';
+import { LocalStorage, MEDIA_PATH } from '../../../core/platform/storage/index.ts';
+import { parseRange } from '../../../core/platform/storage/range.ts';
 import type { AppEnv } from '../../context.ts';
 
 const badSignature = () =>

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MICROS_PER_SECOND } from '../../../core/credits/ledger.ts';
-import { connect } from '../../../core/db/client.ts';
+import { connect } from '../../../core/platform/db/client.ts';
 import { LiveSessionStore } from '../../../core/live/sessions.ts';
 import { SLOT_RECONCILE_GRACE_MS } from '../../../core/live/capacity.ts';
 import { json, testApi, waitFor, type TestApi } from '../../../test/helpers.ts';

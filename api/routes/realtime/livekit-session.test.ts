@@ -2,7 +2,7 @@ import { ConnectionState, Room, RoomEvent } from '@livekit/rtc-node';
 import { AgentDispatchClient, RoomServiceClient, TrackSource } from 'livekit-server-sdk';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { MICROS_PER_SECOND } from '../../../core/credits/ledger.ts';
-import { randomBase62 } from '../../../core/ids.ts';
+import { randomBase62 } from '../../../core/platform/ids.ts';
 import { LIVEKIT_DEV_KEY, LIVEKIT_DEV_SECRET, freePort } from '../../../test/deps.ts';
 import { json, testApi, waitFor, type TestApi } from '../../../test/helpers.ts';
 import { checkLedgerInvariants } from '../../../test/ledger-invariants.ts';

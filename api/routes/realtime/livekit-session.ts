@@ -1,5 +1,5 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import { ApiError } from '../../../core/errors.ts';
+import { ApiError } from '../../../core/platform/errors.ts';
 import { DEFAULT_POOL } from '../../../core/live/capacity.ts';
 import { V1, type App } from '../../context.ts';
 import { guarded } from '../../middleware/guard.ts';

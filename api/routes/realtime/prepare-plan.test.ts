@@ -3,7 +3,7 @@ import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startJobWorkers, type RunningWorkers } from '../../../core/jobs/workers.ts';
+import { startJobWorkers, type RunningWorkers } from '../../../core/wiring/job-workers.ts';
 import { fetchFrameCache } from '../../../core/realtime/index.ts';
 import { openFrameCache, type FrameCacheManifest } from '../../../render/framecache/index.ts';
 import { closeTts } from '../../../render/tts/index.ts';

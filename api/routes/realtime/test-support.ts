@@ -1,7 +1,7 @@
 /** What the live-call tests share: ready avatars and scenes as rows, and the state a refused request must not touch. */
 import type { z } from '@hono/zod-openapi';
 import { expect } from 'vitest';
-import { newId } from '../../../core/ids.ts';
+import { newId } from '../../../core/platform/ids.ts';
 import type { TestApi } from '../../../test/helpers.ts';
 import { readyAvatar as storedAvatar, type ReadyAvatarOptions } from '../../../test/realtime.ts';
 import type { GrantSchema, QueueTicketSchema } from './livekit-schemas.ts';

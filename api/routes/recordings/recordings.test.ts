@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { startJobWorkers } from '../../../core/jobs/workers.ts';
+import { startJobWorkers } from '../../../core/wiring/job-workers.ts';
 import { RECORDING_RETENTION_JOB } from '../../../core/recordings/library.ts';
 import { testVideo } from '../../../render/framecache/test-videos.ts';
 import { json, testApi, waitFor, withTamperedSignature } from '../../../test/helpers.ts';

@@ -1,5 +1,5 @@
 import { z } from '@hono/zod-openapi';
-import { ApiError } from '../../../core/errors.ts';
+import { ApiError } from '../../../core/platform/errors.ts';
 import type { Recording } from '../../../core/recordings/library.ts';
 import { Timestamp } from '../../schemas/common.ts';
 

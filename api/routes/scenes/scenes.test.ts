@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { text } from 'node:stream/consumers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RenderProcesses } from '../../../core/avatars/render-process.ts';
-import { SafeFetcher } from '../../../core/net/safe-fetch.ts';
+import { SafeFetcher } from '../../../core/platform/net/safe-fetch.ts';
 import { SceneBuildWorker } from '../../../core/scenes/builder.ts';
 import { loadSceneMedia, sceneForMint } from '../../../core/scenes/media.ts';
 import type { FrameCacheManifest } from '../../../render/framecache/index.ts';

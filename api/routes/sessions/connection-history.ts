@@ -1,5 +1,5 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import { notFound } from '../../../core/errors.ts';
+import { notFound } from '../../../core/platform/errors.ts';
 import { connectionHistory } from '../../../core/live/sessions.ts';
 import { V1, type App } from '../../context.ts';
 import { guarded } from '../../middleware/guard.ts';

@@ -1,5 +1,5 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import { ApiError } from '../../../core/errors.ts';
+import { ApiError } from '../../../core/platform/errors.ts';
 import { effectiveWindow } from '../../../core/usage.ts';
 import { V1, type App } from '../../context.ts';
 import { guarded } from '../../middleware/guard.ts';

@@ -1,4 +1,4 @@
-import { ApiError } from '../../../core/errors.ts';
+import { ApiError } from '../../../core/platform/errors.ts';
 import type { App } from '../../context.ts';
 import { capBody } from '../../middleware/guard.ts';
 

@@ -6,7 +6,7 @@ import { Readable } from 'node:stream';
 import { buffer } from 'node:stream/consumers';
 import { CreateBucketCommand } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startS3Server, type RunningServer } from '../../test/deps.ts';
+import { startS3Server, type RunningServer } from '../../../test/deps.ts';
 import { LocalStorage } from './local.ts';
 import { parseRange } from './range.ts';
 import { S3Storage } from './s3.ts';

@@ -2,7 +2,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { portraitAsset } from '../../api/routes/avatars/test-support.ts';
 import { testApi, waitFor } from '../../test/helpers.ts';
 import { startEntryPoint } from '../../test/processes.ts';
-import { startJobWorkers, type RunningWorkers } from './workers.ts';
+import { startJobWorkers, type RunningWorkers } from './job-workers.ts';
 
 /**
  * Durability: a worker process killed (SIGKILL) in the middle of a render loses nothing. Its job
@@ -41,8 +41,8 @@ describe('loop jobs survive a crash', () => {
       expect(created.status).toBe(201);
       const { id } = (await created.json()) as { id: string };
 
-      // Worker A: a separate process, as in production (core/jobs/worker-main.ts).
-      const workerA = startEntryPoint('core/jobs/worker-main.ts', {
+      // Worker A: a separate process, as in production (core/wiring/job-worker-main.ts).
+      const workerA = startEntryPoint('core/wiring/job-worker-main.ts', {
         ...JOB_ENV,
         DATABASE_URL: t.services.dbUrl,
         DATA_DIR: t.services.config.dataDir,

@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { freshDatabase } from '../../test/helpers.ts';
+import { freshDatabase } from '../../../test/helpers.ts';
 import { listMigrations, migrate } from './migrate.ts';
 
 const db = await freshDatabase();

@@ -3,7 +3,7 @@ import { createWriteStream } from 'node:fs';
 import { mkdir, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import { FRAMES_FILE, LANDMARKS_FILE, MANIFEST_FILE } from '../../render/framecache/format.ts';
+import { FRAMES_FILE, LANDMARKS_FILE, MANIFEST_FILE } from '../../../render/framecache/format.ts';
 import type { ObjectStorage } from './types.ts';
 
 /** The files of a stored frame cache, under its key. */

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { newId } from '../ids.ts';
-import { redisConnections } from '../../test/helpers.ts';
+import { redisConnections } from '../../../test/helpers.ts';
 import {
   memoryCapacity,
   redisCapacity,

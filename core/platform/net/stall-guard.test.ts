@@ -1,6 +1,6 @@
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startFakeOpenAI, type FakeOpenAI } from '../../test/fakes/openai.ts';
+import { startFakeOpenAI, type FakeOpenAI } from '../../../test/fakes/openai.ts';
 import { StalledResponse, stallGuardedFetch } from './stall-guard.ts';
 
 let fake: FakeOpenAI;

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { redisConnections } from '../../test/helpers.ts';
+import { redisConnections } from '../../../test/helpers.ts';
 import { memoryRateLimiter, redisRateLimiter, type RateLimiter, type RateLimitOptions } from './rate-limiter.ts';
 
 const redisConnection = redisConnections();

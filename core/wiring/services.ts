@@ -1,32 +1,32 @@
 import path from 'node:path';
 import { Redis } from 'ioredis';
-import { AuthFailureThrottle } from './auth/failure-throttle.ts';
-import { KeyStore } from './auth/key-store.ts';
-import type { Config } from './config.ts';
-import { memoryRateLimiter, redisRateLimiter, type RateLimiter } from './coord/rate-limiter.ts';
-import { CreditLedger } from './credits/ledger.ts';
-import { openDatabase, type Database, type Sql } from './db/index.ts';
-import { IdempotencyStore } from './idempotency.ts';
-import { createLogger, type Logger } from './log.ts';
-import { TenantStore } from './tenants.ts';
-import { UsageStore } from './usage.ts';
-import { AvatarService, createPromptScreen, type PortraitAssets } from './avatars/index.ts';
-import { ClipLibrary } from './avatars/clip-library.ts';
-import { createJobQueue, type JobQueue } from './jobs/index.ts';
-import { createStorage, type ObjectStorage } from './storage/index.ts';
-import { AssetStore } from './assets/index.ts';
-import { SafeFetcher } from './net/safe-fetch.ts';
-import { LipsyncService } from './lipsync/index.ts';
-import { RecordingLibrary } from './recordings/library.ts';
-import { sceneBuilderCheck } from './scenes/builder.ts';
-import { SceneService } from './scenes/service.ts';
-import { memoryCapacity, redisCapacity } from './coord/capacity.ts';
-import { newId } from './ids.ts';
-import { LiveCalls } from './live/calls.ts';
-import { LiveCapacity } from './live/capacity.ts';
-import { LiveKit } from './live/livekit.ts';
-import { LiveSessionStore } from './live/sessions.ts';
-import { AgentWorkerRegistry } from './live/workers.ts';
+import { AuthFailureThrottle } from '../auth/failure-throttle.ts';
+import { KeyStore } from '../auth/key-store.ts';
+import type { Config } from '../platform/config.ts';
+import { memoryRateLimiter, redisRateLimiter, type RateLimiter } from '../platform/coord/rate-limiter.ts';
+import { CreditLedger } from '../credits/ledger.ts';
+import { openDatabase, type Database, type Sql } from '../platform/db/index.ts';
+import { IdempotencyStore } from '../idempotency.ts';
+import { createLogger, type Logger } from '../platform/log.ts';
+import { TenantStore } from '../tenants.ts';
+import { UsageStore } from '../usage.ts';
+import { AvatarService, createPromptScreen, type PortraitAssets } from '../avatars/index.ts';
+import { ClipLibrary } from '../avatars/clip-library.ts';
+import { createJobQueue, type JobQueue } from '../platform/jobs/index.ts';
+import { createStorage, type ObjectStorage } from '../platform/storage/index.ts';
+import { AssetStore } from '../assets/index.ts';
+import { SafeFetcher } from '../platform/net/safe-fetch.ts';
+import { LipsyncService } from '../lipsync/index.ts';
+import { RecordingLibrary } from '../recordings/library.ts';
+import { sceneBuilderCheck } from '../scenes/builder.ts';
+import { SceneService } from '../scenes/service.ts';
+import { memoryCapacity, redisCapacity } from '../platform/coord/capacity.ts';
+import { newId } from '../platform/ids.ts';
+import { LiveCalls } from '../live/calls.ts';
+import { LiveCapacity } from '../live/capacity.ts';
+import { LiveKit } from '../live/livekit.ts';
+import { LiveSessionStore } from '../live/sessions.ts';
+import { AgentWorkerRegistry } from '../live/workers.ts';
 import {
   ChatModel,
   ConversationStore,
@@ -34,8 +34,8 @@ import {
   RealtimeMedia,
   TurnService,
   VideoCachePlanner,
-} from './realtime/index.ts';
-import { FliteEngine } from '../render/tts/index.ts';
+} from '../realtime/index.ts';
+import { FliteEngine } from '../../render/tts/index.ts';
 
 /**
  * Everything a request handler, the agent worker or the CLI needs, built once per process.

@@ -3,7 +3,7 @@ import type { Redis } from 'ioredis';
 /**
  * Capacity slots and their queue, per pool, shared by every API process: the live-call mint takes a
  * slot for a session (the holder) or queues behind the others with a ticket. Two implementations
- * of one contract (core/coord/capacity.test.ts runs the same suite against both): Redis (Lua
+ * of one contract (core/platform/coord/capacity.test.ts runs the same suite against both): Redis (Lua
  * scripts, so each decision is atomic across processes) and in-process (a single API process).
  *
  * The rules:

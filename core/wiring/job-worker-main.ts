@@ -1,13 +1,13 @@
 /**
- * A standalone job worker process (`npx tsx core/jobs/worker-main.ts`): the same workers the API
+ * A standalone job worker process (`npx tsx core/wiring/job-worker-main.ts`): the same workers the API
  * server runs in-process, for deployments that scale rendering apart from the API. Same
  * configuration as the API (DATABASE_URL, storage, JOB_*).
  */
-import { loadConfigOrExit } from '../config.ts';
-import { runEntryPoint } from '../process.ts';
-import { createLogger } from '../log.ts';
-import { createServices } from '../services.ts';
-import { startJobWorkers } from './workers.ts';
+import { loadConfigOrExit } from '../platform/config.ts';
+import { runEntryPoint } from '../platform/process.ts';
+import { createLogger } from '../platform/log.ts';
+import { createServices } from './services.ts';
+import { startJobWorkers } from './job-workers.ts';
 
 const config = loadConfigOrExit();
 const log = createLogger(config.LOG_LEVEL);

@@ -2,12 +2,12 @@
  * The default motion library: the clips every avatar gets, generated in the background once its
  * first idle loop publishes (core/avatars/clips.ts). Each prompt uses only words the generator maps
  * (render/generate/PROMPTS.md; `planFromPrompt(...).unrecognized` is empty, asserted by
- * default-clips.test.ts). Durations are whole seconds from 4 to 8 (the generator's clip range).
+ * core/avatars/default-clips.test.ts). Durations are whole seconds from 4 to 8 (the generator's clip range).
  *
- * `DEFAULT_MOTION_CLIPS` (core/config.ts) picks which of these a deployment generates (a comma list
+ * `DEFAULT_MOTION_CLIPS` (core/platform/config.ts) picks which of these a deployment generates (a comma list
  * of ids; empty: none).
  *
- * Leaf module (no imports): core/config.ts validates its ids against it.
+ * Leaf module (no imports): core/platform/config.ts validates its ids against it.
  */
 export interface DefaultClip {
   clipId: string;

@@ -1,14 +1,14 @@
 import { ClipCacheWorker } from '../avatars/clip-cache.ts';
 import { ClipWorker } from '../avatars/clips.ts';
-import { defaultClipsFor } from '../avatars/default-clips.ts';
+import { defaultClipsFor } from '../../clips/declaration/default-clips.ts';
 import { LoopWorker } from '../avatars/generation.ts';
 import { RenderProcesses } from '../avatars/render-process.ts';
 import { RECORDING_RETENTION_JOB } from '../recordings/library.ts';
 import { SceneBuildWorker } from '../scenes/builder.ts';
 import { SCENE_EXPIRY_JOB } from '../scenes/types.ts';
-import { schedulePeriodic } from './periodic.ts';
+import { schedulePeriodic } from '../platform/jobs/periodic.ts';
 import { VideoCacheWorker } from '../realtime/video-cache.ts';
-import type { Services } from '../services.ts';
+import type { Services } from './services.ts';
 
 export interface RunningWorkers {
   loops: LoopWorker;
@@ -28,7 +28,7 @@ export interface RunningWorkers {
  * caches of uploaded clips and scene builds (each render in a child process; `concurrency` of each
  * kind), frame caches at other settings (in process: decoding, resizing and encoding run on libuv's
  * pool), and the periodic media janitors (recording retention, scene expiry).
- * Started by the API server (`JOB_WORKERS` > 0) and by `tsx core/jobs/worker-main.ts`.
+ * Started by the API server (`JOB_WORKERS` > 0) and by `tsx core/wiring/job-worker-main.ts`.
  */
 export async function startJobWorkers(
   services: Services,

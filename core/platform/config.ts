@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { z } from 'zod';
-import { DEFAULT_CLIP_IDS } from './avatars/default-clips.ts';
+import { DEFAULT_CLIP_IDS } from '../../clips/declaration/default-clips.ts';
 
 /**
  * The one configuration of every process (API, agent worker, admin CLI), read from the environment.
@@ -160,7 +160,7 @@ const schema = z.object({
   AVATAR_LOOP_SECONDS: envInt(2, 8, 30),
   /**
    * The default motion library generated after an avatar's first idle loop publishes: a comma list of
-   * clip ids of core/avatars/default-clips.ts (default: all of them); empty generates none.
+   * clip ids of clips/declaration/default-clips.ts (default: all of them); empty generates none.
    */
   DEFAULT_MOTION_CLIPS: z.preprocess(
     (v) => (v === undefined ? DEFAULT_CLIP_IDS.join(',') : v),
