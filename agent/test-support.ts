@@ -37,6 +37,7 @@ export function loopOnlyPlayback(
     behavior: {},
     availability: availabilityFrom({}, true),
     instructions: '',
+    live: { greeting: null, language: 'en' },
     defaultVoiceId: null,
     voice: null,
     llm: null,

@@ -10,7 +10,7 @@
 import { AutoSubscribe, defineAgent, voice, type JobContext, type JobProcess, type VAD } from '@livekit/agents';
 import * as openai from '@livekit/agents-plugin-openai';
 import * as silero from '@livekit/agents-plugin-silero';
-import { TrackKind } from '@livekit/rtc-node';
+import { TrackKind, type AudioFrame } from '@livekit/rtc-node';
 import OpenAI from 'openai';
 import { createReactionPicker } from '../../clips/behavior/index.ts';
 import { loadAvatarPlayback } from '../../core/avatars/playback.ts';
@@ -25,6 +25,7 @@ import { RPC_USER_SPEECH_STARTED } from '../protocol.ts';
 import { quietRtcLogs } from '../rtc-logs.ts';
 import { actionTools } from './actions.ts';
 import { ttsFor } from './tts.ts';
+import { warmVad, warmVoice } from './warm.ts';
 
 /** What a dispatch carries (set by the session mint). */
 export interface DispatchMetadata {
@@ -81,6 +82,22 @@ const leaveOnEarlyShutdown = (m: unknown) => {
 };
 if (process.send) process.on('message', leaveOnEarlyShutdown);
 
+/** The whole of `text` as the call's TTS speaks it, as 20 ms frames. */
+async function preSynthesize(tts: ReturnType<typeof ttsFor>, text: string): Promise<AudioFrame[]> {
+  const frames: AudioFrame[] = [];
+  for await (const audio of tts.synthesize(text)) frames.push(audio.frame);
+  return frames;
+}
+
+function framesStream(frames: AudioFrame[]): ReadableStream<AudioFrame> {
+  return new ReadableStream<AudioFrame>({
+    start(controller) {
+      for (const f of frames) controller.enqueue(f);
+      controller.close();
+    },
+  });
+}
+
 export default defineAgent({
   // Once per job process, before it takes a call: the WebRTC engine's log capture off, the VAD model and a small database pool.
   prewarm: async (proc: JobProcess) => {
@@ -89,6 +106,11 @@ export default defineAgent({
     const log = createLogger(config.LOG_LEVEL).child({ component: 'voice' });
     const db = await openDatabase({ ...config, DATABASE_POOL_SIZE: 2 }, log);
     const vad = await silero.VAD.load();
+    // A call's first reply must not pay for the first runs: the VAD model's first inference and the
+    // embedded TTS's start (its thread, its WebAssembly, a voice's first synthesis: about 0.7 s more on the first reply).
+    await Promise.all([warmVad(vad), config.TTS_MODEL ? undefined : warmVoice()]).catch((err: unknown) =>
+      log.warn({ err }, 'could not warm the voice pipeline'),
+    );
     proc.userData.state = { config, log, db, vad } satisfies ProcessState;
     // From here agents-js's own handler answers shutdown requests (gracefully, a call in progress included).
     process.off('message', leaveOnEarlyShutdown);
@@ -112,6 +134,18 @@ export default defineAgent({
       return;
     }
 
+    const tts = ttsFor(config, playback.defaultVoiceId);
+    // The greeting is synthesised while the call is set up (not once the user is there), which also
+    // warms the avatar's own voice; without one, a word of it is.
+    const { greeting, language } = playback.live;
+    const greetingAudio = greeting
+      ? preSynthesize(tts, greeting).catch((err: unknown) => {
+          log.warn({ err }, 'could not synthesise the greeting ahead; it is synthesised as it is said');
+          return undefined;
+        })
+      : undefined;
+    if (!greeting && !config.TTS_MODEL) void warmVoice(playback.defaultVoiceId).catch(() => {});
+
     await ctx.connect(undefined, AutoSubscribe.AUDIO_ONLY);
     const apiKey = config.OPENAI_API_KEY ?? 'unused';
     const agentSession = new voice.AgentSession({
@@ -119,7 +153,7 @@ export default defineAgent({
       stt: new openai.STT({
         useRealtime: false,
         model: config.STT_MODEL,
-        language: 'en',
+        language,
         apiKey,
         client: upstreamClient(config, config.STT_TIMEOUT_SECONDS),
       }),
@@ -128,9 +162,13 @@ export default defineAgent({
         apiKey,
         client: upstreamClient(config, config.LLM_TIMEOUT_SECONDS),
       }),
-      tts: ttsFor(config, playback.defaultVoiceId),
+      tts,
       // Offline turn-taking: VAD ends the user's turn and interrupts the avatar (no cloud models).
       turnHandling: { turnDetection: 'vad', interruption: { mode: 'vad', minDuration: 0.4 } },
+      // agents-js would neither hear nor be interrupted by the user over the first 3 s of its first
+      // reply, while a phone line's echo canceller converges. Our users are browsers and apps with
+      // LiveKit's SDKs, which cancel their own echo: a user who answers the greeting must be heard.
+      aecWarmupDuration: null,
       // A failing or silent model is known within seconds: one retry, bounded waits.
       connOptions: {
         llmConnOptions: { ...UPSTREAM_RETRY, timeoutMs: config.LLM_TIMEOUT_SECONDS * 1000 },
@@ -181,6 +219,17 @@ export default defineAgent({
       inputOptions: { participantIdentity: session.userIdentity ?? undefined },
       record: false,
     });
-    log.info({ actions: menu.length }, 'voice session started');
+    log.info({ actions: menu.length, language, greeting: greeting !== null }, 'voice session started');
+    if (greeting) {
+      // Said as written as soon as the user is there: no STT, no LLM. The user may interrupt it, and is heard.
+      const user = await ctx.waitForParticipant(session.userIdentity ?? undefined).catch(() => undefined);
+      if (!user) return;
+      const frames = await greetingAudio;
+      agentSession.say(greeting, {
+        allowInterruptions: true,
+        ...(frames ? { audio: framesStream(frames) } : {}),
+      });
+      log.info({ preSynthesized: Boolean(frames) }, 'greeting said');
+    }
   },
 });

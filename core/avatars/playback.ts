@@ -6,7 +6,7 @@
 import type { Availability, Behavior, ClipAvailability } from '../../clips/behavior/index.ts';
 import { availabilityFrom } from '../../clips/behavior/index.ts';
 import type { Sql, Tx } from '../platform/db/index.ts';
-import { sessionInstructions } from './profile.ts';
+import { liveSettings, sessionInstructions, type LiveSettings } from './profile.ts';
 import type { AvatarClipRow, AvatarRow } from './types.ts';
 
 interface PlaybackClip {
@@ -31,7 +31,9 @@ export interface AvatarPlayback {
   behavior: Behavior;
   /** Availability for the behaviour engine (asked about `source` for the loop). */
   availability: Availability;
-  /** The merged persona: what the LLM is told to be. */
+  /** The greeting and the language of its live calls (settings.greeting, settings.language). */
+  live: LiveSettings;
+  /** The merged persona: what the LLM is told to be (and the language it answers in). */
   instructions: string;
   defaultVoiceId: string | null;
   voice: unknown;
@@ -76,7 +78,9 @@ export async function loadAvatarPlayback(
     clips,
     behavior: (avatar.clip_behavior as Behavior | null) ?? {},
     availability: availabilityFrom(statuses, Boolean(avatar.serving_cache_key)),
+    live: liveSettings(avatar.settings),
     instructions: sessionInstructions({
+      language: liveSettings(avatar.settings).language,
       displayName: avatar.display_name,
       personality: avatar.personality,
       background: avatar.background,

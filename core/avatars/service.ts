@@ -8,7 +8,7 @@ import type { ObjectStorage } from '../platform/storage/index.ts';
 import type { UsageStore } from '../usage.ts';
 import { enqueueClip, motionLibraries } from './clips.ts';
 import type { PortraitAssets } from './ports.ts';
-import { sessionInstructions, SESSION_INSTRUCTIONS_MAX } from './profile.ts';
+import { DEFAULT_LANGUAGE, liveSettings, sessionInstructions, SESSION_INSTRUCTIONS_MAX } from './profile.ts';
 import type { PromptScreen } from './screen.ts';
 import { checkSource, sourceReviewed, type SourceVerdict } from './source-check.ts';
 import {
@@ -68,6 +68,12 @@ export interface AvatarServiceDeps {
   log: Logger;
   /** Price of one PUT loop generation. */
   loopPriceCreditMicros: number;
+  /**
+   * A TTS that speaks more than English is configured for live calls (TTS_MODEL: an
+   * OpenAI-compatible speech model). Without one the embedded TTS speaks English only, and an
+   * avatar in another language is refused.
+   */
+  multilingualTts: boolean;
   /** The automated source checks of a swap (the rig); replaceable in tests. */
   checkSource?: (bytes: Buffer) => Promise<SourceVerdict>;
 }
@@ -199,11 +205,28 @@ export class AvatarService {
     }
   }
 
+  /** A language the avatar's voice cannot speak is refused (422 naming settings.language) before anything is saved. */
+  private checkLanguage(settings: Json | undefined): void {
+    if (settings === undefined) return;
+    const { language } = liveSettings(settings);
+    if (language === DEFAULT_LANGUAGE || this.d.multilingualTts) return;
+    throw new ApiError(
+      'validation_error',
+      `Invalid field "settings.language" in body: the embedded TTS speaks English only; a live call in "${language}" needs an OpenAI-compatible speech model (TTS_MODEL) configured on this platform`,
+      { field: 'settings.language' },
+    );
+  }
+
   async create(principal: Principal, input: CreateAvatarInput): Promise<Avatar> {
     const tenantId = principal.tenantId;
+    this.checkLanguage(input.settings);
     if (input.sourceAssetId !== undefined) await this.requirePortrait(tenantId, input.sourceAssetId);
     const motionPrompt = input.motionPrompt !== undefined ? await this.screenPrompt(input.motionPrompt) : null;
-    AvatarService.checkInstructions({ displayName: input.displayName, metadata: input.metadata ?? {} });
+    AvatarService.checkInstructions({
+      displayName: input.displayName,
+      metadata: input.metadata ?? {},
+      language: liveSettings(input.settings).language,
+    });
     const id = newId('avatar');
     const portrait = input.sourceAssetId !== undefined;
     const generationId = portrait ? newGenerationId() : null;
@@ -297,6 +320,7 @@ export class AvatarService {
       return this.swap(principal, current, input.sourceAssetId, input.anchorTimeMs ?? 0, input.sourceReview);
     }
 
+    this.checkLanguage(input.settings);
     const motionPrompt =
       input.motionPrompt === undefined || input.motionPrompt === null
         ? input.motionPrompt
@@ -308,6 +332,7 @@ export class AvatarService {
       background: pick(input.background, current.background),
       replyStyle: pick(input.replyStyle, current.reply_style),
       metadata: pick(input.metadata, current.metadata),
+      language: liveSettings(pick(input.settings, current.settings)).language,
     };
     AvatarService.checkInstructions(next);
     const row = await this.d.sql.begin(async (tx) => {

@@ -141,6 +141,7 @@ export async function createServices(config: Config, opts: CreateServicesOptions
     usage,
     log,
     loopPriceCreditMicros: config.LOOP_GENERATION_CREDIT_MICROS,
+    multilingualTts: Boolean(config.TTS_MODEL),
   });
   const lipsync = new LipsyncService({
     sql: db.sql,

@@ -1,5 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { sessionInstructions } from '../../../core/avatars/index.ts';
+import { loadAvatarPlayback } from '../../../core/avatars/playback.ts';
 import { testApi } from '../../../test/helpers.ts';
 import { call, portraitAsset } from './test-support.ts';
 
@@ -339,6 +340,78 @@ describe('PATCH /avatars/{avatarId}', () => {
     const [job] = await t.services
       .sql`select data from pgboss.job where name = 'avatar-loop' and data->>'avatarId' = ${a.id}`;
     expect(job!.data).toMatchObject({ reason: 'swap', reviewed: true });
+  });
+});
+
+describe('settings.greeting and settings.language', () => {
+  it('happy: a greeting and a language are stored with the rest of settings, on POST and PATCH, and read back', async () => {
+    const { apiKey } = await t.newTenant();
+    const greeting = 'Hello! I am Ada. What shall we talk about today? 😀';
+    const a = await draft(apiKey, { settings: { greeting, language: 'en', theme: { dark: true } } });
+    expect(a.settings).toEqual({ greeting, language: 'en', theme: { dark: true } });
+    const atMax = '😀'.repeat(250);
+    const r = await call(t, apiKey, 'PATCH', `${A}/${a.id}`, { settings: { greeting: atMax } });
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    expect(r.body.settings).toEqual({ greeting: atMax });
+    expect((await call(t, apiKey, 'GET', `${A}/${a.id}`)).body.settings).toEqual({ greeting: atMax });
+  });
+
+  it('error: a greeting over 500 UTF-16 code units, empty or not a string is 422 naming settings.greeting; nothing written', async () => {
+    const { apiKey } = await t.newTenant();
+    const a = await draft(apiKey, { settings: { greeting: 'Hi.' } });
+    for (const greeting of [`${'😀'.repeat(250)}a`, 'a'.repeat(501), '   ', 42, null]) {
+      const r = await call(t, apiKey, 'PATCH', `${A}/${a.id}`, { settings: { greeting } });
+      expect(r.status, JSON.stringify(greeting)).toBe(422);
+      expect(r.body).toMatchObject({ code: 'validation_error', field: 'settings.greeting' });
+      const c = await call(t, apiKey, 'POST', A, { displayName: 'B', settings: { greeting } });
+      expect(c.status, JSON.stringify(greeting)).toBe(422);
+      expect(c.body).toMatchObject({ code: 'validation_error', field: 'settings.greeting' });
+    }
+    expect((await call(t, apiKey, 'GET', `${A}/${a.id}`)).body.settings).toEqual({ greeting: 'Hi.' });
+    expect(((await call(t, apiKey, 'GET', A)).body as unknown as { data: unknown[] }).data).toHaveLength(1);
+  });
+
+  it('error: a language that is not an ISO 639-1 code is 422 naming settings.language; nothing written', async () => {
+    const { apiKey } = await t.newTenant();
+    const a = await draft(apiKey);
+    for (const language of ['english', 'EN', 'en-US', 'eng', 'zz', '', 7]) {
+      const r = await call(t, apiKey, 'PATCH', `${A}/${a.id}`, { settings: { language } });
+      expect(r.status, JSON.stringify(language)).toBe(422);
+      expect(r.body).toMatchObject({ code: 'validation_error', field: 'settings.language' });
+    }
+    expect((await call(t, apiKey, 'GET', `${A}/${a.id}`)).body.settings).toEqual({});
+  });
+
+  it('error: a language other than English without an OpenAI-compatible TTS is 422 naming settings.language, on POST and PATCH; nothing written', async () => {
+    const { apiKey } = await t.newTenant();
+    const a = await draft(apiKey, { settings: { language: 'en' } });
+    const r = await call(t, apiKey, 'PATCH', `${A}/${a.id}`, { settings: { language: 'fr' }, personality: 'Chatty.' });
+    expect(r.status).toBe(422);
+    expect(r.body).toMatchObject({ code: 'validation_error', field: 'settings.language' });
+    expect(r.body.error).toMatch(/English only.*TTS_MODEL/);
+    const after = (await call(t, apiKey, 'GET', `${A}/${a.id}`)).body;
+    expect(after).toMatchObject({ settings: { language: 'en' }, personality: null });
+    const c = await call(t, apiKey, 'POST', A, { displayName: 'B', settings: { language: 'de' } });
+    expect(c.status).toBe(422);
+    expect(c.body).toMatchObject({ code: 'validation_error', field: 'settings.language' });
+    expect(((await call(t, apiKey, 'GET', A)).body as unknown as { data: unknown[] }).data).toHaveLength(1);
+  });
+
+  it('happy: with an OpenAI-compatible TTS configured, a French avatar is accepted and its session instructions say to answer in French', async () => {
+    const withTts = await testApi({ env: { TTS_MODEL: 'tts-1' } });
+    try {
+      const { apiKey, tenantId } = await withTts.newTenant();
+      const c = await call(withTts, apiKey, 'POST', A, { displayName: 'Amélie', settings: { language: 'fr' } });
+      expect(c.status, JSON.stringify(c.body)).toBe(201);
+      expect(c.body.settings).toEqual({ language: 'fr' });
+      const r = await call(withTts, apiKey, 'PATCH', `${A}/${c.body.id}`, { settings: { language: 'ja' } });
+      expect(r.status).toBe(200);
+      const playback = await loadAvatarPlayback(withTts.services.sql, tenantId, c.body.id);
+      expect(playback!.live).toEqual({ greeting: null, language: 'ja' });
+      expect(playback!.instructions).toContain('Always answer in Japanese.');
+    } finally {
+      await withTts.close();
+    }
   });
 });
 

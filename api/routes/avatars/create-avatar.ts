@@ -3,7 +3,7 @@ import { V1, type App } from '../../context.ts';
 import { guarded } from '../../middleware/guard.ts';
 import { errorResponses } from '../../schemas/common.ts';
 import { FreeJsonObject } from '../../schemas/json.ts';
-import { AVATAR_BODY_LIMIT, AvatarSchema, DisplayName, toWire, MotionPromptInput, VoiceId } from './schemas.ts';
+import { AVATAR_BODY_LIMIT, AvatarSchema, AvatarSettingsInput, DisplayName, toWire, MotionPromptInput, VoiceId } from './schemas.ts';
 
 const CreateAvatarBody = z
   .object({
@@ -19,7 +19,7 @@ const CreateAvatarBody = z
     voice: FreeJsonObject.nullable().optional(),
     defaultVoiceId: VoiceId.nullable().optional(),
     llm: FreeJsonObject.nullable().optional(),
-    settings: FreeJsonObject.optional(),
+    settings: AvatarSettingsInput.optional(),
     metadata: FreeJsonObject.optional(),
   })
   .strict()

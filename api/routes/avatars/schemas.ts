@@ -1,9 +1,10 @@
 import { z } from '@hono/zod-openapi';
-import { PROFILE_LIMITS } from '../../../core/avatars/index.ts';
+import { DEFAULT_LANGUAGE, languageName, PROFILE_LIMITS } from '../../../core/avatars/index.ts';
 import { AVATAR_STATUSES, CLIP_STATUSES, IDLE_VIDEO_STATUSES, type Avatar } from '../../../core/avatars/types.ts';
 import { notFound } from '../../../core/platform/errors.ts';
 import { MOTION_PROMPT_MAX } from '../../../render/generate/index.ts';
 import { Timestamp } from '../../schemas/common.ts';
+import { FREE_JSON_DESCRIPTION, refineStorableJson } from '../../schemas/json.ts';
 
 /** Loose bound only: the prompt screen owns the real rules (nonempty, at most 1,200 characters: 422 loop_prompt_rejected). */
 export const MotionPromptInput = z
@@ -22,6 +23,31 @@ export const utf16Max = <T extends z.ZodString>(s: T, max: number) =>
 
 export const DisplayName = utf16Max(z.string().trim().min(1), PROFILE_LIMITS.displayName);
 export const VoiceId = z.string().trim().min(1).max(160);
+
+/**
+ * `settings` on create and update: the caller's own JSON object, but for the two keys a live call
+ * reads, which are validated here like the profile text fields (a bad value: 422 naming
+ * `settings.greeting` or `settings.language`, nothing written).
+ */
+export const AvatarSettingsInput = z
+  .object({
+    greeting: utf16Max(z.string().trim().min(1), PROFILE_LIMITS.greeting)
+      .optional()
+      .openapi({
+        description: `Said as written, with no STT or LLM call, as the user joins a conversation call (before the user speaks). 1 to ${PROFILE_LIMITS.greeting} UTF-16 code units.`,
+      }),
+    language: z
+      .string()
+      .refine((v) => languageName(v) !== undefined, 'must be an ISO 639-1 code in lower case, such as "en" or "fr"')
+      .optional()
+      .openapi({
+        description: `ISO 639-1 code of the language live calls are held in (default "${DEFAULT_LANGUAGE}"): the STT transcribes the user in it and the LLM is told to answer in it. The embedded TTS speaks English only: another language needs an OpenAI-compatible speech model (TTS_MODEL) on the platform, else 422.`,
+        example: 'en',
+      }),
+  })
+  .passthrough()
+  .superRefine(refineStorableJson('field'))
+  .openapi({ description: `${FREE_JSON_DESCRIPTION} Two keys have rules of their own: greeting and language.` });
 
 /** Any avatarId that names no live avatar of the caller's tenant is 404, whatever its shape. */
 export const AvatarIdParam = z.object({
