@@ -56,6 +56,87 @@ afterAll(async () => {
 });
 
 describe('the agent worker on the real LiveKit server', () => {
+  // First: the start of a fresh worker's first call, the one that used to stall.
+  it(
+    "greets the user as they join, as written, with no STT or LLM call, hears a user who speaks over the greeting, transcribes in the avatar's language, and sends smooth video from the call's first second",
+    { timeout: 180_000 },
+    async () => {
+      const greeting =
+        'Hello, I am Grace. I have been waiting for you, and I am glad you came. Ask me anything at all about compilers, and I will answer you as well as I can.';
+      // French is refused by the API on this platform (its embedded TTS speaks English only): set in
+      // the database, it shows what the worker does with an avatar's language.
+      await h.t.services
+        .sql`update avatars set settings = ${h.t.services.sql.json({ greeting, language: 'fr' })} where id = ${h.avatarId}`;
+      try {
+        h.fake.script = {
+          transcribe: () => ({ text: 'Bonjour, qu’est-ce qu’un compilateur ?' }),
+          chat: () => ({ text: 'Un compilateur traduit un programme.' }),
+        };
+        // A fresh worker, ready: its first voice process booted (a call that came sooner would wait for it).
+        await waitFor("the worker's first voice process", () =>
+          worker.logs().includes('voice process ready') ? true : undefined,
+        );
+        const sttBefore = h.fake.transcriptionRequests.length;
+        const chatBefore = h.fake.chatRequests.length;
+        const call = await h.mintCall();
+        const joining = performance.now();
+        const { viewer, mic } = await h.joinAsUser(call);
+
+        // The greeting is heard within 1.5 s of the user joining, as written, with nothing asked of the STT or the LLM.
+        const greetedAt = await waitFor(
+          () => `the greeting; ${worker.diagnosis()}`,
+          () => avatarLoudAfter(viewer, joining),
+          { timeoutMs: 30_000 },
+        );
+        expect(greetedAt - joining, 'ms from the user joining to the greeting heard').toBeLessThan(1500);
+        expect(h.fake.transcriptionRequests.length - sttBefore, 'STT requests before the user spoke').toBe(0);
+        expect(h.fake.chatRequests.length - chatBefore, 'LLM requests before the user spoke').toBe(0);
+
+        // The user answers over the greeting (1 s into it): heard (transcribed, in the avatar's
+        // language), and answered, with the greeting as written in what the LLM is told.
+        await new Promise((r) => setTimeout(r, Math.max(0, greetedAt + 1000 - performance.now())));
+        await mic.speak((await speech('Hello Grace, what is a compiler?')).pcm);
+        const asked = mic.spoken.at(-1)!;
+        expect(asked.start, 'the user spoke during the greeting (it lasts about 9 s)').toBeLessThan(greetedAt + 3000);
+        const answeredAt = await waitFor(
+          () => `the answer to the user who spoke over the greeting; ${worker.diagnosis()}`,
+          () => avatarLoudAfter(viewer, asked.end + 300),
+          { timeoutMs: 30_000 },
+        );
+        const stt = h.fake.transcriptionRequests.slice(sttBefore);
+        expect(stt.length, 'the user was transcribed').toBeGreaterThanOrEqual(1);
+        expect(stt[0]!.fields.language, "the STT request carries the avatar's language").toBe('fr');
+        const sent = h.fake.chatRequests.at(-1)!;
+        expect(messageText(sent.messages[0]!)).toContain('Always answer in French.');
+        const said = sent.messages.filter((m) => m.role === 'assistant').map(messageText);
+        expect(said[0], 'the greeting, in the chat history').toBeDefined();
+        expect(greeting.startsWith(said[0]!.trim()), `greeting in the chat history: ${said[0]}`).toBe(true);
+        expect(sent.messages.map(messageText).join('\n')).toContain('qu’est-ce qu’un compilateur');
+        expect(answeredAt).toBeGreaterThan(asked.end);
+
+        // The video of the call's first seconds, the greeting included: full rate from the first
+        // second, and no picture frozen (the first call of a worker froze for about a second as its first
+        // reply started, and reached 21.8 to 22.6 fps over its first five seconds).
+        const first = viewer.frames[0]!.at;
+        const from = first + 1000;
+        const until = Math.min(first + 6000, answeredAt);
+        const seen = viewer.frames.filter((f) => f.at >= from && f.at < until);
+        const gaps = seen.slice(1).map((f, i) => f.at - seen[i]!.at);
+        expect(until - from, 'ms of video looked at').toBeGreaterThan(3000);
+        expect(
+          viewer.fps(from, until),
+          `fps received from the first second on; ${worker.diagnosis()}`,
+        ).toBeGreaterThanOrEqual(24);
+        expect(Math.max(...gaps), 'longest gap between frames, ms').toBeLessThan(250);
+        await mic.close();
+        await viewer.leave();
+        await h.settledOnce(call.session_id);
+      } finally {
+        await h.t.services.sql`update avatars set settings = '{}'::jsonb where id = ${h.avatarId}`;
+      }
+    },
+  );
+
   it(
     'joins as the avatar, idles, answers the user with its persona, is interrupted, records, and settles on release',
     { timeout: 240_000 },
@@ -99,7 +180,7 @@ describe('the agent worker on the real LiveKit server', () => {
       await mic.speak(q1.pcm);
       const asked = mic.spoken.at(-1)!.end;
       const replyAt = await waitFor('the spoken reply', () => avatarLoudAfter(viewer, asked), { timeoutMs: 30_000 });
-      const sent = h.fake.chatRequests[0]!;
+      const sent = h.fake.chatRequests.at(-1)!;
       expect(messageText(sent.messages[0]!)).toContain(PERSONA);
       expect(sent.messages.map(messageText).join('\n')).toContain('Hello, what is your name?');
       await new Promise((r) => setTimeout(r, 2500));

@@ -23,7 +23,7 @@ import type { Logger } from '../core/platform/log.ts';
 import { RecordingStore } from '../core/recordings/store.ts';
 import type { Services } from '../core/wiring/services.ts';
 import { createLipSyncThreads, type LipSyncEngine } from '../render/lipsync/index.ts';
-import { createAudioVisemeThread } from '../render/visemes/index.ts';
+import { createAudioVisemeThread, type AudioVisemeThread } from '../render/visemes/index.ts';
 import { AvatarHost } from './avatar/host.ts';
 import { runCall, type CallStores } from './calls.ts';
 import { quietRtcLogs } from './rtc-logs.ts';
@@ -173,6 +173,7 @@ async function startHost(
   const { config } = deps;
   const lipsync = await liveLipSync(config, log);
   const mouthAnalysis = await createAudioVisemeThread();
+  await warmMouthAnalysis(mouthAnalysis, log);
   const vad: VAD = await silero.VAD.load();
   const host = new AvatarHost({
     lipsync,
@@ -277,6 +278,24 @@ async function liveLipSync(config: Config, log: Logger): Promise<LipSyncEngine> 
     'lip-sync engine loaded',
   );
   return engine;
+}
+
+/**
+ * The viseme model's first runs, before any call: left to a worker's first reply, they fell on its
+ * first frames of speech. Half a second of a voice-like buzz, as a reply's audio arrives.
+ */
+async function warmMouthAnalysis(analysis: AudioVisemeThread, log: Logger): Promise<void> {
+  const rate = 24_000;
+  const pcm = new Int16Array(rate / 2);
+  for (let i = 0; i < pcm.length; i++)
+    pcm[i] = Math.round(6000 * Math.sin((2 * Math.PI * 140 * i) / rate) * (1 + Math.sin(i / 900)));
+  const stream = analysis.open({ sampleRate: rate, fps: 25 });
+  try {
+    for (let i = 0; i < pcm.length; i += 960) await stream.push(pcm.slice(i, i + 960));
+    await stream.end();
+  } catch (err) {
+    log.warn({ err }, 'could not warm the mouth analysis');
+  }
 }
 
 /**

@@ -738,8 +738,16 @@ export interface components {
             llm?: {
                 [key: string]: unknown;
             } | null;
-            /** @description A JSON object of your own structure: at most 16 levels deep, no NUL characters or unpaired surrogates. */
+            /** @description A JSON object of your own structure: at most 16 levels deep, no NUL characters or unpaired surrogates. Two keys have rules of their own: greeting and language. */
             settings?: {
+                /** @description Said as written, with no STT or LLM call, as the user joins a conversation call (before the user speaks). 1 to 500 UTF-16 code units. */
+                greeting?: string;
+                /**
+                 * @description ISO 639-1 code of the language live calls are held in (default "en"): the STT transcribes the user in it and the LLM is told to answer in it. The embedded TTS speaks English only: another language needs an OpenAI-compatible speech model (TTS_MODEL) on the platform, else 422.
+                 * @example en
+                 */
+                language?: string;
+            } & {
                 [key: string]: unknown;
             };
             /** @description A JSON object of your own structure: at most 16 levels deep, no NUL characters or unpaired surrogates. */
@@ -758,8 +766,16 @@ export interface components {
             llm?: {
                 [key: string]: unknown;
             } | null;
-            /** @description A JSON object of your own structure: at most 16 levels deep, no NUL characters or unpaired surrogates. */
+            /** @description A JSON object of your own structure: at most 16 levels deep, no NUL characters or unpaired surrogates. Two keys have rules of their own: greeting and language. */
             settings?: {
+                /** @description Said as written, with no STT or LLM call, as the user joins a conversation call (before the user speaks). 1 to 500 UTF-16 code units. */
+                greeting?: string;
+                /**
+                 * @description ISO 639-1 code of the language live calls are held in (default "en"): the STT transcribes the user in it and the LLM is told to answer in it. The embedded TTS speaks English only: another language needs an OpenAI-compatible speech model (TTS_MODEL) on the platform, else 422.
+                 * @example en
+                 */
+                language?: string;
+            } & {
                 [key: string]: unknown;
             };
             /** @description A JSON object of your own structure: at most 16 levels deep, no NUL characters or unpaired surrogates. */

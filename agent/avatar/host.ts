@@ -59,12 +59,14 @@ export interface TickStats {
   /** Ticks that started more than one tick period late. */
   lateTicks: number;
   maxTickMs: number;
+  /** Milliseconds of calls publishing, summed over calls (two calls for a second: 2000): what a per-call rate divides by. */
+  callMs: number;
 }
 
 export class AvatarHost {
   readonly renderer: BatchRenderer;
   readonly ctx: HostContext;
-  readonly tickStats: TickStats = { ticks: 0, shown: 0, lateTicks: 0, maxTickMs: 0 };
+  readonly tickStats: TickStats = { ticks: 0, shown: 0, lateTicks: 0, maxTickMs: 0, callMs: 0 };
   private readonly runners = new Set<AvatarRunner>();
   private loop: Promise<void> | null = null;
   private running = false;
@@ -142,6 +144,7 @@ export class AvatarHost {
     ticks: 0,
     shown: 0,
     lateTicks: 0,
+    callMs: 0,
     frames: 0,
     drawn: 0,
     batches: 0,
@@ -159,10 +162,14 @@ export class AvatarHost {
     this.ctx.log.info(
       {
         calls: this.runners.size,
-        /** Frames published per second, per call. */
+        /**
+         * Frames published per second, per call: over the time each call was publishing, not the
+         * whole interval (a call that started or ended within it, or the first interval after the
+         * worker idled, would read low).
+         */
         fpsPerCall:
-          this.runners.size > 0
-            ? Math.round(((this.tickStats.shown - last.shown) / seconds / this.runners.size) * 10) / 10
+          this.tickStats.callMs > last.callMs
+            ? Math.round(((this.tickStats.shown - last.shown) / (this.tickStats.callMs - last.callMs)) * 10_000) / 10
             : 0,
         renderedPerSecond: Math.round((frames / seconds) * 10) / 10,
         drawnPerSecond: Math.round(((r.drawn - last.drawn) / seconds) * 10) / 10,
@@ -178,6 +185,7 @@ export class AvatarHost {
       ticks: this.tickStats.ticks,
       shown: this.tickStats.shown,
       lateTicks: this.tickStats.lateTicks,
+      callMs: this.tickStats.callMs,
       frames: r.frames,
       drawn: r.drawn,
       batches: r.ticks,
@@ -193,9 +201,12 @@ export class AvatarHost {
 
   private async tickLoop(): Promise<void> {
     let next = performance.now();
+    let prev = next;
     while (this.running) {
       const now = performance.now();
       if (now - next > TICK_MS) this.tickStats.lateTicks++;
+      for (const runner of this.runners) if (runner.publishing) this.tickStats.callMs += now - prev;
+      prev = now;
       this.tick(now);
       const took = performance.now() - now;
       this.tickStats.ticks++;

@@ -148,6 +148,7 @@ export class AvatarRunner {
   /** The call's recording, when it is to be recorded; it starts with the user's arrival. */
   private readonly recording: CallRecording | null;
   private startedAt: Date | null = null;
+  private joined = false;
   private timers: NodeJS.Timeout[] = [];
   private ending: Promise<void> | null = null;
   private endReason: EndReason | null = null;
@@ -229,6 +230,7 @@ export class AvatarRunner {
       }
     }
     this.playout.start();
+    this.joined = true;
     await this.reporter.joined();
     this.observe(this.spec.avatarIdentity, 'avatar', 'joined');
     this.log.info(
@@ -421,6 +423,11 @@ export class AvatarRunner {
     if (outcome === 'late') this.log.warn({ step, ms: STEP_MS }, 'a step did not finish in time; going on');
   }
 
+  /** Joined and publishing frames (the host's render stats count a call's rate over this time only). */
+  get publishing(): boolean {
+    return this.joined && !this.ending;
+  }
+
   get reason(): EndReason | null {
     return this.endReason;
   }
@@ -451,6 +458,8 @@ export class AvatarRunner {
     if (!pb.loopCacheKey) throw new Error(`Avatar ${pb.avatarId} has no idle loop to play`);
     const loop = await this.hold(pb.loopCacheKey);
     this.loaded.set(SOURCE_MEMBER_ID, loop);
+    // Decoded and prepared while the avatar joins, ahead of play (MediaCache.warm), the loop first.
+    const loopWarm = this.warm(loop, SOURCE_MEMBER_ID);
     this.width = loop.width;
     this.height = loop.height;
     // A clip is playable here once its media is loaded: until then it counts as pending.
@@ -471,11 +480,26 @@ export class AvatarRunner {
       if (clip.availability !== 'ready' || !clip.cacheKey) continue;
       const key = clip.cacheKey;
       this.hold(key)
-        .then((media) => {
-          if (media.width === this.width && media.height === this.height) this.loaded.set(clip.clipId, media);
-          else this.log.warn({ clipId: clip.clipId }, 'clip of another size than the idle loop, not played');
+        .then(async (media) => {
+          if (media.width !== this.width || media.height !== this.height) {
+            this.log.warn({ clipId: clip.clipId }, 'clip of another size than the idle loop, not played');
+            return;
+          }
+          await loopWarm;
+          await this.warm(media, clip.clipId);
+          this.loaded.set(clip.clipId, media);
         })
         .catch((err: unknown) => this.log.warn({ err, clipId: clip.clipId }, 'clip media could not be loaded'));
+    }
+  }
+
+  private async warm(media: ClipMedia, clipId: string): Promise<void> {
+    try {
+      const { frames, ms } = await media.warm();
+      this.log.debug({ clipId, frames, ms }, 'clip media warmed');
+    } catch (err) {
+      // Frames then decode as they first play, as before.
+      this.log.warn({ err, clipId }, 'clip media could not be warmed');
     }
   }
 

@@ -108,9 +108,11 @@ export default defineAgent({
     const vad = await silero.VAD.load();
     // A call's first reply must not pay for the first runs: the VAD model's first inference and the
     // embedded TTS's start (its thread, its WebAssembly, a voice's first synthesis: about 0.7 s more on the first reply).
+    const t0 = performance.now();
     await Promise.all([warmVad(vad), config.TTS_MODEL ? undefined : warmVoice()]).catch((err: unknown) =>
       log.warn({ err }, 'could not warm the voice pipeline'),
     );
+    log.info({ warmMs: Math.round(performance.now() - t0) }, 'voice process ready');
     proc.userData.state = { config, log, db, vad } satisfies ProcessState;
     // From here agents-js's own handler answers shutdown requests (gracefully, a call in progress included).
     process.off('message', leaveOnEarlyShutdown);

@@ -4,22 +4,22 @@
  * its WebAssembly, a voice's first synthesis). Measured before this, a worker's first reply took
  * 0.95-1.04 s to synthesise against 0.27-0.36 s for the later ones.
  */
-import type { VAD } from '@livekit/agents';
+import { VADEventType, type VAD } from '@livekit/agents';
 import { AudioFrame } from '@livekit/rtc-node';
 import { orAfter } from '../../core/platform/time.ts';
 import { DEFAULT_VOICE, isVoice, synthesize, warmUpTts } from '../../render/tts/index.ts';
 
-/** Half a second of silence through a VAD stream of the shared model, read to its end (at most 5 s). */
+/** A few inferences of the shared VAD model on silence (at most 2 s: the stream is not ended, only closed). */
 export async function warmVad(vad: VAD): Promise<void> {
   const stream = vad.stream();
   const rate = 16_000;
   const step = rate / 100;
-  for (let i = 0; i < 50; i++) stream.pushFrame(new AudioFrame(new Int16Array(step), rate, 1, step));
-  stream.endInput();
-  const drained = (async () => {
-    for await (const _ of stream) void _;
+  for (let i = 0; i < 20; i++) stream.pushFrame(new AudioFrame(new Int16Array(step), rate, 1, step));
+  const inferred = (async () => {
+    let runs = 0;
+    for await (const e of stream) if (e.type === VADEventType.INFERENCE_DONE && ++runs >= 3) return;
   })();
-  await orAfter(drained, 5000, 'late' as const);
+  await orAfter(inferred, 2000, 'late' as const);
   stream.close();
 }
 

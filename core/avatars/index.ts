@@ -1,5 +1,11 @@
 export { AvatarService } from './service.ts';
-export { DEFAULT_LANGUAGE, languageName, PROFILE_LIMITS, SESSION_INSTRUCTIONS_MAX, sessionInstructions } from './profile.ts';
+export {
+  DEFAULT_LANGUAGE,
+  languageName,
+  PROFILE_LIMITS,
+  SESSION_INSTRUCTIONS_MAX,
+  sessionInstructions,
+} from './profile.ts';
 export { type PromptScreen } from './screen.ts';
 export type { PortraitAssets } from './ports.ts';
 export * from './types.ts';

@@ -3,7 +3,15 @@ import { V1, type App } from '../../context.ts';
 import { guarded } from '../../middleware/guard.ts';
 import { errorResponses } from '../../schemas/common.ts';
 import { FreeJsonObject } from '../../schemas/json.ts';
-import { AVATAR_BODY_LIMIT, AvatarSchema, AvatarSettingsInput, DisplayName, toWire, MotionPromptInput, VoiceId } from './schemas.ts';
+import {
+  AVATAR_BODY_LIMIT,
+  AvatarSchema,
+  AvatarSettingsInput,
+  DisplayName,
+  toWire,
+  MotionPromptInput,
+  VoiceId,
+} from './schemas.ts';
 
 const CreateAvatarBody = z
   .object({
