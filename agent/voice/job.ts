@@ -42,6 +42,8 @@ interface ProcessState {
   log: Logger;
   db: Database;
   vad: VAD;
+  /** The process's first runs (VAD, TTS) done. */
+  warmed: Promise<void>;
 }
 
 /**
@@ -106,20 +108,22 @@ export default defineAgent({
     const log = createLogger(config.LOG_LEVEL).child({ component: 'voice' });
     const db = await openDatabase({ ...config, DATABASE_POOL_SIZE: 2 }, log);
     const vad = await silero.VAD.load();
-    // A call's first reply must not pay for the first runs: the VAD model's first inference and the
-    // embedded TTS's start (its thread, its WebAssembly, a voice's first synthesis: about 0.7 s more on the first reply).
+    // A call's first reply must not pay for the first runs: the VAD model's first inferences and the
+    // embedded TTS's start (its thread, its WebAssembly, a first synthesis: 0.7 s more on a first reply).
+    // Not awaited: agents-js gives a process 10 s to initialise, which a loaded machine can overrun;
+    // the process is idle until a call comes, and a call waits for it only before its greeting.
     const t0 = performance.now();
-    await Promise.all([warmVad(vad), config.TTS_MODEL ? undefined : warmVoice()]).catch((err: unknown) =>
-      log.warn({ err }, 'could not warm the voice pipeline'),
+    const warmed = Promise.all([warmVad(vad), config.TTS_MODEL ? undefined : warmVoice()]).then(
+      () => log.info({ warmMs: Math.round(performance.now() - t0) }, 'voice process ready'),
+      (err: unknown) => log.warn({ err }, 'could not warm the voice pipeline'),
     );
-    log.info({ warmMs: Math.round(performance.now() - t0) }, 'voice process ready');
-    proc.userData.state = { config, log, db, vad } satisfies ProcessState;
+    proc.userData.state = { config, log, db, vad, warmed } satisfies ProcessState;
     // From here agents-js's own handler answers shutdown requests (gracefully, a call in progress included).
     process.off('message', leaveOnEarlyShutdown);
   },
 
   entry: async (ctx: JobContext) => {
-    const { config, log: plog, db, vad } = ctx.proc.userData.state as ProcessState;
+    const { config, log: plog, db, vad, warmed } = ctx.proc.userData.state as ProcessState;
     const meta = parseDispatchMetadata(ctx.job.metadata);
     const log = plog.child({ sessionId: meta?.session_id, room: ctx.job.room?.name });
     if (!meta) {
@@ -141,12 +145,14 @@ export default defineAgent({
     // warms the avatar's own voice; without one, a word of it is.
     const { greeting, language } = playback.live;
     const greetingAudio = greeting
-      ? preSynthesize(tts, greeting).catch((err: unknown) => {
-          log.warn({ err }, 'could not synthesise the greeting ahead; it is synthesised as it is said');
-          return undefined;
-        })
+      ? warmed
+          .then(() => preSynthesize(tts, greeting))
+          .catch((err: unknown) => {
+            log.warn({ err }, 'could not synthesise the greeting ahead; it is synthesised as it is said');
+            return undefined;
+          })
       : undefined;
-    if (!greeting && !config.TTS_MODEL) void warmVoice(playback.defaultVoiceId).catch(() => {});
+    if (!greeting && !config.TTS_MODEL) void warmed.then(() => warmVoice(playback.defaultVoiceId)).catch(() => {});
 
     await ctx.connect(undefined, AutoSubscribe.AUDIO_ONLY);
     const apiKey = config.OPENAI_API_KEY ?? 'unused';
