@@ -100,6 +100,22 @@ function framesStream(frames: AudioFrame[]): ReadableStream<AudioFrame> {
   });
 }
 
+/** Said as written as soon as the user is there: no STT, no LLM. The user may interrupt it, and is heard. */
+async function sayGreeting(
+  ctx: JobContext,
+  agentSession: voice.AgentSession,
+  userIdentity: string | null,
+  greeting: string,
+  audio: Promise<AudioFrame[] | undefined> | undefined,
+  log: Logger,
+): Promise<void> {
+  const user = await ctx.waitForParticipant(userIdentity ?? undefined).catch(() => undefined);
+  if (!user) return;
+  const frames = await audio;
+  agentSession.say(greeting, { allowInterruptions: true, ...(frames ? { audio: framesStream(frames) } : {}) });
+  log.info({ preSynthesized: Boolean(frames) }, 'greeting said');
+}
+
 export default defineAgent({
   // Once per job process, before it takes a call: the WebRTC engine's log capture off, the VAD model and a small database pool.
   prewarm: async (proc: JobProcess) => {
@@ -228,16 +244,6 @@ export default defineAgent({
       record: false,
     });
     log.info({ actions: menu.length, language, greeting: greeting !== null }, 'voice session started');
-    if (greeting) {
-      // Said as written as soon as the user is there: no STT, no LLM. The user may interrupt it, and is heard.
-      const user = await ctx.waitForParticipant(session.userIdentity ?? undefined).catch(() => undefined);
-      if (!user) return;
-      const frames = await greetingAudio;
-      agentSession.say(greeting, {
-        allowInterruptions: true,
-        ...(frames ? { audio: framesStream(frames) } : {}),
-      });
-      log.info({ preSynthesized: Boolean(frames) }, 'greeting said');
-    }
+    if (greeting) await sayGreeting(ctx, agentSession, session.userIdentity, greeting, greetingAudio, log);
   },
 });
