@@ -34,8 +34,14 @@ export interface ShownFrame {
 const DRAW_AHEAD = 2;
 const MARKER = 32;
 
+/** What the pipeline reads of the call's playout: its clock, and what plays at each frame. */
+type PlayoutClock = Pick<
+  SpeechPlayout,
+  'epoch' | 'frameAt' | 'frameKnown' | 'msUntilFrame' | 'frameContent' | 'frameCurrent' | 'frameAudio'
+>;
+
 export interface FramePipelineOptions {
-  playout: SpeechPlayout;
+  playout: PlayoutClock;
   body: Body;
   width: number;
   height: number;
