@@ -88,7 +88,16 @@ export class CallRecording {
         durationSeconds: result.durationSeconds,
         sizeBytes: result.sizeBytes,
       });
-      this.o.log.info({ recordingId: rec.recordingId, seconds: result.durationSeconds }, 'recording ready');
+      this.o.log.info(
+        {
+          recordingId: rec.recordingId,
+          seconds: result.durationSeconds,
+          // Frames shown while the recording was starting, each recorded as its first frame (a measure of that start).
+          leadInFrames: recorder.leadInFrames,
+          encoderBehindFrames: recorder.dropped,
+        },
+        'recording ready',
+      );
     } catch (err) {
       this.o.log.error({ err, recordingId: rec.recordingId }, 'recording failed');
       await recorder.abort().catch(() => {});

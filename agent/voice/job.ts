@@ -25,6 +25,7 @@ import { RPC_USER_SPEECH_STARTED } from '../protocol.ts';
 import { quietRtcLogs } from '../rtc-logs.ts';
 import { actionTools } from './actions.ts';
 import { ttsFor } from './tts.ts';
+import { INTERRUPTION, pauseSafeEndpointing, VAD_MIN_SILENCE_MS } from './turns.ts';
 
 /** What a dispatch carries (set by the session mint). */
 export interface DispatchMetadata {
@@ -129,8 +130,13 @@ export default defineAgent({
         client: upstreamClient(config, config.LLM_TIMEOUT_SECONDS),
       }),
       tts: ttsFor(config, playback.defaultVoiceId),
-      // Offline turn-taking: VAD ends the user's turn and interrupts the avatar (no cloud models).
-      turnHandling: { turnDetection: 'vad', interruption: { mode: 'vad', minDuration: 0.4 } },
+      // Offline turn-taking: VAD ends the user's turn and interrupts the avatar (no cloud models),
+      // under the rules of turns.ts (a pause inside an utterance kept, barge-in).
+      turnHandling: {
+        turnDetection: 'vad',
+        interruption: INTERRUPTION,
+        endpointing: { minDelay: pauseSafeEndpointing({ vadSilenceMs: VAD_MIN_SILENCE_MS, minDelayMs: 500 }) },
+      },
       // A failing or silent model is known within seconds: one retry, bounded waits.
       connOptions: {
         llmConnOptions: { ...UPSTREAM_RETRY, timeoutMs: config.LLM_TIMEOUT_SECONDS * 1000 },
