@@ -25,6 +25,7 @@ import { RPC_USER_SPEECH_STARTED } from '../protocol.ts';
 import { quietRtcLogs } from '../rtc-logs.ts';
 import { actionTools } from './actions.ts';
 import { ttsFor } from './tts.ts';
+import { INTERRUPTION, pauseSafeEndpointing, VAD_MIN_SILENCE_MS } from './turns.ts';
 import { warmVad, warmVoice } from './warm.ts';
 
 /** What a dispatch carries (set by the session mint). */
@@ -187,8 +188,13 @@ export default defineAgent({
         client: upstreamClient(config, config.LLM_TIMEOUT_SECONDS),
       }),
       tts,
-      // Offline turn-taking: VAD ends the user's turn and interrupts the avatar (no cloud models).
-      turnHandling: { turnDetection: 'vad', interruption: { mode: 'vad', minDuration: 0.4 } },
+      // Offline turn-taking: VAD ends the user's turn and interrupts the avatar (no cloud models),
+      // under the rules of turns.ts (a pause inside an utterance kept, barge-in).
+      turnHandling: {
+        turnDetection: 'vad',
+        interruption: INTERRUPTION,
+        endpointing: { minDelay: pauseSafeEndpointing({ vadSilenceMs: VAD_MIN_SILENCE_MS, minDelayMs: 500 }) },
+      },
       // agents-js would neither hear nor be interrupted by the user over the first 3 s of its first
       // reply, while a phone line's echo canceller converges. Our users are browsers and apps with
       // LiveKit's SDKs, which cancel their own echo: a user who answers the greeting must be heard.
