@@ -10,7 +10,7 @@
 import { AutoSubscribe, defineAgent, voice, type JobContext, type JobProcess, type VAD } from '@livekit/agents';
 import * as openai from '@livekit/agents-plugin-openai';
 import * as silero from '@livekit/agents-plugin-silero';
-import { TrackKind } from '@livekit/rtc-node';
+import { TrackKind, type AudioFrame } from '@livekit/rtc-node';
 import OpenAI from 'openai';
 import { createReactionPicker } from '../../clips/behavior/index.ts';
 import { loadAvatarPlayback } from '../../core/avatars/playback.ts';
@@ -57,6 +57,73 @@ function upstreamClient(config: Config, timeoutSeconds: number): OpenAI {
     timeout: timeoutSeconds * 1000,
     fetch: stallGuardedFetch(timeoutSeconds * 1000),
   });
+}
+
+/**
+ * When each stage of a reply happened (wall clock, ms), logged once per reply as `reply timings`
+ * when its audio starts playing at the avatar: the VAD's end of the user's speech, the transcript,
+ * the end of the turn, the first TTS audio sent to the avatar, and its playback start there. What
+ * `npm run bench -- conversation` reads to say where a reply's time goes (docs/agent.md).
+ */
+class ReplyTimings {
+  private turn: Record<string, number> = {};
+
+  constructor(private readonly log: Logger) {}
+
+  mark(stage: string, at = Date.now()): void {
+    this.turn[stage] ??= at;
+  }
+
+  watch(session: voice.AgentSession): void {
+    session.on(voice.AgentSessionEventTypes.UserStateChanged, (ev) => {
+      // The user speaks again: a new turn (a pause inside an utterance included).
+      if (ev.newState === 'speaking') this.turn = {};
+      else if (ev.oldState === 'speaking') this.turn.vadEndAt = ev.createdAt;
+    });
+    session.on(voice.AgentSessionEventTypes.UserInputTranscribed, (ev) => {
+      if (ev.isFinal) this.turn.transcriptAt = ev.createdAt;
+    });
+    session.on(voice.AgentSessionEventTypes.MetricsCollected, (ev) => {
+      if (ev.metrics.type !== 'eou_metrics') return;
+      this.turn.turnEndAt = Date.now();
+      this.turn.endOfUtteranceDelayMs = Math.round(ev.metrics.endOfUtteranceDelayMs);
+      this.turn.transcriptionDelayMs = Math.round(ev.metrics.transcriptionDelayMs);
+    });
+    session.on(voice.AgentSessionEventTypes.AgentStateChanged, (ev) => {
+      if (ev.newState !== 'speaking') return;
+      // A reply of a turn (the greeting or an apology has none): its audio plays at the avatar now.
+      if (this.turn.turnEndAt !== undefined) this.log.info({ ...this.turn, playbackAt: ev.createdAt }, 'reply timings');
+      this.turn = {};
+    });
+  }
+}
+
+/** The avatar protocol's sender, noting when a reply's first audio goes out. */
+class TimedAudioOutput extends voice.DataStreamAudioOutput {
+  private segmentStarted = false;
+
+  constructor(
+    private readonly timings: ReplyTimings,
+    opts: ConstructorParameters<typeof voice.DataStreamAudioOutput>[0],
+  ) {
+    super(opts);
+  }
+
+  override async captureFrame(frame: AudioFrame): Promise<void> {
+    if (!this.segmentStarted) this.timings.mark('ttsFirstAudioAt');
+    this.segmentStarted = true;
+    await super.captureFrame(frame);
+  }
+
+  override flush(): void {
+    this.segmentStarted = false;
+    super.flush();
+  }
+
+  override clearBuffer(): void {
+    this.segmentStarted = false;
+    super.clearBuffer();
+  }
 }
 
 export function parseDispatchMetadata(raw: string): DispatchMetadata | undefined {
@@ -138,12 +205,14 @@ export default defineAgent({
       },
     });
     // The avatar plays our audio: it tells us when each segment starts and ends (transcripts follow it).
-    agentSession.output.audio = new voice.DataStreamAudioOutput({
+    const timings = new ReplyTimings(log);
+    agentSession.output.audio = new TimedAudioOutput(timings, {
       room: ctx.room,
       destinationIdentity: session.avatarIdentity,
       waitRemoteTrack: TrackKind.KIND_VIDEO,
       waitPlaybackStart: true,
     });
+    timings.watch(agentSession);
     // The menu as the avatar would draw from it (actions with a playable take).
     const menu = createReactionPicker(playback.behavior, playback.availability, 0).actionMenu();
     const agent = new voice.Agent({
