@@ -2,7 +2,20 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { initializeLogger } from '@livekit/agents';
-import { AudioSource, LocalAudioTrack, TrackPublishOptions, TrackSource, dispose } from '@livekit/rtc-node';
+import {
+  AudioSource,
+  AudioStream,
+  LocalAudioTrack,
+  Room,
+  RoomEvent,
+  TrackKind,
+  TrackPublishOptions,
+  TrackSource,
+  VideoBufferType,
+  VideoStream,
+  dispose,
+  type RemoteTrack,
+} from '@livekit/rtc-node';
 import { createApp } from '../api/app.ts';
 import { startApiServer } from '../api/server.ts';
 import { LIVEKIT_WEBHOOK_PATH } from '../api/routes/webhooks/livekit.ts';
@@ -14,7 +27,7 @@ import { createLogger } from '../core/platform/log.ts';
 import { orAfter } from '../core/platform/time.ts';
 import { createServices } from '../core/wiring/services.ts';
 import { closeTts } from '../render/tts/index.ts';
-import { Microphone, Viewer, avatarLoudAfter, speech, startWorkerProcess, type WorkerProcess } from '../agent/test-support.ts';
+import { Microphone, speech, startWorkerProcess, type WorkerProcess } from '../agent/test-support.ts';
 import { quietRtcLogs } from '../agent/rtc-logs.ts';
 import { LIVEKIT_DEV_KEY, LIVEKIT_DEV_SECRET, startLiveKit } from '../test/deps.ts';
 import { startFakeOpenAI, type FakeOpenAI } from '../test/fakes/openai.ts';
@@ -40,13 +53,14 @@ import type { BenchModule, BenchReport } from './types.ts';
  * the turn, the first TTS audio sent to the avatar, the avatar's playback start) and the fake's
  * (the transcription answered, the first LLM token sent). All on this machine's one wall clock.
  *
- *   npm run bench -- conversation [--settings=before/instant,after/instant,after/models]
+ *   npm run bench -- conversation [--settings=before/instant,after/instant,before/models,after/models]
  *                                 [--calls=2] [--questions=5] [--stt-ms=300] [--ttft-ms=400] [--tps=0]
  *
  * A setting is `<worker>/<models>`. Worker: `before`, the voice pipeline as it was before its latency
  * work (issue 27: VAD silence 550 ms, endpointing 500 ms, no preemptive TTS, sentence-sized TTS,
  * 100 ms playout start buffer), or `after`, the defaults. Models: `instant` (no delay) or `models`
  * (--stt-ms, --ttft-ms, --tps; tokens of 4 characters, tps 0 = the whole answer at once).
+ * `+AGENT_X=value` after the worker changes one of its settings (e.g. `after+AGENT_TURN_END_MS=500/instant`).
  * Settings sharing a worker run on one worker process, started per worker setting.
  */
 
@@ -73,7 +87,7 @@ const USER_LOUD = 500;
 const WORKERS: Record<string, Record<string, string>> = {
   before: {
     AGENT_VAD_SILENCE_MS: '550',
-    AGENT_ENDPOINTING_MS: '500',
+    AGENT_TURN_END_MS: '500',
     AGENT_PREEMPTIVE_TTS: 'false',
     AGENT_TTS_CLAUSES: 'false',
     AGENT_SPEECH_START_MS: '100',
@@ -104,14 +118,80 @@ const leaving = (step: Promise<unknown>) =>
     undefined,
   );
 
+/** The last question, said with a pause of PAUSE_MS inside it: never an end of turn. */
+const PAUSED = ['Tell me what a compiler is', 'and why it is so useful.'];
+const PAUSE_MS = 450;
+
+/** `a` and `b` joined by `pauseMs` of silence between the last audible sample of one and the first of the other. */
+function withPause(a: Int16Array, b: Int16Array, sampleRate: number, pauseMs: number): Int16Array {
+  let aEnd = a.length;
+  while (aEnd > 0 && Math.abs(a[aEnd - 1]!) < USER_LOUD) aEnd--;
+  let bStart = 0;
+  while (bStart < b.length && Math.abs(b[bStart]!) < USER_LOUD) bStart++;
+  const gap = Math.round((sampleRate * pauseMs) / 1000);
+  const out = new Int16Array(aEnd + gap + b.length - bStart);
+  out.set(a.subarray(0, aEnd), 0);
+  out.set(b.subarray(bStart), aEnd + gap);
+  return out;
+}
+
 /** Offset (ms) of the end of the last audible stretch of `pcm`. */
 function speechEndMs(pcm: Int16Array, sampleRate: number): number {
   for (let i = pcm.length - 1; i >= 0; i--) if (Math.abs(pcm[i]!) >= USER_LOUD) return ((i + 1) * 1000) / sampleRate;
   return 0;
 }
 
+/**
+ * The user's side of the call: the avatar's audio (loudness per 10 ms) and the luma of its mouth
+ * region per frame, read from the I420 frame's Y plane as it arrives, with arrival times. Cheap on
+ * purpose (no conversion to RGBA): on a busy machine a slow viewer reads its streams late, and
+ * every figure here is an arrival time.
+ */
+class UserView {
+  readonly room = new Room();
+  readonly frames: { at: number; mouthLuma: number }[] = [];
+  readonly audio: { at: number; level: number }[] = [];
+
+  constructor(private readonly avatar: string) {}
+
+  async connect(url: string, token: string): Promise<void> {
+    this.room.on(RoomEvent.TrackSubscribed, (track, _pub, p) => {
+      if (p.identity !== this.avatar) return;
+      void (track.kind === TrackKind.KIND_VIDEO ? this.readVideo(track) : this.readAudio(track)).catch(() => {});
+    });
+    await this.room.connect(url, token, { autoSubscribe: true, dynacast: false });
+  }
+
+  private async readVideo(track: RemoteTrack): Promise<void> {
+    for await (const { frame } of new VideoStream(track)) {
+      const at = performance.now();
+      const y = frame.type === VideoBufferType.I420 ? frame.getPlane(0) : undefined;
+      if (!y) continue;
+      const { width, height } = frame;
+      let sum = 0;
+      let n = 0;
+      for (let row = Math.round(height * 0.62); row < Math.round(height * 0.78); row += 2)
+        for (let x = Math.round(width * 0.38); x < Math.round(width * 0.62); x += 2, n++) sum += y[row * width + x]!;
+      this.frames.push({ at, mouthLuma: sum / n });
+    }
+  }
+
+  private async readAudio(track: RemoteTrack): Promise<void> {
+    for await (const frame of new AudioStream(track, { sampleRate: 24_000, numChannels: 1, frameSizeMs: 10 })) {
+      let sum = 0;
+      for (const v of frame.data) sum += Math.abs(v);
+      this.audio.push({ at: performance.now(), level: sum / frame.data.length });
+    }
+  }
+
+  /** When the avatar was first heard (audible) after `after`. */
+  loudAfter(after: number): number | undefined {
+    return this.audio.find((a) => a.at > after && a.level > 400)?.at;
+  }
+}
+
 /** The first frame after `after` whose mouth region leaves the range it had over the idle `before` ms before it. */
-function mouthMovedAfter(viewer: Viewer, after: number, before = 2000): number | undefined {
+function mouthMovedAfter(viewer: UserView, after: number, before = 2000): number | undefined {
   const idle = viewer.frames.filter((f) => f.at > after - before && f.at <= after).map((f) => f.mouthLuma);
   if (idle.length < 10) return undefined;
   const lo = Math.min(...idle);
@@ -142,7 +222,7 @@ export const conversation: BenchModule = {
   description:
     "live calls with a speaking user: end of the user's speech to the reply's first audio and first moving mouth at the user, p50/p95, per stage",
   async run({ flags }): Promise<BenchReport> {
-    const settings = (flags.settings ?? 'before/instant,after/instant,after/models').split(',');
+    const settings = (flags.settings ?? 'before/instant,after/instant,before/models,after/models').split(',');
     const calls = Math.max(1, Number(flags.calls ?? 2));
     const questions = Math.max(1, Math.min(QUESTIONS.length, Number(flags.questions ?? 5)));
     const modelDelays: Models = {
@@ -150,10 +230,28 @@ export const conversation: BenchModule = {
       ttftMs: Number(flags['ttft-ms'] ?? 400),
       tps: Number(flags.tps ?? 0),
     };
+    /** A worker setting's env: its preset, then the `+KEY=VALUE` that follow it. */
+    const workerEnv = (w: string): Record<string, string> => {
+      const [preset, ...overrides] = w.split('+');
+      return {
+        ...WORKERS[preset!],
+        ...Object.fromEntries(overrides.map((o) => [o.slice(0, o.indexOf('=')), o.slice(o.indexOf('=') + 1)])),
+      };
+    };
     for (const s of settings) {
       const [w, m] = s.split('/');
-      if (!w || !(w in WORKERS) || (m !== 'instant' && m !== 'models'))
-        throw new Error(`--settings: ${s} is not <${Object.keys(WORKERS).join('|')}>/<instant|models>`);
+      if (
+        !w ||
+        !(w.split('+')[0]! in WORKERS) ||
+        w
+          .split('+')
+          .slice(1)
+          .some((o) => !/^AGENT_[A-Z_]+=./.test(o)) ||
+        (m !== 'instant' && m !== 'models')
+      )
+        throw new Error(
+          `--settings: ${s} is not <${Object.keys(WORKERS).join('|')}>[+AGENT_X=value...]/<instant|models>`,
+        );
     }
     initializeLogger({ pretty: false, level: 'fatal' });
     quietRtcLogs();
@@ -197,6 +295,9 @@ export const conversation: BenchModule = {
         loop: { seconds: 4, size: 512 },
       });
       const spoken = await Promise.all(QUESTIONS.slice(0, questions).map((text) => speech(text)));
+      const [pa, pb] = await Promise.all(PAUSED.map((text) => speech(text)));
+      const paused = { pcm: withPause(pa!.pcm, pb!.pcm, pa!.sampleRate, PAUSE_MS), sampleRate: pa!.sampleRate };
+      const pauseChecks = new Map<string, { asked: number; cutIn: number }>();
       await closeTts();
 
       // The fake's side of each turn: when the transcription and the first token were answered.
@@ -214,7 +315,9 @@ export const conversation: BenchModule = {
           chat: async () => {
             await sleep(m.ttftMs);
             marks.firstTokenAt.push(Date.now());
-            return m.tps > 0 ? { text: ANSWER, chunkChars: 4, chunkDelayMs: 1000 / m.tps } : { text: ANSWER, chunkChars: 1000 };
+            return m.tps > 0
+              ? { text: ANSWER, chunkChars: 4, chunkDelayMs: 1000 / m.tps }
+              : { text: ANSWER, chunkChars: 1000 };
           },
         };
       };
@@ -231,7 +334,7 @@ export const conversation: BenchModule = {
           LLM_MODEL: 'fake-llm',
           LOG_LEVEL: 'info',
           NODE_ENV: 'production',
-          ...WORKERS[workerName],
+          ...workerEnv(workerName),
         });
         try {
           for (const setting of its) {
@@ -252,7 +355,7 @@ export const conversation: BenchModule = {
                 avatar_identity: string;
               };
               if (res.status !== 200) throw new Error(`mint answered ${res.status}: ${JSON.stringify(grant)}`);
-              const viewer = new Viewer(grant.avatar_identity);
+              const viewer = new UserView(grant.avatar_identity);
               await viewer.connect(grant.server_url, grant.participant_token);
               const source = new AudioSource(16_000, 1, MIC_QUEUE_MS);
               await viewer.room.localParticipant!.publishTrack(
@@ -262,7 +365,10 @@ export const conversation: BenchModule = {
               const mic = new Microphone(source, 16_000);
               try {
                 const ready = performance.now();
-                while (viewer.frames.length < 50 || ![...viewer.room.remoteParticipants.keys()].some((k) => k.startsWith('agent-'))) {
+                while (
+                  viewer.frames.length < 50 ||
+                  ![...viewer.room.remoteParticipants.keys()].some((k) => k.startsWith('agent-'))
+                ) {
                   if (performance.now() - ready > 60_000)
                     throw new Error(`no avatar or voice agent in 60 s:\n${worker.diagnosis()}`);
                   await sleep(200);
@@ -277,7 +383,7 @@ export const conversation: BenchModule = {
                   const end = sent.start + speechEndMs(utterance.pcm, utterance.sampleRate) + MIC_QUEUE_MS;
                   let heard: number | undefined;
                   const waitFrom = performance.now();
-                  while (!(heard = avatarLoudAfter(viewer, end)) && performance.now() - waitFrom < 20_000) await sleep(20);
+                  while (!(heard = viewer.loudAfter(end)) && performance.now() - waitFrom < 20_000) await sleep(20);
                   if (!heard) {
                     failures.push(`${setting}: no reply heard to "${QUESTIONS[i]}"`);
                     continue;
@@ -310,9 +416,21 @@ export const conversation: BenchModule = {
                   });
                   await sleep(500);
                 }
+                // The utterance with a pause: no reply may start before it has all been said.
+                pending = PAUSED.join(' ');
+                await mic.speak(paused.pcm);
+                const sent = mic.spoken.at(-1)!;
+                const end = sent.start + speechEndMs(paused.pcm, paused.sampleRate) + MIC_QUEUE_MS;
+                await sleep(3000);
+                const check = pauseChecks.get(setting) ?? { asked: 0, cutIn: 0 };
+                check.asked++;
+                if (viewer.audio.some((a) => a.at > sent.start && a.at < end && a.level > 400)) check.cutIn++;
+                pauseChecks.set(setting, check);
+                while (performance.now() - (viewer.audio.filter((a) => a.level > 400).at(-1)?.at ?? 0) < 1000)
+                  await sleep(100);
               } finally {
                 await leaving(mic.close());
-                await leaving(viewer.leave());
+                await leaving(viewer.room.disconnect());
                 await services.liveSessions.end(grant.session_id, 'manual').catch(() => {});
               }
             };
@@ -329,13 +447,21 @@ export const conversation: BenchModule = {
       // The table: one row per setting, then the stages (p50, ms after the end of the user's speech).
       const stageNames = Object.keys(samples.values().next().value?.[0]?.stages ?? {});
       rows.push(
-        `${'setting'.padEnd(16)} ${'n'.padStart(3)}  ${'audio p50'.padStart(9)} ${'p95'.padStart(5)}  ${'mouth p50'.padStart(9)} ${'p95'.padStart(5)}  | stages p50: ${stageNames.join(' / ')}`,
+        `${'setting'.padEnd(16)} ${'n'.padStart(3)}  ${'audio p50'.padStart(9)} ${'p95'.padStart(5)}  ${'mouth p50'.padStart(9)} ${'p95'.padStart(5)}  ${'cut'.padStart(5)}  | stages p50: ${stageNames.join(' / ')}`,
       );
       const perSetting: Record<string, unknown> = {};
       for (const [setting, list] of samples) {
         const a = list.map((s) => s.audioMs);
         const mo = list.map((s) => s.mouthMs);
-        const stages = Object.fromEntries(stageNames.map((n) => [n, q(list.map((s) => s.stages[n]!), 0.5)]));
+        const stages = Object.fromEntries(
+          stageNames.map((n) => [
+            n,
+            q(
+              list.map((s) => s.stages[n]!),
+              0.5,
+            ),
+          ]),
+        );
         const row = {
           n: list.length,
           audioP50Ms: q(a, 0.5),
@@ -344,10 +470,11 @@ export const conversation: BenchModule = {
           mouthP95Ms: q(mo, 0.95),
           stagesP50Ms: Object.fromEntries(Object.entries(stages).map(([k, v]) => [k, Math.round(v)])),
           firstQuestionAudioMs: list.filter((s) => s.question === QUESTIONS[0]).map((s) => Math.round(s.audioMs)),
+          pauseCutIns: pauseChecks.get(setting) ?? { asked: 0, cutIn: 0 },
         };
         perSetting[setting] = row;
         rows.push(
-          `${setting.padEnd(16)} ${String(row.n).padStart(3)}  ${fmt(row.audioP50Ms).padStart(9)} ${fmt(row.audioP95Ms).padStart(5)}  ${fmt(row.mouthP50Ms).padStart(9)} ${fmt(row.mouthP95Ms).padStart(5)}  | ${Object.values(stages).map(fmt).join(' / ')}`,
+          `${setting.padEnd(16)} ${String(row.n).padStart(3)}  ${fmt(row.audioP50Ms).padStart(9)} ${fmt(row.audioP95Ms).padStart(5)}  ${fmt(row.mouthP50Ms).padStart(9)} ${fmt(row.mouthP95Ms).padStart(5)}  ${`${row.pauseCutIns.cutIn}/${row.pauseCutIns.asked}`.padStart(5)}  | ${Object.values(stages).map(fmt).join(' / ')}`,
         );
         if (list.length === 0) failures.push(`${setting}: no reply measured`);
       }
@@ -357,6 +484,7 @@ export const conversation: BenchModule = {
         `ms from the end of the user's speech (its last audible sample leaving the microphone); ${calls} calls x ${questions} questions per setting; ` +
           `models: stt ${modelDelays.sttMs} ms, first token ${modelDelays.ttftMs} ms, ${modelDelays.tps || 'all'} tokens/s; ` +
           `${os.cpus().length} CPUs, load ${os.loadavg()[0]!.toFixed(1)}`,
+        `cut: utterances with a ${PAUSE_MS} ms pause inside that the avatar answered before they ended (must be 0)`,
         `targets (first audio): instant p50 <= ${TARGETS.instantP50} and p95 <= ${TARGETS.instantP95}; models p50 <= stt + first token + ${TARGETS.modelsExtra} (reported, not enforced)`,
       );
     } catch (err) {

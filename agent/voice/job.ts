@@ -155,7 +155,8 @@ export default defineAgent({
     const config = loadConfig();
     const log = createLogger(config.LOG_LEVEL).child({ component: 'voice' });
     const db = await openDatabase({ ...config, DATABASE_POOL_SIZE: 2 }, log);
-    const vad = await silero.VAD.load();
+    // The VAD's silence only ends an utterance (sent to STT then); the turn ends later (AGENT_TURN_END_MS).
+    const vad = await silero.VAD.load({ minSilenceDuration: config.AGENT_VAD_SILENCE_MS });
     proc.userData.state = { config, log, db, vad } satisfies ProcessState;
     // From here agents-js's own handler answers shutdown requests (gracefully, a call in progress included).
     process.off('message', leaveOnEarlyShutdown);
@@ -197,7 +198,15 @@ export default defineAgent({
       }),
       tts: ttsFor(config, playback.defaultVoiceId),
       // Offline turn-taking: VAD ends the user's turn and interrupts the avatar (no cloud models).
-      turnHandling: { turnDetection: 'vad', interruption: { mode: 'vad', minDuration: 0.4 } },
+      turnHandling: {
+        turnDetection: 'vad',
+        interruption: { mode: 'vad', minDuration: 0.4 },
+        // The turn ends AGENT_TURN_END_MS after the user's last speech; by then the reply is ready:
+        // agents-js starts it on the transcript (preemptive generation: the LLM, and with
+        // AGENT_PREEMPTIVE_TTS its TTS too), and drops it if the user goes on.
+        endpointing: { minDelay: config.AGENT_TURN_END_MS },
+        preemptiveGeneration: { enabled: true, preemptiveTts: config.AGENT_PREEMPTIVE_TTS },
+      },
       // A failing or silent model is known within seconds: one retry, bounded waits.
       connOptions: {
         llmConnOptions: { ...UPSTREAM_RETRY, timeoutMs: config.LLM_TIMEOUT_SECONDS * 1000 },
