@@ -159,6 +159,8 @@ class UserView {
       if (p.identity !== this.avatar) return;
       void (track.kind === TrackKind.KIND_VIDEO ? this.readVideo(track) : this.readAudio(track)).catch(() => {});
     });
+    // The voice agent's session events for a client UI: not read here (rtc-node logs each one it drops).
+    this.room.registerByteStreamHandler('lk.agent.session', () => {});
     await this.room.connect(url, token, { autoSubscribe: true, dynacast: false });
   }
 
@@ -337,106 +339,106 @@ export const conversation: BenchModule = {
           ...workerEnv(workerName),
         });
         try {
-          for (const setting of its) {
-            const m: Models = setting.endsWith('/models') ? modelDelays : { sttMs: 0, ttftMs: 0, tps: 0 };
-            useModels(m);
-            const list: Sample[] = [];
-            samples.set(setting, list);
-            const oneCall = async (c: number) => {
-              const res = await fetch(`http://127.0.0.1:${apiPort}/api/v1/realtime/livekit/session`, {
-                method: 'POST',
-                headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
-                body: JSON.stringify({ avatar_id: avatarId, max_duration_seconds: 300 }),
-              });
-              const grant = (await res.json()) as {
-                session_id: string;
-                server_url: string;
-                participant_token: string;
-                avatar_identity: string;
-              };
-              if (res.status !== 200) throw new Error(`mint answered ${res.status}: ${JSON.stringify(grant)}`);
-              const viewer = new UserView(grant.avatar_identity);
-              await viewer.connect(grant.server_url, grant.participant_token);
-              const source = new AudioSource(16_000, 1, MIC_QUEUE_MS);
-              await viewer.room.localParticipant!.publishTrack(
-                LocalAudioTrack.createAudioTrack('mic', source),
-                new TrackPublishOptions({ source: TrackSource.SOURCE_MICROPHONE }),
-              );
-              const mic = new Microphone(source, 16_000);
-              try {
-                const ready = performance.now();
-                while (
-                  viewer.frames.length < 50 ||
-                  ![...viewer.room.remoteParticipants.keys()].some((k) => k.startsWith('agent-'))
-                ) {
-                  if (performance.now() - ready > 60_000)
-                    throw new Error(`no avatar or voice agent in 60 s:\n${worker.diagnosis()}`);
-                  await sleep(200);
-                }
-                // The voice agent subscribes to the microphone and starts its session.
-                await sleep(2000);
-                for (const [i, utterance] of spoken.entries()) {
-                  pending = QUESTIONS[i]!;
-                  const before = { stt: marks.sttAt.length, token: marks.firstTokenAt.length };
-                  await mic.speak(utterance.pcm);
-                  const sent = mic.spoken.at(-1)!;
-                  const end = sent.start + speechEndMs(utterance.pcm, utterance.sampleRate) + MIC_QUEUE_MS;
-                  let heard: number | undefined;
-                  const waitFrom = performance.now();
-                  while (!(heard = viewer.loudAfter(end)) && performance.now() - waitFrom < 20_000) await sleep(20);
-                  if (!heard) {
-                    failures.push(`${setting}: no reply heard to "${QUESTIONS[i]}"`);
-                    continue;
-                  }
-                  // Let the reply play out (quiet for a second), then ask the next question.
-                  while (performance.now() - (viewer.audio.filter((a) => a.level > 400).at(-1)?.at ?? 0) < 1000)
-                    await sleep(100);
-                  const mouth = mouthMovedAfter(viewer, end);
-                  // performance.now() to the wall clock the components log in.
-                  const wall = (t: number) => t - performance.now() + Date.now();
-                  const endWall = wall(end);
-                  const timing = replyTimings(worker).find((t) => t.turnEndAt! > endWall - 2000) ?? {};
-                  const rel = (at: number | undefined) => (at === undefined ? Number.NaN : at - endWall);
-                  list.push({
-                    call: c,
-                    question: QUESTIONS[i]!,
-                    audioMs: heard - end,
-                    mouthMs: mouth === undefined ? Number.NaN : mouth - end,
-                    stages: {
-                      vadEnd: rel(timing.vadEndAt),
-                      sttAnswered: rel(marks.sttAt.slice(before.stt).at(-1)),
-                      transcript: rel(timing.transcriptAt),
-                      turnEnd: rel(timing.turnEndAt),
-                      firstToken: rel(marks.firstTokenAt.slice(before.token).at(-1)),
-                      ttsFirstAudio: rel(timing.ttsFirstAudioAt),
-                      avatarPlayback: rel(timing.playbackAt),
-                      audioAtUser: heard - end,
-                      mouthAtUser: mouth === undefined ? Number.NaN : mouth - end,
-                    },
-                  });
-                  await sleep(500);
-                }
-                // The utterance with a pause: no reply may start before it has all been said.
-                pending = PAUSED.join(' ');
-                await mic.speak(paused.pcm);
+          for (const setting of its) samples.set(setting, []);
+          const oneCall = async (setting: string, c: number) => {
+            const list = samples.get(setting)!;
+            const res = await fetch(`http://127.0.0.1:${apiPort}/api/v1/realtime/livekit/session`, {
+              method: 'POST',
+              headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
+              body: JSON.stringify({ avatar_id: avatarId, max_duration_seconds: 300 }),
+            });
+            const grant = (await res.json()) as {
+              session_id: string;
+              server_url: string;
+              participant_token: string;
+              avatar_identity: string;
+            };
+            if (res.status !== 200) throw new Error(`mint answered ${res.status}: ${JSON.stringify(grant)}`);
+            const viewer = new UserView(grant.avatar_identity);
+            await viewer.connect(grant.server_url, grant.participant_token);
+            const source = new AudioSource(16_000, 1, MIC_QUEUE_MS);
+            await viewer.room.localParticipant!.publishTrack(
+              LocalAudioTrack.createAudioTrack('mic', source),
+              new TrackPublishOptions({ source: TrackSource.SOURCE_MICROPHONE }),
+            );
+            const mic = new Microphone(source, 16_000);
+            try {
+              const ready = performance.now();
+              while (
+                viewer.frames.length < 50 ||
+                ![...viewer.room.remoteParticipants.keys()].some((k) => k.startsWith('agent-'))
+              ) {
+                if (performance.now() - ready > 60_000)
+                  throw new Error(`no avatar or voice agent in 60 s:\n${worker.diagnosis()}`);
+                await sleep(200);
+              }
+              // The voice agent subscribes to the microphone and starts its session.
+              await sleep(2000);
+              for (const [i, utterance] of spoken.entries()) {
+                pending = QUESTIONS[i]!;
+                const before = { stt: marks.sttAt.length, token: marks.firstTokenAt.length };
+                await mic.speak(utterance.pcm);
                 const sent = mic.spoken.at(-1)!;
-                const end = sent.start + speechEndMs(paused.pcm, paused.sampleRate) + MIC_QUEUE_MS;
-                await sleep(3000);
-                const check = pauseChecks.get(setting) ?? { asked: 0, cutIn: 0 };
-                check.asked++;
-                if (viewer.audio.some((a) => a.at > sent.start && a.at < end && a.level > 400)) check.cutIn++;
-                pauseChecks.set(setting, check);
+                const end = sent.start + speechEndMs(utterance.pcm, utterance.sampleRate) + MIC_QUEUE_MS;
+                let heard: number | undefined;
+                const waitFrom = performance.now();
+                while (!(heard = viewer.loudAfter(end)) && performance.now() - waitFrom < 20_000) await sleep(20);
+                if (!heard) {
+                  failures.push(`${setting}: no reply heard to "${QUESTIONS[i]}"`);
+                  continue;
+                }
+                // Let the reply play out (quiet for a second), then ask the next question.
                 while (performance.now() - (viewer.audio.filter((a) => a.level > 400).at(-1)?.at ?? 0) < 1000)
                   await sleep(100);
-              } finally {
-                await leaving(mic.close());
-                await leaving(viewer.room.disconnect());
-                await services.liveSessions.end(grant.session_id, 'manual').catch(() => {});
+                const mouth = mouthMovedAfter(viewer, end);
+                // performance.now() to the wall clock the components log in.
+                const wall = (t: number) => t - performance.now() + Date.now();
+                const endWall = wall(end);
+                const timing = replyTimings(worker).find((t) => t.turnEndAt! > endWall - 2000) ?? {};
+                const rel = (at: number | undefined) => (at === undefined ? Number.NaN : at - endWall);
+                list.push({
+                  call: c,
+                  question: QUESTIONS[i]!,
+                  audioMs: heard - end,
+                  mouthMs: mouth === undefined ? Number.NaN : mouth - end,
+                  stages: {
+                    vadEnd: rel(timing.vadEndAt),
+                    sttAnswered: rel(marks.sttAt.slice(before.stt).at(-1)),
+                    transcript: rel(timing.transcriptAt),
+                    turnEnd: rel(timing.turnEndAt),
+                    firstToken: rel(marks.firstTokenAt.slice(before.token).at(-1)),
+                    ttsFirstAudio: rel(timing.ttsFirstAudioAt),
+                    avatarPlayback: rel(timing.playbackAt),
+                    audioAtUser: heard - end,
+                    mouthAtUser: mouth === undefined ? Number.NaN : mouth - end,
+                  },
+                });
+                await sleep(500);
               }
-            };
-            for (let c = 0; c < calls; c++) {
+              // The utterance with a pause: no reply may start before it has all been said.
+              pending = PAUSED.join(' ');
+              await mic.speak(paused.pcm);
+              const sent = mic.spoken.at(-1)!;
+              const end = sent.start + speechEndMs(paused.pcm, paused.sampleRate) + MIC_QUEUE_MS;
+              await sleep(3000);
+              const check = pauseChecks.get(setting) ?? { asked: 0, cutIn: 0 };
+              check.asked++;
+              if (viewer.audio.some((a) => a.at > sent.start && a.at < end && a.level > 400)) check.cutIn++;
+              pauseChecks.set(setting, check);
+              while (performance.now() - (viewer.audio.filter((a) => a.level > 400).at(-1)?.at ?? 0) < 1000)
+                await sleep(100);
+            } finally {
+              await leaving(mic.close());
+              await leaving(viewer.room.disconnect());
+              await services.liveSessions.end(grant.session_id, 'manual').catch(() => {});
+            }
+          };
+          // Call by call, the settings of this worker in turn: the machine's noise hits them alike.
+          for (let c = 0; c < calls; c++) {
+            for (const setting of its) {
               console.log(`  ${setting}: call ${c + 1} of ${calls}`);
-              await oneCall(c);
+              useModels(setting.endsWith('/models') ? modelDelays : { sttMs: 0, ttftMs: 0, tps: 0 });
+              await oneCall(setting, c);
             }
           }
         } finally {
@@ -445,9 +447,10 @@ export const conversation: BenchModule = {
       }
 
       // The table: one row per setting, then the stages (p50, ms after the end of the user's speech).
-      const stageNames = Object.keys(samples.values().next().value?.[0]?.stages ?? {});
+      const stageNames = Object.keys([...samples.values()].flat()[0]?.stages ?? {});
+      const width = Math.max(16, ...settings.map((x) => x.length));
       rows.push(
-        `${'setting'.padEnd(16)} ${'n'.padStart(3)}  ${'audio p50'.padStart(9)} ${'p95'.padStart(5)}  ${'mouth p50'.padStart(9)} ${'p95'.padStart(5)}  ${'cut'.padStart(5)}  | stages p50: ${stageNames.join(' / ')}`,
+        `${'setting'.padEnd(width)} ${'n'.padStart(3)}  ${'audio p50'.padStart(9)} ${'p95'.padStart(5)}  ${'mouth p50'.padStart(9)} ${'p95'.padStart(5)}  ${'cut'.padStart(5)}  | stages p50: ${stageNames.join(' / ')}`,
       );
       const perSetting: Record<string, unknown> = {};
       for (const [setting, list] of samples) {
@@ -474,7 +477,7 @@ export const conversation: BenchModule = {
         };
         perSetting[setting] = row;
         rows.push(
-          `${setting.padEnd(16)} ${String(row.n).padStart(3)}  ${fmt(row.audioP50Ms).padStart(9)} ${fmt(row.audioP95Ms).padStart(5)}  ${fmt(row.mouthP50Ms).padStart(9)} ${fmt(row.mouthP95Ms).padStart(5)}  ${`${row.pauseCutIns.cutIn}/${row.pauseCutIns.asked}`.padStart(5)}  | ${Object.values(stages).map(fmt).join(' / ')}`,
+          `${setting.padEnd(width)} ${String(row.n).padStart(3)}  ${fmt(row.audioP50Ms).padStart(9)} ${fmt(row.audioP95Ms).padStart(5)}  ${fmt(row.mouthP50Ms).padStart(9)} ${fmt(row.mouthP95Ms).padStart(5)}  ${`${row.pauseCutIns.cutIn}/${row.pauseCutIns.asked}`.padStart(5)}  | ${Object.values(stages).map(fmt).join(' / ')}`,
         );
         if (list.length === 0) failures.push(`${setting}: no reply measured`);
       }
