@@ -57,8 +57,8 @@ import type { BenchModule, BenchReport } from './types.ts';
  *                                 [--calls=2] [--questions=5] [--stt-ms=300] [--ttft-ms=400] [--tps=0]
  *
  * A setting is `<worker>/<models>`. Worker: `before`, the voice pipeline as it was before its latency
- * work (issue 27: VAD silence 550 ms, endpointing 500 ms, no preemptive TTS, sentence-sized TTS,
- * 100 ms playout start buffer), or `after`, the defaults. Models: `instant` (no delay) or `models`
+ * work (issue 27: one VAD, 550 ms of silence, for the turn and the STT; no preemptive TTS;
+ * sentence-sized TTS), or `after`, the defaults. Models: `instant` (no delay) or `models`
  * (--stt-ms, --ttft-ms, --tps; tokens of 4 characters, tps 0 = the whole answer at once).
  * `+AGENT_X=value` after the worker changes one of its settings (e.g. `after+AGENT_TURN_END_MS=500/instant`).
  * Settings sharing a worker run on one worker process, started per worker setting.
@@ -86,8 +86,8 @@ const USER_LOUD = 500;
 /** The worker settings: the env of its process. */
 const WORKERS: Record<string, Record<string, string>> = {
   before: {
-    AGENT_VAD_SILENCE_MS: '550',
-    AGENT_TURN_END_MS: '500',
+    AGENT_STT_SILENCE_MS: '550',
+    AGENT_TURN_END_MS: '550',
     AGENT_PREEMPTIVE_TTS: 'false',
     AGENT_TTS_CLAUSES: 'false',
     AGENT_SPEECH_START_MS: '100',
@@ -161,6 +161,7 @@ class UserView {
     });
     // The voice agent's session events for a client UI: not read here (rtc-node logs each one it drops).
     this.room.registerByteStreamHandler('lk.agent.session', () => {});
+    this.room.registerTextStreamHandler('lk.transcription', () => {});
     await this.room.connect(url, token, { autoSubscribe: true, dynacast: false });
   }
 

@@ -7,7 +7,7 @@
  *
  * Provider-mode calls need no job here: the avatar alone joins, and speaks for another agent.
  */
-import { AutoSubscribe, defineAgent, voice, type JobContext, type JobProcess, type VAD } from '@livekit/agents';
+import { AutoSubscribe, defineAgent, stt, voice, type JobContext, type JobProcess, type VAD } from '@livekit/agents';
 import * as openai from '@livekit/agents-plugin-openai';
 import * as silero from '@livekit/agents-plugin-silero';
 import { TrackKind, type AudioFrame } from '@livekit/rtc-node';
@@ -41,6 +41,7 @@ interface ProcessState {
   log: Logger;
   db: Database;
   vad: VAD;
+  sttVad: VAD;
 }
 
 /**
@@ -155,15 +156,19 @@ export default defineAgent({
     const config = loadConfig();
     const log = createLogger(config.LOG_LEVEL).child({ component: 'voice' });
     const db = await openDatabase({ ...config, DATABASE_POOL_SIZE: 2 }, log);
-    // The VAD's silence only ends an utterance (sent to STT then); the turn ends later (AGENT_TURN_END_MS).
-    const vad = await silero.VAD.load({ minSilenceDuration: config.AGENT_VAD_SILENCE_MS });
-    proc.userData.state = { config, log, db, vad } satisfies ProcessState;
+    // Two VADs on the user's audio, each counting silence in the audio itself (a busy machine
+    // that reads it late moves neither): the turn's, which ends the user's turn after
+    // AGENT_TURN_END_MS of silence, and the STT's, which sends the speech so far to STT after
+    // AGENT_STT_SILENCE_MS, sooner, so the transcript, and the reply made from it, are ready when the turn ends.
+    const vad = await silero.VAD.load({ minSilenceDuration: config.AGENT_TURN_END_MS });
+    const sttVad = await silero.VAD.load({ minSilenceDuration: config.AGENT_STT_SILENCE_MS });
+    proc.userData.state = { config, log, db, vad, sttVad } satisfies ProcessState;
     // From here agents-js's own handler answers shutdown requests (gracefully, a call in progress included).
     process.off('message', leaveOnEarlyShutdown);
   },
 
   entry: async (ctx: JobContext) => {
-    const { config, log: plog, db, vad } = ctx.proc.userData.state as ProcessState;
+    const { config, log: plog, db, vad, sttVad } = ctx.proc.userData.state as ProcessState;
     const meta = parseDispatchMetadata(ctx.job.metadata);
     const log = plog.child({ sessionId: meta?.session_id, room: ctx.job.room?.name });
     if (!meta) {
@@ -184,13 +189,17 @@ export default defineAgent({
     const apiKey = config.OPENAI_API_KEY ?? 'unused';
     const agentSession = new voice.AgentSession({
       vad,
-      stt: new openai.STT({
-        useRealtime: false,
-        model: config.STT_MODEL,
-        language: 'en',
-        apiKey,
-        client: upstreamClient(config, config.STT_TIMEOUT_SECONDS),
-      }),
+      // Batch STT on each stretch of speech the STT's VAD cuts (agents-js would cut with the turn's VAD).
+      stt: new stt.StreamAdapter(
+        new openai.STT({
+          useRealtime: false,
+          model: config.STT_MODEL,
+          language: 'en',
+          apiKey,
+          client: upstreamClient(config, config.STT_TIMEOUT_SECONDS),
+        }),
+        sttVad,
+      ),
       llm: new openai.LLM({
         model: config.LLM_MODEL,
         apiKey,
@@ -201,10 +210,10 @@ export default defineAgent({
       turnHandling: {
         turnDetection: 'vad',
         interruption: { mode: 'vad', minDuration: 0.4 },
-        // The turn ends AGENT_TURN_END_MS after the user's last speech; by then the reply is ready:
-        // agents-js starts it on the transcript (preemptive generation: the LLM, and with
-        // AGENT_PREEMPTIVE_TTS its TTS too), and drops it if the user goes on.
-        endpointing: { minDelay: config.AGENT_TURN_END_MS },
+        // The turn ends when the turn's VAD says the user is silent (AGENT_TURN_END_MS, no wait on
+        // top); by then the reply is ready: agents-js starts it on the transcript (preemptive
+        // generation: the LLM, and with AGENT_PREEMPTIVE_TTS its TTS too), and drops it if the user goes on.
+        endpointing: { minDelay: 0 },
         preemptiveGeneration: { enabled: true, preemptiveTts: config.AGENT_PREEMPTIVE_TTS },
       },
       // A failing or silent model is known within seconds: one retry, bounded waits.

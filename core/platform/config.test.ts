@@ -179,26 +179,26 @@ describe('configuration from the environment', () => {
 
   it("reads when a live call takes the user's turn as ended, with defaults, switches and bounds", () => {
     expect(loadConfig({})).toMatchObject({
-      AGENT_VAD_SILENCE_MS: 250,
+      AGENT_STT_SILENCE_MS: 250,
       AGENT_TURN_END_MS: 550,
       AGENT_PREEMPTIVE_TTS: true,
       AGENT_TTS_CLAUSES: true,
     });
     expect(
       loadConfig({
-        AGENT_VAD_SILENCE_MS: '550',
+        AGENT_STT_SILENCE_MS: '550',
         AGENT_TURN_END_MS: '',
         AGENT_PREEMPTIVE_TTS: 'false',
         AGENT_TTS_CLAUSES: 'false',
       }),
     ).toMatchObject({
-      AGENT_VAD_SILENCE_MS: 550,
+      AGENT_STT_SILENCE_MS: 550,
       AGENT_TURN_END_MS: 550,
       AGENT_PREEMPTIVE_TTS: false,
       AGENT_TTS_CLAUSES: false,
     });
     for (const [name, value] of [
-      ['AGENT_VAD_SILENCE_MS', '50'],
+      ['AGENT_STT_SILENCE_MS', '50'],
       ['AGENT_TURN_END_MS', '-1'],
       ['AGENT_PREEMPTIVE_TTS', 'yes'],
       ['AGENT_TTS_CLAUSES', '0'],
