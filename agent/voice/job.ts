@@ -242,12 +242,27 @@ export default defineAgent({
       // Leaving makes the avatar end the call (settled once), rather than idle on without a voice.
       ctx.shutdown('voice session closed');
     });
+    // Whether the user's turn is still open (they spoke, and it has not ended): a reply made
+    // preemptively can fail before it has, and an apology said then would be dropped as the turn ends.
+    let turnOpen = false;
+    let apologyDue = false;
+    const apologise = () => agentSession.say(LLM_FAILED_LINE, { allowInterruptions: true, addToChatCtx: false });
+    agentSession.on(voice.AgentSessionEventTypes.UserStateChanged, (ev) => {
+      if (ev.newState === 'speaking') turnOpen = true;
+    });
+    agentSession.on(voice.AgentSessionEventTypes.MetricsCollected, (ev) => {
+      if (ev.metrics.type !== 'eou_metrics') return;
+      turnOpen = false;
+      if (apologyDue) apologise();
+      apologyDue = false;
+    });
     agentSession.on(voice.AgentSessionEventTypes.Error, (ev) => {
       log.warn({ err: ev.error, source: ev.source?.label }, 'voice pipeline error');
-      // The LLM failed this turn (after its retry): say so rather than go silent; the call goes on,
-      // and agents-js closes the session only after repeated failures.
+      // The LLM failed this turn (after its retry): say so rather than go silent, once the turn has
+      // ended; the call goes on, and agents-js closes the session only after repeated failures.
       if (ev.error.type === 'llm_error' && !ev.error.recoverable) {
-        agentSession.say(LLM_FAILED_LINE, { allowInterruptions: true, addToChatCtx: false });
+        if (turnOpen) apologyDue = true;
+        else apologise();
       }
     });
     // The avatar plays a listening reaction when the user starts speaking: our VAD tells it.
