@@ -393,3 +393,44 @@ export class Microphone {
     await within(this.done, 5_000, 'the microphone closing (a capture rtc-node never completed)');
   }
 }
+
+/**
+ * A/V offsets in an MP4 of the avatar drawn with its sync marker (white while its audio is speech):
+ * for each rising edge of the marker, video − audio in ms against the nearest rising edge of the
+ * audio (within 400 ms), both by their times in the file. Edges need `minOffMs` of off before them.
+ */
+export async function mp4SyncOffsets(
+  file: string,
+  minOffMs = 350,
+): Promise<{ offsets: number[]; audioOnsets: number[] }> {
+  const { spawnSync } = await import('node:child_process');
+  const { resolveFfmpegPath } = await import('../render/encode/index.ts');
+  const ffmpeg = (args: string[]) =>
+    spawnSync(resolveFfmpegPath(), ['-v', 'error', '-i', file, ...args], { maxBuffer: 256 << 20 }).stdout;
+  // The marker's square averaged to one grey pixel per frame.
+  const marker = ffmpeg(['-an', '-vf', 'crop=32:32:0:0,scale=1:1', '-pix_fmt', 'gray', '-f', 'rawvideo', '-']);
+  const fps = 25;
+  const videoOn = onsets(
+    [...marker].map((luma, k) => ({ at: (k * 1000) / fps, on: luma > 128 })),
+    minOffMs,
+  );
+  const pcmBytes = ffmpeg(['-vn', '-ac', '1', '-ar', '24000', '-f', 's16le', '-']);
+  const pcm = new Int16Array(pcmBytes.buffer, pcmBytes.byteOffset, pcmBytes.byteLength >> 1);
+  const step = 240;
+  const points: { at: number; on: boolean }[] = [];
+  for (let i = 0; i + step <= pcm.length; i += step) {
+    let sum = 0;
+    for (let k = i; k < i + step; k++) sum += Math.abs(pcm[k]!);
+    points.push({ at: (i * 1000) / 24_000, on: sum / step > 1500 });
+  }
+  const audioOn = onsets(points, minOffMs);
+  const offsets = videoOn
+    .map((v) => audioOn.reduce((best, a) => (Math.abs(v - a) < Math.abs(best) ? v - a : best), Infinity))
+    .filter((o) => Math.abs(o) < 400);
+  return { offsets, audioOnsets: audioOn };
+}
+
+/** The median of `values` (the middle one, the upper of two). */
+export function median(values: number[]): number {
+  return [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+}

@@ -126,7 +126,7 @@ describe('the agent worker on the real LiveKit server', () => {
       expect(storyAudio.length, 'the story was heard before the interruption').toBeGreaterThan(50);
       const lastStoryAudio = storyAudio.at(-1)!.at;
       // The story is far longer than what played: it was cut soon after the user started talking
-      // (VAD, the agent's minimum interruption of 0.4 s, then clear_buffer).
+      // (VAD: 300 ms of voice without a break while the avatar speaks, then clear_buffer).
       expect(lastStoryAudio - interruptedAt, 'avatar audio after the user started to interrupt, ms').toBeLessThan(1500);
 
       // Released through the API: the call ends, settles once, the room closes, and the recording finishes.

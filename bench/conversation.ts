@@ -57,10 +57,10 @@ import type { BenchModule, BenchReport } from './types.ts';
  *                                 [--calls=2] [--questions=5] [--stt-ms=300] [--ttft-ms=400] [--tps=0]
  *
  * A setting is `<worker>/<models>`. Worker: `before`, the voice pipeline as it was before its latency
- * work (issue 27: one VAD, 550 ms of silence, for the turn and the STT; no preemptive TTS;
- * sentence-sized TTS), or `after`, the defaults. Models: `instant` (no delay) or `models`
+ * work (issue 27: one VAD, 550 ms of silence, for the turn and the STT, raised to
+ * 700 ms by the pause rule's wait; no preemptive TTS; sentence-sized TTS), or `after`, the defaults. Models: `instant` (no delay) or `models`
  * (--stt-ms, --ttft-ms, --tps; tokens of 4 characters, tps 0 = the whole answer at once).
- * `+AGENT_X=value` after the worker changes one of its settings (e.g. `after+AGENT_TURN_END_MS=500/instant`).
+ * `+AGENT_X=value` after the worker changes one of its settings (e.g. `after+AGENT_STT_SILENCE_MS=350/instant`).
  * Settings sharing a worker run on one worker process, started per worker setting.
  */
 

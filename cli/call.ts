@@ -58,7 +58,7 @@ if (!Number.isFinite(seconds) || seconds <= 0) fail('--seconds must be a positiv
 
 const room = new Room();
 const SR = 24_000;
-let writer: Mp4Writer | null = null;
+const FPS = 25;
 let videoSeen = false;
 const started = performance.now();
 const stamp = () => `${((performance.now() - started) / 1000).toFixed(1).padStart(5)} s`;
@@ -66,6 +66,78 @@ const stamp = () => `${((performance.now() - started) / 1000).toFixed(1).padStar
 function isAvatar(identity: string): boolean {
   return avatarIdentity ? identity === avatarIdentity : identity.startsWith('avatar-');
 }
+
+/**
+ * What the avatar published, written to the MP4 as the user got it: each frame and each audio chunk at
+ * the time it reached us, from the first frame on (the file's 0). A frame the worker did not deliver
+ * is the one before it again, and a gap in the audio is silence, so neither track runs ahead of the
+ * other.
+ */
+class CallFile {
+  private writer: Mp4Writer | null = null;
+  /** performance.now() of the file's start (the first frame's time). */
+  private t0 = 0;
+  /** Frames and samples written so far (the next frame's index, the next sample's). */
+  private frames = 0;
+  private samples = 0;
+  /**
+   * One chain per track: the MP4 writer makes a write of the track ahead wait for ffmpeg, which
+   * reads the track behind first; in one chain that write would wait on the other track's writes
+   * queued behind it.
+   */
+  private readonly chains = { video: Promise.resolve(), audio: Promise.resolve() };
+
+  constructor(private readonly path: string) {}
+
+  video(rgba: Uint8Array, width: number, height: number): void {
+    const at = performance.now();
+    if (!this.writer) {
+      this.writer = new Mp4Writer({ path: this.path, width, height, fps: FPS, sampleRate: SR });
+      this.t0 = at;
+    }
+    const slot = Math.round(((at - this.t0) * FPS) / 1000);
+    // Two frames in one slot (a burst): the later one is dropped, its slot shows the first.
+    if (slot < this.frames) return;
+    const repeats = slot - this.frames;
+    this.frames = slot + 1;
+    const copy = rgba.slice();
+    this.queue('video', async (w) => {
+      for (let i = 0; i < repeats; i++) await w.repeatVideoFrame();
+      await w.writeVideoFrame(copy);
+    });
+  }
+
+  audio(pcm: Int16Array): void {
+    if (!this.writer) return; // before the first frame: not in the file
+    // The chunk ends now: where it starts by our clock, and by the samples written so far.
+    const startsAt = Math.round(((performance.now() - this.t0) * SR) / 1000) - pcm.length;
+    // A gap (the track stalled, or had not started): silence up to where this chunk starts. A chunk
+    // late to reach us (a busy event loop) follows the last one, sample after sample.
+    const silence = startsAt - this.samples > SR * 0.06 ? startsAt - this.samples : 0;
+    let chunk = pcm;
+    if (startsAt < 0 && this.samples === 0) chunk = pcm.subarray(Math.min(pcm.length, -startsAt));
+    this.samples += silence + chunk.length;
+    const copy = chunk.slice();
+    this.queue('audio', async (w) => {
+      if (silence > 0) await w.writeAudio(new Int16Array(silence));
+      await w.writeAudio(copy);
+    });
+  }
+
+  async finish(): Promise<{ videoDuration: number; audioDuration: number } | null> {
+    await Promise.all([this.chains.video, this.chains.audio]);
+    return this.writer ? this.writer.finish() : null;
+  }
+
+  private queue(track: 'video' | 'audio', write: (w: Mp4Writer) => Promise<void>): void {
+    const w = this.writer!;
+    this.chains[track] = this.chains[track]
+      .then(() => write(w))
+      .catch((err: unknown) => console.error(`recording: ${String(err)}`));
+  }
+}
+
+const file = values.out ? new CallFile(values.out) : null;
 
 async function record(track: RemoteTrack): Promise<void> {
   if (track.kind === TrackKind.KIND_VIDEO) {
@@ -75,13 +147,14 @@ async function record(track: RemoteTrack): Promise<void> {
         videoSeen = true;
         console.log(`${stamp()}  avatar video ${rgba.width}x${rgba.height}`);
       }
-      if (values.out && !writer)
-        writer = new Mp4Writer({ path: values.out, width: rgba.width, height: rgba.height, fps: 25, sampleRate: SR });
-      await writer?.writeVideoFrame(new Uint8Array(rgba.data));
+      file?.video(
+        new Uint8Array(rgba.data.buffer, rgba.data.byteOffset, rgba.data.byteLength),
+        rgba.width,
+        rgba.height,
+      );
     }
   } else {
-    for await (const frame of new AudioStream(track, { sampleRate: SR, numChannels: 1 }))
-      await writer?.writeAudio(frame.data);
+    for await (const frame of new AudioStream(track, { sampleRate: SR, numChannels: 1 })) file?.audio(frame.data);
   }
 }
 
@@ -95,12 +168,16 @@ let lastAnswerAt = 0;
 // The user's transcripts come as one stream per interim and final result (printed: the finals);
 // the avatar's speech as one stream of deltas per reply, closed when it is said (or interrupted).
 room.registerTextStreamHandler('lk.transcription', (reader, { identity }) => {
-  void reader.readAll().then((text) => {
-    const mine = identity === room.localParticipant?.identity;
-    if (mine && reader.info.attributes?.['lk.transcription_final'] !== 'true') return;
-    if (text.trim()) console.log(`${stamp()}  ${mine ? 'heard' : 'avatar'}: ${text.trim()}`);
-    if (!mine && text.trim()) lastAnswerAt = performance.now();
-  });
+  reader.readAll().then(
+    (text) => {
+      const mine = identity === room.localParticipant?.identity;
+      if (mine && reader.info.attributes?.['lk.transcription_final'] !== 'true') return;
+      if (text.trim()) console.log(`${stamp()}  ${mine ? 'heard' : 'avatar'}: ${text.trim()}`);
+      if (!mine && text.trim()) lastAnswerAt = performance.now();
+    },
+    // A stream still open when the call ends fails ("Disconnected while receiving"): nothing to print.
+    () => {},
+  );
 });
 
 await room.connect(url!, token!, { autoSubscribe: true, dynacast: false });
@@ -145,13 +222,11 @@ while (performance.now() < deadline) {
 }
 
 await room.disconnect();
-const w = writer as Mp4Writer | null;
-if (w) {
-  const r = await w.finish();
+const written = await file?.finish();
+if (written)
   console.log(
-    `${stamp()}  wrote ${values.out} (${r.videoDuration.toFixed(1)} s of video, ${r.audioDuration.toFixed(1)} s of audio)`,
+    `${stamp()}  wrote ${values.out} (${written.videoDuration.toFixed(1)} s of video, ${written.audioDuration.toFixed(1)} s of audio)`,
   );
-}
 await closeTts();
 await dispose();
 process.exit(0);

@@ -1,31 +1,47 @@
 /**
- * The avatar's side of its room connection, apart from the call it plays: its access token, the
- * RPCs it answers for its agent, and the tracks it publishes.
+ * The avatar's side of its room connection, apart from the call it plays: joining (its access
+ * token, a second try when a publication goes unanswered), who is in the room and as what, the
+ * user audio it subscribes to, the RPCs it answers for its agent, the tracks it publishes, and
+ * leaving (closing the room when the call created it).
  */
 import {
   LocalAudioTrack,
   LocalVideoTrack,
+  ParticipantKind,
+  Room,
+  RoomEvent,
+  TrackKind,
   TrackPublishOptions,
   TrackSource,
   VideoCodec,
   type AudioSource,
   type LocalParticipant,
+  type RemoteParticipant,
+  type RemoteTrack,
+  type RemoteTrackPublication,
   type VideoSource,
 } from '@livekit/rtc-node';
-import { AccessToken } from 'livekit-server-sdk';
+import { AccessToken, RoomServiceClient } from 'livekit-server-sdk';
 import type { Config } from '../../core/platform/config.ts';
+import type { Logger } from '../../core/platform/log.ts';
 import { RPC_PLAY_ACTION, RPC_USER_SPEECH_STARTED } from '../protocol.ts';
 import type { Body } from './body.ts';
-import type { CallSpec } from './call.ts';
+import { boundedStep } from './bounded-step.ts';
+import type { CallSpec, ParticipantRole } from './call.ts';
+import type { SpeechPlayout } from './playout.ts';
+import { AvatarAudioReceiver } from './receiver.ts';
+import type { UserAudio } from './user-audio.ts';
 
 export type VideoCodecName = Config['AGENT_VIDEO_CODEC'];
 const VIDEO_CODECS: Record<VideoCodecName, VideoCodec> = { h264: VideoCodec.H264, vp8: VideoCodec.VP8 };
 const VIDEO_MAX_BITRATE = 1_200_000n;
 /** The token outlives the longest call (waiting for its user included) by this much. */
 const TOKEN_SLACK_SECONDS = 600;
+/** Tries at joining a call's room (connect and publish) before the call fails. */
+const JOIN_ATTEMPTS = 2;
 
 /** The avatar's token: an agent participant of the call's room that publishes on behalf of the agent it speaks for. */
-export async function avatarToken(
+async function avatarToken(
   livekit: { apiKey: string; apiSecret: string },
   spec: Pick<CallSpec, 'roomName' | 'avatarIdentity' | 'avatarName' | 'agentIdentity' | 'maxDurationSeconds'>,
   userJoinTimeoutMs: number,
@@ -71,7 +87,7 @@ export function answerAgentRpcs(
  * (browsers) keep the lips on the audio; one video layer (no simulcast): one encode per frame,
  * which is what bounds calls per core.
  */
-export async function publishAvatarTracks(
+async function publishAvatarTracks(
   lp: LocalParticipant,
   avatarIdentity: string,
   sources: { audio: AudioSource; video: VideoSource },
@@ -92,4 +108,158 @@ export async function publishAvatarTracks(
       videoEncoding: { maxFramerate: video.fps, maxBitrate: VIDEO_MAX_BITRATE },
     }),
   );
+}
+
+export interface AvatarRoomOptions {
+  livekit: { url: string; apiKey: string; apiSecret: string };
+  spec: CallSpec;
+  userJoinTimeoutMs: number;
+  video: { codec: VideoCodecName; fps: number };
+  log: Logger;
+  /** The call is ending: no track is heard any more, and a failed join is not tried again. */
+  ending: () => boolean;
+  /** Opens a user's audio track the avatar hears. */
+  openUserAudio: (track: RemoteTrack) => UserAudio;
+  /** A participant joined or left (the avatar's own joining is the caller's to report). */
+  onParticipant: (identity: string, role: ParticipantRole, kind: 'joined' | 'left') => void;
+  onReconnected: () => void;
+  /** The connection in use closed (not one a failed join left behind). */
+  onClosed: () => void;
+}
+
+/** What the avatar brings into the room: its agent's speech goes to `playout`, its RPCs to `body`, its tracks from `sources`. */
+export interface AvatarRoomParts {
+  playout: SpeechPlayout;
+  body: Body;
+  sources: { audio: AudioSource; video: VideoSource };
+}
+
+/** The call's room connection (a new one when joining had to be tried again). */
+export class AvatarRoom {
+  private room = new Room();
+  /** The agent's speech, received on the connection in use; null before joining. */
+  receiver: AvatarAudioReceiver | null = null;
+  private readonly userAudio = new Map<string, UserAudio>();
+
+  constructor(private readonly o: AvatarRoomOptions) {}
+
+  /** Joins the room, trying once more on a new connection when the first fails; throws when it cannot. */
+  async join(parts: AvatarRoomParts): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.connect(parts);
+        return;
+      } catch (err) {
+        if (attempt >= JOIN_ATTEMPTS || this.o.ending()) throw err;
+        // The room is joined but a track's publication goes unanswered (rtc-node gives up after
+        // 10 s): a server that lost it, or an engine stuck on its own negotiation (LiveKit's Rust
+        // SDK before 0.12.74 could deadlock there: package.json overrides it). A new connection publishes.
+        this.o.log.warn({ err, attempt }, 'could not join the call; joining again');
+        const failed = this.room;
+        this.room = new Room();
+        // Bounded: the failed connection's disconnect can hang (seen in CI), and the retry must not wait on it.
+        await boundedStep(this.o.log, 'leave the room of the failed join', () => failed.disconnect());
+      }
+    }
+  }
+
+  /** Who is in the room now, and as what. */
+  present(): { identity: string; role: ParticipantRole }[] {
+    return [...this.room.remoteParticipants.values()].map((p) => ({ identity: p.identity, role: this.roleOf(p) }));
+  }
+
+  hasUser(): boolean {
+    return [...this.room.remoteParticipants.values()].some((p) => this.roleOf(p) === 'user');
+  }
+
+  closeUserAudio(): Promise<unknown> {
+    return Promise.all([...this.userAudio.values()].map((u) => u.close()));
+  }
+
+  leave(): Promise<void> {
+    return this.room.disconnect();
+  }
+
+  /** Deletes the room, where the call created it (conversation mode); a provider's room stays. */
+  async closeIfOwned(): Promise<void> {
+    if (!this.o.spec.ownsRoom) return;
+    const { livekit } = this.o;
+    const http = livekit.url.replace(/^ws/, 'http');
+    await boundedStep(this.o.log, 'close the room', () =>
+      new RoomServiceClient(http, livekit.apiKey, livekit.apiSecret).deleteRoom(this.o.spec.roomName),
+    );
+  }
+
+  /** Connects to the call's room as the avatar, answers its RPCs and publishes its audio and video. */
+  private async connect(parts: AvatarRoomParts): Promise<void> {
+    const { spec, log } = this.o;
+    const room = this.room;
+    const receiver = new AvatarAudioReceiver({
+      room,
+      playout: parts.playout,
+      senderIdentity: spec.agentIdentity,
+      log,
+    });
+    this.receiver = receiver;
+
+    room.on(RoomEvent.ParticipantConnected, (p) => this.o.onParticipant(p.identity, this.roleOf(p), 'joined'));
+    room.on(RoomEvent.ParticipantDisconnected, (p) => this.o.onParticipant(p.identity, this.roleOf(p), 'left'));
+    room.on(RoomEvent.TrackPublished, (pub, p) => this.subscribeIfHeard(pub, p));
+    room.on(RoomEvent.TrackSubscribed, (track, pub, p) => this.onTrack(track, pub, p));
+    room.on(RoomEvent.TrackUnsubscribed, (_track, pub, p) => this.closeTrackAudio(p.identity, pub.sid));
+    room.on(RoomEvent.Reconnected, () => this.o.onReconnected());
+    room.on(RoomEvent.Disconnected, () => void (room === this.room ? this.o.onClosed() : undefined));
+
+    // Subscribed to nothing by default: a subscribed audio track costs the worker its receipt and
+    // decoding (about 8 ms of CPU a second) though nothing reads it.
+    await room.connect(this.o.livekit.url, await avatarToken(this.o.livekit, spec, this.o.userJoinTimeoutMs), {
+      autoSubscribe: false,
+      dynacast: false,
+    });
+    for (const p of room.remoteParticipants.values())
+      for (const pub of p.trackPublications.values()) this.subscribeIfHeard(pub, p);
+    receiver.start();
+    const lp = room.localParticipant!;
+    answerAgentRpcs(lp, spec.agentIdentity, parts.body);
+    await publishAvatarTracks(lp, spec.avatarIdentity, parts.sources, this.o.video);
+  }
+
+  private roleOf(p: RemoteParticipant): ParticipantRole {
+    const { spec } = this.o;
+    if (p.identity === spec.agentIdentity) return 'agent';
+    if (spec.userIdentity) return p.identity === spec.userIdentity ? 'user' : 'other';
+    return p.kind === ParticipantKind.AGENT ? 'other' : 'user';
+  }
+
+  /** The avatar hears the user's audio for its own VAD (provider mode) and for the recording; nothing else. */
+  private hears(kind: TrackKind | undefined, p: RemoteParticipant): boolean {
+    return (
+      !this.o.ending() &&
+      kind === TrackKind.KIND_AUDIO &&
+      this.roleOf(p) === 'user' &&
+      (this.o.spec.mode === 'provider' || this.o.spec.record)
+    );
+  }
+
+  private subscribeIfHeard(pub: RemoteTrackPublication, p: RemoteParticipant): void {
+    if (this.hears(pub.kind, p)) pub.setSubscribed(true);
+  }
+
+  private onTrack(track: RemoteTrack, pub: RemoteTrackPublication, p: RemoteParticipant): void {
+    if (!this.hears(track.kind, p)) return;
+    const key = `${p.identity}/${pub.sid}`;
+    this.userAudio
+      .get(key)
+      ?.close()
+      .catch(() => {});
+    this.userAudio.set(key, this.o.openUserAudio(track));
+  }
+
+  private closeTrackAudio(identity: string, sid: string | undefined): void {
+    const key = `${identity}/${sid}`;
+    const u = this.userAudio.get(key);
+    if (!u) return;
+    this.userAudio.delete(key);
+    void u.close();
+  }
 }

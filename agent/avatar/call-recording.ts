@@ -18,15 +18,40 @@ export interface CallRecordingOptions {
   workDir: string;
   fps: number;
   sampleRate: number;
+  /** The call's playout position, in samples: where the user's audio goes, and how far the audio is written. */
+  position: () => number;
   log: Logger;
 }
 
 export class CallRecording {
   private file: { recordingId: string; storageKey: string; path: string } | null = null;
   /** Writing while the call records: from `start` until `finish`. */
-  recorder: CallRecorder | null = null;
+  private recorder: CallRecorder | null = null;
 
   constructor(private readonly o: CallRecordingOptions) {}
+
+  /** The avatar's audio, as playout hands it to the sink at sample `at`. */
+  avatarAudio(at: number, pcm: Int16Array): void {
+    this.recorder?.avatarAudio(at, pcm);
+  }
+
+  /** Playout dropped the avatar's audio from sample `from` on (an interruption). */
+  avatarAudioDropped(from: number): void {
+    this.recorder?.avatarAudioDropped(from);
+  }
+
+  /** The user's audio, heard now. */
+  userAudio(pcm: Int16Array): void {
+    this.recorder?.userAudio(this.o.position(), pcm);
+  }
+
+  /** A video frame as published. */
+  video(frame: number, i420: Uint8Array): void {
+    if (!this.recorder) return;
+    this.recorder.video(frame, i420);
+    // Audio follows a little behind playout (so the user's audio for that time has arrived), every 200 ms.
+    if (frame % 5 === 0) this.recorder.flushAudio(this.o.position() - this.o.sampleRate * 0.15);
+  }
 
   /** Begins recording at video frame `startFrame` of the call (the first one not yet shown). */
   async start(width: number, height: number, startFrame: number): Promise<void> {
@@ -63,7 +88,16 @@ export class CallRecording {
         durationSeconds: result.durationSeconds,
         sizeBytes: result.sizeBytes,
       });
-      this.o.log.info({ recordingId: rec.recordingId, seconds: result.durationSeconds }, 'recording ready');
+      this.o.log.info(
+        {
+          recordingId: rec.recordingId,
+          seconds: result.durationSeconds,
+          // Frames shown while the recording was starting, each recorded as its first frame (a measure of that start).
+          leadInFrames: recorder.leadInFrames,
+          encoderBehindFrames: recorder.dropped,
+        },
+        'recording ready',
+      );
     } catch (err) {
       this.o.log.error({ err, recordingId: rec.recordingId }, 'recording failed');
       await recorder.abort().catch(() => {});

@@ -1,9 +1,9 @@
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { initializeLogger, voice } from '@livekit/agents';
-import { AudioFrame, Room, TrackKind } from '@livekit/rtc-node';
+import { AudioFrame, Room, TrackKind, type RpcInvocationData } from '@livekit/rtc-node';
 import { RoomServiceClient } from 'livekit-server-sdk';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { AvatarPlayback } from '../../core/avatars/playback.ts';
@@ -12,10 +12,22 @@ import { LocalStorage } from '../../core/platform/storage/local.ts';
 import { MediaSigner } from '../../core/platform/storage/signing.ts';
 import { createLipSyncThread } from '../../render/lipsync/index.ts';
 import { synthesize } from '../../render/tts/index.ts';
-import { DEV_KEY, DEV_SECRET, loopOnlyPlayback, onsets, token, Viewer } from '../test-support.ts';
+import { waitFor } from '../../test/helpers.ts';
+import { startEntryPoint } from '../../test/processes.ts';
+import {
+  DEV_KEY,
+  DEV_SECRET,
+  loopOnlyPlayback,
+  median,
+  mp4SyncOffsets,
+  onsets,
+  token,
+  Viewer,
+} from '../test-support.ts';
 import { storeTestCache } from '../../test/realtime.ts';
-import type { CallReporter, CallSpec, ConnectionObservation, EndReason } from './call.ts';
+import type { CallRecordingSink, CallReporter, CallSpec, ConnectionObservation, EndReason } from './call.ts';
 import { AvatarHost } from './host.ts';
+import { AUDIO_STREAM_TOPIC, RPC_CLEAR_BUFFER, RPC_PLAYBACK_FINISHED } from './receiver.ts';
 
 initializeLogger({ pretty: false, level: 'warn' });
 const url = inject('livekitUrl');
@@ -86,15 +98,17 @@ function spec(roomName: string, over: Partial<CallSpec> = {}): CallSpec {
 }
 
 /** An agent participant speaking to the avatar through agents-js's own sender, as a LiveKit agent would. */
-async function agentSender(roomName: string) {
+async function agentSender(roomName: string, o: { waitPlaybackStart?: boolean } = {}) {
   const room = new Room();
   await room.connect(url, await token(roomName, 'agent-1', { agent: true }), { autoSubscribe: false, dynacast: false });
-  // agents-js registers its playback_finished handler once per process: let this room register its own.
+  // agents-js registers its playback handlers once per process: let this room register its own.
   voice.DataStreamAudioOutput._playbackFinishedRpcRegistered = false;
+  voice.DataStreamAudioOutput._playbackStartedRpcRegistered = false;
   const output = new voice.DataStreamAudioOutput({
     room,
     destinationIdentity: 'avatar-1',
     waitRemoteTrack: TrackKind.KIND_VIDEO,
+    ...(o.waitPlaybackStart ? { waitPlaybackStart: true } : {}),
   });
   const say = async (pcm: Int16Array, sampleRate: number) => {
     const step = Math.round(sampleRate / 50);
@@ -288,6 +302,164 @@ describe('avatar host on the real LiveKit server', () => {
         await neural.close();
         await lipsync.release();
       }
+    },
+  );
+
+  it(
+    'tells a sender that waits for it when each segment starts playing, answers clear_buffer with nothing playing, and gets over a stream whose end marker is lost',
+    { timeout: 90_000 },
+    async () => {
+      const roomName = `host-protocol-${Date.now()}`;
+      await rooms.createRoom({ name: roomName, emptyTimeout: 60 });
+      const runner = await host.startCall(spec(roomName), new MemoryReporter(), null);
+      const viewer = new Viewer('avatar-1');
+      await viewer.join(url, roomName, 'user-1');
+      await expect.poll(() => viewer.frames.length, { timeout: 15_000 }).toBeGreaterThan(10);
+
+      // agents-js's sender with waitPlaybackStart: its playbackStarted comes from our lk.playback_started.
+      const sender = await agentSender(roomName, { waitPlaybackStart: true });
+      const startedAt: number[] = [];
+      sender.output.on(voice.AudioOutput.EVENT_PLAYBACK_STARTED, () => startedAt.push(performance.now()));
+      // Nothing plays yet: clear_buffer is answered all the same.
+      const lp = sender.room.localParticipant!;
+      expect(await lp.performRpc({ destinationIdentity: 'avatar-1', method: RPC_CLEAR_BUFFER, payload: '' })).toBe(
+        'ok',
+      );
+      // Two segments sent at once (faster than real time): the second starts when the first has played.
+      const sentAt = performance.now();
+      await sender.say(bursts(16_000, 2).subarray(0, Math.round(16_000 * BURST_PERIOD * 1.5)), 16_000);
+      await new Promise((r) => setTimeout(r, 100));
+      await sender.say(bursts(16_000, 1), 16_000);
+      const sentBoth = performance.now() - sentAt;
+      expect((await sender.output.waitForPlayout()).interrupted).toBe(false);
+      expect(startedAt, 'playbackStarted events').toHaveLength(2);
+      const firstHeard = viewer.audio.find((a) => a.at > sentAt && a.level > 1500)!.at;
+      // The first burst begins 200 ms into the segment.
+      const heardStart = firstHeard - 200;
+      const measured = `started ${startedAt.map((t) => (t - sentAt).toFixed(0)).join(', ')} ms after sending (sent in ${sentBoth.toFixed(0)} ms); the viewer heard its start at ${(heardStart - sentAt).toFixed(0)} ms`;
+      // Told as it plays (the viewer hears it a few tens of ms later), not when it was sent.
+      expect(Math.abs(startedAt[0]! - heardStart), measured).toBeLessThan(150);
+      expect(startedAt[1]! - startedAt[0]!, measured).toBeGreaterThan(1.5 * BURST_PERIOD * 1000 - 150);
+      expect(startedAt[1]! - startedAt[0]!, measured).toBeLessThan(1.5 * BURST_PERIOD * 1000 + 250);
+
+      // The same agent, now sending rtc-node streams of its own; its first stream's end never arrives.
+      const raw = sender.room;
+      raw.localParticipant!.unregisterRpcMethod(RPC_PLAYBACK_FINISHED);
+      const finished: { position: number; at: number }[] = [];
+      raw.localParticipant!.registerRpcMethod(RPC_PLAYBACK_FINISHED, async (data: RpcInvocationData) => {
+        finished.push({
+          position: (JSON.parse(data.payload) as { playback_position: number }).playback_position,
+          at: performance.now(),
+        });
+        return 'ok';
+      });
+      const open = (name: string) =>
+        raw.localParticipant!.streamBytes({
+          name,
+          topic: AUDIO_STREAM_TOPIC,
+          destinationIdentities: ['avatar-1'],
+          attributes: { sample_rate: '16000', num_channels: '1' },
+        });
+      const tone = bursts(16_000, 1);
+      const lost = await open('lost');
+      await lost.write(new Uint8Array(tone.buffer));
+      // Its end marker never comes; the next stream does.
+      await new Promise((r) => setTimeout(r, 300));
+      const nextAt = performance.now();
+      const next = await open('next');
+      await next.write(new Uint8Array(tone.buffer));
+      await next.close();
+      await waitFor(
+        `both streams answered (${JSON.stringify(finished)})`,
+        () => (finished.length === 2 ? true : undefined),
+        {
+          timeoutMs: 10_000,
+        },
+      );
+      // The lost one played what it got, then the next one played in full.
+      expect(finished[0]!.position).toBeCloseTo(BURST_PERIOD, 1);
+      expect(finished[1]!.position).toBeCloseTo(BURST_PERIOD, 1);
+      const heardNext = onsets(
+        viewer.audio.filter((a) => a.at > nextAt).map((a) => ({ at: a.at, on: a.level > 1500 })),
+        350,
+      );
+      expect(heardNext.length, 'tone onsets heard after the next stream').toBeGreaterThanOrEqual(1);
+
+      await viewer.leave();
+      expect(await runner.ended).toBe('user_left');
+      await raw.disconnect();
+    },
+  );
+
+  it(
+    'records the call in sync from its first frame though its recording starts late (a slow database), and `npm run call` records what its user received in sync',
+    { timeout: 120_000 },
+    async () => {
+      const roomName = `host-rec-${Date.now()}`;
+      await rooms.createRoom({ name: roomName, emptyTimeout: 60 });
+      let stored: { key: string; seconds: number } | null = null;
+      const sink: CallRecordingSink = {
+        // As slow as a worker's first write to its database: frames are shown meanwhile.
+        begin: async () => {
+          await new Promise((r) => setTimeout(r, 300));
+          return { recordingId: 'rec_1', storageKey: `recordings/${roomName}.mp4` };
+        },
+        ready: async (_id, info) =>
+          void (stored = { key: `recordings/${roomName}.mp4`, seconds: info.durationSeconds }),
+        failed: async (_id, reason) => {
+          throw new Error(`recording failed: ${reason}`);
+        },
+      };
+      const runner = await host.startCall(spec(roomName, { record: true }), new MemoryReporter(), sink);
+      // The user is the terminal client, writing what it receives to an MP4.
+      const cliFile = path.join(work, `${roomName}-cli.mp4`);
+      const user = startEntryPoint(
+        'cli/call.ts',
+        {},
+        {
+          args: ['--url', url, '--token', await token(roomName, 'user-cli'), '--out', cliFile, '--seconds', '14'],
+        },
+      );
+      try {
+        await waitFor(
+          () => `the client to see the avatar:\n${user.output()}`,
+          () => (user.lines.some((l) => l.text.includes('avatar video')) ? true : undefined),
+          { timeoutMs: 30_000 },
+        );
+        await new Promise((r) => setTimeout(r, 1000));
+        const sender = await agentSender(roomName);
+        await sender.say(bursts(16_000, 8), 16_000);
+        expect((await sender.output.waitForPlayout()).interrupted).toBe(false);
+        const exit = await user.exited;
+        expect(exit.code, user.output()).toBe(0);
+        expect(await runner.ended).toBe('user_left');
+        await waitFor('the recording', () => stored ?? undefined, { timeoutMs: 30_000 });
+        await sender.room.disconnect();
+      } finally {
+        if (user.child.exitCode === null) user.child.kill('SIGKILL');
+      }
+
+      const serverFile = path.join(work, `${roomName}-server.mp4`);
+      const chunks: Buffer[] = [];
+      for await (const c of await storage.get(stored!.key)) chunks.push(c as Buffer);
+      writeFileSync(serverFile, Buffer.concat(chunks));
+      // The server's file is on the call's clock: frame n at n / 25 s, the audio at its playout
+      // position; the marker turns white on the first frame whose middle is speech (within half a
+      // frame). Frames the call skipped (late ticks on a busy machine) are the frame before them, as
+      // viewers saw them: an onset can come a few frames late, not the file as a whole. A recording
+      // whose first frames went missing (its start took 300 ms here) was early by all of them.
+      const server = await mp4SyncOffsets(serverFile);
+      const serverMeasured = `server recording, A/V offsets (video − audio, ms): ${server.offsets.map((o) => o.toFixed(0)).join(' ')}`;
+      expect(server.offsets.length, serverMeasured).toBeGreaterThanOrEqual(4);
+      expect(Math.abs(median(server.offsets)), serverMeasured).toBeLessThan(50);
+      expect(Math.min(...server.offsets), serverMeasured).toBeGreaterThan(-50);
+
+      // The client's file: each frame at the time it was received, the audio as it was heard.
+      const cli = await mp4SyncOffsets(cliFile);
+      const cliMeasured = `client recording, A/V offsets (video − audio, ms): ${cli.offsets.map((o) => o.toFixed(0)).join(' ')}`;
+      expect(cli.offsets.length, cliMeasured).toBeGreaterThanOrEqual(4);
+      // As a viewer sees it live (host test above: within 45 ms), with a frame's rounding on top.
+      expect(Math.abs(median(cli.offsets)), cliMeasured).toBeLessThan(80);
     },
   );
 });

@@ -15,7 +15,8 @@ import type { CallRecordingSink, CallReporter, CallSpec } from './call.ts';
 import { DecodedFrames, MediaCache } from './media.ts';
 import { BatchRenderer } from './renderer.ts';
 import type { VideoCodecName } from './avatar-room.ts';
-import { AvatarRunner, type CallObserver, type DueFrame, type HostContext } from './runner.ts';
+import type { DueFrame } from './frames.ts';
+import { AvatarRunner, type CallObserver, type HostContext } from './runner.ts';
 import { TICK_MS, nextTick } from './tick.ts';
 
 const STATS_EVERY_MS = 10_000;

@@ -1,5 +1,5 @@
 import type { ByteStreamReader, Room, RpcInvocationData } from '@livekit/rtc-node';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createLogger } from '../../core/platform/log.ts';
 import type { SpeechPlayout } from './playout.ts';
 import {
@@ -9,6 +9,7 @@ import {
   RPC_CLEAR_BUFFER,
   RPC_PLAYBACK_FINISHED,
   RPC_PLAYBACK_STARTED,
+  STREAM_IDLE_MS,
 } from './receiver.ts';
 
 const AGENT = 'agent-1';
@@ -48,22 +49,28 @@ function fakeRoom() {
 }
 
 /** A playout that records what the receiver hands it; `accepts` samples at most before it refuses more. */
-function fakePlayout(accepts = Infinity) {
+function fakePlayout(accepts = Infinity, interrupt: () => void = () => {}) {
   const calls: string[] = [];
   const pushed: number[] = [];
+  /** What each segment got, by id. */
+  const bySegment = new Map<string, number[]>();
   let interrupts = 0;
   const playout = {
     sampleRate: SR,
     bufferedSeconds: 0,
     begin: (id: string) => calls.push(`begin ${id}`),
     end: (id: string) => calls.push(`end ${id}`),
-    push: (_id: string, pcm: Int16Array) => {
+    push: (id: string, pcm: Int16Array) => {
       pushed.push(...pcm);
+      bySegment.set(id, [...(bySegment.get(id) ?? []), ...pcm]);
       return pushed.length <= accepts;
     },
-    interrupt: () => interrupts++,
+    interrupt: () => {
+      interrupts++;
+      interrupt();
+    },
   };
-  return { playout: playout as unknown as SpeechPlayout, calls, pushed, interrupts: () => interrupts };
+  return { playout: playout as unknown as SpeechPlayout, calls, pushed, bySegment, interrupts: () => interrupts };
 }
 
 /** A byte stream of `chunks`, as rtc-node's reader hands them over. */
@@ -87,13 +94,53 @@ function stream(
   return { reader: reader as unknown as ByteStreamReader, closed: () => closed };
 }
 
+/** A byte stream fed by the test as it goes: `write` a chunk, `end` it, or neither (its end lost). */
+function liveStream(id: string) {
+  const queue: Uint8Array[] = [];
+  let ended = false;
+  let closed = false;
+  let wake: (() => void) | null = null;
+  const poke = () => {
+    wake?.();
+    wake = null;
+  };
+  const reader = {
+    info: { streamId: id, attributes: { sample_rate: String(SR), num_channels: '1' } },
+    close: async () => {
+      closed = true;
+      poke();
+    },
+    async *[Symbol.asyncIterator]() {
+      for (;;) {
+        if (closed) return;
+        const next = queue.shift();
+        if (next) yield next;
+        else if (ended) return;
+        else await new Promise<void>((r) => (wake = r));
+      }
+    },
+  };
+  return {
+    reader: reader as unknown as ByteStreamReader,
+    closed: () => closed,
+    write: (b: Uint8Array) => {
+      queue.push(b);
+      poke();
+    },
+    end: () => {
+      ended = true;
+      poke();
+    },
+  };
+}
+
 function pcmBytes(samples: number[]): Uint8Array {
   return new Uint8Array(Int16Array.from(samples).buffer);
 }
 
-function started(accepts?: number) {
+function started(accepts?: number, interrupt?: () => void) {
   const r = fakeRoom();
-  const p = fakePlayout(accepts);
+  const p = fakePlayout(accepts, interrupt);
   const receiver = new AvatarAudioReceiver({
     room: r.room,
     playout: p.playout,
@@ -101,12 +148,16 @@ function started(accepts?: number) {
     log: createLogger('silent'),
   });
   receiver.start();
-  const send = (from: string, s: ReturnType<typeof stream>) =>
+  const send = (from: string, s: { reader: ByteStreamReader }) =>
     r.byteHandlers.get(AUDIO_STREAM_TOPIC)!(s.reader, { identity: from });
   return { ...r, ...p, receiver, send };
 }
 
 const settle = () => new Promise((resolve) => setImmediate(resolve));
+
+afterEach(() => {
+  vi.useRealTimers();
+});
 
 describe('AvatarAudioReceiver', () => {
   it("plays the agent's stream as one segment, a sample split across chunks included", async () => {
@@ -170,6 +221,71 @@ describe('AvatarAudioReceiver', () => {
     expect(t.interrupts()).toBe(0);
     expect(await clear({ callerIdentity: AGENT } as RpcInvocationData)).toBe('ok');
     expect(t.interrupts()).toBe(1);
+  });
+
+  it('answers clear_buffer with nothing playing, and when clearing the playout fails', async () => {
+    const t = started(undefined, () => {
+      if (t.interrupts() > 1) throw new Error('the audio source is gone');
+    });
+    const clear = t.rpcMethods.get(RPC_CLEAR_BUFFER)!;
+    expect(await clear({ callerIdentity: AGENT } as RpcInvocationData)).toBe('ok');
+    expect(await clear({ callerIdentity: AGENT } as RpcInvocationData)).toBe('ok');
+    expect(t.interrupts()).toBe(2);
+  });
+
+  it("reads a stream to its end though the agent's next stream begins before its last chunks are read", async () => {
+    const t = started();
+    t.send(AGENT, stream('s1', [pcmBytes([1, 2]), pcmBytes([3, 4]), pcmBytes([5, 6])]));
+    t.send(AGENT, stream('s2', [pcmBytes([7, 8])]));
+    await settle();
+    expect(t.bySegment.get('s1')).toEqual([1, 2, 3, 4, 5, 6]);
+    expect(t.bySegment.get('s2')).toEqual([7, 8]);
+    expect([...t.calls].sort()).toEqual(['begin s1', 'begin s2', 'end s1', 'end s2']);
+  });
+
+  it('takes a stream whose end never came as ended a second after the next stream begins: it plays what it got, the next plays after it', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    const t = started();
+    const lost = liveStream('s1');
+    t.send(AGENT, lost);
+    lost.write(pcmBytes([1, 2]));
+    await settle();
+    const next = liveStream('s2');
+    t.send(AGENT, next);
+    next.write(pcmBytes([3, 4]));
+    next.end();
+    await settle();
+    expect(t.calls).toEqual(['begin s1', 'begin s2', 'end s2']);
+    vi.advanceTimersByTime(999);
+    expect(t.calls).not.toContain('end s1');
+    vi.advanceTimersByTime(1);
+    await settle();
+    expect(t.calls).toContain('end s1');
+    expect(lost.closed()).toBe(true);
+    expect(t.pushed).toEqual([1, 2, 3, 4]);
+    // What still comes of it is not played.
+    lost.write(pcmBytes([9, 9]));
+    await settle();
+    expect(t.pushed).toEqual([1, 2, 3, 4]);
+  });
+
+  it(`takes a stream that sends nothing for ${STREAM_IDLE_MS / 1000} s as ended, and no sooner`, async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    const t = started();
+    const lost = liveStream('s1');
+    t.send(AGENT, lost);
+    lost.write(pcmBytes([1, 2]));
+    await settle();
+    vi.advanceTimersByTime(STREAM_IDLE_MS - 1000);
+    // Data re-arms the wait: a sender pausing between sentences keeps its stream.
+    lost.write(pcmBytes([3, 4]));
+    await settle();
+    vi.advanceTimersByTime(STREAM_IDLE_MS - 1);
+    expect(t.calls).toEqual(['begin s1']);
+    vi.advanceTimersByTime(1);
+    await settle();
+    expect(t.calls).toEqual(['begin s1', 'end s1']);
+    expect(t.pushed).toEqual([1, 2, 3, 4]);
   });
 
   it('tells the agent a segment finished with exactly the keys agents accept', () => {

@@ -13,6 +13,13 @@
  * stream it cannot use (bad attributes, too many at once) is still answered, as played at 0, so
  * the agent never waits on it. Audio beyond what the playout holds at once (its
  * `maxBufferedSamples`) is dropped: that stream stops being read and plays what it got.
+ *
+ * `lk.clear_buffer` is answered "ok" whatever plays, nothing included: some senders wait for that
+ * answer before they go on. A stream whose end never arrives (its trailer lost, a sender gone
+ * mid-segment) would hold every later segment behind it and leave its agent waiting for
+ * `lk.playback_finished` for ever: it is taken as ended soon after the agent opens its next
+ * stream (senders send one segment at a time, and the data channel keeps their order, so no more of
+ * it can come; what arrived is still read, for a second), or after `streamIdleMs` without data.
  */
 import {
   AudioFrame,
@@ -41,12 +48,25 @@ const IGNORED_TEXT_TOPICS = ['lk.transcription', 'lk.chat'];
 /** Segments queued at once beyond which new streams are answered at once and dropped. */
 export const MAX_PENDING_SEGMENTS = 32;
 
+/**
+ * How long a stream may go without data before its end is taken as lost. agents-js closes its own
+ * stream after 10 s without TTS audio (its forwardAudioIdleTimeout), so a live sender never comes near.
+ */
+export const STREAM_IDLE_MS = 15_000;
+/**
+ * How long a stream still open when the next one begins is read on: its data arrived before the
+ * next stream's header, and may only wait in the reader's queue (an event loop stalled a while).
+ */
+const NEXT_STREAM_GRACE_MS = 1000;
+
 export interface AudioReceiverOptions {
   room: Room;
   playout: SpeechPlayout;
   /** The identity of the agent this avatar speaks for: the only sender accepted. */
   senderIdentity: string;
   log: Logger;
+  /** A stream without data this long is taken as ended (its end marker lost); default STREAM_IDLE_MS. */
+  streamIdleMs?: number;
 }
 
 interface StreamFormat {
@@ -62,11 +82,21 @@ function parseFormat(attributes: Record<string, string> | undefined): StreamForm
   return { sampleRate, channels };
 }
 
+interface OpenStream {
+  reader: ByteStreamReader;
+  idle: NodeJS.Timeout | null;
+  /** How long it may go without data before its end is taken as lost, and why. */
+  idleMs: number;
+  why: 'next stream' | 'idle';
+}
+
 export class AvatarAudioReceiver {
   private readonly log: Logger;
   private startedUnsupported = false;
   private pending = 0;
   private closed = false;
+  /** Streams still being read, by id: ended early when their end is taken as lost. */
+  private readonly open = new Map<string, OpenStream>();
 
   constructor(private readonly o: AudioReceiverOptions) {
     this.log = o.log;
@@ -83,13 +113,19 @@ export class AvatarAudioReceiver {
       room.registerTextStreamHandler(topic, (reader) => void reader.readAll().catch(() => {}));
     room.localParticipant!.registerRpcMethod(RPC_CLEAR_BUFFER, async (data: RpcInvocationData) => {
       if (data.callerIdentity !== this.o.senderIdentity) return 'reject';
-      this.o.playout.interrupt();
+      try {
+        this.o.playout.interrupt();
+      } catch (err) {
+        // Answered all the same: a sender waiting on the answer must not hang on our failure.
+        this.log.warn({ err }, 'clearing the playout failed');
+      }
       return 'ok';
     });
   }
 
   stop(): void {
     this.closed = true;
+    for (const id of [...this.open.keys()]) this.endLost(id, 'call ending');
     try {
       this.o.room.unregisterByteStreamHandler(AUDIO_STREAM_TOPIC);
       this.o.room.localParticipant?.unregisterRpcMethod(RPC_CLEAR_BUFFER);
@@ -128,6 +164,29 @@ export class AvatarAudioReceiver {
     );
   }
 
+  /**
+   * A stream whose end is taken as lost: it plays what it got and is answered as any other; what
+   * still arrives for it is dropped.
+   */
+  private endLost(id: string, why: 'next stream' | 'idle' | 'call ending'): void {
+    const s = this.open.get(id);
+    if (!s) return;
+    this.open.delete(id);
+    if (s.idle) clearTimeout(s.idle);
+    if (why !== 'call ending') this.log.warn({ streamId: id, why }, 'audio stream ended without its end marker');
+    this.o.playout.end(id);
+    void s.reader.close();
+  }
+
+  /** (Re)arms the idle timer of an open stream. */
+  private touch(id: string): void {
+    const s = this.open.get(id);
+    if (!s) return;
+    if (s.idle) clearTimeout(s.idle);
+    s.idle = setTimeout(() => this.endLost(id, s.why), s.idleMs);
+    s.idle.unref?.();
+  }
+
   private async receive(reader: ByteStreamReader, identity: string): Promise<void> {
     const id = reader.info.streamId;
     // Stops reading a stream we do not use: what else arrives for it is dropped as it comes.
@@ -135,6 +194,13 @@ export class AvatarAudioReceiver {
     if (identity !== this.o.senderIdentity) {
       this.log.warn({ identity }, 'audio stream from a participant this avatar does not speak for, ignored');
       return discard();
+    }
+    // A sender opens its next segment only after closing the last: one still open has lost its end,
+    // unless its last chunks and end still wait in its reader's queue.
+    for (const [open, s] of this.open) {
+      s.idleMs = Math.min(s.idleMs, NEXT_STREAM_GRACE_MS);
+      s.why = 'next stream';
+      this.touch(open);
     }
     const { playout } = this.o;
     const format = parseFormat(reader.info.attributes);
@@ -161,8 +227,12 @@ export class AvatarAudioReceiver {
         .push(new AudioFrame(pcm, format.sampleRate, 1, pcm.length))
         .every((f) => playout.push(id, f.data));
     };
+    this.open.set(id, { reader, idle: null, idleMs: this.o.streamIdleMs ?? STREAM_IDLE_MS, why: 'idle' });
+    this.touch(id);
     try {
       for await (const chunk of reader) {
+        if (!this.open.has(id)) break;
+        this.touch(id);
         let bytes = chunk;
         if (carry) {
           bytes = new Uint8Array(carry.length + chunk.length);
@@ -184,10 +254,16 @@ export class AvatarAudioReceiver {
           return;
         }
       }
-      if (resampler) for (const f of resampler.flush()) playout.push(id, f.data);
+      if (resampler && this.open.has(id)) for (const f of resampler.flush()) playout.push(id, f.data);
     } finally {
       resampler?.close();
-      playout.end(id);
+      // Unless its end was taken as lost already (endLost ended it).
+      const s = this.open.get(id);
+      if (s) {
+        if (s.idle) clearTimeout(s.idle);
+        this.open.delete(id);
+        playout.end(id);
+      }
     }
   }
 }

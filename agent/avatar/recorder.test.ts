@@ -70,6 +70,46 @@ describe('call recorder', () => {
   );
 
   it(
+    'keeps the audio clock when the first frame comes late (each frame before it is that frame) and when the encoder falls behind (a frame is the last one again, never shifted)',
+    { timeout: 60_000 },
+    async () => {
+      const dir = mkdtempSync(path.join(os.tmpdir(), 'recorder-'));
+      const file = path.join(dir, 'call.mp4');
+      const w = 256;
+      // The recording starts at frame 10; the call shows frames from 15 on (5 frames went by while it started).
+      const rec = new CallRecorder({
+        path: file,
+        width: w,
+        height: w,
+        fps: FPS,
+        sampleRate: SR,
+        startFrame: 10,
+        startSample: 10 * SPF,
+      });
+      const level = (n: number) => 40 + (n % 8) * 20;
+      const frame = new Uint8Array(i420Size(w, w));
+      // 100 frames at once, faster than any encoder: most wait, so the queue's bound is reached.
+      for (let n = 15; n < 115; n++) {
+        frame.fill(level(n), 0, w * w);
+        frame.fill(128, w * w);
+        rec.video(n, frame);
+      }
+      await rec.finish(115 * SPF);
+      expect(rec.leadInFrames).toBe(5);
+      expect(rec.dropped, 'frames recorded again as the one before (encoder behind)').toBeGreaterThan(0);
+      const lumas = frameLumas(file, w);
+      // One picture per frame from the start: frame n of the call is picture n - 10 of the file.
+      expect(lumas).toHaveLength(105);
+      for (let k = 0; k < 5; k++) expect(Math.abs(lumas[k]! - level(15)), `picture ${k}`).toBeLessThan(4);
+      // Each picture shows its frame or, where the encoder was behind, an earlier one: never a later one.
+      const shown = lumas.map((luma) => [...Array(8).keys()].find((i) => Math.abs(luma - (40 + i * 20)) < 4));
+      expect(shown.every((s) => s !== undefined)).toBe(true);
+      expect(Math.abs(lumas[5]! - level(15))).toBeLessThan(4);
+      expect(Math.abs(lumas[6]! - level(16))).toBeLessThan(4);
+    },
+  );
+
+  it(
     'writes a long call without stalling, on one clock, whatever the cadence of the audio (here: once a second, 0.3 s behind the video)',
     { timeout: 120_000 },
     async () => {

@@ -25,7 +25,10 @@ export interface RecordingResult {
   sizeBytes: number;
 }
 
-/** Frames more than this behind the writer are dropped rather than queued (the encoder is running late). */
+/**
+ * Frames more than this behind the writer are written as the last frame again rather than queued as
+ * copies (the encoder is running late): memory stays bounded and the file keeps its clock.
+ */
 const MAX_QUEUED_FRAMES = 50;
 
 export class CallRecorder {
@@ -47,7 +50,10 @@ export class CallRecorder {
   private readonly chains = { video: Promise.resolve(), audio: Promise.resolve() };
   private queued = 0;
   private failed: unknown = null;
+  /** Frames recorded as the frame before them because the encoder was behind. */
   dropped = 0;
+  /** Frames from the start that passed before the first frame came (each recorded as that first frame). */
+  leadInFrames = 0;
 
   constructor(private readonly o: RecorderOptions) {
     this.writer = new Mp4Writer({
@@ -87,20 +93,35 @@ export class CallRecorder {
     this.add('user', at, pcm);
   }
 
-  /** Frame `n` of the call as published, I420 (copied: the caller may reuse its buffer). */
+  /**
+   * Frame `n` of the call as published, I420 (copied: the caller may reuse its buffer). Every frame
+   * number from the recording's start gets a frame in the file, so the picture keeps the audio's
+   * clock: one the call skipped (a late tick) is the one before it again, those before the first
+   * frame that came (the recording started while frames were skipped) are that first frame, and
+   * one the encoder is too far behind to take a copy of is the last one it has again.
+   */
   video(n: number, i420: Uint8Array): void {
     if (n < this.nextFrame || this.failed) return;
-    // Frames the call skipped (a late tick) repeat the last one, so the file keeps its clock.
-    for (; this.nextFrame < n && this.hasFrame; this.nextFrame++) {
-      if (this.queued >= MAX_QUEUED_FRAMES) this.dropped++;
-      else this.enqueue('video', () => this.writer.repeatVideoFrame());
+    if (!this.hasFrame) {
+      // The file's first picture stands for every frame before it since the start.
+      this.hasFrame = true;
+      this.leadInFrames = n - this.nextFrame;
+      this.writeCopy(i420);
+      for (this.nextFrame++; this.nextFrame <= n; this.nextFrame++)
+        this.enqueue('video', () => this.writer.repeatVideoFrame());
+      return;
     }
+    for (; this.nextFrame < n; this.nextFrame++) this.enqueue('video', () => this.writer.repeatVideoFrame());
     this.nextFrame = n + 1;
     if (this.queued >= MAX_QUEUED_FRAMES) {
       this.dropped++;
+      this.enqueue('video', () => this.writer.repeatVideoFrame());
       return;
     }
-    this.hasFrame = true;
+    this.writeCopy(i420);
+  }
+
+  private writeCopy(i420: Uint8Array): void {
     const copy = this.spareFrames.pop() ?? new Uint8Array(i420.length);
     copy.set(i420);
     this.enqueue('video', () => {

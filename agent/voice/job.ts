@@ -25,6 +25,7 @@ import { RPC_USER_SPEECH_STARTED } from '../protocol.ts';
 import { quietRtcLogs } from '../rtc-logs.ts';
 import { actionTools } from './actions.ts';
 import { ttsFor } from './tts.ts';
+import { INTERRUPTION, pauseSafeEndpointing } from './turns.ts';
 
 /** What a dispatch carries (set by the session mint). */
 export interface DispatchMetadata {
@@ -206,14 +207,16 @@ export default defineAgent({
         client: upstreamClient(config, config.LLM_TIMEOUT_SECONDS),
       }),
       tts: ttsFor(config, playback.defaultVoiceId),
-      // Offline turn-taking: VAD ends the user's turn and interrupts the avatar (no cloud models).
+      // Offline turn-taking: VAD ends the user's turn and interrupts the avatar (no cloud models),
+      // under the rules of turns.ts (a pause inside an utterance kept, barge-in).
       turnHandling: {
         turnDetection: 'vad',
-        interruption: { mode: 'vad', minDuration: 0.4 },
-        // The turn ends when the turn's VAD says the user is silent (AGENT_TURN_END_MS, no wait on
-        // top); by then the reply is ready: agents-js starts it on the transcript (preemptive
-        // generation: the LLM, and with AGENT_PREEMPTIVE_TTS its TTS too), and drops it if the user goes on.
-        endpointing: { minDelay: 0 },
+        interruption: INTERRUPTION,
+        // The turn ends when the turn's VAD has heard AGENT_TURN_END_MS of silence (raised by a
+        // wait on top where that is too short to keep a pause); by then the reply is ready:
+        // agents-js starts it on the transcript (preemptive generation: the LLM, and with
+        // AGENT_PREEMPTIVE_TTS its TTS too), and drops it if the user goes on.
+        endpointing: { minDelay: pauseSafeEndpointing({ vadSilenceMs: config.AGENT_TURN_END_MS, minDelayMs: 0 }) },
         preemptiveGeneration: { enabled: true, preemptiveTts: config.AGENT_PREEMPTIVE_TTS },
       },
       // A failing or silent model is known within seconds: one retry, bounded waits.

@@ -1,1 +1,2 @@
 export { LipsyncService } from './service.ts';
+export type { LipsyncRequest, LipsyncResult } from './service.ts';

@@ -57,7 +57,7 @@ export const RELEASE_REASONS = [
   'manual',
   'idle_timeout',
 ] as const;
-export type ReleaseReason = (typeof RELEASE_REASONS)[number];
+type ReleaseReason = (typeof RELEASE_REASONS)[number];
 /** The end reason recorded for a release that gave none. */
 const DEFAULT_RELEASE_REASON = 'released';
 
@@ -78,6 +78,13 @@ export interface MintInput {
   record?: boolean;
   /** Provider mode: the avatar joins this existing room and speaks for this agent. */
   room?: { name: string; agentIdentity: string };
+}
+
+/** A release: one of a call and a queue ticket. */
+export interface ReleaseInput {
+  sessionId?: string;
+  ticketId?: string;
+  reason?: ReleaseReason;
 }
 
 export interface Grant {
@@ -446,10 +453,7 @@ export class LiveCalls {
    * deleted (the user and the avatar leave); a provider's room is theirs and stays (the avatar
    * leaves when its worker sees the end on its next heartbeat).
    */
-  async release(
-    caller: Caller,
-    input: { sessionId?: string; ticketId?: string; reason?: ReleaseReason },
-  ): Promise<ReleaseOutcome> {
+  async release(caller: Caller, input: ReleaseInput): Promise<ReleaseOutcome> {
     const { sql, sessions, capacity } = this.d;
     if (input.ticketId) {
       const ticket = await capacity.ticket(input.ticketId);

@@ -4,7 +4,7 @@
  * caches); `VideoCachePlanner` and `VideoCacheWorker` keep avatars' frame caches at other settings.
  */
 export { TurnService, TURN_MODES, TURN_TEXT_MAX_CHARS } from './turns.ts';
-export type { TurnSummary } from './turns.ts';
+export type { TurnInput, TurnSummary } from './turns.ts';
 export { RealtimeMedia } from './media.ts';
 export { fetchFrameCache } from '../platform/storage/frame-caches.ts';
 export { ChatModel, llmConfigured } from './llm.ts';

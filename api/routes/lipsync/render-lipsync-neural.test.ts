@@ -32,7 +32,7 @@ const upload = (key: string, bytes: Buffer, filename: string) => uploadAsset(t, 
 
 describe('POST /lipsync through a neural model', () => {
   it(
-    'renders over a portrait with a fixed-batch 256 px Wav2Lip export, one frame per run',
+    'happy: renders over a portrait with a fixed-batch 256 px Wav2Lip export, one frame per run',
     { timeout: 180_000 },
     async () => {
       const tenant = await t.newTenant({ credits: 60 });

@@ -119,7 +119,7 @@ describe('POST /lipsync', () => {
   });
 
   it(
-    'renders a WAV over a portrait registered on the fly: a signed MP4 URL (no key, Range), billed exactly the rendered seconds',
+    'happy: renders a WAV over a portrait registered on the fly: a signed MP4 URL (no key, Range), billed exactly the rendered seconds',
     { timeout: 120_000 },
     async () => {
       const before = await wallet(tenant.tenantId);
@@ -176,7 +176,7 @@ describe('POST /lipsync', () => {
   );
 
   it(
-    'speaks an MP3 by avatarId, and the same portrait again finds its avatar without rigging it again',
+    'happy: speaks an MP3 by avatarId, and the same portrait again finds its avatar without rigging it again',
     { timeout: 120_000 },
     async () => {
       expect(registered).toBeDefined();
@@ -199,7 +199,7 @@ describe('POST /lipsync', () => {
   );
 
   it(
-    'refuses a portrait without a usable face (422 portrait_rejected naming portraitUrl): the usage row fails, nothing is billed',
+    'error: refuses a portrait without a usable face (422 portrait_rejected naming portraitUrl): the usage row fails, nothing is billed',
     { timeout: 120_000 },
     async () => {
       const w = await t.newTenant({ credits: 10 });
@@ -220,7 +220,7 @@ describe('POST /lipsync', () => {
     },
   );
 
-  it('answers 402 before rendering when the workspace cannot pay for the audio: nothing reserved, no usage row', async () => {
+  it('error: answers 402 before rendering when the workspace cannot pay for the audio: nothing reserved, no usage row', async () => {
     const poor = await t.newTenant();
     await t.services.ledger.grant(poor.tenantId, Math.floor(MICROS_PER_SECOND / 2));
     const audio = await upload(poor.apiKey, speech.wav, 'a.wav');
@@ -234,7 +234,7 @@ describe('POST /lipsync', () => {
   });
 
   it(
-    'refuses what is not audio, audio past the length cap and undecodable audio (422 naming audioUrl), before anything is billed',
+    'error: refuses what is not audio, audio past the length cap and undecodable audio (422 naming audioUrl), before anything is billed',
     { timeout: 60_000 },
     async () => {
       const w = await t.newTenant({ credits: 30 });
@@ -272,7 +272,7 @@ describe('POST /lipsync', () => {
     },
   );
 
-  it('fetches any other URL through the safe fetcher: loopback, private and link-local addresses are refused (422 remote_url_refused), other schemes are 422', async () => {
+  it('security: fetches any other URL through the safe fetcher: loopback, private and link-local addresses are refused (422 remote_url_refused), other schemes are 422', async () => {
     const w = await t.newTenant({ credits: 10 });
     const cases: [string, string][] = [
       [`http://127.0.0.1:${originPort}/hello.wav`, 'remote_url_refused'],
@@ -298,7 +298,7 @@ describe('POST /lipsync', () => {
     expect(await usageRows(w.tenantId)).toHaveLength(0);
   });
 
-  it("reads the service's own signed URLs only while valid and only the workspace's own (expired: 422 media_url_expired)", async () => {
+  it("security: reads the service's own signed URLs only while valid and only the workspace's own (expired: 422 media_url_expired)", async () => {
     const w = await t.newTenant({ credits: 10 });
     const portrait = await upload(w.apiKey, fixtureBytes('grace_hopper'), 'g.jpg');
     const storage = t.services.storage as LocalStorage;
@@ -327,7 +327,7 @@ describe('POST /lipsync', () => {
     expect(await usageRows(w.tenantId)).toHaveLength(0);
   });
 
-  it("404 for an unknown or another workspace's avatar, 409 for one that is not ready", async () => {
+  it("error: 404 for an unknown or another workspace's avatar, 409 for one that is not ready", async () => {
     const w = await t.newTenant({ credits: 10 });
     const audio = await upload(w.apiKey, speech.wav, 'a.wav');
     expect((await lipsync(w.apiKey, { audioUrl: audio, avatarId: 'ava_doesnotexist' })).status).toBe(404);
@@ -345,7 +345,7 @@ describe('POST /lipsync', () => {
   });
 
   it(
-    'a render that fails answers 502 render_failed (retryable): its usage row fails and bills nothing',
+    'error: a render that fails answers 502 render_failed (retryable): its usage row fails and bills nothing',
     { timeout: 60_000 },
     async () => {
       const w = await t.newTenant({ credits: 10 });
@@ -391,7 +391,7 @@ describe('POST /lipsync', () => {
     },
   );
 
-  it('validates the body: exactly one of avatarId and portraitUrl, strict fields, each refusal naming its field', async () => {
+  it('error: validates the body: exactly one of avatarId and portraitUrl, strict fields, each refusal naming its field', async () => {
     const cases: [unknown, string | null][] = [
       [{ audioUrl: wavUrl }, 'avatarId'],
       [{ audioUrl: wavUrl, avatarId: registered, portraitUrl }, 'portraitUrl'],

@@ -66,7 +66,7 @@ const release = (app: TestApi, c: Caller, sessionId: string) =>
   app.request('POST', RELEASE, { key: c.apiKey, body: { session_id: sessionId } });
 
 describe('capacity across two API processes sharing Redis', () => {
-  it('concurrent mints grant exactly N and queue the rest in arrival order; each freed slot goes to the head of the queue', async () => {
+  it('happy: concurrent mints grant exactly N and queue the rest in arrival order; each freed slot goes to the head of the queue', async () => {
     const cs = await callers(4);
     const requests = Array.from({ length: 12 }, (_, i) => ({ app: apps[i % 2]!, caller: cs[i % cs.length]! }));
     const results = await Promise.all(requests.map((r) => mint(r.app, r.caller)));
@@ -123,7 +123,7 @@ describe('capacity across two API processes sharing Redis', () => {
     );
   });
 
-  it('more concurrent mints of distinct workspaces than one process has database connections all complete', async () => {
+  it('happy: more concurrent mints of distinct workspaces than one process has database connections all complete', async () => {
     // Each mint holds a connection for its transaction; anything else it reads meanwhile must use that one.
     const cs = await callers(14);
     await setSlots(one, 'primary', 20);
@@ -136,7 +136,7 @@ describe('capacity across two API processes sharing Redis', () => {
     }
   });
 
-  it('mint, database and slot stay consistent under a concurrent burst of mints and releases from both processes', async () => {
+  it('happy: mint, database and slot stay consistent under a concurrent burst of mints and releases from both processes', async () => {
     const cs = await callers(3);
     const burst = await Promise.all(Array.from({ length: 9 }, (_, i) => mint(apps[i % 2]!, cs[i % 3]!)));
     const grants = burst.flatMap((r, i) => (r.status === 200 ? [{ caller: cs[i % 3]!, grant: r.grant }] : []));
@@ -167,7 +167,7 @@ describe('capacity across two API processes sharing Redis', () => {
     expect(await one.services.capacity.snapshot('primary')).toMatchObject({ inUse: 0, queueSize: 0 });
   });
 
-  it("no slot leaks: a call ended by the worker's process frees its slot through the notify; a lost notify is healed by the janitor", async () => {
+  it("happy: no slot leaks: a call ended by the worker's process frees its slot through the notify; a lost notify is healed by the janitor", async () => {
     const [c] = await callers(1);
     const a = await mint(one, c!);
     const b = await mint(two, c!);

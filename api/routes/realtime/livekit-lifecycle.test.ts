@@ -73,7 +73,7 @@ const postWebhook = (body: string, authorization?: string) =>
   });
 
 describe('LiveKit webhooks (real, signed by the server) on the real LiveKit server', () => {
-  it("records the user's join, microphone and leave as connection history; the user's leave ends the call, frees its slot and closes the room", async () => {
+  it("happy: records the user's join, microphone and leave as connection history; the user's leave ends the call, frees its slot and closes the room", async () => {
     const { apiKey, tenantId, grant: g } = await call();
     const user = new Room();
     await user.connect(g.server_url, g.participant_token!, { autoSubscribe: false, dynacast: false });
@@ -127,7 +127,7 @@ describe('LiveKit webhooks (real, signed by the server) on the real LiveKit serv
     ]);
   });
 
-  it('room_finished ends the call; a redelivered webhook is recorded once', async () => {
+  it('happy: room_finished ends the call; a redelivered webhook is recorded once', async () => {
     const { grant: g } = await call();
     await rooms.deleteRoom(g.room_name);
     const ended = await waitFor('room_finished to end the call', async () => {
@@ -157,7 +157,7 @@ describe('LiveKit webhooks (real, signed by the server) on the real LiveKit serv
     ]);
   });
 
-  it('forged webhooks (no signature, another secret, a signature of another body) are 401 and change nothing; the same event signed properly is taken', async () => {
+  it('security: forged webhooks (no signature, another secret, a signature of another body) are 401 and change nothing; the same event signed properly is taken', async () => {
     const { grant: g } = await call();
     const body = JSON.stringify({
       event: 'participant_left',
@@ -186,7 +186,7 @@ describe('LiveKit webhooks (real, signed by the server) on the real LiveKit serv
     await slotFreed(g.session_id);
   });
 
-  it('a workspace with connection history off records nothing, yet its calls still end on webhooks', async () => {
+  it('happy: a workspace with connection history off records nothing, yet its calls still end on webhooks', async () => {
     const { apiKey, tenantId, grant: g } = await call();
     await t.services.tenants.setSwitch(tenantId, 'connection_history', false);
     const user = new Room();
@@ -201,7 +201,7 @@ describe('LiveKit webhooks (real, signed by the server) on the real LiveKit serv
 });
 
 describe('GET /sessions/{sessionId}/connection-history', () => {
-  it("empty data for a call with no observations; 404 for another workspace's call, an unknown or malformed id, or a session that is no call", async () => {
+  it("security: empty data for a call with no observations; 404 for another workspace's call, an unknown or malformed id, or a session that is no call", async () => {
     const a = await call();
     const b = await call();
     expect(await json(await history(a.apiKey, a.grant.session_id))).toEqual({ data: [] });
@@ -223,7 +223,7 @@ describe('GET /sessions/{sessionId}/connection-history', () => {
 });
 
 describe('the janitor ends abandoned calls', () => {
-  it('worker lost (no heartbeat for 60 s): ended worker_lost, billed up to its last heartbeat; never joined: failed, 0; past its maximum: max_duration, billed exactly it', async () => {
+  it('happy: worker lost (no heartbeat for 60 s): ended worker_lost, billed up to its last heartbeat; never joined: failed, 0; past its maximum: max_duration, billed exactly it', async () => {
     const live = t.services.liveSessions;
     const lost = await call(1000, { max_duration_seconds: 600 });
     const unjoined = await call(1000);
@@ -274,7 +274,7 @@ describe('the janitor ends abandoned calls', () => {
     expect(await json(released)).toMatchObject({ usage_status: 'released', end_reason: 'disconnected' });
   });
 
-  it('frees a slot whose call is ended or missing once its grace has passed (a lost notify, a process killed mid-mint), not a fresh one', async () => {
+  it('happy: frees a slot whose call is ended or missing once its grace has passed (a lost notify, a process killed mid-mint), not a fresh one', async () => {
     const coordinator = t.services.capacity.coordinator;
     // A mint killed between taking its slot and writing its session: the slot has no session.
     await coordinator.acquire({

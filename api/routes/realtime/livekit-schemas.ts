@@ -1,7 +1,14 @@
 import { z } from '@hono/zod-openapi';
-import type { Grant, ReleaseOutcome } from '../../../core/live/calls.ts';
-import { POOL_NAME, type PoolSnapshot } from '../../../core/live/capacity.ts';
+import {
+  RELEASE_REASONS,
+  type Grant,
+  type MintInput,
+  type ReleaseInput,
+  type ReleaseOutcome,
+} from '../../../core/live/calls.ts';
+import { DEFAULT_POOL, POOL_NAME, type PoolSnapshot } from '../../../core/live/capacity.ts';
 import { Timestamp } from '../../schemas/common.ts';
+import { checkAvatarId } from '../avatars/schemas.ts';
 
 /** Body caps of the live-call routes. */
 export const MINT_BODY_LIMIT = 64 * 1024;
@@ -13,8 +20,88 @@ export const CapacityPoolName = z
   .openapi({ example: 'primary', description: 'A capacity pool (default `primary`).' });
 
 /** A queue ticket id as issued (qtk_...); anything else is no ticket of ours. */
-export const QueueTicketId = z.string().min(1).max(128).openapi({ example: 'qtk_0123456789ABCDEFGHij' });
-export const SessionId = z.string().min(1).max(128).openapi({ example: 'ses_0123456789ABCDEFGHij' });
+const QueueTicketId = z.string().min(1).max(128).openapi({ example: 'qtk_0123456789ABCDEFGHij' });
+const SessionId = z.string().min(1).max(128).openapi({ example: 'ses_0123456789ABCDEFGHij' });
+
+const Identity = z.string().regex(/^[A-Za-z0-9_.:@-]{1,128}$/, 'must be 1 to 128 letters, digits, _ . : @ or -');
+
+export const MintBody = z
+  .object({
+    avatar_id: z
+      .string()
+      .min(1)
+      .max(128)
+      .openapi({ description: 'A ready avatar of the workspace.', example: 'ava_0123456789ABCDEFGHij' }),
+    capacity_pool: CapacityPoolName.optional(),
+    client_metadata: z
+      .object({
+        user_id: z
+          .string()
+          .min(1)
+          .max(256)
+          .optional()
+          .openapi({ description: 'Your end user: GET /usage/sessions?endUserId= narrows to it.' }),
+      })
+      .strict()
+      .optional(),
+    scene: z
+      .object({
+        video_cache_id: z
+          .string()
+          .min(1)
+          .max(128)
+          .openapi({ description: 'The video_cache_id of a ready scene of the workspace.' }),
+      })
+      .strict()
+      .optional()
+      .openapi({
+        description: "Play a scene instead of the avatar's idle clips (the avatar's voice and persona stay).",
+      }),
+    queue_ticket_id: QueueTicketId.optional().openapi({
+      description: 'The ticket of an earlier capacity 429: keeps your place in the queue.',
+    }),
+    max_duration_seconds: z.number().int().min(1).max(86_400).optional().openapi({
+      description:
+        'Longest the call may run; reserved up front (1 s = 1,000,000 credit micros) and capped by the credits available. Default 600, at most the server limit (14,400 by default).',
+    }),
+    record: z.boolean().optional().openapi({
+      description:
+        "Record the call. Omitted: recorded when the workspace's recording policy is on. true while the policy is off: 403 recordings_not_enabled.",
+    }),
+    room: z
+      .object({
+        name: z
+          .string()
+          .regex(
+            /^(?!avatar-ses_)[A-Za-z0-9_.:@-]{1,128}$/,
+            'must be 1 to 128 letters, digits, _ . : @ or -, and not start with avatar-ses_ (the names of our own call rooms)',
+          )
+          .openapi({ description: 'Your existing LiveKit room.' }),
+        agent_identity: Identity.openapi({
+          description: 'The identity of your agent in that room: the avatar speaks for it.',
+        }),
+      })
+      .strict()
+      .optional()
+      .openapi({
+        description:
+          'Provider mode: the avatar joins your existing room for your own agent. No room is created and no user token is minted.',
+      }),
+  })
+  .strict()
+  .openapi('LiveSessionMintRequest');
+
+/** A mint's request as core takes it: the defaults filled in, the avatar id checked (404 when it names no avatar). */
+export const fromMintWire = (body: z.infer<typeof MintBody>, defaults: { maxDurationSeconds: number }): MintInput => ({
+  avatarId: checkAvatarId(body.avatar_id),
+  capacityPool: body.capacity_pool ?? DEFAULT_POOL,
+  endUserId: body.client_metadata?.user_id,
+  videoCacheId: body.scene?.video_cache_id,
+  queueTicketId: body.queue_ticket_id,
+  maxDurationSeconds: body.max_duration_seconds ?? defaults.maxDurationSeconds,
+  record: body.record,
+  room: body.room && { name: body.room.name, agentIdentity: body.room.agent_identity },
+});
 
 /** The capacity-queue 429: exactly these fields (the request id is in the X-Request-ID header only). */
 export const QueueTicketSchema = z
@@ -72,6 +159,39 @@ export const toGrantWire = (g: Grant): z.infer<typeof GrantSchema> => ({
   capacity_pool: g.capacityPool,
   expires_at: g.expiresAt,
   max_duration_seconds: g.maxDurationSeconds,
+});
+
+export const ReleaseBody = z
+  .object({
+    session_id: SessionId.optional().openapi({
+      description: 'The call to end. Send exactly one of session_id and queue_ticket_id.',
+    }),
+    queue_ticket_id: QueueTicketId.optional().openapi({ description: 'A queue ticket to take out of its queue.' }),
+    reason: z.enum(RELEASE_REASONS).optional().openapi({
+      description:
+        'Why the client ends the call (recorded as its end reason; default released). Any other value is 422 and frees nothing.',
+    }),
+    capacity_pool: CapacityPoolName.optional().openapi({
+      description: 'Accepted for clients that send it; the pool is known from the id.',
+    }),
+  })
+  .strict()
+  .superRefine((b, ctx) => {
+    if ((b.session_id === undefined) === (b.queue_ticket_id === undefined)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: [b.session_id === undefined ? 'session_id' : 'queue_ticket_id'],
+        message: 'send exactly one of session_id and queue_ticket_id',
+      });
+    }
+  })
+  .openapi('LiveSessionReleaseRequest');
+
+/** A release's request as core takes it. */
+export const fromReleaseWire = (body: z.infer<typeof ReleaseBody>): ReleaseInput => ({
+  sessionId: body.session_id,
+  ticketId: body.queue_ticket_id,
+  reason: body.reason,
 });
 
 export const ReleasedSession = z

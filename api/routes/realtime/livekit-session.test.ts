@@ -63,7 +63,7 @@ async function release(key: string, body: Record<string, unknown>) {
 const roomExists = async (name: string) => (await rooms.listRooms([name])).some((r) => r.name === name);
 
 describe('POST /realtime/livekit/session (mint) on the real LiveKit server', () => {
-  it('grants a call: the user token joins (microphone only), the agent gets the dispatch {"session_id"}, release closes the room', async () => {
+  it('happy: grants a call: the user token joins (microphone only), the agent gets the dispatch {"session_id"}, release closes the room', async () => {
     const w = await workspace(100);
     const minted = await mint(w.apiKey, { avatar_id: w.avatarId, client_metadata: { user_id: 'end-user-7' } });
     expect(minted.status, JSON.stringify(minted.body)).toBe(200);
@@ -187,7 +187,7 @@ describe('POST /realtime/livekit/session (mint) on the real LiveKit server', () 
     await checkLedgerInvariants(t.services.sql, [w.tenantId], [w.apiKeyId]);
   }, 120_000);
 
-  it('bills a started call from its start to its end (usage reserved → started → released), within the reservation; endUserId narrows the usage list', async () => {
+  it('happy: bills a started call from its start to its end (usage reserved → started → released), within the reservation; endUserId narrows the usage list', async () => {
     const w = await workspace(100);
     const g = (
       await mint(w.apiKey, { avatar_id: w.avatarId, max_duration_seconds: 60, client_metadata: { user_id: 'u-bill' } })
@@ -217,7 +217,7 @@ describe('POST /realtime/livekit/session (mint) on the real LiveKit server', () 
     await checkLedgerInvariants(t.services.sql, [w.tenantId], [w.apiKeyId]);
   });
 
-  it("provider mode: no room created and no user token, the agent is dispatched into the caller's room, release leaves that room", async () => {
+  it("happy: provider mode: no room created and no user token, the agent is dispatched into the caller's room, release leaves that room", async () => {
     const w = await workspace(100);
     const name = `customer-${randomBase62(8)}`;
     await rooms.createRoom({ name, emptyTimeout: 60 });
@@ -250,7 +250,7 @@ describe('POST /realtime/livekit/session (mint) on the real LiveKit server', () 
     await rooms.deleteRoom(name);
   });
 
-  it('record: omitted follows the workspace policy; true while the policy is off is 403 recordings_not_enabled with nothing reserved', async () => {
+  it('error: record: omitted follows the workspace policy; true while the policy is off is 403 recordings_not_enabled with nothing reserved', async () => {
     const w = await workspace(10_000);
     await changesNothing(t, w.tenantId, async () => {
       const r = await mint(w.apiKey, { avatar_id: w.avatarId, record: true });
@@ -269,7 +269,7 @@ describe('POST /realtime/livekit/session (mint) on the real LiveKit server', () 
 });
 
 describe('mint refusals: each in its order, nothing reserved, held or billed', () => {
-  it("404 for an unknown, malformed, deleted or other tenant's avatar; 409 avatar_state_conflict when not ready", async () => {
+  it("error: 404 for an unknown, malformed, deleted or other tenant's avatar; 409 avatar_state_conflict when not ready", async () => {
     const w = await workspace(100);
     const other = await workspace(100);
     const deleted = await readyAvatar(t, w.tenantId, { deleted: true });
@@ -286,7 +286,7 @@ describe('mint refusals: each in its order, nothing reserved, held or billed', (
     });
   });
 
-  it("scenes: 403 not enabled, 404 unknown/expired/failed/another workspace's, 409 building, 429 beyond 2 concurrent scene calls", async () => {
+  it("error: scenes: 403 not enabled, 404 unknown/expired/failed/another workspace's, 409 building, 429 beyond 2 concurrent scene calls", async () => {
     const w = await workspace(10_000);
     const other = await workspace(100);
     const ready = await scene(t, w.tenantId);
@@ -334,7 +334,7 @@ describe('mint refusals: each in its order, nothing reserved, held or billed', (
       await release(w.apiKey, { session_id: g.session_id });
   });
 
-  it('503 clip_library_not_ready (retryable) while the idle pool has only pending members', async () => {
+  it('error: 503 clip_library_not_ready (retryable) while the idle pool has only pending members', async () => {
     const w = await workspace(100);
     const pending = await readyAvatar(t, w.tenantId, { pendingIdleClip: true });
     await changesNothing(t, w.tenantId, async () => {
@@ -344,7 +344,7 @@ describe('mint refusals: each in its order, nothing reserved, held or billed', (
     });
   });
 
-  it('402 below the reservation floor; credits short of the asked duration shorten the call instead', async () => {
+  it('error: 402 below the reservation floor; credits short of the asked duration shorten the call instead', async () => {
     const poor = await workspace(10);
     await changesNothing(t, poor.tenantId, async () => {
       const r = await mint(poor.apiKey, { avatar_id: poor.avatarId });
@@ -416,7 +416,7 @@ describe('mint refusals: each in its order, nothing reserved, held or billed', (
     await t.services.ledger.settle(held.id, 0);
   });
 
-  it('429 concurrency_limit_reached with the counters, pending and connecting calls counted', async () => {
+  it('error: 429 concurrency_limit_reached with the counters, pending and connecting calls counted', async () => {
     const w = await workspace(10_000, { maxConcurrentSessions: 2 });
     const a = (await mint(w.apiKey, { avatar_id: w.avatarId })).body as unknown as GrantBody;
     const b = (await mint(w.apiKey, { avatar_id: w.avatarId })).body as unknown as GrantBody;
@@ -441,7 +441,7 @@ describe('mint refusals: each in its order, nothing reserved, held or billed', (
     for (const g of [b, c.body as unknown as GrantBody]) await release(w.apiKey, { session_id: g.session_id });
   });
 
-  it('the first refusal wins: an unknown avatar with no credits is 404; a not-ready avatar over the concurrency limit is 409', async () => {
+  it('error: the first refusal wins: an unknown avatar with no credits is 404; a not-ready avatar over the concurrency limit is 409', async () => {
     const broke = await t.newTenant();
     expect((await mint(broke.apiKey, { avatar_id: 'ava_unknown' })).status).toBe(404);
     const w = await workspace(1000, { maxConcurrentSessions: 0 });
@@ -450,7 +450,7 @@ describe('mint refusals: each in its order, nothing reserved, held or billed', (
     expect((await mint(w.apiKey, { avatar_id: w.avatarId })).body.code).toBe('concurrency_limit_reached');
   });
 
-  it('bad input is 422 naming the field (casing, unknown fields, clip_library/clip_behavior/choreography, bounds), 413 over 64 KiB: nothing reserved', async () => {
+  it('error: bad input is 422 naming the field (casing, unknown fields, clip_library/clip_behavior/choreography, bounds), 413 over 64 KiB: nothing reserved', async () => {
     const w = await workspace(100);
     const cases: [Record<string, unknown>, string][] = [
       // Mis-cased: the snake_case field is missing (the first problem), or the mis-cased one is unknown.
@@ -486,7 +486,7 @@ describe('mint refusals: each in its order, nothing reserved, held or billed', (
 });
 
 describe('release', () => {
-  it("422 for a reason outside the set (nothing freed: the call stays, its slot held); 404 for another workspace's or unknown ids; one id exactly; 413 over 4 KiB", async () => {
+  it("error: 422 for a reason outside the set (nothing freed: the call stays, its slot held); 404 for another workspace's or unknown ids; one id exactly; 413 over 4 KiB", async () => {
     const w = await workspace(100);
     const other = await workspace(100);
     const g = (await mint(w.apiKey, { avatar_id: w.avatarId })).body as unknown as GrantBody;
@@ -525,7 +525,7 @@ describe('release', () => {
 });
 
 describe('capacity', () => {
-  it("GET /realtime/livekit/capacity: the operator's slots, else the declared ones, with holders, queue and workers", async () => {
+  it("happy: GET /realtime/livekit/capacity: the operator's slots, else the declared ones, with holders, queue and workers", async () => {
     const w = await workspace(100);
     const pool = `p${randomBase62(6).toLowerCase()}`;
     const snap = async () => json(await t.request('GET', `${CAPACITY}?capacity_pool=${pool}`, { key: w.apiKey }));
@@ -544,7 +544,7 @@ describe('capacity', () => {
     expect(await snap()).toMatchObject({ in_use: 0, available: 1 });
   });
 
-  it('a full pool fails over to another with room; with none, 429 with exactly the queue fields and the request id in the header only', async () => {
+  it('happy: a full pool fails over to another with room; with none, 429 with exactly the queue fields and the request id in the header only', async () => {
     const w = await workspace(10_000, { maxConcurrentSessions: 20 });
     // Only this test's pools have slots meanwhile.
     const pools = [...(await t.services.capacity.pools()).keys()];
@@ -599,7 +599,7 @@ describe('capacity', () => {
 });
 
 describe('without LiveKit or capacity', () => {
-  it('503 capacity_unavailable when no pool has any slot, or LiveKit is not configured; nothing reserved', async () => {
+  it('error: 503 capacity_unavailable when no pool has any slot, or LiveKit is not configured; nothing reserved', async () => {
     const bare = await testApi({ env: { ...liveKitEnv() } });
     const none = await testApi();
     try {
@@ -618,7 +618,7 @@ describe('without LiveKit or capacity', () => {
     }
   });
 
-  it('503 session_dispatch_failed when LiveKit refuses the room (wrong secret) or cannot be reached: the call ends failed, slot and reservation freed', async () => {
+  it('error: 503 session_dispatch_failed when LiveKit refuses the room (wrong secret) or cannot be reached: the call ends failed, slot and reservation freed', async () => {
     const wrongSecret = await testApi({ env: { ...liveKitEnv(), LIVEKIT_API_SECRET: 'not-the-secret' } });
     const unreachable = await testApi({ env: { ...liveKitEnv(), LIVEKIT_URL: `ws://127.0.0.1:${await freePort()}` } });
     try {

@@ -66,7 +66,7 @@ interface Plan {
 }
 
 describe('POST /realtime/prepare', () => {
-  it("loads the avatar's loop into the renderer once: registered, then not; a turn after it plays the same media", async () => {
+  it("happy: loads the avatar's loop into the renderer once: registered, then not; a turn after it plays the same media", async () => {
     const { apiKey, tenantId } = await t.newTenant({ credits: 10 });
     const { avatarId, cacheKey } = await readyAvatar(t, tenantId);
     expect(t.services.realtimeMedia.isOpen(cacheKey!)).toBe(false);
@@ -116,7 +116,7 @@ describe('POST /realtime/prepare', () => {
     expect((await readTurn(turn.body)).pop()?.type).toBe('end');
   }, 60_000);
 
-  it('404 unknown, deleted or another workspace’s avatar; 409 not ready; 402 no available credits; 502 when its media cannot be loaded; 422 bad bodies', async () => {
+  it('error: 404 unknown, deleted or another workspace’s avatar; 409 not ready; 402 no available credits; 502 when its media cannot be loaded; 422 bad bodies', async () => {
     const { apiKey, tenantId } = await t.newTenant({ credits: 10 });
     const other = await t.newTenant({ credits: 10 });
     const theirs = await readyAvatar(t, other.tenantId);
@@ -156,7 +156,7 @@ describe('POST /realtime/prepare', () => {
 });
 
 describe('POST /realtime/video-cache/plan', () => {
-  it('at the generated settings: ready at once, the manifest listing the loop and each clip with a cache; an upload without one waits', async () => {
+  it('happy: at the generated settings: ready at once, the manifest listing the loop and each clip with a cache; an upload without one waits', async () => {
     const { apiKey, tenantId } = await t.newTenant();
     const { avatarId } = await readyAvatar(t, tenantId);
     await libraryClip(t, tenantId, avatarId, 'nod', { withCache: true });
@@ -199,7 +199,7 @@ describe('POST /realtime/video-cache/plan', () => {
     ).toBe('ready');
   }, 60_000);
 
-  it('at other settings: queued, transcoded by the job, then ready; the entries are real caches at those settings', async () => {
+  it('happy: at other settings: queued, transcoded by the job, then ready; the entries are real caches at those settings', async () => {
     const { apiKey, tenantId } = await t.newTenant();
     const { avatarId } = await readyAvatar(t, tenantId);
     await libraryClip(t, tenantId, avatarId, 'nod', { withCache: true });
@@ -263,7 +263,7 @@ describe('POST /realtime/video-cache/plan', () => {
     expect(await t.services.storage.stat(`${row!.cache_key}/frames.bin`)).toBeUndefined();
   }, 180_000);
 
-  it('validates the settings (documented ranges, strict snake_case) and answers 404 for an avatar not of the workspace', async () => {
+  it('error: validates the settings (documented ranges, strict snake_case) and answers 404 for an avatar not of the workspace', async () => {
     const { apiKey, tenantId } = await t.newTenant();
     const { avatarId } = await readyAvatar(t, tenantId);
     const other = await t.newTenant();
@@ -293,7 +293,7 @@ describe('POST /realtime/video-cache/plan', () => {
     expect(await t.services.sql`select 1 from video_cache_entries where tenant_id = ${tenantId}`).toHaveLength(0);
   });
 
-  it('an avatar still generating its loop: queued, its loop waiting, nothing enqueued', async () => {
+  it('happy: an avatar still generating its loop: queued, its loop waiting, nothing enqueued', async () => {
     const { apiKey, tenantId } = await t.newTenant();
     const { avatarId } = await readyAvatar(t, tenantId, { status: 'preprocessing' });
     const p = await json<Plan>(

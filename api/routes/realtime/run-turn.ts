@@ -4,8 +4,7 @@ import { V1, type App } from '../../context.ts';
 import { withIdempotency } from '../../idempotency.ts';
 import { guarded } from '../../middleware/guard.ts';
 import { errorResponses } from '../../schemas/common.ts';
-import { checkAvatarId } from '../avatars/schemas.ts';
-import { TurnHeaders, TurnRequest } from './turn-schemas.ts';
+import { fromTurnWire, TurnHeaders, TurnRequest } from './turn-schemas.ts';
 
 export const route = createRoute({
   operationId: 'runTurn',
@@ -40,14 +39,7 @@ export const route = createRoute({
 export function register(app: App) {
   app.openapi(guarded(route), async (c) => {
     const startedAt = performance.now();
-    const body = c.req.valid('json');
-    const avatarId = checkAvatarId(body.avatar_id);
-    const input = {
-      avatarId,
-      mode: body.mode,
-      text: body.text,
-      ...(body.conversation_id ? { conversationId: body.conversation_id } : {}),
-    };
+    const input = fromTurnWire(c.req.valid('json'));
     // Under the Node server: how a client that stopped reading is let go (in-process requests have none).
     const outgoing = (c.env as Partial<HttpBindings> | undefined)?.outgoing;
     const { turns } = c.get('services');

@@ -5,8 +5,9 @@ import {
   TURN_MODES,
   TURN_TEXT_MAX_CHARS,
   VIDEO_CACHE_LIMITS,
+  type TurnInput,
 } from '../../../core/realtime/index.ts';
-import { utf16Max } from '../avatars/schemas.ts';
+import { checkAvatarId, utf16Max } from '../avatars/schemas.ts';
 
 /** Prepare, turn and video-cache plan payloads are snake_case, strict. */
 
@@ -79,6 +80,14 @@ export const TurnRequest = z
   })
   .strict()
   .openapi('TurnRequest');
+
+/** A turn's request as core takes it (and as its Idempotency-Key remembers it); the avatar id checked. */
+export const fromTurnWire = (body: z.infer<typeof TurnRequest>): TurnInput => ({
+  avatarId: checkAvatarId(body.avatar_id),
+  mode: body.mode,
+  text: body.text,
+  ...(body.conversation_id ? { conversationId: body.conversation_id } : {}),
+});
 
 export const TurnHeaders = z.object({
   'idempotency-key': z

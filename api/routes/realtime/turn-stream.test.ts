@@ -40,7 +40,7 @@ function post(key: string, body: unknown, signal?: AbortSignal): Promise<Respons
 }
 
 describe('the turn stream over HTTP', () => {
-  it('streams: the header, audio and first frames arrive while the LLM is still writing the answer', async () => {
+  it('happy: streams: the header, audio and first frames arrive while the LLM is still writing the answer', async () => {
     const { apiKey, tenantId } = await t.newTenant({ credits: 100 });
     const { avatarId } = await readyAvatar(t, tenantId);
     let release!: () => void;
@@ -78,7 +78,7 @@ describe('the turn stream over HTTP', () => {
     expect(said).toEqual(['Here is the first sentence.', 'And then the rest arrives.', 'Finally, the end.']);
   }, 60_000);
 
-  it('a client that leaves mid-stream stops the render and is billed only the audio delivered', async () => {
+  it('happy: a client that leaves mid-stream stops the render and is billed only the audio delivered', async () => {
     const { apiKey, tenantId } = await t.newTenant({ credits: 400 });
     const { avatarId } = await readyAvatar(t, tenantId);
     // About two minutes of speech: far more than the connection's buffers hold.
@@ -112,7 +112,7 @@ describe('the turn stream over HTTP', () => {
     expect(row).toEqual({ status: 'released', billed_credit_micros: charge });
   }, 120_000);
 
-  it('a client that leaves while the LLM has not answered yet stops the turn: nothing is billed', async () => {
+  it('happy: a client that leaves while the LLM has not answered yet stops the turn: nothing is billed', async () => {
     const { apiKey, tenantId } = await t.newTenant({ credits: 100 });
     const { avatarId } = await readyAvatar(t, tenantId);
     const before = llm.chatRequests.length;
@@ -203,7 +203,7 @@ describe('the turn stream over HTTP', () => {
   }
 
   it(
-    'a client that stops reading is stopped: its stream ends with the mux ERROR record stream_stalled, nothing else, and nothing is printed',
+    'security: a client that stops reading is stopped: its stream ends with the mux ERROR record stream_stalled, nothing else, and nothing is printed',
     () =>
       stalledTurn(async (turn) => {
         await turn.headRead;
@@ -225,7 +225,7 @@ describe('the turn stream over HTTP', () => {
   );
 
   it(
-    'a stalled client that takes nothing of the ERROR record either is disconnected, quietly',
+    'security: a stalled client that takes nothing of the ERROR record either is disconnected, quietly',
     () =>
       stalledTurn(async (turn) => {
         await turn.headRead;

@@ -84,7 +84,7 @@ async function usageRows(tenantId: string) {
 }
 
 describe('repeat turns', () => {
-  it('speak the text verbatim on the idle loop: audio is the speech, frames at the loop fps on the audio clock, billed by the second', async () => {
+  it('happy: speak the text verbatim on the idle loop: audio is the speech, frames at the loop fps on the audio clock, billed by the second', async () => {
     const { apiKey, tenantId } = await t.newTenant({ credits: 100 });
     const { avatarId } = await readyAvatar(t, tenantId);
     const text = 'Hello there. I am glad you came by today!';
@@ -129,7 +129,7 @@ describe('repeat turns', () => {
     ]);
   }, 60_000);
 
-  it("speaks with the avatar's Flite voice (defaultVoiceId), on that voice's clock", async () => {
+  it("happy: speaks with the avatar's Flite voice (defaultVoiceId), on that voice's clock", async () => {
     const { apiKey, tenantId } = await t.newTenant({ credits: 100 });
     const { avatarId } = await readyAvatar(t, tenantId, { defaultVoiceId: 'kal' });
     const text = 'Good morning.';
@@ -140,7 +140,7 @@ describe('repeat turns', () => {
     expectOnGrid(d, 8000);
   }, 60_000);
 
-  it('consecutive turns continue the body: each starts on the loop frame of its cursor', async () => {
+  it('happy: consecutive turns continue the body: each starts on the loop frame of its cursor', async () => {
     const { apiKey, tenantId } = await t.newTenant({ credits: 100 });
     const { avatarId } = await readyAvatar(t, tenantId);
     const cache = await openFrameCache(await testLoopDir());
@@ -159,7 +159,7 @@ describe('repeat turns', () => {
 });
 
 describe('talk turns', () => {
-  it("answer through the LLM with the avatar's persona, speaking the answer sentence by sentence", async () => {
+  it("happy: answer through the LLM with the avatar's persona, speaking the answer sentence by sentence", async () => {
     const { apiKey, tenantId } = await t.newTenant({ credits: 100 });
     const { avatarId } = await readyAvatar(t, tenantId, {
       displayName: 'Grace',
@@ -194,7 +194,7 @@ describe('talk turns', () => {
     expect((await usageRows(tenantId))[0]).toMatchObject({ status: 'released', billed_credit_micros: charge });
   }, 60_000);
 
-  it('keeps the conversation server-side per conversation_id: the LLM gets the history, bounded, and another id starts afresh', async () => {
+  it('happy: keeps the conversation server-side per conversation_id: the LLM gets the history, bounded, and another id starts afresh', async () => {
     const { apiKey, tenantId } = await t.newTenant({ credits: 200 });
     const { avatarId } = await readyAvatar(t, tenantId);
     let n = 0;
@@ -249,7 +249,7 @@ describe('talk turns', () => {
     expect(stored!.messages).toHaveLength(CONVERSATION_MAX_MESSAGES);
   }, 120_000);
 
-  it('an LLM failing before its first word answers 502 upstream_unreachable (504 when it says nothing), nothing billed', async () => {
+  it('error: an LLM failing before its first word answers 502 upstream_unreachable (504 when it says nothing), nothing billed', async () => {
     const { apiKey, tenantId } = await t.newTenant({ credits: 100 });
     const { avatarId } = await readyAvatar(t, tenantId);
     for (const [reply, status, code] of [
@@ -275,7 +275,7 @@ describe('talk turns', () => {
     ]);
   }, 60_000);
 
-  it('an LLM failing mid-answer ends the stream with the ERROR record, billing only what was delivered', async () => {
+  it('error: an LLM failing mid-answer ends the stream with the ERROR record, billing only what was delivered', async () => {
     const { apiKey, tenantId } = await t.newTenant({ credits: 100 });
     const { avatarId } = await readyAvatar(t, tenantId);
     llm.script = { chat: () => ({ cutAfter: 'This part arrives whole. This one is cut in the mid' }) };
@@ -299,7 +299,7 @@ describe('talk turns', () => {
 });
 
 describe('refusals: answered before any byte of stream, nothing billed', () => {
-  it('402 insufficient_credits, 402 spend_limit_exceeded', async () => {
+  it('error: 402 insufficient_credits, 402 spend_limit_exceeded', async () => {
     const broke = await t.newTenant({ credits: 0 });
     const a = await readyAvatar(t, broke.tenantId);
     const res = await turn(t, broke.apiKey, { avatar_id: a.avatarId, mode: 'repeat', text: 'Hello there.' });
@@ -323,7 +323,7 @@ describe('refusals: answered before any byte of stream, nothing billed', () => {
     });
   });
 
-  it('404 for an unknown, deleted or other workspace avatar; 409 for one not ready', async () => {
+  it('error: 404 for an unknown, deleted or other workspace avatar; 409 for one not ready', async () => {
     const { apiKey, tenantId } = await t.newTenant({ credits: 100 });
     const other = await t.newTenant({ credits: 100 });
     const theirs = await readyAvatar(t, other.tenantId);
@@ -346,7 +346,7 @@ describe('refusals: answered before any byte of stream, nothing billed', () => {
     expect(await usageRows(tenantId)).toEqual([]);
   });
 
-  it('422 naming the field: wrong casing, unknown fields, missing ids, bad mode, blank, unspeakable or absurdly long text, a bad conversation_id', async () => {
+  it('error: 422 naming the field: wrong casing, unknown fields, missing ids, bad mode, blank, unspeakable or absurdly long text, a bad conversation_id', async () => {
     const { apiKey, tenantId } = await t.newTenant({ credits: 100 });
     const { avatarId } = await readyAvatar(t, tenantId);
     const ok = { avatar_id: avatarId, mode: 'repeat', text: 'Hello.' };
@@ -383,7 +383,7 @@ describe('refusals: answered before any byte of stream, nothing billed', () => {
     expect(await usageRows(tenantId)).toHaveLength(1);
   }, 120_000);
 
-  it('503 llm_not_configured for a talk turn when no LLM is set up (repeat still works)', async () => {
+  it('error: 503 llm_not_configured for a talk turn when no LLM is set up (repeat still works)', async () => {
     const bare = await testApi();
     try {
       const { apiKey, tenantId } = await bare.newTenant({ credits: 100 });
@@ -407,7 +407,7 @@ describe('refusals: answered before any byte of stream, nothing billed', () => {
 });
 
 describe('Idempotency-Key', () => {
-  it('any reuse of a key is 409 (same or another body), over 180 characters is 422, and a refused turn frees its key', async () => {
+  it('error: any reuse of a key is 409 (same or another body), over 180 characters is 422, and a refused turn frees its key', async () => {
     const { apiKey, tenantId } = await t.newTenant({ credits: 100 });
     const { avatarId } = await readyAvatar(t, tenantId);
     const body = { avatar_id: avatarId, mode: 'repeat', text: 'Once.' };
@@ -436,7 +436,7 @@ describe('Idempotency-Key', () => {
 });
 
 describe('the ledger under concurrent turns', () => {
-  it('moves by exactly the delivered seconds of every turn; every reservation is released', async () => {
+  it('happy: moves by exactly the delivered seconds of every turn; every reservation is released', async () => {
     const { apiKey, tenantId } = await t.newTenant({ credits: 100 });
     const { avatarId } = await readyAvatar(t, tenantId);
     llm.script = { chat: () => ({ text: 'Fine, thanks. And you?' }) };

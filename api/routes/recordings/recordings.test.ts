@@ -48,7 +48,7 @@ function fetchMedia(url: string, headers: Record<string, string> = {}) {
 }
 
 describe('recordings', () => {
-  it('lifecycle: processing (no access yet), then ready with a signed, seekable URL of at most an hour, renewable', async () => {
+  it('happy: lifecycle: processing (no access yet), then ready with a signed, seekable URL of at most an hour, renewable', async () => {
     const w = await workspace();
     const sessionId = await f.liveSession(w.tenantId, w.apiKeyId);
     const rec = await f.recordings.begin(sessionId);
@@ -96,7 +96,7 @@ describe('recordings', () => {
     expect(Date.parse(renewed.body.expiresAt)).toBeGreaterThanOrEqual(expiresAt);
   });
 
-  it('a playback URL never outlives retention; past retention access is 404 recording_expired, even before the media is deleted', async () => {
+  it('security: a playback URL never outlives retention; past retention access is 404 recording_expired, even before the media is deleted', async () => {
     const w = await workspace();
     const { recordingId } = await f.readyRecording(await f.liveSession(w.tenantId, w.apiKeyId), MP4);
     await t.services
@@ -112,7 +112,7 @@ describe('recordings', () => {
     });
   });
 
-  it("retention follows the workspace's limit when recording begins; recordings made before keep theirs", async () => {
+  it("happy: retention follows the workspace's limit when recording begins; recordings made before keep theirs", async () => {
     const w = await workspace();
     const before = await f.recordings.begin(await f.liveSession(w.tenantId, w.apiKeyId));
     await t.services.tenants.setLimits(w.tenantId, { recordingRetentionDays: 7 });
@@ -125,7 +125,7 @@ describe('recordings', () => {
     expect(await days(after.recordingId)).toBeCloseTo(7, 3);
   });
 
-  it('a failed recording reads failed with its reason; access is 409 recording_failed', async () => {
+  it('error: a failed recording reads failed with its reason; access is 409 recording_failed', async () => {
     const w = await workspace();
     const rec = await f.recordings.begin(await f.liveSession(w.tenantId, w.apiKeyId));
     await f.recordings.failed(rec.recordingId, 'encoder crashed');
@@ -139,7 +139,7 @@ describe('recordings', () => {
     });
   });
 
-  it('lists newest first with keyset paging and a session filter; bad queries are 422 naming the parameter', async () => {
+  it('happy: lists newest first with keyset paging and a session filter; bad queries are 422 naming the parameter', async () => {
     const w = await workspace();
     const s1 = await f.liveSession(w.tenantId, w.apiKeyId);
     const s2 = await f.liveSession(w.tenantId, w.apiKeyId);
@@ -183,7 +183,7 @@ describe('recordings', () => {
     }
   });
 
-  it("another workspace's recording, an unknown id and a malformed one are 404 on read and access; the scope is recordings:read", async () => {
+  it("security: another workspace's recording, an unknown id and a malformed one are 404 on read and access; the scope is recordings:read", async () => {
     const w = await workspace();
     const { recordingId } = await f.readyRecording(await f.liveSession(w.tenantId, w.apiKeyId), MP4);
     const other = await workspace();
@@ -197,7 +197,7 @@ describe('recordings', () => {
     expect((await call(reader.apiKey, R)).status).toBe(200);
   });
 
-  it('retention sweep: media past retention is deleted (metadata stays); a recording left processing long after its call ended fails with a reason', async () => {
+  it('happy: retention sweep: media past retention is deleted (metadata stays); a recording left processing long after its call ended fails with a reason', async () => {
     const w = await workspace();
     const old = await f.readyRecording(await f.liveSession(w.tenantId, w.apiKeyId), MP4);
     const kept = await f.readyRecording(await f.liveSession(w.tenantId, w.apiKeyId), MP4);
@@ -240,7 +240,7 @@ describe('recordings', () => {
     expect(await t.services.recordings.sweep()).toEqual({ deleted: 0, abandoned: 0 });
   });
 
-  it('the retention job runs durably and periodically in the job workers: one per interval whatever the number of processes', async () => {
+  it('happy: the retention job runs durably and periodically in the job workers: one per interval whatever the number of processes', async () => {
     const w = await workspace();
     const due = await f.readyRecording(await f.liveSession(w.tenantId, w.apiKeyId), MP4);
     await t.services

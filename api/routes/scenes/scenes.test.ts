@@ -234,7 +234,7 @@ describe('POST /scenes and GET /scenes/{id}', { timeout: 300_000 }, () => {
     });
   });
 
-  it('failed: an unreachable URL is source_unreachable: stored when md5 and bytes named it, "unresolved" (nothing stored) otherwise', async () => {
+  it('error: an unreachable URL is source_unreachable: stored when md5 and bytes named it, "unresolved" (nothing stored) otherwise', async () => {
     const w = await workspace();
     const r = await post(w.key, {
       source: { url: `${base}/gone.mp4`, md5: md5(CLIP), bytes: CLIP.length },
@@ -260,7 +260,7 @@ describe('POST /scenes and GET /scenes/{id}', { timeout: 300_000 }, () => {
     expect((await get(w.key, 'unresolved')).status).toBe(404);
   });
 
-  it('failed: bytes that are no video, and a video without a face, are source_unusable with the reason', async () => {
+  it('error: bytes that are no video, and a video without a face, are source_unusable with the reason', async () => {
     const w = await workspace();
     const notVideo = await post(w.key, named('/notes.txt', TEXT));
     expect(notVideo.status).toBe(202);
@@ -282,7 +282,7 @@ describe('POST /scenes and GET /scenes/{id}', { timeout: 300_000 }, () => {
     ).toHaveLength(0);
   });
 
-  it('failed: bytes other than the md5 and bytes named are source_mismatch (stored under the named id); a failed scene posted again rebuilds', async () => {
+  it('error: bytes other than the md5 and bytes named are source_mismatch (stored under the named id); a failed scene posted again rebuilds', async () => {
     const w = await workspace();
     const wrongMd5 = { source: { url: `${base}/short.mp4`, md5: md5(CLIP), bytes: SHORT.length }, profile: 'scene-v0' };
     const a = await post(w.key, wrongMd5);
@@ -312,7 +312,7 @@ describe('POST /scenes and GET /scenes/{id}', { timeout: 300_000 }, () => {
     await settled(w.key, a.body.scene_id);
   });
 
-  it('expiry: an expired scene is 404 and no longer playable; posting it again rebuilds it; the sweep deletes what expired', async () => {
+  it('happy: expiry: an expired scene is 404 and no longer playable; posting it again rebuilds it; the sweep deletes what expired', async () => {
     const w = await workspace();
     const first = await post(w.key, named('/short.mp4', SHORT));
     const ready = await settled(w.key, first.body.scene_id);
@@ -334,7 +334,7 @@ describe('POST /scenes and GET /scenes/{id}', { timeout: 300_000 }, () => {
     expect(await t.services.storage.stat(`${media.cacheKey}/manifest.json`)).toBeUndefined();
   });
 
-  it('a workspace reads only its own scenes: another workspace, unknown and malformed ids are 404 scene_not_found', async () => {
+  it('security: a workspace reads only its own scenes: another workspace, unknown and malformed ids are 404 scene_not_found', async () => {
     const w = await workspace();
     const r = await post(w.key, named('/clip.mp4', CLIP));
     const other = await workspace();
@@ -345,7 +345,7 @@ describe('POST /scenes and GET /scenes/{id}', { timeout: 300_000 }, () => {
     }
   });
 
-  it('refused: the workspace switch off is 403, a URL the address policy refuses is 422 naming source.url; nothing is written, nothing fetched', async () => {
+  it('security: the workspace switch off is 403, a URL the address policy refuses is 422 naming source.url; nothing is written, nothing fetched', async () => {
     const off = await workspace({ scenes: false });
     const r = await post(off.key, named('/clip.mp4', CLIP));
     expect(r).toMatchObject({ status: 403, body: { code: 'scene_sessions_not_enabled' } });
@@ -381,7 +381,7 @@ describe('POST /scenes and GET /scenes/{id}', { timeout: 300_000 }, () => {
     expect(await countScenes(off.tenantId)).toBe(0);
   });
 
-  it('refused: bad bodies are 422 naming the field (casing, unknown fields, wrong values, bytes over the cap)', async () => {
+  it('error: bad bodies are 422 naming the field (casing, unknown fields, wrong values, bytes over the cap)', async () => {
     const w = await workspace();
     const good = named('/clip.mp4', CLIP);
     const cases: [unknown, string, string?][] = [
@@ -409,7 +409,7 @@ describe('POST /scenes and GET /scenes/{id}', { timeout: 300_000 }, () => {
     expect(await countScenes(w.tenantId)).toBe(0);
   });
 
-  it("a build failure that is not the clip's fault retries, then fails build_failed; a stale job changes nothing", async () => {
+  it("error: a build failure that is not the clip's fault retries, then fails build_failed; a stale job changes nothing", async () => {
     const w = await workspace();
     // A scene whose staged clip storage lost (no job queued: the build is run by hand).
     const sceneId = idOf(SHORT);
@@ -447,7 +447,7 @@ describe('POST /scenes and GET /scenes/{id}', { timeout: 300_000 }, () => {
 });
 
 describe('POST /scenes when the builder cannot run', () => {
-  it('503 scene_builder_unavailable (retryable), nothing written', async () => {
+  it('error: 503 scene_builder_unavailable (retryable), nothing written', async () => {
     const broken = await testApi({ env: { FFMPEG_PATH: '/nonexistent/ffmpeg' } });
     try {
       const { apiKey, tenantId } = await broken.newTenant();

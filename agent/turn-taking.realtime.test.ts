@@ -1,0 +1,160 @@
+import { writeFileSync } from 'node:fs';
+import { initializeLogger } from '@livekit/agents';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { startAgentHarness, type AgentHarness } from '../test/agent-harness.ts';
+import { messageText, type ChatRequest } from '../test/fakes/openai.ts';
+import { waitFor } from '../test/helpers.ts';
+import { avatarLoudAfter, speech, type WorkerProcess } from './test-support.ts';
+import { PAUSE_KEPT_MS } from './voice/turns.ts';
+
+/**
+ * Turn-taking in a live call (agent/voice/turns.ts), end to end: the real worker, LiveKit server and
+ * VAD, the user's recorded speech (the embedded TTS) sent from a microphone in real time, the fake
+ * STT and LLM. A pause inside an utterance does not end the turn; speech over the avatar stops it.
+ */
+initializeLogger({ pretty: false, level: 'warn' });
+
+const RATE = 16_000;
+const FIRST = 'I would like to know';
+const SECOND = 'about the weather on Mars.';
+const STORY =
+  'Once upon a time, a programmer named Grace wrote a compiler. It read programs written in words. It turned them into machine code. Everyone said it could not be done. She did it anyway, and then she did it again, and again, for many years to come, until every programmer in the land wrote in words.';
+
+let h: AgentHarness;
+let worker: WorkerProcess;
+/** Seconds of audio of each transcription request, in order. */
+const transcribed: number[] = [];
+let wholeSeconds = 0;
+let firstSeconds = 0;
+
+/** Speech without the silence the TTS puts around it (so a pause between two parts is what the test makes it). */
+function trimmed(pcm: Int16Array): Int16Array {
+  const loud = (i: number) => Math.abs(pcm[i]!) > 500;
+  let from = 0;
+  while (from < pcm.length && !loud(from)) from++;
+  let to = pcm.length;
+  while (to > from && !loud(to - 1)) to--;
+  return pcm.slice(from, to);
+}
+
+function concat(...parts: Int16Array[]): Int16Array {
+  const out = new Int16Array(parts.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
+}
+
+/** Seconds of a WAV file's audio (the STT request's upload). */
+function wavSeconds(wav: Buffer): number {
+  const rate = wav.readUInt32LE(24);
+  const channels = wav.readUInt16LE(22);
+  const bits = wav.readUInt16LE(34);
+  const data = wav.indexOf('data', 12);
+  const bytes = data >= 0 ? wav.readUInt32LE(data + 4) : wav.length - 44;
+  return bytes / (rate * channels * (bits / 8));
+}
+
+/** The user's words of the turn a chat request answers: its user messages since the last assistant message. */
+function lastTurn(req: ChatRequest): string {
+  const out: string[] = [];
+  for (const m of [...req.messages].reverse()) {
+    if (m.role === 'assistant') break;
+    if (m.role === 'user') out.unshift(messageText(m));
+  }
+  return out.join(' ');
+}
+
+beforeAll(async () => {
+  h = await startAgentHarness({ avatar: { displayName: 'Grace', loop: { seconds: 4, size: 256 } } });
+  h.fake.script = {
+    transcribe: (req) => {
+      const seconds = wavSeconds(req.audio);
+      transcribed.push(seconds);
+      // What the STT hears depends on how much of the question it was given.
+      if (wholeSeconds > 0 && seconds >= wholeSeconds - 0.15) return { text: `${FIRST} ${SECOND}` };
+      if (firstSeconds > 0 && seconds < firstSeconds + 0.7) return { text: FIRST };
+      if (wholeSeconds > 0) return { text: SECOND };
+      return { text: 'Please tell me a long story.' };
+    },
+    chat: (req) => {
+      const said = lastTurn(req);
+      if (said.includes('story')) return { text: STORY };
+      if (said.includes('Mars')) return { text: 'It is very cold on Mars.' };
+      return { text: 'Of course.' };
+    },
+  };
+  worker = await h.startWorker();
+}, 180_000);
+
+afterEach(() => h.endOpenCalls());
+
+afterAll(async () => {
+  if (process.env.WORKER_LOG) writeFileSync(process.env.WORKER_LOG, worker?.logs() ?? '');
+  await h?.close();
+});
+
+describe('turn-taking on the real LiveKit server', () => {
+  it(
+    `keeps a ${PAUSE_KEPT_MS} ms pause inside an utterance in the turn, and stops the avatar when the user speaks over it`,
+    { timeout: 240_000 },
+    async () => {
+      const first = trimmed((await speech(FIRST)).pcm);
+      const second = trimmed((await speech(SECOND)).pcm);
+      const question = concat(first, new Int16Array(Math.round((RATE * PAUSE_KEPT_MS) / 1000)), second);
+      expect((await speech(FIRST)).sampleRate).toBe(RATE);
+      firstSeconds = first.length / RATE;
+      wholeSeconds = question.length / RATE;
+
+      const call = await h.mintCall();
+      const { viewer, mic } = await h.joinAsUser(call);
+      await waitFor(
+        () => `the avatar video; ${worker.diagnosis()}`,
+        () => (viewer.frames.length > 25 ? true : undefined),
+        { timeoutMs: 60_000 },
+      );
+      const listening = () =>
+        [...viewer.room.remoteParticipants.values()].some((p) => p.attributes['lk.agent.state'] === 'listening');
+      await waitFor('the voice agent to listen', () => (listening() ? true : undefined), { timeoutMs: 60_000 });
+
+      // 1. The question with a pause in the middle: one turn, answered once it is whole.
+      const chatsBefore = h.fake.chatRequests.length;
+      await mic.speak(question);
+      const { start, end } = mic.spoken.at(-1)!;
+      const replyAt = await waitFor(
+        () => `the answer; ${worker.diagnosis()}`,
+        () => avatarLoudAfter(viewer, start),
+        { timeoutMs: 30_000 },
+      );
+      const turns = h.fake.chatRequests.slice(chatsBefore).map(lastTurn);
+      const heard = `turns the LLM was asked: ${JSON.stringify(turns)}; transcriptions (s): ${transcribed.join(', ')}; question ${wholeSeconds.toFixed(2)} s`;
+      expect(replyAt, `the avatar answered before the question ended; ${heard}`).toBeGreaterThan(end);
+      expect(turns, heard).not.toContain(FIRST);
+      expect(turns.at(-1), heard).toContain(FIRST);
+      expect(turns.at(-1), heard).toContain(SECOND);
+      await new Promise((r) => setTimeout(r, 3000));
+
+      // 2. A long answer, and the user speaks over it: the avatar stops at once (barge-in).
+      await mic.speak(trimmed((await speech('Please tell me a long story.')).pcm));
+      const storyAt = await waitFor('the story', () => avatarLoudAfter(viewer, mic.spoken.at(-1)!.end), {
+        timeoutMs: 30_000,
+      });
+      // Past agents-js's echo-cancellation warm-up (3 s of the avatar's first speech, when nothing interrupts it).
+      await new Promise((r) => setTimeout(r, 3500));
+      const said = mic.spoken.length;
+      void mic.speak(trimmed((await speech('Stop, please. Stop talking now.')).pcm));
+      const interruptedAt = await waitFor('the interruption to start', () => mic.spoken[said]?.start);
+      // The utterance lasts 2 s: the avatar's answer to it comes after this window.
+      await new Promise((r) => setTimeout(r, 2200));
+      const story = viewer.audio.filter((a) => a.at > storyAt && a.at < interruptedAt + 2200 && a.level > 400);
+      const stoppedAfter = story.at(-1)!.at - interruptedAt;
+      // As agent/worker.realtime.test.ts bounds it on a loaded machine (about 0.6 s on a quiet one).
+      expect(stoppedAfter, 'avatar audio after the user started speaking over it, ms').toBeLessThan(1500);
+
+      await mic.close();
+      await viewer.leave();
+    },
+  );
+});
