@@ -131,7 +131,9 @@ describe('turn-taking on the real LiveKit server', () => {
       const turns = h.fake.chatRequests.slice(chatsBefore).map(lastTurn);
       const heard = `turns the LLM was asked: ${JSON.stringify(turns)}; transcriptions (s): ${transcribed.join(', ')}; question ${wholeSeconds.toFixed(2)} s`;
       expect(replyAt, `the avatar answered before the question ended; ${heard}`).toBeGreaterThan(end);
-      expect(turns, heard).not.toContain(FIRST);
+      // The LLM may have been asked the first half ahead of time (preemptive generation on the
+      // transcript the STT's VAD cut at AGENT_STT_SILENCE_MS), its answer thrown away as the user
+      // went on: the turn itself, the one answered, is the whole question, after it ended.
       expect(turns.at(-1), heard).toContain(FIRST);
       expect(turns.at(-1), heard).toContain(SECOND);
       await new Promise((r) => setTimeout(r, 3000));

@@ -2,6 +2,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { apiAuth } from './api-auth.ts';
+import { conversation } from './conversation.ts';
 import { jobBoot } from './job-boot.ts';
 import { mint } from './mint.ts';
 import { render } from './render.ts';
@@ -20,7 +21,7 @@ import type { BenchModule } from './types.ts';
  *
  * A new benchmark is a module exporting a BenchModule, added to BENCHMARKS.
  */
-const BENCHMARKS: BenchModule[] = [apiAuth, render, mint, turn, sessions, videoCache, jobBoot];
+const BENCHMARKS: BenchModule[] = [apiAuth, render, mint, turn, sessions, conversation, videoCache, jobBoot];
 
 const RESULTS = path.join(path.dirname(fileURLToPath(import.meta.url)), 'results', 'latest.json');
 

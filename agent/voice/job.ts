@@ -7,7 +7,7 @@
  *
  * Provider-mode calls need no job here: the avatar alone joins, and speaks for another agent.
  */
-import { AutoSubscribe, defineAgent, voice, type JobContext, type JobProcess, type VAD } from '@livekit/agents';
+import { AutoSubscribe, defineAgent, stt, voice, type JobContext, type JobProcess, type VAD } from '@livekit/agents';
 import * as openai from '@livekit/agents-plugin-openai';
 import * as silero from '@livekit/agents-plugin-silero';
 import { TrackKind, type AudioFrame } from '@livekit/rtc-node';
@@ -25,7 +25,7 @@ import { RPC_USER_SPEECH_STARTED } from '../protocol.ts';
 import { quietRtcLogs } from '../rtc-logs.ts';
 import { actionTools } from './actions.ts';
 import { ttsFor } from './tts.ts';
-import { INTERRUPTION, pauseSafeEndpointing, VAD_MIN_SILENCE_MS } from './turns.ts';
+import { INTERRUPTION, pauseSafeEndpointing } from './turns.ts';
 import { warmVad, warmVoice } from './warm.ts';
 
 /** What a dispatch carries (set by the session mint). */
@@ -43,6 +43,7 @@ interface ProcessState {
   log: Logger;
   db: Database;
   vad: VAD;
+  sttVad: VAD;
   /** The process's first runs (VAD, TTS) done. */
   warmed: Promise<void>;
 }
@@ -61,6 +62,73 @@ function upstreamClient(config: Config, timeoutSeconds: number): OpenAI {
     timeout: timeoutSeconds * 1000,
     fetch: stallGuardedFetch(timeoutSeconds * 1000),
   });
+}
+
+/**
+ * When each stage of a reply happened (wall clock, ms), logged once per reply as `reply timings`
+ * when its audio starts playing at the avatar: the VAD's end of the user's speech, the transcript,
+ * the end of the turn, the first TTS audio sent to the avatar, and its playback start there. What
+ * `npm run bench -- conversation` reads to say where a reply's time goes (docs/agent.md).
+ */
+class ReplyTimings {
+  private turn: Record<string, number> = {};
+
+  constructor(private readonly log: Logger) {}
+
+  mark(stage: string, at = Date.now()): void {
+    this.turn[stage] ??= at;
+  }
+
+  watch(session: voice.AgentSession): void {
+    session.on(voice.AgentSessionEventTypes.UserStateChanged, (ev) => {
+      // The user speaks again: a new turn (a pause inside an utterance included).
+      if (ev.newState === 'speaking') this.turn = {};
+      else if (ev.oldState === 'speaking') this.turn.vadEndAt = ev.createdAt;
+    });
+    session.on(voice.AgentSessionEventTypes.UserInputTranscribed, (ev) => {
+      if (ev.isFinal) this.turn.transcriptAt = ev.createdAt;
+    });
+    session.on(voice.AgentSessionEventTypes.MetricsCollected, (ev) => {
+      if (ev.metrics.type !== 'eou_metrics') return;
+      this.turn.turnEndAt = Date.now();
+      this.turn.endOfUtteranceDelayMs = Math.round(ev.metrics.endOfUtteranceDelayMs);
+      this.turn.transcriptionDelayMs = Math.round(ev.metrics.transcriptionDelayMs);
+    });
+    session.on(voice.AgentSessionEventTypes.AgentStateChanged, (ev) => {
+      if (ev.newState !== 'speaking') return;
+      // A reply of a turn (the greeting or an apology has none): its audio plays at the avatar now.
+      if (this.turn.turnEndAt !== undefined) this.log.info({ ...this.turn, playbackAt: ev.createdAt }, 'reply timings');
+      this.turn = {};
+    });
+  }
+}
+
+/** The avatar protocol's sender, noting when a reply's first audio goes out. */
+class TimedAudioOutput extends voice.DataStreamAudioOutput {
+  private segmentStarted = false;
+
+  constructor(
+    private readonly timings: ReplyTimings,
+    opts: ConstructorParameters<typeof voice.DataStreamAudioOutput>[0],
+  ) {
+    super(opts);
+  }
+
+  override async captureFrame(frame: AudioFrame): Promise<void> {
+    if (!this.segmentStarted) this.timings.mark('ttsFirstAudioAt');
+    this.segmentStarted = true;
+    await super.captureFrame(frame);
+  }
+
+  override flush(): void {
+    this.segmentStarted = false;
+    super.flush();
+  }
+
+  override clearBuffer(): void {
+    this.segmentStarted = false;
+    super.clearBuffer();
+  }
 }
 
 export function parseDispatchMetadata(raw: string): DispatchMetadata | undefined {
@@ -124,23 +192,28 @@ export default defineAgent({
     const config = loadConfig();
     const log = createLogger(config.LOG_LEVEL).child({ component: 'voice' });
     const db = await openDatabase({ ...config, DATABASE_POOL_SIZE: 2 }, log);
-    const vad = await silero.VAD.load();
-    // A call's first reply must not pay for the first runs: the VAD model's first inferences and the
+    // Two VADs on the user's audio, each counting silence in the audio itself (a busy machine
+    // that reads it late moves neither): the turn's, which ends the user's turn after
+    // AGENT_TURN_END_MS of silence, and the STT's, which sends the speech so far to STT after
+    // AGENT_STT_SILENCE_MS, sooner, so the transcript, and the reply made from it, are ready when the turn ends.
+    const vad = await silero.VAD.load({ minSilenceDuration: config.AGENT_TURN_END_MS });
+    const sttVad = await silero.VAD.load({ minSilenceDuration: config.AGENT_STT_SILENCE_MS });
+    // A call's first reply must not pay for the first runs: the VAD models' first inferences and the
     // embedded TTS's start (its thread, its WebAssembly, a first synthesis: 0.7 s more on a first reply).
     // Not awaited: agents-js gives a process 10 s to initialise, which a loaded machine can overrun;
     // the process is idle until a call comes, and a call waits for it only before its greeting.
     const t0 = performance.now();
-    const warmed = Promise.all([warmVad(vad), config.TTS_MODEL ? undefined : warmVoice()]).then(
+    const warmed = Promise.all([warmVad(vad), warmVad(sttVad), config.TTS_MODEL ? undefined : warmVoice()]).then(
       () => log.info({ warmMs: Math.round(performance.now() - t0) }, 'voice process ready'),
       (err: unknown) => log.warn({ err }, 'could not warm the voice pipeline'),
     );
-    proc.userData.state = { config, log, db, vad, warmed } satisfies ProcessState;
+    proc.userData.state = { config, log, db, vad, sttVad, warmed } satisfies ProcessState;
     // From here agents-js's own handler answers shutdown requests (gracefully, a call in progress included).
     process.off('message', leaveOnEarlyShutdown);
   },
 
   entry: async (ctx: JobContext) => {
-    const { config, log: plog, db, vad, warmed } = ctx.proc.userData.state as ProcessState;
+    const { config, log: plog, db, vad, sttVad, warmed } = ctx.proc.userData.state as ProcessState;
     const meta = parseDispatchMetadata(ctx.job.metadata);
     const log = plog.child({ sessionId: meta?.session_id, room: ctx.job.room?.name });
     if (!meta) {
@@ -175,13 +248,17 @@ export default defineAgent({
     const apiKey = config.OPENAI_API_KEY ?? 'unused';
     const agentSession = new voice.AgentSession({
       vad,
-      stt: new openai.STT({
-        useRealtime: false,
-        model: config.STT_MODEL,
-        language,
-        apiKey,
-        client: upstreamClient(config, config.STT_TIMEOUT_SECONDS),
-      }),
+      // Batch STT on each stretch of speech the STT's VAD cuts (agents-js would cut with the turn's VAD).
+      stt: new stt.StreamAdapter(
+        new openai.STT({
+          useRealtime: false,
+          model: config.STT_MODEL,
+          language,
+          apiKey,
+          client: upstreamClient(config, config.STT_TIMEOUT_SECONDS),
+        }),
+        sttVad,
+      ),
       llm: new openai.LLM({
         model: config.LLM_MODEL,
         apiKey,
@@ -193,7 +270,12 @@ export default defineAgent({
       turnHandling: {
         turnDetection: 'vad',
         interruption: INTERRUPTION,
-        endpointing: { minDelay: pauseSafeEndpointing({ vadSilenceMs: VAD_MIN_SILENCE_MS, minDelayMs: 500 }) },
+        // The turn ends when the turn's VAD has heard AGENT_TURN_END_MS of silence (raised by a
+        // wait on top where that is too short to keep a pause); by then the reply is ready:
+        // agents-js starts it on the transcript (preemptive generation: the LLM, and with
+        // AGENT_PREEMPTIVE_TTS its TTS too), and drops it if the user goes on.
+        endpointing: { minDelay: pauseSafeEndpointing({ vadSilenceMs: config.AGENT_TURN_END_MS, minDelayMs: 0 }) },
+        preemptiveGeneration: { enabled: true, preemptiveTts: config.AGENT_PREEMPTIVE_TTS },
       },
       // agents-js would neither hear nor be interrupted by the user over the first 3 s of its first
       // reply, while a phone line's echo canceller converges. Our users are browsers and apps with
@@ -206,12 +288,14 @@ export default defineAgent({
       },
     });
     // The avatar plays our audio: it tells us when each segment starts and ends (transcripts follow it).
-    agentSession.output.audio = new voice.DataStreamAudioOutput({
+    const timings = new ReplyTimings(log);
+    agentSession.output.audio = new TimedAudioOutput(timings, {
       room: ctx.room,
       destinationIdentity: session.avatarIdentity,
       waitRemoteTrack: TrackKind.KIND_VIDEO,
       waitPlaybackStart: true,
     });
+    timings.watch(agentSession);
     // The menu as the avatar would draw from it (actions with a playable take).
     const menu = createReactionPicker(playback.behavior, playback.availability, 0).actionMenu();
     const agent = new voice.Agent({
@@ -223,12 +307,27 @@ export default defineAgent({
       // Leaving makes the avatar end the call (settled once), rather than idle on without a voice.
       ctx.shutdown('voice session closed');
     });
+    // Whether the user's turn is still open (they spoke, and it has not ended): a reply made
+    // preemptively can fail before it has, and an apology said then would be dropped as the turn ends.
+    let turnOpen = false;
+    let apologyDue = false;
+    const apologise = () => agentSession.say(LLM_FAILED_LINE, { allowInterruptions: true, addToChatCtx: false });
+    agentSession.on(voice.AgentSessionEventTypes.UserStateChanged, (ev) => {
+      if (ev.newState === 'speaking') turnOpen = true;
+    });
+    agentSession.on(voice.AgentSessionEventTypes.MetricsCollected, (ev) => {
+      if (ev.metrics.type !== 'eou_metrics') return;
+      turnOpen = false;
+      if (apologyDue) apologise();
+      apologyDue = false;
+    });
     agentSession.on(voice.AgentSessionEventTypes.Error, (ev) => {
       log.warn({ err: ev.error, source: ev.source?.label }, 'voice pipeline error');
-      // The LLM failed this turn (after its retry): say so rather than go silent; the call goes on,
-      // and agents-js closes the session only after repeated failures.
+      // The LLM failed this turn (after its retry): say so rather than go silent, once the turn has
+      // ended; the call goes on, and agents-js closes the session only after repeated failures.
       if (ev.error.type === 'llm_error' && !ev.error.recoverable) {
-        agentSession.say(LLM_FAILED_LINE, { allowInterruptions: true, addToChatCtx: false });
+        if (turnOpen) apologyDue = true;
+        else apologise();
       }
     });
     // The avatar plays a listening reaction when the user starts speaking: our VAD tells it.

@@ -1,10 +1,12 @@
 /**
  * The avatar's voice for agents-js: the embedded Flite TTS (offline, BSD) by default, or any
- * OpenAI-compatible speech endpoint when TTS_MODEL is set. Flite answers a whole sentence at once;
- * agents-js feeds it sentence by sentence (its StreamAdapter), so speech starts after the first
- * sentence of a streamed LLM reply.
+ * OpenAI-compatible speech endpoint when TTS_MODEL is set. Flite answers a whole text at once; a
+ * streamed LLM reply is fed to it piece by piece (agents-js's StreamAdapter): by default the first
+ * clause as soon as it is written (`, ; :` or a sentence's end), then pieces of a sentence or more,
+ * so speech starts after the first clause rather than the whole first sentence (AGENT_TTS_CLAUSES;
+ * off: sentence by sentence, as agents-js does by itself).
  */
-import { shortuuid, tts, type APIConnectOptions } from '@livekit/agents';
+import { shortuuid, tokenize, tts, type APIConnectOptions } from '@livekit/agents';
 import * as openai from '@livekit/agents-plugin-openai';
 import { AudioFrame } from '@livekit/rtc-node';
 import type { Config } from '../../core/platform/config.ts';
@@ -13,19 +15,57 @@ import { DEFAULT_VOICE, VOICES, isVoice, synthesize, type Voice } from '../../re
 /** Frames of 20 ms, as LiveKit's own TTS plugins emit. */
 const FRAME_MS = 20;
 
+/** The first piece spoken is a clause of at least this many characters; the next ones, this many. */
+const FIRST_PIECE_CHARS = 12;
+const PIECE_CHARS = 60;
+
+/** `text` cut after each clause and sentence end (`, ; : . ! ?` followed by a space), with positions. */
+export function splitClauses(text: string): [string, number, number][] {
+  const out: [string, number, number][] = [];
+  let start = 0;
+  for (const m of text.matchAll(/[,;:.!?]+(?=\s)/g)) {
+    const end = m.index + m[0].length;
+    const piece = text.slice(start, end).trim();
+    if (piece) out.push([piece, start, end]);
+    start = end;
+  }
+  const rest = text.slice(start).trim();
+  if (rest) out.push([rest, start, text.length]);
+  return out;
+}
+
+/** agents-js's sentence tokenizer, by clauses: the first piece as short as a clause, later ones a sentence or so. */
+class ClauseTokenizer extends tokenize.SentenceTokenizer {
+  tokenize(text: string): string[] {
+    return splitClauses(text).map(([t]) => t);
+  }
+
+  stream(): tokenize.SentenceStream {
+    return new tokenize.BufferedSentenceStream(splitClauses, PIECE_CHARS, 10, { firstTokenLength: FIRST_PIECE_CHARS });
+  }
+}
+
 export class EmbeddedTTS extends tts.TTS {
   label = 'embedded.flite';
+  private readonly pieces: tts.StreamAdapter | undefined;
 
-  constructor(readonly voice: Voice = DEFAULT_VOICE) {
-    super(VOICES[voice].sampleRate, 1, { streaming: false });
+  /** `clauses`: a streamed reply is spoken from its first clause on; otherwise agents-js feeds it sentence by sentence. */
+  constructor(
+    readonly voice: Voice = DEFAULT_VOICE,
+    clauses = false,
+  ) {
+    super(VOICES[voice].sampleRate, 1, { streaming: clauses });
+    this.pieces = clauses ? new tts.StreamAdapter(this, new ClauseTokenizer()) : undefined;
   }
 
   synthesize(text: string, connOptions?: APIConnectOptions, abortSignal?: AbortSignal): tts.ChunkedStream {
     return new FliteStream(text, this, connOptions, abortSignal);
   }
 
-  stream(): tts.SynthesizeStream {
-    throw new Error('The embedded TTS is not a streaming TTS: agents-js wraps it sentence by sentence');
+  stream(options?: { connOptions?: APIConnectOptions }): tts.SynthesizeStream {
+    if (!this.pieces)
+      throw new Error('The embedded TTS streams only by clauses: agents-js wraps it sentence by sentence');
+    return this.pieces.stream(options);
   }
 }
 
@@ -77,5 +117,5 @@ export function ttsFor(config: Config, defaultVoiceId: string | null): tts.TTS {
     });
   }
   const voice = defaultVoiceId && isVoice(defaultVoiceId) ? defaultVoiceId : DEFAULT_VOICE;
-  return new EmbeddedTTS(voice);
+  return new EmbeddedTTS(voice, config.AGENT_TTS_CLAUSES);
 }

@@ -32,9 +32,6 @@ const RESUME_HEARD_MS = 150;
 /** The least silence that may end a turn. */
 export const TURN_END_SILENCE_MS = PAUSE_KEPT_MS + VAD_TAIL_MS + RESUME_HEARD_MS;
 
-/** Silero's silence before it ends a speech, as the job process loads it (silero.VAD.load()). */
-export const VAD_MIN_SILENCE_MS = 550;
-
 /**
  * Interruption settings of the voice agent (agents-js turnHandling.interruption): `minDuration` is
  * in milliseconds (it was given as 0.4, meaning 0.4 s, and so meant any speech at all: kept so; not 0,

@@ -177,6 +177,36 @@ describe('configuration from the environment', () => {
     expect(configError({ AGENT_AUDIO_QUEUE_MS: '65' }).message).toContain('multiple of 10');
   });
 
+  it("reads when a live call takes the user's turn as ended, with defaults, switches and bounds", () => {
+    expect(loadConfig({})).toMatchObject({
+      AGENT_STT_SILENCE_MS: 250,
+      AGENT_TURN_END_MS: 700,
+      AGENT_PREEMPTIVE_TTS: true,
+      AGENT_TTS_CLAUSES: true,
+    });
+    expect(
+      loadConfig({
+        AGENT_STT_SILENCE_MS: '550',
+        AGENT_TURN_END_MS: '',
+        AGENT_PREEMPTIVE_TTS: 'false',
+        AGENT_TTS_CLAUSES: 'false',
+      }),
+    ).toMatchObject({
+      AGENT_STT_SILENCE_MS: 550,
+      AGENT_TURN_END_MS: 700,
+      AGENT_PREEMPTIVE_TTS: false,
+      AGENT_TTS_CLAUSES: false,
+    });
+    for (const [name, value] of [
+      ['AGENT_STT_SILENCE_MS', '50'],
+      ['AGENT_TURN_END_MS', '-1'],
+      ['AGENT_PREEMPTIVE_TTS', 'yes'],
+      ['AGENT_TTS_CLAUSES', '0'],
+    ]) {
+      expect(configError({ [name!]: value! }).message).toContain(name);
+    }
+  });
+
   it('publishes live video as H.264 unless told VP8, and refuses any other codec', () => {
     expect(loadConfig({})).toMatchObject({ AGENT_VIDEO_CODEC: 'h264' });
     expect(loadConfig({ AGENT_VIDEO_CODEC: 'vp8' })).toMatchObject({ AGENT_VIDEO_CODEC: 'vp8' });

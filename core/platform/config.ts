@@ -11,6 +11,11 @@ const emptyAsUndefined = (v: unknown) => (v === '' ? undefined : v);
 /** An integer; unset or empty gives the default (z.coerce alone would read "" as 0). */
 const envInt = (min: number, fallback: number, max = Number.MAX_SAFE_INTEGER) =>
   z.preprocess(emptyAsUndefined, z.coerce.number().int().min(min).max(max).default(fallback));
+/** `true` or `false`; unset or empty gives the default. */
+const envBool = (fallback: boolean) =>
+  z
+    .preprocess(emptyAsUndefined, z.enum(['true', 'false']).default(fallback ? 'true' : 'false'))
+    .transform((v) => v === 'true');
 
 const schema = z.object({
   NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
@@ -60,6 +65,20 @@ const schema = z.object({
    */
   AGENT_AUDIO_QUEUE_MS: envInt(20, 100, 1000).refine((ms) => ms % 10 === 0, 'must be a multiple of 10'),
   AGENT_SPEECH_START_MS: envInt(0, 100, 1000),
+  /**
+   * When a live call's voice takes the user's turn as ended (docs/agent.md, "Where the time goes").
+   * After AGENT_STT_SILENCE_MS of silence the speech so far goes to STT; the turn ends after
+   * AGENT_TURN_END_MS of silence (both counted by the VAD in the audio itself). A pause inside an
+   * utterance of up to 450 ms is never an end of turn: a shorter AGENT_TURN_END_MS than 700 is made
+   * up by a wait on top (agent/voice/turns.ts).
+   * AGENT_PREEMPTIVE_TTS: the reply's LLM and TTS start on the transcript, before the turn has ended
+   * (thrown away if the user goes on). AGENT_TTS_CLAUSES: the embedded TTS speaks the first clause
+   * of a reply as soon as it is written, rather than its whole first sentence.
+   */
+  AGENT_STT_SILENCE_MS: envInt(100, 250, 2000),
+  AGENT_TURN_END_MS: envInt(100, 700, 5000),
+  AGENT_PREEMPTIVE_TTS: envBool(true),
+  AGENT_TTS_CLAUSES: envBool(true),
   /**
    * The codec of a live call's video. H.264 (Constrained Baseline, which every WebRTC browser must
    * decode, RFC 7742) takes about half the CPU of VP8 to encode here (docs/benchmarks.md), so a
