@@ -35,8 +35,8 @@ export class BodyMedia {
     if (!pb.loopCacheKey) throw new Error(`Avatar ${pb.avatarId} has no idle loop to play`);
     const loop = await this.hold(pb.loopCacheKey);
     this.loaded.set(SOURCE_MEMBER_ID, loop);
-    // Decoded and prepared while the avatar joins, ahead of play (MediaCache.warm), the loop first.
-    const loopWarm = this.warm(loop, SOURCE_MEMBER_ID);
+    // The lip-sync threads' first runs while the avatar joins (MediaCache.warm).
+    void this.warm(loop, SOURCE_MEMBER_ID);
     const { width, height } = loop;
     // A clip is playable here once its media is loaded: until then it counts as pending.
     const availability: Availability = (id) => {
@@ -61,8 +61,6 @@ export class BodyMedia {
             this.log.warn({ clipId: clip.clipId }, 'clip of another size than the idle loop, not played');
             return;
           }
-          await loopWarm;
-          await this.warm(media, clip.clipId);
           this.loaded.set(clip.clipId, media);
         })
         .catch((err: unknown) => this.log.warn({ err, clipId: clip.clipId }, 'clip media could not be loaded'));
@@ -77,10 +75,9 @@ export class BodyMedia {
 
   private async warm(media: ClipMedia, clipId: string): Promise<void> {
     try {
-      const { frames, ms } = await media.warm();
-      this.log.debug({ clipId, frames, ms }, 'clip media warmed');
+      await media.warm();
     } catch (err) {
-      // Frames then decode as they first play, as before.
+      // Its first runs then fall on the call's first reply.
       this.log.warn({ err, clipId }, 'clip media could not be warmed');
     }
   }

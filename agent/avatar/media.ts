@@ -23,12 +23,12 @@ export interface ClipMedia {
   /** The lip-sync geometry of frame i (computed on first use, then kept). */
   face(i: number): LipSyncFace;
   /**
-   * Every frame decoded and every face prepared now, a frame at a time with the event loop free
-   * between them (once per clip; later calls share the result). Left to first play, a loop's
-   * frames were decoded while the call's first seconds played and its faces while its first reply
-   * did: skipped frames and stalls of 100 ms and more on a worker's first call.
+   * The lip-sync threads' first runs, once per worker, on this clip's frames (they would otherwise
+   * fall on a call's first reply). Frames are not decoded ahead: decoding a whole loop as a call
+   * starts took a core for seconds and starved the call's first frames (15 fps over its first
+   * seconds, measured); they decode as they first play, spread over the loop.
    */
-  warm(): Promise<{ frames: number; ms: number }>;
+  warm(): Promise<void>;
 }
 
 /** Decoded frames of every clip, the least recently used let go first once `budgetBytes` is passed. */
@@ -121,7 +121,6 @@ export class MediaCache {
     const { width, height, codec } = cache.manifest;
     const faces: (LipSyncFace | undefined)[] = new Array(cache.frameCount);
     const bytes = i420Size(width, height);
-    let warmed: Promise<{ frames: number; ms: number }> | undefined;
     const media: ClipMedia = {
       key: cacheKey,
       cache,
@@ -134,17 +133,7 @@ export class MediaCache {
           ? Promise.resolve(cache.encoded(i))
           : this.decoded.get(`${cacheKey}#${i}`, bytes, async () => rgbaToI420(await cache.frame(i), width, height)),
       face: (i) => (faces[i] ??= this.lipsync.prepare(cache.rig(i))),
-      warm: () =>
-        (warmed ??= (async () => {
-          const t0 = performance.now();
-          for (let i = 0; i < cache.frameCount; i++) {
-            await media.i420(i);
-            media.face(i);
-            await yieldToLoop();
-          }
-          await this.warmEngine(media);
-          return { frames: cache.frameCount, ms: Math.round(performance.now() - t0) };
-        })()),
+      warm: () => this.warmEngine(media),
     };
     return media;
   }
@@ -173,5 +162,3 @@ export class MediaCache {
     })());
   }
 }
-
-const yieldToLoop = () => new Promise<void>((r) => setImmediate(r));

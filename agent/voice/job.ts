@@ -24,7 +24,7 @@ import { UsageStore } from '../../core/usage.ts';
 import { RPC_USER_SPEECH_STARTED } from '../protocol.ts';
 import { quietRtcLogs } from '../rtc-logs.ts';
 import { actionTools } from './actions.ts';
-import { ttsFor } from './tts.ts';
+import { splitClauses, ttsFor } from './tts.ts';
 import { INTERRUPTION, pauseSafeEndpointing } from './turns.ts';
 import { warmVad, warmVoice } from './warm.ts';
 
@@ -153,20 +153,53 @@ const leaveOnEarlyShutdown = (m: unknown) => {
 };
 if (process.send) process.on('message', leaveOnEarlyShutdown);
 
-/** The whole of `text` as the call's TTS speaks it, as 20 ms frames. */
-async function preSynthesize(tts: ReturnType<typeof ttsFor>, text: string): Promise<AudioFrame[]> {
+/**
+ * The greeting's audio, synthesised ahead clause by clause (the first clause is ready in tens of
+ * ms, the rest while it plays). `stream()` hands what is ready and then each frame as it comes;
+ * `ready` says once the first audio is there, or that none came (the greeting is then synthesised
+ * as it is said).
+ */
+function synthesizeAhead(tts: ReturnType<typeof ttsFor>, text: string, after: Promise<void>, log: Logger) {
   const frames: AudioFrame[] = [];
-  for await (const audio of tts.synthesize(text)) frames.push(audio.frame);
-  return frames;
-}
-
-function framesStream(frames: AudioFrame[]): ReadableStream<AudioFrame> {
-  return new ReadableStream<AudioFrame>({
-    start(controller) {
-      for (const f of frames) controller.enqueue(f);
-      controller.close();
-    },
-  });
+  let done = false;
+  let waiting: (() => void)[] = [];
+  const more = () => new Promise<void>((resolve) => waiting.push(resolve));
+  const wake = () => {
+    for (const resolve of waiting) resolve();
+    waiting = [];
+  };
+  void (async () => {
+    await after;
+    for (const [clause] of splitClauses(text)) {
+      for await (const audio of tts.synthesize(clause)) {
+        frames.push(audio.frame);
+        wake();
+      }
+    }
+  })()
+    .catch((err: unknown) =>
+      log.warn({ err }, 'could not synthesise the greeting ahead; it is synthesised as it is said'),
+    )
+    .finally(() => {
+      done = true;
+      wake();
+    });
+  /** Resolves once the first audio is there (true), or the synthesis ended with none (false). */
+  const ready = (async () => {
+    while (frames.length === 0 && !done) await more();
+    return frames.length > 0;
+  })();
+  const stream = () => {
+    let next = 0;
+    return new ReadableStream<AudioFrame>({
+      async pull(controller) {
+        while (next >= frames.length && !done) await more();
+        if (next < frames.length) controller.enqueue(frames[next++]!);
+        else controller.close();
+      },
+    });
+  };
+  return { ready, stream };
 }
 
 /** Said as written as soon as the user is there: no STT, no LLM. The user may interrupt it, and is heard. */
@@ -175,14 +208,14 @@ async function sayGreeting(
   agentSession: voice.AgentSession,
   userIdentity: string | null,
   greeting: string,
-  audio: Promise<AudioFrame[] | undefined> | undefined,
+  audio: ReturnType<typeof synthesizeAhead> | undefined,
   log: Logger,
 ): Promise<void> {
   const user = await ctx.waitForParticipant(userIdentity ?? undefined).catch(() => undefined);
   if (!user) return;
-  const frames = await audio;
-  agentSession.say(greeting, { allowInterruptions: true, ...(frames ? { audio: framesStream(frames) } : {}) });
-  log.info({ preSynthesized: Boolean(frames) }, 'greeting said');
+  const ahead = audio && (await audio.ready) ? audio : undefined;
+  agentSession.say(greeting, { allowInterruptions: true, ...(ahead ? { audio: ahead.stream() } : {}) });
+  log.info({ preSynthesized: Boolean(ahead) }, 'greeting said');
 }
 
 export default defineAgent({
@@ -234,14 +267,7 @@ export default defineAgent({
     // The greeting is synthesised while the call is set up (not once the user is there), which also
     // warms the avatar's own voice; without one, a word of it is.
     const { greeting, language } = playback.live;
-    const greetingAudio = greeting
-      ? warmed
-          .then(() => preSynthesize(tts, greeting))
-          .catch((err: unknown) => {
-            log.warn({ err }, 'could not synthesise the greeting ahead; it is synthesised as it is said');
-            return undefined;
-          })
-      : undefined;
+    const greetingAudio = greeting ? synthesizeAhead(tts, greeting, warmed, log) : undefined;
     if (!greeting && !config.TTS_MODEL) void warmed.then(() => warmVoice(playback.defaultVoiceId)).catch(() => {});
 
     await ctx.connect(undefined, AutoSubscribe.AUDIO_ONLY);
