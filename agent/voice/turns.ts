@@ -4,10 +4,10 @@
  *
  * - a pause of up to PAUSE_KEPT_MS inside an utterance is never the end of the turn. agents-js ends
  *   a turn (VAD mode) once the silence since the VAD last heard speech reaches the longer of the
- *   VAD's own silence (550 ms, when it ends the speech) and the endpointing delay; that silence must
+ *   turn VAD's own silence (AGENT_TURN_END_MS) and the endpointing delay; that silence must
  *   outlast the pause, the fading end of the word before it (which the VAD already counts as
- *   silence) and the time the VAD takes to hear the user resume (pauseSafeEndpointing). At the
- *   VAD's 550 ms alone a 450 ms pause between two recorded phrases ended the turn;
+ *   silence) and the time the VAD takes to hear the user resume (pauseSafeEndpointing). At a
+ *   VAD silence of 550 ms alone a 450 ms pause between two recorded phrases ended the turn;
  * - the user's speech over the avatar stops it as soon as the VAD hears it (barge-in).
  *
  * A backchannel ("mm-hmm", a cough) over the avatar stops it too, for now. agents-js's
