@@ -67,15 +67,17 @@ const schema = z.object({
   AGENT_SPEECH_START_MS: envInt(0, 100, 1000),
   /**
    * When a live call's voice takes the user's turn as ended (docs/agent.md, "Where the time goes").
-   * After AGENT_STT_SILENCE_MS of silence the speech so far goes to STT; the turn ends after
-   * AGENT_TURN_END_MS of silence (both counted by the VAD in the audio itself). A pause inside an
-   * utterance of up to 450 ms is never an end of turn: a shorter AGENT_TURN_END_MS than 700 is made
-   * up by a wait on top (agent/voice/turns.ts).
+   * After AGENT_STT_SILENCE_MS of silence the speech so far goes to STT; a turn whose words read as
+   * a finished sentence ends after AGENT_FINISHED_TURN_MS of silence, any other after
+   * AGENT_TURN_END_MS (all counted by the VAD in the audio itself). A pause inside an unfinished
+   * sentence of up to 450 ms is never an end of turn: AGENT_TURN_END_MS is raised to 700 where it
+   * is shorter (agent/voice/turns.ts).
    * AGENT_PREEMPTIVE_TTS: the reply's LLM and TTS start on the transcript, before the turn has ended
    * (thrown away if the user goes on). AGENT_TTS_CLAUSES: the embedded TTS speaks the first clause
    * of a reply as soon as it is written, rather than its whole first sentence.
    */
   AGENT_STT_SILENCE_MS: envInt(100, 250, 2000),
+  AGENT_FINISHED_TURN_MS: envInt(100, 300, 5000),
   AGENT_TURN_END_MS: envInt(100, 700, 5000),
   AGENT_PREEMPTIVE_TTS: envBool(true),
   AGENT_TTS_CLAUSES: envBool(true),
