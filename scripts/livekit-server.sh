@@ -6,7 +6,7 @@
 #                                            dev mode (keys devkey / secret) on ws://127.0.0.1:7880, its
 #                                            webhooks sent to the API on this machine (PORT, default 8080),
 #                                            logging at LIVEKIT_LOG_LEVEL (default info: dev mode alone logs
-#                                            at debug, some 1,750 lines in four minutes of calls)
+#                                            at debug, a line for every step of every call)
 #   bash scripts/livekit-server.sh --build   builds it if needed and prints its version
 set -euo pipefail
 cd "$(dirname "$0")/.."
