@@ -22,6 +22,7 @@ import { createLogger, type Logger } from '../../core/platform/log.ts';
 import { stallGuardedFetch } from '../../core/platform/net/stall-guard.ts';
 import { UsageStore } from '../../core/usage.ts';
 import { RPC_USER_SPEECH_STARTED } from '../protocol.ts';
+import { dropPersonalFields } from '../agents-logs.ts';
 import { quietRtcLogs } from '../rtc-logs.ts';
 import { actionTools } from './actions.ts';
 import { splitClauses, ttsFor } from './tts.ts';
@@ -239,8 +240,9 @@ async function sayGreeting(
 export default defineAgent({
   // Once per job process, before it takes a call: the WebRTC engine's log capture off, the VAD model and a small database pool.
   prewarm: async (proc: JobProcess) => {
-    quietRtcLogs();
     const config = loadConfig();
+    quietRtcLogs(config.LOG_LEVEL);
+    if (!config.LOG_TRANSCRIPTS) dropPersonalFields();
     const log = createLogger(config.LOG_LEVEL).child({ component: 'voice' });
     const db = await openDatabase({ ...config, DATABASE_POOL_SIZE: 2 }, log);
     // Two VADs on the user's audio, each counting silence in the audio itself (a busy machine
@@ -381,6 +383,13 @@ export default defineAgent({
         else apologise();
       }
     });
+    // What was said, one line each (the user's transcript, the avatar's reply): personal data, so
+    // only when the operator turns LOG_TRANSCRIPTS on.
+    if (config.LOG_TRANSCRIPTS)
+      agentSession.on(voice.AgentSessionEventTypes.ConversationItemAdded, (ev) => {
+        if (ev.item.type === 'message')
+          log.info({ role: ev.item.role, text: ev.item.textContent, interrupted: ev.item.interrupted }, 'said');
+      });
     // The avatar plays a listening reaction when the user starts speaking: our VAD tells it.
     agentSession.on(voice.AgentSessionEventTypes.UserStateChanged, (ev) => {
       if (ev.newState !== 'speaking') return;
@@ -397,6 +406,9 @@ export default defineAgent({
       agent,
       room: ctx.room,
       inputOptions: { participantIdentity: session.userIdentity ?? undefined },
+      // The audio goes out through the avatar (output.audio above), not a track of this room's
+      // own: said so, agents-js keeps that output without a warning on every call.
+      outputOptions: { audioEnabled: false },
       record: false,
     });
     log.info({ actions: menu.length, language, greeting: greeting !== null }, 'voice session started');

@@ -39,9 +39,11 @@ export const TURN_END_SILENCE_MS = PAUSE_KEPT_MS + VAD_TAIL_MS + RESUME_HEARD_MS
 /**
  * Interruption settings of the voice agent (agents-js turnHandling.interruption): `minDuration` is
  * in milliseconds (it was given as 0.4, meaning 0.4 s, and so meant any speech at all: kept so; not 0,
- * which the VAD's reports outside speech, with a duration of 0, would meet).
+ * which the VAD's reports outside speech, with a duration of 0, would meet). `resumeFalseInterruption`
+ * off: resuming needs an audio output that can pause, which the avatar's is not (agents-js ignored it,
+ * with a warning on every call).
  */
-export const INTERRUPTION = { mode: 'vad', minDuration: 1 } as const;
+export const INTERRUPTION = { mode: 'vad', minDuration: 1, resumeFalseInterruption: false } as const;
 
 /**
  * The silences that end the user's turn, counted by the turn's VAD in the audio itself:

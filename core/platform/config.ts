@@ -26,6 +26,18 @@ const schema = z.object({
   /** Public origin used in URLs handed to clients (signed media URLs). Defaults to http://localhost:PORT. */
   PUBLIC_BASE_URL: z.preprocess(emptyAsUndefined, optionalUrl),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /**
+   * A live call's words in the logs: what the user said (its transcripts) and what the avatar answered.
+   * Off by default: they are the user's personal data, and an operator turns them on to debug a conversation.
+   */
+  LOG_TRANSCRIPTS: envBool(false),
+  /**
+   * Prometheus metrics (`GET /metrics`) on a listener of their own, never on the public port: the
+   * API's on METRICS_PORT, an agent worker's on AGENT_METRICS_PORT (two ports, so that both run side
+   * by side on one machine); `0` turns that listener off. Both listen on HOST.
+   */
+  METRICS_PORT: envInt(0, 9464, 65535),
+  AGENT_METRICS_PORT: envInt(0, 9465, 65535),
 
   DATABASE_URL: z.preprocess(emptyAsUndefined, optionalUrl),
   DATABASE_POOL_SIZE: envInt(1, 10, 200),
@@ -55,6 +67,11 @@ const schema = z.object({
     .regex(/^[a-z0-9][a-z0-9_-]{0,63}$/, 'must be 1 to 64 lowercase letters, digits, _ or -')
     .default('primary'),
   AGENT_SLOTS: envInt(1, 4, 1000),
+  /**
+   * The worker's health endpoint (agents-js's: `GET /` 200 while registered with LiveKit, 503
+   * otherwise; `GET /worker` its state in JSON), on HOST. `0`: a port the system picks, logged at start.
+   */
+  AGENT_HEALTH_PORT: envInt(0, 8081, 65535),
   /** Memory of a worker for decoded frames (I420) of the clips its calls play, all together, MiB. */
   AGENT_FRAME_MEMORY_MB: envInt(64, 2048, 1_000_000),
   /**
