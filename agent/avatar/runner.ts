@@ -9,7 +9,7 @@ import type { VAD } from '@livekit/agents';
 import { AudioFrame, AudioSource, VideoBufferType, VideoFrame, VideoSource } from '@livekit/rtc-node';
 import type { Logger } from '../../core/platform/log.ts';
 import type { ObjectStorage } from '../../core/platform/storage/index.ts';
-import { AvatarRoom, type VideoCodecName } from './avatar-room.ts';
+import { AvatarRoom, type AvatarRoomParts, type VideoCodecName } from './avatar-room.ts';
 import type { Body } from './body.ts';
 import { BodyMedia } from './body-media.ts';
 import { boundedStep } from './bounded-step.ts';
@@ -154,10 +154,8 @@ export class AvatarRunner {
     });
   }
 
-  /** Loads the picture, joins the room, publishes, and reports the avatar joined. Throws when it cannot. */
-  async start(): Promise<void> {
-    const t0 = performance.now();
-    const { body, width, height } = await this.media.load(this.spec);
+  /** The call's sound and picture on the media loaded: the sources the room publishes, the playout, the frames. */
+  private prepare(body: Body, width: number, height: number): AvatarRoomParts {
     this.body = body;
     this.width = width;
     this.height = height;
@@ -184,16 +182,29 @@ export class AvatarRunner {
       neural: this.ctx.neural,
       syncMarker: this.ctx.syncMarker ?? false,
     });
-    await this.room.join({
-      playout: this.playout,
-      body: this.body,
-      sources: { audio: this.audioSource, video: this.videoSource },
-    });
+    return { playout: this.playout, body, sources: { audio: this.audioSource, video: this.videoSource } };
+  }
+
+  /** Loads the picture, joins the room, publishes, and reports the avatar joined. Throws when it cannot. */
+  async start(): Promise<void> {
+    const t0 = performance.now();
+    let loadedMs = 0;
+    // The room is joined while the media loads; the tracks are published once it has.
+    await this.room.join(
+      this.media.load(this.spec).then(({ body, width, height }) => {
+        loadedMs = Math.round(performance.now() - t0);
+        return this.prepare(body, width, height);
+      }),
+    );
+    const joinedMs = Math.round(performance.now() - t0);
     this.playout.start();
     this.joined = true;
     await this.reporter.joined();
     this.observe(this.spec.avatarIdentity, 'avatar', 'joined');
-    this.log.info({ ms: Math.round(performance.now() - t0), width, height }, 'avatar joined the call');
+    this.log.info(
+      { ms: Math.round(performance.now() - t0), loadedMs, joinedMs, width: this.width, height: this.height },
+      'avatar joined the call',
+    );
 
     for (const p of this.room.present()) this.onParticipant(p.identity, p.role, 'joined');
     this.timers.push(
