@@ -7,6 +7,7 @@ import { errorResponse, toApiError, validationHook } from './errors.ts';
 import { bodyCutOff } from './http-answer.ts';
 import { requestContext } from './middleware/request-context.ts';
 import { ROUTES } from './routes/index.ts';
+import { registerDashboard } from './dashboard/routes.ts';
 import { registerMedia } from './routes/media/serve-media.ts';
 import { registerLiveKitWebhooks } from './routes/webhooks/livekit.ts';
 
@@ -55,6 +56,8 @@ export function createApp(services: Services) {
   registerMedia(app);
   // LiveKit's webhooks (outside /api/v1: LiveKit's signature is the auth).
   registerLiveKitWebhooks(app);
+  // The dashboard's pages and its own calls (outside /api/v1: its session cookie is the auth).
+  registerDashboard(app);
   app.doc31('/openapi.json', documentConfig(services.config.publicBaseUrl));
   app.get('/healthz', (c) => c.json({ ok: true }));
 
