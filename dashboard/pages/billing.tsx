@@ -28,6 +28,9 @@ function UsageChart({ rows }: { rows: UsageRow[] }) {
   const bar = w / days.length;
   return (
     <svg className="chart" viewBox={`0 0 ${w} ${h + 20}`} role="img" aria-label="Credits used per day">
+      <text x={4} y={12} className="axis">
+        {`peak ${formatCredits(max)} a day`}
+      </text>
       {days.map((d, i) => {
         const bh = (d.micros / max) * h;
         return (
@@ -35,7 +38,7 @@ function UsageChart({ rows }: { rows: UsageRow[] }) {
             <rect x={i * bar + 2} y={h - bh} width={bar - 4} height={Math.max(bh, 0.5)} className="bar">
               <title>{`${d.day}: ${formatCredits(d.micros)}`}</title>
             </rect>
-            {i % 5 === 0 && (
+            {i % 5 === 4 && (
               <text x={i * bar + bar / 2} y={h + 14} textAnchor="middle" className="axis">
                 {d.day.slice(5)}
               </text>
@@ -78,6 +81,57 @@ function Recordings({ session }: { session: Session }) {
       </ul>
       {playing && <video key={playing.id} className="player" src={playing.url} controls autoPlay />}
     </section>
+  );
+}
+
+function Balance({ balance }: { balance: CreditBalance }) {
+  return (
+    <section className="card balance">
+      <div>
+        <div className="big" data-testid="available">
+          {formatCredits(balance.availableCreditMicros)}
+        </div>
+        <div className="muted">available (one credit second is a second of avatar time)</div>
+      </div>
+      <div>
+        Balance {formatCredits(balance.balanceCreditMicros)} · reserved {formatCredits(balance.reservedCreditMicros)} ·
+        used so far {formatCredits(balance.lifetimeUsedCreditMicros)}
+      </div>
+      <p className="muted">To top up, ask the operator of this service (credits are granted with the admin CLI).</p>
+    </section>
+  );
+}
+
+function SessionsTable({ rows }: { rows: UsageRow[] }) {
+  return (
+    <table className="sessions">
+      <thead>
+        <tr>
+          <th>Session</th>
+          <th>Kind</th>
+          <th>Status</th>
+          <th>End user</th>
+          <th>Started</th>
+          <th>Billable</th>
+          <th>Billed</th>
+        </tr>
+      </thead>
+      <tbody>
+        {rows.map((r) => (
+          <tr key={r.sessionId}>
+            <td>
+              <code>{r.sessionId}</code>
+            </td>
+            <td>{r.kind}</td>
+            <td>{r.status}</td>
+            <td>{r.endUserId ?? '—'}</td>
+            <td>{formatDate(r.startedAt)}</td>
+            <td>{r.billableSeconds} s</td>
+            <td>{formatCredits(r.billedCreditMicros)}</td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
   );
 }
 
@@ -128,22 +182,7 @@ export function BillingPage({ session }: { session: Session }) {
     <>
       <h1>Usage and billing</h1>
       <FormBanner error={error} fields={[]} />
-      {balance && (
-        <section className="card balance">
-          <div>
-            <div className="big" data-testid="available">
-              {formatCredits(balance.availableCreditMicros)}
-            </div>
-            <div className="muted">available (one credit second is a second of avatar time)</div>
-          </div>
-          <div>
-            Balance {formatCredits(balance.balanceCreditMicros)} · reserved{' '}
-            {formatCredits(balance.reservedCreditMicros)} · used so far{' '}
-            {formatCredits(balance.lifetimeUsedCreditMicros)}
-          </div>
-          <p className="muted">To top up, ask the operator of this service (credits are granted with the admin CLI).</p>
-        </section>
-      )}
+      {balance && <Balance balance={balance} />}
       <section className="card">
         <h2>Credits used per day (last {DAYS} days)</h2>
         <UsageChart rows={chartRows} />
@@ -162,34 +201,7 @@ export function BillingPage({ session }: { session: Session }) {
           </label>
           <button type="submit">Filter</button>
         </form>
-        <table className="sessions">
-          <thead>
-            <tr>
-              <th>Session</th>
-              <th>Kind</th>
-              <th>Status</th>
-              <th>End user</th>
-              <th>Started</th>
-              <th>Billable</th>
-              <th>Billed</th>
-            </tr>
-          </thead>
-          <tbody>
-            {rows.map((r) => (
-              <tr key={r.sessionId}>
-                <td>
-                  <code>{r.sessionId}</code>
-                </td>
-                <td>{r.kind}</td>
-                <td>{r.status}</td>
-                <td>{r.endUserId ?? '—'}</td>
-                <td>{formatDate(r.startedAt)}</td>
-                <td>{r.billableSeconds} s</td>
-                <td>{formatCredits(r.billedCreditMicros)}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+        <SessionsTable rows={rows} />
         {rows.length === 0 && <p className="muted">No sessions in this window.</p>}
       </section>
       <Recordings session={session} />
