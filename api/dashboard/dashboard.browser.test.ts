@@ -170,8 +170,11 @@ describe('dashboard in Chromium', { timeout: 120_000 }, () => {
   it('happy: an avatar made from the fixture portrait becomes ready and plays its idle loop; a bad declaration shows its field error', async () => {
     const page = ownerPage;
     await page.goto('/platform/dashboard/avatars');
-    await page.fill('input[name=displayName]', 'Eileen');
     await page.setInputFiles('input[name=file]', PORTRAIT);
+    // No name: the API's 422 shows at the name.
+    await page.click('form[aria-label="Create an avatar"] button[type=submit]');
+    await expect.poll(() => page.locator('.field-error[data-field=displayName]').textContent()).toMatch(/displayName/);
+    await page.fill('input[name=displayName]', 'Eileen');
     await page.click('form[aria-label="Create an avatar"] button[type=submit]');
     await page.waitForURL('**/platform/dashboard/avatars/ava_*');
     const progress = page.locator('.progress');
@@ -188,6 +191,13 @@ describe('dashboard in Chromium', { timeout: 120_000 }, () => {
     await editor.getByRole('button', { name: 'Save declaration' }).click();
     await expect.poll(() => editor.locator('.field-error').getAttribute('data-field')).toMatch(/^clips\.nod/);
     await screenshot(page, 'dashboard-avatar');
+
+    // Re-directing the loop with a blank prompt: refused at the field, nothing queued.
+    const redirect = page.locator('form[aria-label="Re-direct the loop"]');
+    await redirect.locator('input[name=motionPrompt]').fill('   ');
+    await redirect.getByRole('button', { name: 'Generate a new loop' }).click();
+    await expect.poll(() => redirect.locator('.field-error').getAttribute('data-field')).toBe('motionPrompt');
+    expect(await progress.getAttribute('data-idle')).toBe('ready');
 
     // The persona form: saved, then a greeting past its 500 characters shows the API's error there.
     const persona = page.locator('form[aria-label="Persona"]');

@@ -22,7 +22,8 @@ const PAGES = ['/platform', '/platform/dashboard', '/platform/dashboard/*', '/pl
  * loops and clips, recordings) from this origin or the object storage that signs their URLs.
  */
 function contentSecurityPolicy(config: Config): string {
-  const media = ["'self'", 'blob:'];
+  // Local media URLs are signed on PUBLIC_BASE_URL, which may not be the origin the page was opened on.
+  const media = ["'self'", new URL(config.publicBaseUrl).origin, 'blob:'];
   if (config.S3_ENDPOINT) media.push(new URL(config.S3_ENDPOINT).origin);
   else if (config.S3_BUCKET) media.push('https:');
   return [
