@@ -42,3 +42,21 @@ export async function platform<T>(s: Session | undefined, method: string, path: 
 }
 
 export { ApiError };
+
+/**
+ * Releases a live session if the page goes away mid-call (tab closed, navigated away): a request
+ * that outlives the page (`keepalive`), with the session's anti-forgery header.
+ */
+export function releaseOnUnload(s: Session, sessionId: string): void {
+  addEventListener(
+    'pagehide',
+    () =>
+      void fetch('/api/v1/realtime/livekit/session/release', {
+        method: 'POST',
+        keepalive: true,
+        headers: { 'content-type': 'application/json', [CSRF_HEADER]: s.csrfToken },
+        body: JSON.stringify({ session_id: sessionId }),
+      }).catch(() => undefined),
+    { once: true },
+  );
+}

@@ -17,7 +17,7 @@ function chromiumPath(): string {
  * A headless Chromium driven by playwright-core (no browser download: the system's). Root (CI
  * containers) cannot use Chromium's sandbox; elsewhere it stays on.
  */
-export function launchChromium(): Promise<Browser> {
-  const args = process.getuid?.() === 0 ? ['--no-sandbox'] : [];
+export function launchChromium(extraArgs: string[] = []): Promise<Browser> {
+  const args = [...(process.getuid?.() === 0 ? ['--no-sandbox'] : []), ...extraArgs];
   return chromium.launch({ executablePath: chromiumPath(), headless: true, args });
 }

@@ -26,13 +26,21 @@ function contentSecurityPolicy(config: Config): string {
   const media = ["'self'", new URL(config.publicBaseUrl).origin, 'blob:'];
   if (config.S3_ENDPOINT) media.push(new URL(config.S3_ENDPOINT).origin);
   else if (config.S3_BUCKET) media.push('https:');
+  // The playground joins calls on LiveKit: its signalling WebSocket and, on a failed join, its HTTP validation.
+  const connect = ["'self'"];
+  const livekit = config.LIVEKIT_PUBLIC_URL ?? config.LIVEKIT_URL;
+  if (livekit) {
+    const u = new URL(livekit);
+    const secure = u.protocol === 'wss:' || u.protocol === 'https:';
+    connect.push(`${secure ? 'wss' : 'ws'}://${u.host}`, `${secure ? 'https' : 'http'}://${u.host}`);
+  }
   return [
     "default-src 'none'",
     "script-src 'self'",
     "style-src 'self'",
     `img-src ${media.join(' ')} data:`,
     `media-src ${media.join(' ')}`,
-    "connect-src 'self'",
+    `connect-src ${connect.join(' ')}`,
     "base-uri 'none'",
     "form-action 'self'",
     "frame-ancestors 'none'",

@@ -286,6 +286,13 @@ export function AvatarPage({ session, avatarId }: { session: Session; avatarId: 
           aria-label="Idle loop"
         />
       )}
+      {avatar.status === 'ready' && (
+        <p>
+          <a className="button" href={`${avatarHref(avatar.id)}/playground`}>
+            Talk to it in the playground
+          </a>
+        </p>
+      )}
       {avatar.motionLibrary.length > 0 && (
         <p className="muted">Motion clips: {avatar.motionLibrary.map((c) => `${c.clipId} (${c.status})`).join(', ')}</p>
       )}
