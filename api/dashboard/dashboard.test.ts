@@ -1,6 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import type { DashboardRole } from '../../core/dashboard/auth.ts';
 import { testApi } from '../../test/helpers.ts';
+import { runJanitorOnce } from '../janitor.ts';
 
 const api = await testApi();
 afterAll(() => api.close());
@@ -56,7 +57,7 @@ describe('dashboard sign-in', () => {
     expect(dump).not.toContain(s.cookie.split('=')[1]);
   });
 
-  it('error: an expired link is refused and signs no one in', async () => {
+  it('error: an expired link is refused and signs no one in; the janitor drops it', async () => {
     const t = await api.newTenant();
     const { token } = await api.services.dashboard.createLink({
       tenantId: t.tenantId,
@@ -67,6 +68,10 @@ describe('dashboard sign-in', () => {
     const res = await send('POST', '/platform/api/signin', { csrf: 'signin', body: { token } });
     expect(res.status).toBe(401);
     expect(res.headers.get('set-cookie')).toBeNull();
+    await runJanitorOnce(api.services);
+    expect(await api.services.sql`select 1 from dashboard_sign_in_links where tenant_id = ${t.tenantId}`).toHaveLength(
+      0,
+    );
   });
 
   it('security: a sign-in from another origin, or without the anti-forgery header, is refused', async () => {

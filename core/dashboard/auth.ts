@@ -155,6 +155,13 @@ export class DashboardAuth {
     if (row) await this.keys.revoke(row.api_key_id);
   }
 
+  /** Drops links and sessions past their expiry (their hashes are of no use any more; the sessions' keys expired with them). */
+  async purgeExpired(): Promise<number> {
+    const links = await this.sql`delete from dashboard_sign_in_links where expires_at < now()`;
+    const sessions = await this.sql`delete from dashboard_sessions where expires_at < now()`;
+    return links.count + sessions.count;
+  }
+
   /** Keeps the full value of a key made in the dashboard, encrypted, so it can be copied again. */
   async keepSecret(apiKeyId: string, apiKey: string): Promise<void> {
     const sealed = this.vault().seal(apiKey, apiKeyId);
