@@ -5,6 +5,7 @@ import { build } from 'esbuild';
 
 /** The dashboard's browser code (React, typed: dashboard/tsconfig.json), bundled by the API process itself. */
 const ENTRY = fileURLToPath(new URL('../../dashboard/main.tsx', import.meta.url));
+const EMBED_DIR = fileURLToPath(new URL('../../client/', import.meta.url));
 
 interface DashboardAsset {
   contentType: string;
@@ -56,6 +57,40 @@ async function bundle(): Promise<DashboardBundle> {
     if (ext === '.css') stylesheet = name;
   }
   return { assets, script, stylesheet };
+}
+
+/**
+ * `/platform/embed.js`: `<avatar-call>` (client/embed.ts, livekit-client included) as one classic
+ * script for any page to load with a `<script src>`, defining the element as it runs.
+ */
+async function bundleEmbed(): Promise<Uint8Array> {
+  const result = await build({
+    stdin: {
+      contents: "import { defineAvatarCall } from './embed.ts';\ndefineAvatarCall();\n",
+      resolveDir: EMBED_DIR,
+      loader: 'ts',
+      sourcefile: 'embed-entry.ts',
+    },
+    bundle: true,
+    write: false,
+    format: 'iife',
+    target: 'es2022',
+    platform: 'browser',
+    minify: true,
+    logLevel: 'silent',
+  });
+  return result.outputFiles[0]!.contents;
+}
+
+let embed: Promise<Uint8Array> | undefined;
+
+/** The embed script, made on first use (a failed build is retried on the next call). */
+export function embedBundle(): Promise<Uint8Array> {
+  embed ??= bundleEmbed().catch((err: unknown) => {
+    embed = undefined;
+    throw err;
+  });
+  return embed;
 }
 
 let built: Promise<DashboardBundle> | undefined;

@@ -1,4 +1,5 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -7,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { synthesize } from '../../render/tts/index.ts';
 import { startAgentHarness, type AgentHarness } from '../../test/agent-harness.ts';
 import { launchChromium } from '../../test/browser.ts';
+import { freePort } from '../../test/deps.ts';
 import { waitFor } from '../../test/helpers.ts';
 
 /**
@@ -66,10 +68,16 @@ afterAll(async () => {
   await h?.close();
 });
 
-/** Two looks at the avatar's video a second apart: the mean absolute difference of their pixels. */
-function frameChange(page: Page): Promise<number> {
+/**
+ * Two looks at the avatar's video a second apart: the mean absolute difference of their pixels
+ * (`host`: the element whose shadow root holds the video).
+ */
+function frameChange(page: Page, host?: string): Promise<number> {
+  const video = host
+    ? `document.querySelector('${host}').shadowRoot.querySelector('video')`
+    : `document.querySelector('video.avatar-video')`;
   return page.evaluate(`(async () => {
-    const v = document.querySelector('video.avatar-video');
+    const v = ${video};
     const c = document.createElement('canvas');
     c.width = 64; c.height = 64;
     const g = c.getContext('2d', { willReadFrequently: true });
@@ -131,6 +139,7 @@ describe('the playground in Chromium', () => {
         ),
       });
 
+      expect(await page.getByTestId('embed-snippet').textContent()).toContain(`${h.apiUrl}/platform/embed.js`);
       await page.getByRole('button', { name: 'Hang up' }).click();
       await expect.poll(() => playground.getAttribute('data-phase')).toBe('ended');
       const { usage } = await h.settledOnce(sessionId);
@@ -141,6 +150,44 @@ describe('the playground in Chromium', () => {
       await page.goto('/platform/billing');
       await expect.poll(() => page.locator('table.sessions').textContent()).toContain(sessionId);
       await context.close();
+    },
+  );
+
+  it(
+    "happy: the embed snippet on a plain page of another origin: the grant the tenant's backend minted joins the call, the avatar answers with captions; leaving the page ends and bills it",
+    { timeout: 180_000 },
+    async () => {
+      const port = await freePort();
+      const site = createServer((_req, res) => {
+        res.setHeader('content-type', 'text/html');
+        res.end(`<!doctype html><title>A tenant's page</title><h1>Talk to us</h1>
+<script src="${h.apiUrl}/platform/embed.js"></script>
+<avatar-call id="avatar"></avatar-call>`);
+      });
+      await new Promise<void>((resolve) => site.listen(port, '127.0.0.1', resolve));
+      try {
+        // The tenant's backend mints with its API key; the page gets only the grant.
+        const grant = await h.mintCall();
+        const chatBefore = h.fake.chatRequests.length;
+        const page = await browser.newPage();
+        await page.goto(`http://127.0.0.1:${port}/`);
+        await page.evaluate(`document.getElementById('avatar').grant = ${JSON.stringify(grant)}`);
+        await expect.poll(() => page.locator('avatar-call').getAttribute('state'), { timeout: 60_000 }).toBe('live');
+        await expect.poll(() => frameChange(page, 'avatar-call'), { timeout: 30_000 }).toBeGreaterThan(0.5);
+        await waitFor('the LLM asked', () => (h.fake.chatRequests.length > chatBefore ? true : undefined), {
+          timeoutMs: 60_000,
+        });
+        // Playwright's locators pierce the element's shadow root.
+        await expect
+          .poll(() => page.locator('avatar-call li.avatar').allTextContents(), { timeout: 60_000 })
+          .toContainEqual(expect.stringContaining(ANSWER));
+        await page.close({ runBeforeUnload: true });
+        const { usage } = await h.settledOnce(grant.session_id);
+        expect(usage.status).toBe('released');
+        expect(usage.billableSeconds).toBeGreaterThan(0);
+      } finally {
+        site.close();
+      }
     },
   );
 });

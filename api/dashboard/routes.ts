@@ -4,7 +4,7 @@ import type { Config } from '../../core/platform/config.ts';
 import { ApiError } from '../../core/platform/errors.ts';
 import type { App, AppEnv } from '../context.ts';
 import { capBody } from '../middleware/guard.ts';
-import { dashboardBundle, type DashboardBundle } from './bundle.ts';
+import { dashboardBundle, embedBundle, type DashboardBundle } from './bundle.ts';
 import {
   assertSameOrigin,
   clearSessionCookie,
@@ -134,6 +134,17 @@ export function registerDashboard(app: App): void {
       ...SECURITY_HEADERS,
     });
   });
+
+  // The embeddable call, for tenants' own pages on any origin (public code, no credentials).
+  app.get('/platform/embed.js', async (c) =>
+    c.body((await embedBundle()) as Uint8Array<ArrayBuffer>, 200, {
+      'Content-Type': 'text/javascript; charset=utf-8',
+      'Cache-Control': 'public, max-age=300',
+      'Access-Control-Allow-Origin': '*',
+      'Cross-Origin-Resource-Policy': 'cross-origin',
+      'X-Content-Type-Options': 'nosniff',
+    }),
+  );
 
   // Redeems a sign-in link. The anti-forgery header is required here too: another site's page can
   // neither send it without a preflight nor sign a browser in to a workspace of the attacker's.

@@ -52,6 +52,35 @@ async function joinCall(g: MintGrant, view: CallView): Promise<Room> {
   return r;
 }
 
+/** The snippet a tenant pastes in a page of its own: the element, and a grant its backend mints with its key. */
+function EmbedSnippet({ avatarId }: { avatarId: string }) {
+  const snippet = `<script src="${location.origin}/platform/embed.js"></script>
+<avatar-call id="avatar"></avatar-call>
+<script>
+  // Your backend mints the session with its API key (never sent to the browser):
+  //   POST ${location.origin}/api/v1/realtime/livekit/session  {"avatar_id": "${avatarId}"}
+  // and answers this page with the mint's JSON (the grant).
+  fetch('/your-backend/avatar-session', { method: 'POST' })
+    .then((r) => r.json())
+    .then((grant) => (document.getElementById('avatar').grant = grant));
+  document.getElementById('avatar').addEventListener('avatar-call-ended', (e) => {
+    // Optional: have your backend release e.detail.sessionId at once.
+  });
+</script>`;
+  return (
+    <section className="card">
+      <h2>Embed it in your site</h2>
+      <p className="muted">
+        A web component: your page shows the avatar, its captions and a hang-up; leaving the page ends the call.
+      </p>
+      <pre className="snippet" data-testid="embed-snippet">
+        {snippet}
+      </pre>
+      <button onClick={() => void navigator.clipboard.writeText(snippet)}>Copy the snippet</button>
+    </section>
+  );
+}
+
 const PHASE_TEXT: Record<Phase, string> = {
   idle: 'Not in a call.',
   minting: 'Starting the call…',
@@ -186,6 +215,7 @@ export function PlaygroundPage({ session, avatarId }: { session: Session; avatar
         )}
         <Captions captions={captions} />
       </div>
+      <EmbedSnippet avatarId={avatarId} />
     </>
   );
 }
