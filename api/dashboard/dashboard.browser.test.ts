@@ -215,6 +215,22 @@ describe('dashboard in Chromium', { timeout: 120_000 }, () => {
     await expect.poll(() => persona.locator('.field-error').getAttribute('data-field')).toBe('settings.greeting');
   });
 
+  it('happy: a repeat turn plays in the playground page (frames drawn, audio scheduled); a blank text shows its field error', async () => {
+    const page = ownerPage;
+    const [avatar] = await t.services.sql<{ id: string }[]>`
+      select id from avatars where tenant_id = ${owner.tenantId} and status = 'ready'`;
+    await page.goto(`/platform/dashboard/avatars/${avatar!.id}/playground`);
+    const turn = page.locator('form[aria-label="Turn"]');
+    await turn.getByRole('button', { name: 'Play' }).click();
+    await expect.poll(() => turn.locator('.field-error').getAttribute('data-field')).toBe('text');
+    await turn.locator('input[name=text]').fill('Hello there, nice to meet you.');
+    await turn.getByRole('button', { name: 'Play' }).click();
+    const canvas = turn.locator('canvas.turn');
+    await expect.poll(() => canvas.getAttribute('data-done'), { timeout: 60_000 }).toBe('true');
+    expect(Number(await canvas.getAttribute('data-frames'))).toBeGreaterThan(25);
+    expect(Number(await canvas.getAttribute('data-audio-seconds'))).toBeGreaterThan(1);
+  });
+
   it('happy: the billing page shows the balance, the chart and the sessions, filtered by end user', async () => {
     // Two billed sessions of two end users, through the usage store as calls leave them.
     for (const [endUserId, seconds] of [

@@ -3,6 +3,7 @@ import { useEffect, useRef, useState } from 'react';
 import type { MintGrant } from '../../client/index.ts';
 import { apiClient, releaseOnUnload, type Session } from '../api.ts';
 import { FormBanner, toFormError, type FormError } from '../ui.tsx';
+import { TurnPlayer } from './turn-player.tsx';
 
 type Phase = 'idle' | 'minting' | 'queued' | 'connecting' | 'live' | 'ended';
 interface Caption {
@@ -215,6 +216,7 @@ export function PlaygroundPage({ session, avatarId }: { session: Session; avatar
         )}
         <Captions captions={captions} />
       </div>
+      <TurnPlayer session={session} avatarId={avatarId} />
       <EmbedSnippet avatarId={avatarId} />
     </>
   );
