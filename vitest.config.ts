@@ -13,6 +13,9 @@ export default defineConfig({
     reporters: ['default', './test/summary-reporter.ts'],
     pool: 'forks',
     testTimeout: 30_000,
+    // Test files start API and worker processes side by side: no fixed ports of their own (metrics
+    // off, the worker's health endpoint on a free port). The tests of those listeners set their own.
+    env: { METRICS_PORT: '0', AGENT_METRICS_PORT: '0', AGENT_HEALTH_PORT: '0' },
     hookTimeout: 60_000,
     projects: [
       {

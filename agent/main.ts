@@ -8,8 +8,10 @@
 import { loadConfigOrExit } from '../core/platform/config.ts';
 import { checkLipSyncModelOrExit } from '../core/lipsync/model-check.ts';
 import { createLogger } from '../core/platform/log.ts';
+import { startMetricsServer } from '../core/platform/metrics.ts';
 import { runEntryPoint } from '../core/platform/process.ts';
 import { createServices } from '../core/wiring/services.ts';
+import { registerWorkerMetrics } from './metrics.ts';
 import { startAgentWorker } from './worker.ts';
 
 const config = loadConfigOrExit();
@@ -24,6 +26,18 @@ runEntryPoint(log, async () => {
   await checkLipSyncModelOrExit(config.LIPSYNC_MODEL, log);
   const services = await createServices(config, { log });
   const worker = await startAgentWorker(services, { log });
+  registerWorkerMetrics(services.metrics, worker.host, { pool: config.CAPACITY_POOL });
+  // Prometheus's scrapes, on a port of their own (AGENT_METRICS_PORT=0: none).
+  const metrics =
+    config.AGENT_METRICS_PORT > 0
+      ? await startMetricsServer({
+          registry: services.metrics,
+          port: config.AGENT_METRICS_PORT,
+          host: config.HOST,
+          variable: 'AGENT_METRICS_PORT',
+          log,
+        })
+      : undefined;
   process.send?.('ready');
   // LiveKit gone for good (the worker gave up reconnecting): end the calls, exit non-zero so the
   // orchestrator restarts the worker.
@@ -35,6 +49,7 @@ runEntryPoint(log, async () => {
   });
   return async () => {
     await worker.drain(config.AGENT_DRAIN_SECONDS * 1000);
+    await metrics?.close();
     await services.close();
   };
 });

@@ -5,6 +5,9 @@
  * call 5-7% of its CPU (`npm run bench -- sessions`, side by side). This turns the capture off,
  * once per process: the engine then logs through its own logger, to stderr, filtered by `RUST_LOG`
  * (default `warn`: a lost signal connection, a resume, an unanswered publication).
+ *
+ * rtc-node's own logger (pino, `"name":"lk-rtc"`) logs at debug unless NODE_ENV is `production`
+ * when it loads: a line for every data stream it ignores. It takes the process's LOG_LEVEL here.
  */
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -22,8 +25,12 @@ interface FfiClient {
 
 let quieted = false;
 
-/** Turns the engine's log capture off for this process (idempotent). Call it before the first connection. */
-export function quietRtcLogs(): void {
+/**
+ * Turns the engine's log capture off for this process (idempotent), and sets rtc-node's logger to
+ * `level`. Call it before the first connection.
+ */
+export function quietRtcLogs(level = 'info'): void {
+  rtcNodeLogger().level = level;
   if (quieted) return;
   quieted = true;
   // Read once, when the engine starts (rtc-node's first call into it, just below).
@@ -41,4 +48,11 @@ export function quietRtcLogs(): void {
     version: string;
   };
   bindings.livekitInitialize((data) => client.emit('ffi_event', bindings.FfiEvent.fromBinary(data)), false, version);
+}
+
+/** rtc-node's logger: the module instance its index loads (not exported, so reached by file). */
+function rtcNodeLogger(): { level: string } {
+  const rtcNode = createRequire(import.meta.url).resolve('@livekit/rtc-node');
+  const file = path.join(path.dirname(rtcNode), 'log.cjs');
+  return (createRequire(rtcNode)(file) as { log: { level: string } }).log;
 }

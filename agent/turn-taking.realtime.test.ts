@@ -2,7 +2,7 @@ import { writeFileSync } from 'node:fs';
 import { initializeLogger } from '@livekit/agents';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startAgentHarness, type AgentHarness } from '../test/agent-harness.ts';
-import { messageText, type ChatRequest } from '../test/fakes/openai.ts';
+import { messageText, wavSeconds, type ChatRequest } from '../test/fakes/openai.ts';
 import { waitFor } from '../test/helpers.ts';
 import { avatarLoudAfter, speech, type WorkerProcess } from './test-support.ts';
 import { PAUSE_KEPT_MS } from './voice/turns.ts';
@@ -25,7 +25,7 @@ let worker: WorkerProcess;
 /** Seconds of audio of each transcription request, in order. */
 const transcribed: number[] = [];
 let wholeSeconds = 0;
-let firstSeconds = 0;
+let partsHeard = 0;
 
 /** Speech without the silence the TTS puts around it (so a pause between two parts is what the test makes it). */
 function trimmed(pcm: Int16Array): Int16Array {
@@ -47,16 +47,6 @@ function concat(...parts: Int16Array[]): Int16Array {
   return out;
 }
 
-/** Seconds of a WAV file's audio (the STT request's upload). */
-function wavSeconds(wav: Buffer): number {
-  const rate = wav.readUInt32LE(24);
-  const channels = wav.readUInt16LE(22);
-  const bits = wav.readUInt16LE(34);
-  const data = wav.indexOf('data', 12);
-  const bytes = data >= 0 ? wav.readUInt32LE(data + 4) : wav.length - 44;
-  return bytes / (rate * channels * (bits / 8));
-}
-
 /** The user's words of the turn a chat request answers: its user messages since the last assistant message. */
 function lastTurn(req: ChatRequest): string {
   const out: string[] = [];
@@ -67,16 +57,25 @@ function lastTurn(req: ChatRequest): string {
   return out.join(' ');
 }
 
+/** When the voice ended each user turn (its `user turn ended` log lines), wall clock ms. */
+function turnsEnded(w: WorkerProcess): number[] {
+  return w
+    .logs()
+    .split('\n')
+    .filter((l) => l.includes('"msg":"user turn ended"'))
+    .map((l) => (JSON.parse(l) as { turnEndAt: number }).turnEndAt);
+}
+
 beforeAll(async () => {
   h = await startAgentHarness({ avatar: { displayName: 'Grace', loop: { seconds: 4, size: 256 } } });
   h.fake.script = {
     transcribe: (req) => {
       const seconds = wavSeconds(req.audio);
       transcribed.push(seconds);
-      // What the STT hears depends on how much of the question it was given.
+      // What the STT hears depends on how much of the question it was given: all of it, or its
+      // parts in turn (the VAD's cut of the first may hold more than the first part's length).
       if (wholeSeconds > 0 && seconds >= wholeSeconds - 0.15) return { text: `${FIRST} ${SECOND}` };
-      if (firstSeconds > 0 && seconds < firstSeconds + 0.7) return { text: FIRST };
-      if (wholeSeconds > 0) return { text: SECOND };
+      if (wholeSeconds > 0) return { text: partsHeard++ === 0 ? FIRST : SECOND };
       return { text: 'Please tell me a long story.' };
     },
     chat: (req) => {
@@ -105,7 +104,6 @@ describe('turn-taking on the real LiveKit server', () => {
       const second = trimmed((await speech(SECOND)).pcm);
       const question = concat(first, new Int16Array(Math.round((RATE * PAUSE_KEPT_MS) / 1000)), second);
       expect((await speech(FIRST)).sampleRate).toBe(RATE);
-      firstSeconds = first.length / RATE;
       wholeSeconds = question.length / RATE;
 
       const call = await h.mintCall();
@@ -131,6 +129,14 @@ describe('turn-taking on the real LiveKit server', () => {
       const turns = h.fake.chatRequests.slice(chatsBefore).map(lastTurn);
       const heard = `turns the LLM was asked: ${JSON.stringify(turns)}; transcriptions (s): ${transcribed.join(', ')}; question ${wholeSeconds.toFixed(2)} s`;
       expect(replyAt, `the avatar answered before the question ended; ${heard}`).toBeGreaterThan(end);
+      // Nor did a turn end inside it (a reply the user's resuming stopped before it was heard included).
+      const wall = (t: number) => t - performance.now() + Date.now();
+      const turnEnds = turnsEnded(worker).filter((at) => at > wall(start));
+      expect(
+        turnEnds.filter((at) => at < wall(end)),
+        `turns ended inside the question; ${heard}`,
+      ).toEqual([]);
+      expect(turnEnds.length, heard).toBe(1);
       // The LLM may have been asked the first half ahead of time (preemptive generation on the
       // transcript the STT's VAD cut at AGENT_STT_SILENCE_MS), its answer thrown away as the user
       // went on: the turn itself, the one answered, is the whole question, after it ended.
@@ -139,6 +145,7 @@ describe('turn-taking on the real LiveKit server', () => {
       await new Promise((r) => setTimeout(r, 3000));
 
       // 2. A long answer, and the user speaks over it: the avatar stops at once (barge-in).
+      wholeSeconds = 0;
       await mic.speak(trimmed((await speech('Please tell me a long story.')).pcm));
       const storyAt = await waitFor('the story', () => avatarLoudAfter(viewer, mic.spoken.at(-1)!.end), {
         timeoutMs: 30_000,

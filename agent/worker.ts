@@ -13,10 +13,11 @@ import { hostname } from 'node:os';
 import path from 'node:path';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
-import { AgentServer, ServerOptions, initializeLogger, type JobRequest, type VAD } from '@livekit/agents';
+import { AgentServer, ServerOptions, type JobRequest, type VAD } from '@livekit/agents';
 import * as silero from '@livekit/agents-plugin-silero';
 import type { Config } from '../core/platform/config.ts';
 import { newId } from '../core/platform/ids.ts';
+import { freePort } from '../core/platform/net/free-port.ts';
 import { heartbeatIntervalMs, LiveSessionStore } from '../core/live/sessions.ts';
 import { AgentWorkerRegistry, type WorkerDeclaration } from '../core/live/workers.ts';
 import type { Logger } from '../core/platform/log.ts';
@@ -24,6 +25,7 @@ import { RecordingStore } from '../core/recordings/store.ts';
 import type { Services } from '../core/wiring/services.ts';
 import { createLipSyncThreads, type LipSyncEngine } from '../render/lipsync/index.ts';
 import { createAudioVisemeThread, type AudioVisemeThread } from '../render/visemes/index.ts';
+import { agentsLogLevel, initAgentsLogger } from './agents-logs.ts';
 import { AvatarHost } from './avatar/host.ts';
 import { runCall, type CallStores } from './calls.ts';
 import { quietRtcLogs } from './rtc-logs.ts';
@@ -82,9 +84,9 @@ export async function startAgentWorker(deps: AgentDeps, opts: AgentWorkerOptions
   const { config } = deps;
   const log = (opts.log ?? deps.log).child({ component: 'agent' });
   const livekit = liveKitOf(config);
-  initializeLogger({ pretty: false, level: config.LOG_LEVEL === 'silent' ? 'fatal' : config.LOG_LEVEL });
+  initAgentsLogger({ level: config.LOG_LEVEL, transcripts: config.LOG_TRANSCRIPTS });
   // Before any connection, and before the voice job processes are forked (they inherit RUST_LOG).
-  quietRtcLogs();
+  quietRtcLogs(config.LOG_LEVEL);
 
   await warmProcessStats();
   const voiceJob = await voiceJobEntry(log);
@@ -104,6 +106,7 @@ export async function startAgentWorker(deps: AgentDeps, opts: AgentWorkerOptions
     log,
   );
 
+  const healthPort = config.AGENT_HEALTH_PORT || (await freePort());
   const server = new AgentServer(
     new ServerOptions({
       agent: voiceJob,
@@ -112,9 +115,11 @@ export async function startAgentWorker(deps: AgentDeps, opts: AgentWorkerOptions
       apiKey: livekit.apiKey,
       apiSecret: livekit.apiSecret,
       numIdleProcesses: opts.idleProcesses ?? 1,
-      port: 0,
-      host: '127.0.0.1',
-      logLevel: config.LOG_LEVEL === 'silent' ? 'fatal' : config.LOG_LEVEL,
+      // agents-js's health endpoint (GET / and GET /worker). It reads port 0 as its own default
+      // (8081 in production), so "any free port" is drawn here.
+      port: healthPort,
+      host: config.HOST,
+      logLevel: agentsLogLevel(config.LOG_LEVEL),
       production: config.NODE_ENV === 'production',
       loadThreshold: LIVEKIT_TARGET_LOAD,
       loadFunc: async () =>
@@ -131,7 +136,13 @@ export async function startAgentWorker(deps: AgentDeps, opts: AgentWorkerOptions
     running.then(() => Promise.reject(new Error('The agent worker stopped before it registered with LiveKit'))),
   ]);
   log.info(
-    { workerId: id, agentName: config.AGENT_NAME, capacityPool: config.CAPACITY_POOL, slots: config.AGENT_SLOTS },
+    {
+      workerId: id,
+      agentName: config.AGENT_NAME,
+      capacityPool: config.CAPACITY_POOL,
+      slots: config.AGENT_SLOTS,
+      healthPort,
+    },
     'agent worker registered',
   );
 

@@ -4,7 +4,9 @@ import { ApiError } from '../core/platform/errors.ts';
 import type { Services } from '../core/wiring/services.ts';
 import { V1, type AppEnv } from './context.ts';
 import { errorResponse, toApiError, validationHook } from './errors.ts';
+import { registerHealth } from './health.ts';
 import { bodyCutOff } from './http-answer.ts';
+import { apiMetrics } from './metrics.ts';
 import { requestContext } from './middleware/request-context.ts';
 import { ROUTES } from './routes/index.ts';
 import { registerDashboard } from './dashboard/routes.ts';
@@ -49,6 +51,8 @@ export function openApiDocument(serverUrl: string) {
 
 export function createApp(services: Services) {
   const app = new OpenAPIHono<AppEnv>({ defaultHook: validationHook as never });
+  // First: its time covers every other middleware (auth, throttle) and the handler.
+  app.use('*', apiMetrics(services));
   app.use('*', requestContext(services));
 
   describeApi(app);
@@ -59,7 +63,7 @@ export function createApp(services: Services) {
   // The dashboard's pages and its own calls (outside /api/v1: its session cookie is the auth).
   registerDashboard(app);
   app.doc31('/openapi.json', documentConfig(services.config.publicBaseUrl));
-  app.get('/healthz', (c) => c.json({ ok: true }));
+  registerHealth(app, services);
 
   const known = ROUTES.map((m) => ({ method: m.route.method.toUpperCase(), match: pathMatcher(m.route.path) }));
   app.notFound((c) => {

@@ -38,11 +38,19 @@ function clusterStopped(dir: string): boolean {
   return !existsSync(path.join(dir, 'postgres', 'postmaster.pid'));
 }
 
-async function startServer(dir: string, opts: { detached?: boolean } = {}) {
+async function startServer(dir: string, opts: { detached?: boolean; env?: Record<string, string> } = {}) {
   const port = await freePort();
   const server = startEntryPoint(
     'api/main.ts',
-    { DATA_DIR: dir, PORT: String(port), HOST: '127.0.0.1', DATABASE_URL: '', REDIS_URL: '', LOG_LEVEL: 'info' },
+    {
+      DATA_DIR: dir,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      DATABASE_URL: '',
+      REDIS_URL: '',
+      LOG_LEVEL: 'info',
+      ...opts.env,
+    },
     opts,
   );
   await server.logged('api listening');
@@ -166,6 +174,31 @@ describe('the API server stops cleanly', { timeout: 300_000 }, () => {
       }
     });
   }
+
+  it('serves Prometheus metrics on METRICS_PORT and not on PORT, and closes that listener as it stops', async () => {
+    const dir = dataDir();
+    const metricsPort = await freePort();
+    const { server, base } = await startServer(dir, { env: { METRICS_PORT: String(metricsPort) } });
+    try {
+      expect((await fetch(`${base}/healthz`)).status).toBe(200);
+      const metrics = await fetch(`http://127.0.0.1:${metricsPort}/metrics`);
+      expect(metrics.status).toBe(200);
+      expect(await metrics.text()).toMatch(
+        /^http_request_duration_seconds_count\{method="GET",route="\/healthz",status="200"\} 1$/m,
+      );
+      const onPublicPort = await fetch(`${base}/metrics`);
+      expect(onPublicPort.status).toBe(404);
+      expect(await onPublicPort.json()).toMatchObject({ code: 'not_found' });
+      server.child.kill('SIGTERM');
+      const { code } = await server.exited;
+      expect(code, server.output()).toBe(0);
+      expect(errorsOf(server), server.output()).toEqual([]);
+      await expect(fetch(`http://127.0.0.1:${metricsPort}/metrics`)).rejects.toThrow();
+    } finally {
+      server.child.kill('SIGKILL');
+      stopLeftoverCluster(dir);
+    }
+  });
 
   it('on Ctrl-C in a terminal (SIGINT to the whole process group): exits 0 with no error logged, and stops its database', async () => {
     const dir = dataDir();

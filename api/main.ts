@@ -2,6 +2,7 @@ import { loadConfigOrExit } from '../core/platform/config.ts';
 import { checkLipSyncModelOrExit } from '../core/lipsync/model-check.ts';
 import { runEntryPoint } from '../core/platform/process.ts';
 import { createLogger } from '../core/platform/log.ts';
+import { startMetricsServer } from '../core/platform/metrics.ts';
 import { createServices } from '../core/wiring/services.ts';
 import { startJobWorkers } from '../core/wiring/job-workers.ts';
 import { createApp } from './app.ts';
@@ -33,9 +34,21 @@ runEntryPoint(log, async () => {
     limits: httpLimits(config),
     log,
   });
+  // Prometheus's scrapes, on a port of their own (METRICS_PORT=0: none).
+  const metrics =
+    config.METRICS_PORT > 0
+      ? await startMetricsServer({
+          registry: services.metrics,
+          port: config.METRICS_PORT,
+          host: config.HOST,
+          variable: 'METRICS_PORT',
+          log,
+        })
+      : undefined;
   log.info(
     {
       port: server.port,
+      metricsPort: metrics?.port ?? null,
       publicBaseUrl: config.publicBaseUrl,
       database: config.DATABASE_URL ? 'external' : 'embedded',
       redis: Boolean(config.REDIS_URL),
@@ -47,6 +60,7 @@ runEntryPoint(log, async () => {
   // then the key listener, the pools and the database (services.close).
   return async () => {
     await server.close({ timeoutMs: 10_000 });
+    await metrics?.close();
     await janitor.stop();
     await workers?.stop({ timeoutMs: 10_000 });
     await services.close();

@@ -30,7 +30,7 @@ import { closeTts } from '../render/tts/index.ts';
 import { Microphone, speech, startWorkerProcess, type WorkerProcess } from '../agent/test-support.ts';
 import { quietRtcLogs } from '../agent/rtc-logs.ts';
 import { LIVEKIT_DEV_KEY, LIVEKIT_DEV_SECRET, startLiveKit } from '../test/deps.ts';
-import { startFakeOpenAI, type FakeOpenAI } from '../test/fakes/openai.ts';
+import { startFakeOpenAI, wavSeconds, type FakeOpenAI } from '../test/fakes/openai.ts';
 import { readyAvatar } from '../test/realtime.ts';
 import { quantile } from './lib/load.ts';
 import type { BenchModule, BenchReport } from './types.ts';
@@ -88,6 +88,7 @@ const WORKERS: Record<string, Record<string, string>> = {
   before: {
     AGENT_STT_SILENCE_MS: '550',
     AGENT_TURN_END_MS: '550',
+    AGENT_FINISHED_TURN_MS: '550',
     AGENT_PREEMPTIVE_TTS: 'false',
     AGENT_TTS_CLAUSES: 'false',
     AGENT_SPEECH_START_MS: '100',
@@ -204,10 +205,10 @@ function mouthMovedAfter(viewer: UserView, after: number, before = 2000): number
 }
 
 /** The voice job's `reply timings` lines from the worker's log (wall clock, ms). */
-function replyTimings(worker: WorkerProcess): Record<string, number>[] {
+function replyTimings(worker: WorkerProcess, msg = 'reply timings'): Record<string, number>[] {
   const out: Record<string, number>[] = [];
   for (const line of worker.logs().split('\n')) {
-    if (!line.includes('"msg":"reply timings"')) continue;
+    if (!line.includes(`"msg":"${msg}"`)) continue;
     try {
       out.push(JSON.parse(line) as Record<string, number>);
     } catch {
@@ -307,13 +308,19 @@ export const conversation: BenchModule = {
       const fake: FakeOpenAI = await startFakeOpenAI();
       cleanups.push(() => fake.close());
       const marks = { sttAt: [] as number[], firstTokenAt: [] as number[] };
-      let pending = '';
+      // What the user says now: the words of each stretch of it the STT is sent, in order.
+      let pending = { pieces: [''], wholeSeconds: 0, heard: 0 };
+      const hear = (seconds: number) =>
+        seconds >= pending.wholeSeconds - 0.15
+          ? pending.pieces.join(' ')
+          : (pending.pieces[Math.min(pending.heard++, pending.pieces.length - 1)] ?? '');
       const useModels = (m: Models) => {
         fake.script = {
-          transcribe: async () => {
+          transcribe: async (req) => {
+            const text = hear(wavSeconds(req.audio));
             await sleep(m.sttMs);
             marks.sttAt.push(Date.now());
-            return { text: pending };
+            return { text };
           },
           chat: async () => {
             await sleep(m.ttftMs);
@@ -376,7 +383,7 @@ export const conversation: BenchModule = {
               // The voice agent subscribes to the microphone and starts its session.
               await sleep(2000);
               for (const [i, utterance] of spoken.entries()) {
-                pending = QUESTIONS[i]!;
+                pending = { pieces: [QUESTIONS[i]!], wholeSeconds: 0, heard: 0 };
                 const before = { stt: marks.sttAt.length, token: marks.firstTokenAt.length };
                 await mic.speak(utterance.pcm);
                 const sent = mic.spoken.at(-1)!;
@@ -417,14 +424,25 @@ export const conversation: BenchModule = {
                 await sleep(500);
               }
               // The utterance with a pause: no reply may start before it has all been said.
-              pending = PAUSED.join(' ');
+              pending = {
+                pieces: PAUSED,
+                wholeSeconds: speechEndMs(paused.pcm, paused.sampleRate) / 1000,
+                heard: 0,
+              };
               await mic.speak(paused.pcm);
               const sent = mic.spoken.at(-1)!;
               const end = sent.start + speechEndMs(paused.pcm, paused.sampleRate) + MIC_QUEUE_MS;
               await sleep(3000);
               const check = pauseChecks.get(setting) ?? { asked: 0, cutIn: 0 };
               check.asked++;
-              if (viewer.audio.some((a) => a.at > sent.start && a.at < end && a.level > 400)) check.cutIn++;
+              // Cut: a turn ended inside it (its reply heard or not: the user's resuming may have stopped it).
+              const wallStart = sent.start - performance.now() + Date.now();
+              const wallEnd = end - performance.now() + Date.now();
+              const endedInside = replyTimings(worker, 'user turn ended').some(
+                (t) => t.turnEndAt! > wallStart && t.turnEndAt! < wallEnd,
+              );
+              if (endedInside || viewer.audio.some((a) => a.at > sent.start && a.at < end && a.level > 400))
+                check.cutIn++;
               pauseChecks.set(setting, check);
               while (performance.now() - (viewer.audio.filter((a) => a.level > 400).at(-1)?.at ?? 0) < 1000)
                 await sleep(100);

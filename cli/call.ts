@@ -46,9 +46,40 @@ function fail(message: string): never {
   process.exit(2);
 }
 
-const grant = values.grant
-  ? (JSON.parse(readFileSync(values.grant === '-' ? 0 : values.grant, 'utf8')) as Record<string, unknown>)
-  : {};
+/**
+ * The grant in `file` (`-`: stdin): the mint's answer. Anything else stops here saying what the file
+ * holds, an API error above all (`> grant.json` keeps a refused mint's body, 503 without LiveKit).
+ */
+function readGrant(file: string): Record<string, unknown> {
+  let text: string;
+  try {
+    text = readFileSync(file === '-' ? 0 : file, 'utf8');
+  } catch (err) {
+    fail(`Cannot read the grant ${file}: ${(err as Error).message}`);
+  }
+  const shown = JSON.stringify(text.length > 300 ? `${text.slice(0, 300)}...` : text);
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    fail(`${file} is not a grant (the mint's JSON answer): it holds ${text.trim() ? shown : 'nothing'}`);
+  }
+  const fields = body && typeof body === 'object' && !Array.isArray(body) ? (body as Record<string, unknown>) : {};
+  if (typeof fields.error === 'string')
+    fail(
+      `${file} is not a grant but the API's refusal of the mint: ${String(fields.status ?? '')} ${String(fields.code ?? '')}: ${fields.error}` +
+        (fields.code === 'capacity_unavailable' && /LiveKit/.test(fields.error)
+          ? '\nStart the API with LIVEKIT_URL, LIVEKIT_API_KEY and LIVEKIT_API_SECRET set (README, "Live calls"), then mint again.'
+          : ''),
+    );
+  if ('queue_ticket_id' in fields)
+    fail(`${file} is not a grant but a capacity-queue ticket (429: every call slot is taken): mint again with it`);
+  if (typeof fields.server_url !== 'string' || typeof fields.participant_token !== 'string')
+    fail(`${file} is not a grant (no server_url and participant_token): it holds ${shown}`);
+  return fields;
+}
+
+const grant = values.grant ? readGrant(values.grant) : {};
 const url = values.url ?? (grant.server_url as string | undefined);
 const token = values.token ?? (grant.participant_token as string | undefined);
 if (!url || !token) fail('Give --grant FILE (the mint answer), or --url and --token');

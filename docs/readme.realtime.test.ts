@@ -1,3 +1,4 @@
+import { writeFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startWorkerProcess, type WorkerProcess } from '../agent/test-support.ts';
 import { startFakeOpenAI, type FakeOpenAI } from '../test/fakes/openai.ts';
@@ -50,6 +51,8 @@ describe('README past "First calls"', () => {
         readmeBlock('## Lip-synced MP4s'),
       ].join('\n');
       const { code, stdout, where } = await runBlocks(script, server);
+      // README_OUT: what the blocks printed, for the README's sample outputs.
+      if (process.env.README_OUT) writeFileSync(process.env.README_OUT, stdout);
       expect(code, `${where}\nworker:\n${worker.logs().slice(-3000)}`).toBe(0);
 
       // The live call: the avatar's video, the user's words heard, the avatar's answers, then the bill.

@@ -4,7 +4,9 @@
 #
 #   bash scripts/livekit-server.sh           builds it if needed, then runs it for local development:
 #                                            dev mode (keys devkey / secret) on ws://127.0.0.1:7880, its
-#                                            webhooks sent to the API on this machine (PORT, default 8080)
+#                                            webhooks sent to the API on this machine (PORT, default 8080),
+#                                            logging at LIVEKIT_LOG_LEVEL (default info: dev mode alone logs
+#                                            at debug, a line for every step of every call)
 #   bash scripts/livekit-server.sh --build   builds it if needed and prints its version
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,5 +26,7 @@ if [ "${1:-}" = "--build" ]; then
 fi
 
 webhook="${LIVEKIT_WEBHOOK_URL:-http://127.0.0.1:${PORT:-8080}/webhooks/livekit}"
-echo "LiveKit $version on ws://127.0.0.1:7880 (devkey / secret), webhooks to $webhook"
-exec "$bin_dir/server" --dev --bind 127.0.0.1 --node-ip 127.0.0.1 --config-body "webhook: {api_key: devkey, urls: ['$webhook']}"
+level="${LIVEKIT_LOG_LEVEL:-info}"
+echo "LiveKit $version on ws://127.0.0.1:7880 (devkey / secret), webhooks to $webhook, logging at $level"
+exec "$bin_dir/server" --dev --bind 127.0.0.1 --node-ip 127.0.0.1 \
+  --config-body "{logging: {level: $level}, webhook: {api_key: devkey, urls: ['$webhook']}}"

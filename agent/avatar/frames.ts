@@ -25,6 +25,8 @@ export interface ShownFrame {
   i420: Uint8Array;
   /** A mouth was drawn on it. */
   mouth: boolean;
+  /** Frames that fell due since the last one shown but were not drawn in time: skipped (late). */
+  skipped: number;
 }
 
 /**
@@ -134,6 +136,7 @@ export class FramePipeline {
     const drawn = this.ready.get(due);
     if (!drawn) return null;
     for (const k of this.ready.keys()) if (k <= due) this.ready.delete(k);
+    const skipped = this.lastShownFrame >= 0 ? due - this.lastShownFrame - 1 : 0;
     this.lastShownFrame = due;
     let out = drawn.i420;
     if (this.o.syncMarker) {
@@ -143,7 +146,7 @@ export class FramePipeline {
       // The loudness as the sink has it (known once its audio is handed over, which it is once due).
       paintMarker(out, this.o.width, this.o.height, playout.frameContent(due).level > 1000);
     }
-    return { frame: due, i420: out, mouth: drawn.job.shape !== null || drawn.job.audio !== null };
+    return { frame: due, i420: out, mouth: drawn.job.shape !== null || drawn.job.audio !== null, skipped };
   }
 
   /** Audio was dropped since frames were drawn ahead (speech started, or an interruption): those it covered are drawn again. */

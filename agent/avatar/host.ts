@@ -57,6 +57,8 @@ export interface TickStats {
   ticks: number;
   /** Frames published, all calls together. */
   shown: number;
+  /** Frames that fell due but were not drawn in time, all calls together: skipped, never shown late. */
+  skipped: number;
   /** Ticks that started more than one tick period late. */
   lateTicks: number;
   maxTickMs: number;
@@ -67,7 +69,9 @@ export interface TickStats {
 export class AvatarHost {
   readonly renderer: BatchRenderer;
   readonly ctx: HostContext;
-  readonly tickStats: TickStats = { ticks: 0, shown: 0, lateTicks: 0, maxTickMs: 0, callMs: 0 };
+  readonly tickStats: TickStats = { ticks: 0, shown: 0, skipped: 0, lateTicks: 0, maxTickMs: 0, callMs: 0 };
+  /** Told, each tick while a call publishes, how late the tick ran past its time, ms (the worker's metrics). */
+  onTickLag?: (lagMs: number) => void;
   private readonly runners = new Set<AvatarRunner>();
   private loop: Promise<void> | null = null;
   private running = false;
@@ -206,7 +210,13 @@ export class AvatarHost {
     while (this.running) {
       const now = performance.now();
       if (now - next > TICK_MS) this.tickStats.lateTicks++;
-      for (const runner of this.runners) if (runner.publishing) this.tickStats.callMs += now - prev;
+      let publishing = false;
+      for (const runner of this.runners)
+        if (runner.publishing) {
+          this.tickStats.callMs += now - prev;
+          publishing = true;
+        }
+      if (publishing) this.onTickLag?.(Math.max(0, now - next));
       prev = now;
       this.tick(now);
       const took = performance.now() - now;
@@ -229,7 +239,7 @@ export class AvatarHost {
 
   /** Shows what is due, and starts drawing the next frames (one batch at a time, not awaited). */
   private tick(now: number): void {
-    for (const runner of this.runners) if (runner.showDue(now)) this.tickStats.shown++;
+    for (const runner of this.runners) this.count(runner.showDue(now));
     if (this.batch) return;
     const due: { runner: AvatarRunner; job: DueFrame }[] = [];
     for (const runner of this.runners) {
@@ -268,6 +278,12 @@ export class AvatarHost {
     });
     // A batch that finished between ticks: show what became due meanwhile without waiting for the next tick.
     const now = performance.now();
-    for (const d of due) if (d.runner.showDue(now)) this.tickStats.shown++;
+    for (const d of due) this.count(d.runner.showDue(now));
+  }
+
+  private count(shown: { skipped: number } | null): void {
+    if (!shown) return;
+    this.tickStats.shown++;
+    this.tickStats.skipped += shown.skipped;
   }
 }

@@ -223,17 +223,20 @@ export class AvatarRunner {
     return this.frames.msUntilNext(now);
   }
 
-  /** Publishes the frame due now, if it is drawn (and records it); true when one was. A frame not drawn in time is skipped. */
-  showDue(now: number): boolean {
-    if (this.ending || !this.frames) return false;
+  /**
+   * Publishes the frame due now, if it is drawn (and records it); null when none was. A frame not
+   * drawn in time is skipped: `skipped` counts those since the last frame shown.
+   */
+  showDue(now: number): { skipped: number } | null {
+    if (this.ending || !this.frames) return null;
     const shown = this.frames.takeDue(now);
-    if (!shown) return false;
+    if (!shown) return null;
     // Captured now, the moment its audio plays (the synchronizer's choice of frame), with the native
     // capture time. Stamping frames with an earlier "ideal" time instead made receivers drop them.
     this.videoSource.captureFrame(new VideoFrame(shown.i420, this.width, this.height, VideoBufferType.I420));
     this.ctx.observer?.frameShown(this.spec.sessionId, shown.frame, shown.mouth);
     this.recording?.video(shown.frame, shown.i420);
-    return true;
+    return { skipped: shown.skipped };
   }
 
   /** Ends the call (idempotent): reports the end, leaves the room, finishes the recording. */

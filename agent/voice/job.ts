@@ -22,10 +22,12 @@ import { createLogger, type Logger } from '../../core/platform/log.ts';
 import { stallGuardedFetch } from '../../core/platform/net/stall-guard.ts';
 import { UsageStore } from '../../core/usage.ts';
 import { RPC_USER_SPEECH_STARTED } from '../protocol.ts';
+import { dropPersonalFields } from '../agents-logs.ts';
 import { quietRtcLogs } from '../rtc-logs.ts';
 import { actionTools } from './actions.ts';
 import { splitClauses, ttsFor } from './tts.ts';
-import { INTERRUPTION, pauseSafeEndpointing } from './turns.ts';
+import { GatedVAD, TurnGate } from './end-of-turn.ts';
+import { INTERRUPTION, turnSilences } from './turns.ts';
 import { warmVad, warmVoice } from './warm.ts';
 
 /** What a dispatch carries (set by the session mint). */
@@ -44,6 +46,7 @@ interface ProcessState {
   db: Database;
   vad: VAD;
   sttVad: VAD;
+  silences: ReturnType<typeof turnSilences>;
   /** The process's first runs (VAD, TTS) done. */
   warmed: Promise<void>;
 }
@@ -93,6 +96,8 @@ class ReplyTimings {
       this.turn.turnEndAt = Date.now();
       this.turn.endOfUtteranceDelayMs = Math.round(ev.metrics.endOfUtteranceDelayMs);
       this.turn.transcriptionDelayMs = Math.round(ev.metrics.transcriptionDelayMs);
+      // One line per user turn (no words: what the user says is not logged), whether or not a reply plays.
+      this.log.info({ turnEndAt: this.turn.turnEndAt, silenceMs: this.turn.endOfUtteranceDelayMs }, 'user turn ended');
     });
     session.on(voice.AgentSessionEventTypes.AgentStateChanged, (ev) => {
       if (ev.newState !== 'speaking') return;
@@ -100,6 +105,20 @@ class ReplyTimings {
       if (this.turn.turnEndAt !== undefined) this.log.info({ ...this.turn, playbackAt: ev.createdAt }, 'reply timings');
       this.turn = {};
     });
+  }
+}
+
+/** The STT, telling the turn's gate which transcriptions are out and what the last one said. */
+class GatedSTT extends openai.STT {
+  constructor(
+    private readonly gate: TurnGate,
+    opts: ConstructorParameters<typeof openai.STT>[0],
+  ) {
+    super(opts);
+  }
+
+  override _recognize(...args: Parameters<openai.STT['_recognize']>): ReturnType<openai.STT['_recognize']> {
+    return this.gate.transcribe(() => super._recognize(...args));
   }
 }
 
@@ -221,15 +240,21 @@ async function sayGreeting(
 export default defineAgent({
   // Once per job process, before it takes a call: the WebRTC engine's log capture off, the VAD model and a small database pool.
   prewarm: async (proc: JobProcess) => {
-    quietRtcLogs();
     const config = loadConfig();
+    quietRtcLogs(config.LOG_LEVEL);
+    if (!config.LOG_TRANSCRIPTS) dropPersonalFields();
     const log = createLogger(config.LOG_LEVEL).child({ component: 'voice' });
     const db = await openDatabase({ ...config, DATABASE_POOL_SIZE: 2 }, log);
     // Two VADs on the user's audio, each counting silence in the audio itself (a busy machine
-    // that reads it late moves neither): the turn's, which ends the user's turn after
-    // AGENT_TURN_END_MS of silence, and the STT's, which sends the speech so far to STT after
-    // AGENT_STT_SILENCE_MS, sooner, so the transcript, and the reply made from it, are ready when the turn ends.
-    const vad = await silero.VAD.load({ minSilenceDuration: config.AGENT_TURN_END_MS });
+    // that reads it late moves neither): the STT's, which sends the speech so far to STT after
+    // AGENT_STT_SILENCE_MS, and the turn's, a little later, which weighs whether the turn is over
+    // (turns.ts): the transcript, and the reply made from it, are ready when it ends.
+    const silences = turnSilences({
+      sttSilenceMs: config.AGENT_STT_SILENCE_MS,
+      finishedMs: config.AGENT_FINISHED_TURN_MS,
+      openMs: config.AGENT_TURN_END_MS,
+    });
+    const vad = await silero.VAD.load({ minSilenceDuration: silences.vadSilenceMs });
     const sttVad = await silero.VAD.load({ minSilenceDuration: config.AGENT_STT_SILENCE_MS });
     // A call's first reply must not pay for the first runs: the VAD models' first inferences and the
     // embedded TTS's start (its thread, its WebAssembly, a first synthesis: 0.7 s more on a first reply).
@@ -240,13 +265,13 @@ export default defineAgent({
       () => log.info({ warmMs: Math.round(performance.now() - t0) }, 'voice process ready'),
       (err: unknown) => log.warn({ err }, 'could not warm the voice pipeline'),
     );
-    proc.userData.state = { config, log, db, vad, sttVad, warmed } satisfies ProcessState;
+    proc.userData.state = { config, log, db, vad, sttVad, silences, warmed } satisfies ProcessState;
     // From here agents-js's own handler answers shutdown requests (gracefully, a call in progress included).
     process.off('message', leaveOnEarlyShutdown);
   },
 
   entry: async (ctx: JobContext) => {
-    const { config, log: plog, db, vad, sttVad, warmed } = ctx.proc.userData.state as ProcessState;
+    const { config, log: plog, db, vad, sttVad, silences, warmed } = ctx.proc.userData.state as ProcessState;
     const meta = parseDispatchMetadata(ctx.job.metadata);
     const log = plog.child({ sessionId: meta?.session_id, room: ctx.job.room?.name });
     if (!meta) {
@@ -272,11 +297,12 @@ export default defineAgent({
 
     await ctx.connect(undefined, AutoSubscribe.AUDIO_ONLY);
     const apiKey = config.OPENAI_API_KEY ?? 'unused';
+    const gate = new TurnGate(language);
     const agentSession = new voice.AgentSession({
-      vad,
+      vad: new GatedVAD(vad, gate, silences.openMs),
       // Batch STT on each stretch of speech the STT's VAD cuts (agents-js would cut with the turn's VAD).
       stt: new stt.StreamAdapter(
-        new openai.STT({
+        new GatedSTT(gate, {
           useRealtime: false,
           model: config.STT_MODEL,
           language,
@@ -292,15 +318,16 @@ export default defineAgent({
       }),
       tts,
       // Offline turn-taking: VAD ends the user's turn and interrupts the avatar (no cloud models),
-      // under the rules of turns.ts (a pause inside an utterance kept, barge-in).
+      // under the rules of turns.ts (a pause inside an unfinished sentence kept, barge-in).
       turnHandling: {
+        // The turn's VAD ends the turn after the short silence when the words just said finish a
+        // sentence, after the long one otherwise (end-of-turn.ts), both counted in the audio: no
+        // wait on top. By then the reply is ready: agents-js starts it on the transcript
+        // (preemptive generation: the LLM, and with AGENT_PREEMPTIVE_TTS its TTS too), and drops
+        // it if the user goes on.
         turnDetection: 'vad',
         interruption: INTERRUPTION,
-        // The turn ends when the turn's VAD has heard AGENT_TURN_END_MS of silence (raised by a
-        // wait on top where that is too short to keep a pause); by then the reply is ready:
-        // agents-js starts it on the transcript (preemptive generation: the LLM, and with
-        // AGENT_PREEMPTIVE_TTS its TTS too), and drops it if the user goes on.
-        endpointing: { minDelay: pauseSafeEndpointing({ vadSilenceMs: config.AGENT_TURN_END_MS, minDelayMs: 0 }) },
+        endpointing: { minDelay: 0 },
         preemptiveGeneration: { enabled: true, preemptiveTts: config.AGENT_PREEMPTIVE_TTS },
       },
       // agents-js would neither hear nor be interrupted by the user over the first 3 s of its first
@@ -356,6 +383,13 @@ export default defineAgent({
         else apologise();
       }
     });
+    // What was said, one line each (the user's transcript, the avatar's reply): personal data, so
+    // only when the operator turns LOG_TRANSCRIPTS on.
+    if (config.LOG_TRANSCRIPTS)
+      agentSession.on(voice.AgentSessionEventTypes.ConversationItemAdded, (ev) => {
+        if (ev.item.type === 'message')
+          log.info({ role: ev.item.role, text: ev.item.textContent, interrupted: ev.item.interrupted }, 'said');
+      });
     // The avatar plays a listening reaction when the user starts speaking: our VAD tells it.
     agentSession.on(voice.AgentSessionEventTypes.UserStateChanged, (ev) => {
       if (ev.newState !== 'speaking') return;
@@ -372,6 +406,9 @@ export default defineAgent({
       agent,
       room: ctx.room,
       inputOptions: { participantIdentity: session.userIdentity ?? undefined },
+      // The audio goes out through the avatar (output.audio above), not a track of this room's
+      // own: said so, agents-js keeps that output without a warning on every call.
+      outputOptions: { audioEnabled: false },
       record: false,
     });
     log.info({ actions: menu.length, language, greeting: greeting !== null }, 'voice session started');

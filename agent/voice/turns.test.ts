@@ -1,24 +1,35 @@
 import { describe, expect, it } from 'vitest';
-import { INTERRUPTION, PAUSE_KEPT_MS, pauseSafeEndpointing, TURN_END_SILENCE_MS } from './turns.ts';
+import { INTERRUPTION, PAUSE_KEPT_MS, TURN_END_SILENCE_MS, turnSilences } from './turns.ts';
 
 describe('turn-taking settings', () => {
-  it(`keeps a ${PAUSE_KEPT_MS} ms pause inside the turn at any VAD silence and endpointing delay asked for, and leaves a safe delay as asked`, () => {
-    for (let vadSilenceMs = 0; vadSilenceMs <= 1000; vadSilenceMs += 50) {
-      for (let minDelayMs = 0; minDelayMs <= 1000; minDelayMs += 50) {
-        const delay = pauseSafeEndpointing({ vadSilenceMs, minDelayMs });
-        // agents-js ends a turn after the longer of the two: it outlasts the pause, the fading word
-        // before it and the time the VAD takes to hear speech resume.
-        expect(
-          Math.max(vadSilenceMs, delay),
-          `silence ${vadSilenceMs} ms, delay ${minDelayMs} ms`,
-        ).toBeGreaterThanOrEqual(TURN_END_SILENCE_MS);
-        expect(delay).toBeGreaterThanOrEqual(minDelayMs);
+  it(`keeps a ${PAUSE_KEPT_MS} ms pause inside an unfinished sentence at any setting, and a finished one ends sooner`, () => {
+    for (let sttSilenceMs = 100; sttSilenceMs <= 1000; sttSilenceMs += 50) {
+      for (let finishedMs = 100; finishedMs <= 1000; finishedMs += 50) {
+        for (let openMs = 100; openMs <= 1000; openMs += 50) {
+          const s = turnSilences({ sttSilenceMs, finishedMs, openMs });
+          const at = `stt ${sttSilenceMs}, finished ${finishedMs}, open ${openMs}`;
+          // agents-js ends an unfinished turn after the longer of the VAD's silence and maxDelay:
+          // it outlasts the pause, the fading word before it and the time the VAD takes to hear speech resume.
+          expect(Math.max(s.vadSilenceMs, s.openMs), at).toBeGreaterThanOrEqual(TURN_END_SILENCE_MS);
+          expect(s.openMs, at).toBeGreaterThanOrEqual(openMs);
+          // The turn is weighed once the transcription of its last words has been asked for.
+          expect(s.vadSilenceMs, at).toBeGreaterThan(sttSilenceMs);
+          expect(s.finishedMs, at).toBeLessThanOrEqual(s.openMs);
+        }
       }
     }
     expect(TURN_END_SILENCE_MS).toBeGreaterThan(PAUSE_KEPT_MS + 200);
-    expect(pauseSafeEndpointing({ vadSilenceMs: 550, minDelayMs: 500 })).toBe(TURN_END_SILENCE_MS);
-    expect(pauseSafeEndpointing({ vadSilenceMs: 550, minDelayMs: 900 })).toBe(900);
-    expect(pauseSafeEndpointing({ vadSilenceMs: 800, minDelayMs: 100 })).toBe(100);
+    expect(turnSilences({ sttSilenceMs: 250, finishedMs: 300, openMs: 700 })).toEqual({
+      vadSilenceMs: 300,
+      finishedMs: 300,
+      openMs: 700,
+    });
+    expect(turnSilences({ sttSilenceMs: 250, finishedMs: 300, openMs: 500 }).openMs).toBe(TURN_END_SILENCE_MS);
+    expect(turnSilences({ sttSilenceMs: 400, finishedMs: 300, openMs: 900 })).toEqual({
+      vadSilenceMs: 450,
+      finishedMs: 450,
+      openMs: 900,
+    });
   });
 
   it('interrupts the avatar as soon as the VAD hears speech, in the milliseconds agents-js reads', () => {

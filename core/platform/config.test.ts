@@ -34,6 +34,22 @@ describe('configuration from the environment', () => {
     expect(path.isAbsolute(c.dataDir)).toBe(true);
   });
 
+  it('puts metrics and the worker health endpoint on ports of their own, 0 turning metrics off, and keeps transcripts out of logs', () => {
+    expect(loadConfig({})).toMatchObject({
+      METRICS_PORT: 9464,
+      AGENT_METRICS_PORT: 9465,
+      AGENT_HEALTH_PORT: 8081,
+      LOG_TRANSCRIPTS: false,
+    });
+    expect(loadConfig({ METRICS_PORT: '0', AGENT_METRICS_PORT: '', LOG_TRANSCRIPTS: 'true' })).toMatchObject({
+      METRICS_PORT: 0,
+      AGENT_METRICS_PORT: 9465,
+      LOG_TRANSCRIPTS: true,
+    });
+    expect(configError({ METRICS_PORT: '70000' }).message).toContain('METRICS_PORT');
+    expect(configError({ LOG_TRANSCRIPTS: 'yes' }).message).toContain('LOG_TRANSCRIPTS');
+  });
+
   it('reads and coerces values that are set', () => {
     const c = loadConfig({
       PORT: '9001',

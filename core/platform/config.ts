@@ -26,6 +26,18 @@ const schema = z.object({
   /** Public origin used in URLs handed to clients (signed media URLs). Defaults to http://localhost:PORT. */
   PUBLIC_BASE_URL: z.preprocess(emptyAsUndefined, optionalUrl),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /**
+   * A live call's words in the logs: what the user said (its transcripts) and what the avatar answered.
+   * Off by default: they are the user's personal data, and an operator turns them on to debug a conversation.
+   */
+  LOG_TRANSCRIPTS: envBool(false),
+  /**
+   * Prometheus metrics (`GET /metrics`) on a listener of their own, never on the public port: the
+   * API's on METRICS_PORT, an agent worker's on AGENT_METRICS_PORT (two ports, so that both run side
+   * by side on one machine); `0` turns that listener off. Both listen on HOST.
+   */
+  METRICS_PORT: envInt(0, 9464, 65535),
+  AGENT_METRICS_PORT: envInt(0, 9465, 65535),
 
   DATABASE_URL: z.preprocess(emptyAsUndefined, optionalUrl),
   DATABASE_POOL_SIZE: envInt(1, 10, 200),
@@ -55,6 +67,11 @@ const schema = z.object({
     .regex(/^[a-z0-9][a-z0-9_-]{0,63}$/, 'must be 1 to 64 lowercase letters, digits, _ or -')
     .default('primary'),
   AGENT_SLOTS: envInt(1, 4, 1000),
+  /**
+   * The worker's health endpoint (agents-js's: `GET /` 200 while registered with LiveKit, 503
+   * otherwise; `GET /worker` its state in JSON), on HOST. `0`: a port the system picks, logged at start.
+   */
+  AGENT_HEALTH_PORT: envInt(0, 8081, 65535),
   /** Memory of a worker for decoded frames (I420) of the clips its calls play, all together, MiB. */
   AGENT_FRAME_MEMORY_MB: envInt(64, 2048, 1_000_000),
   /**
@@ -67,15 +84,17 @@ const schema = z.object({
   AGENT_SPEECH_START_MS: envInt(0, 100, 1000),
   /**
    * When a live call's voice takes the user's turn as ended (docs/agent.md, "Where the time goes").
-   * After AGENT_STT_SILENCE_MS of silence the speech so far goes to STT; the turn ends after
-   * AGENT_TURN_END_MS of silence (both counted by the VAD in the audio itself). A pause inside an
-   * utterance of up to 450 ms is never an end of turn: a shorter AGENT_TURN_END_MS than 700 is made
-   * up by a wait on top (agent/voice/turns.ts).
+   * After AGENT_STT_SILENCE_MS of silence the speech so far goes to STT; a turn whose words read as
+   * a finished sentence ends after AGENT_FINISHED_TURN_MS of silence, any other after
+   * AGENT_TURN_END_MS (all counted by the VAD in the audio itself). A pause inside an unfinished
+   * sentence of up to 450 ms is never an end of turn: AGENT_TURN_END_MS is raised to 700 where it
+   * is shorter (agent/voice/turns.ts).
    * AGENT_PREEMPTIVE_TTS: the reply's LLM and TTS start on the transcript, before the turn has ended
    * (thrown away if the user goes on). AGENT_TTS_CLAUSES: the embedded TTS speaks the first clause
    * of a reply as soon as it is written, rather than its whole first sentence.
    */
   AGENT_STT_SILENCE_MS: envInt(100, 250, 2000),
+  AGENT_FINISHED_TURN_MS: envInt(100, 300, 5000),
   AGENT_TURN_END_MS: envInt(100, 700, 5000),
   AGENT_PREEMPTIVE_TTS: envBool(true),
   AGENT_TTS_CLAUSES: envBool(true),

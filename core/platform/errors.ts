@@ -67,6 +67,8 @@ const ERROR_STATUS = {
   clip_library_not_ready: 503,
   // A talk turn with no LLM configured (OPENAI_BASE_URL / OPENAI_API_KEY).
   llm_not_configured: 503,
+  // GET /readyz: a dependency (the database, Redis, LiveKit) does not answer; `dependencies` says which.
+  not_ready: 503,
   upstream_timeout: 504,
   // Recordings: playback access of a recording still processing, one that failed, one past retention.
   recording_not_ready: 409,
@@ -98,6 +100,7 @@ const RETRYABLE: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   'upstream_timeout',
   'recording_not_ready',
   'media_unavailable',
+  'not_ready',
 ]);
 
 /** Codes whose wire body omits `code` (the per-key rate limit 429, told apart from the other 429s by it). */

@@ -8,6 +8,7 @@ import { CreditLedger } from '../credits/ledger.ts';
 import { openDatabase, type Database, type Sql } from '../platform/db/index.ts';
 import { IdempotencyStore } from '../idempotency.ts';
 import { createLogger, type Logger } from '../platform/log.ts';
+import { createMetricsRegistry, type Registry } from '../platform/metrics.ts';
 import { TenantStore } from '../tenants.ts';
 import { UsageStore } from '../usage.ts';
 import { AvatarService, createPromptScreen, type PortraitAssets } from '../avatars/index.ts';
@@ -47,6 +48,8 @@ import { FliteEngine } from '../../render/tts/index.ts';
 export interface Services {
   config: Config;
   log: Logger;
+  /** This process's Prometheus metrics (served on METRICS_PORT by the API, AGENT_METRICS_PORT by a worker). */
+  metrics: Registry;
   sql: Sql;
   redis?: Redis;
   tenants: TenantStore;
@@ -245,6 +248,7 @@ export async function createServices(config: Config, opts: CreateServicesOptions
   const services: Services = {
     config,
     log,
+    metrics: createMetricsRegistry(),
     sql: db.sql,
     redis,
     tenants: new TenantStore(db.sql),

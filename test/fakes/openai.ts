@@ -57,6 +57,16 @@ interface TranscriptionRequest {
   filename: string;
 }
 
+/** Seconds of audio a transcription request uploaded (a WAV file, as agents-js sends it). */
+export function wavSeconds(wav: Buffer): number {
+  const rate = wav.readUInt32LE(24);
+  const channels = wav.readUInt16LE(22);
+  const bits = wav.readUInt16LE(34);
+  const data = wav.indexOf('data', 12);
+  const bytes = data >= 0 ? wav.readUInt32LE(data + 4) : wav.length - 44;
+  return bytes / (rate * channels * (bits / 8));
+}
+
 export interface FakeOpenAIScript {
   /** The answer to a chat request; default: echoes the last user message. */
   chat?: (req: ChatRequest) => ChatReply | Promise<ChatReply>;

@@ -1,5 +1,5 @@
 import PgBoss from 'pg-boss';
-import type { Tx } from '../db/index.ts';
+import type { Sql, Tx } from '../db/index.ts';
 import type { Logger } from '../log.ts';
 
 /**
@@ -166,4 +166,19 @@ export class PgBossQueue implements JobQueue {
   get raw(): PgBoss {
     return this.boss;
   }
+}
+
+/** States of a job still to run, running, or failed for good (completed and cancelled ones are history). */
+const COUNTED_STATES = ['created', 'retry', 'active', 'failed'];
+
+/**
+ * Jobs per queue and state, read from pg-boss's table (none before the queue's first start made
+ * its schema): what the `avatar_jobs` metric exports.
+ */
+export async function jobCounts(sql: Sql): Promise<{ queue: string; state: string; count: number }[]> {
+  const [schema] = await sql<{ exists: boolean }[]>`select to_regclass('pgboss.job') is not null as exists`;
+  if (!schema?.exists) return [];
+  return sql<{ queue: string; state: string; count: number }[]>`
+    select name as queue, state::text as state, count(*)::int as count from pgboss.job
+    where state::text in ${sql(COUNTED_STATES)} group by name, state`;
 }

@@ -1,0 +1,221 @@
+/**
+ * The end of the user's turn (turns.ts): a finished sentence ends it after a short silence; a
+ * trailing "and", "the", "I would like to know" waits out a pause. Whether the words finish a
+ * sentence is decided by rules over the transcript's last words, not a learned model: offline,
+ * instant, and one a reviewer can read. English only: in any other language every turn waits the
+ * long, pause-safe silence.
+ */
+import { VAD, VADEventType, type VADEvent, type VADStream } from '@livekit/agents';
+
+/**
+ * Words that leave a sentence open when it ends on them: conjunctions, prepositions, articles
+ * and other determiners, auxiliaries and modals, subject pronouns, fillers, and verbs that ask
+ * for what follows ("I want", "I think", "I would like to know").
+ */
+const OPEN_ENDINGS = new Set(
+  [
+    // conjunctions and relatives
+    'and or but so because if then than that which who whom whose when where while although though unless until since as whether nor yet',
+    // prepositions
+    'to of in on at for with about from by into onto over under between through like after before without around across against during toward towards upon',
+    // determiners
+    'a an the my your his her our their its this these those some any every each no another either neither such what whatever',
+    // auxiliaries and modals
+    'is are was were am be been being do does did have has had can could will would shall should may might must',
+    "i we they he she i'm you're we're they're it's there's that's let's",
+    // fillers
+    'um uh er erm hmm mm well',
+    // verbs that ask for a complement
+    'know think wonder want wanted need guess mean hope wish believe feel try trying going gonna wanna tell ask say',
+  ]
+    .join(' ')
+    .split(' '),
+);
+
+/** "tell me", "show us": a request that names who, not yet what. */
+const ASKING_VERBS = new Set(['tell', 'show', 'give', 'ask', 'let', 'help', 'teach', 'remind']);
+
+/** Punctuation that leaves a sentence open: a comma, a colon, a dash, an ellipsis. */
+const OPEN_PUNCTUATION = /(?:[,;:\-–—]|\.\.\.|…)$/;
+
+/** Whether `text`, as a speech-to-text model wrote it, reads as a finished English sentence. */
+export function finishedSentence(text: string): boolean {
+  const t = text.trim();
+  if (t === '' || OPEN_PUNCTUATION.test(t)) return false;
+  const words = t
+    .toLowerCase()
+    .replace(/[’]/g, "'")
+    .split(/\s+/)
+    .map((w) => w.replace(/^[^a-z0-9']+|[^a-z0-9']+$/g, ''))
+    .filter((w) => w !== '');
+  const last = words.at(-1);
+  if (last === undefined || OPEN_ENDINGS.has(last)) return false;
+  if ((last === 'me' || last === 'us') && ASKING_VERBS.has(words.at(-2) ?? '')) return false;
+  // A closed last word: a question or an exclamation is done; so is a statement that the model
+  // closed with a full stop, or one of a few words that came without punctuation.
+  return /[.?!]["')\]]*$/.test(t) || words.length >= 3;
+}
+
+/**
+ * What the turn's VAD needs to know of the transcription: whether the words of the stretch of
+ * speech that just ended are back, and whether they finish a sentence. The STT's VAD cuts the
+ * stretch sooner than the turn's (turns.ts), so by the time the turn is weighed its transcription
+ * has been asked for; until it is back, and whenever its words leave the sentence open, the turn
+ * waits the long silence.
+ */
+export class TurnGate {
+  private started = 0;
+  private pending = 0;
+  private startedAtSpeech = 0;
+  private lastWords = '';
+
+  constructor(private readonly language: string) {}
+
+  /** Runs one transcription of the STT, noting it out until its words are back. */
+  async transcribe<T extends { alternatives?: { text: string }[] }>(work: () => Promise<T>): Promise<T> {
+    this.started++;
+    this.pending++;
+    try {
+      const ev = await work();
+      this.lastWords = ev.alternatives?.[0]?.text ?? '';
+      return ev;
+    } finally {
+      this.pending--;
+    }
+  }
+
+  /** The user speaks (again): the words that end the turn will be those of a transcription asked for after this. */
+  speechStarted(): void {
+    this.startedAtSpeech = this.started;
+  }
+
+  /** Whether the turn may end after the short silence: its last words are back, and finish a sentence. */
+  finished(): boolean {
+    return (
+      this.language === 'en' &&
+      this.started > this.startedAtSpeech &&
+      this.pending === 0 &&
+      finishedSentence(this.lastWords)
+    );
+  }
+
+  /** Whether a transcription is still out. */
+  get waiting(): boolean {
+    return this.pending > 0;
+  }
+}
+
+/** How long past the long silence a turn waits for a transcription still out before it ends anyway. */
+const TRANSCRIPT_WAIT_MS = 3000;
+
+/**
+ * The turn's VAD: Silero's, reporting the end of speech after the short silence, held back by the
+ * gate until the words finish a sentence or the long silence has passed. Both are counted in the
+ * audio itself (the VAD's own silence count), so a busy machine that runs the VAD late ends no turn
+ * sooner: a pause the user ends is heard before the long silence has passed, in audio time, and the
+ * held end of speech is dropped with the start of speech that ended the pause.
+ */
+export class GatedVAD extends VAD {
+  readonly label: string;
+
+  constructor(
+    private readonly inner: VAD,
+    private readonly gate: TurnGate,
+    private readonly openMs: number,
+  ) {
+    super(inner.capabilities);
+    this.label = `gated(${inner.label})`;
+    inner.on('metrics_collected', (m) => this.emit('metrics_collected', m));
+  }
+
+  stream(): VADStream {
+    return new GatedVADStream(this.inner.stream(), this.gate, this.openMs) as unknown as VADStream;
+  }
+
+  override async close(): Promise<void> {
+    await this.inner.close();
+  }
+}
+
+/** The inner stream's events, an end of speech held back while the gate says the turn goes on. */
+class GatedVADStream implements AsyncIterableIterator<VADEvent> {
+  private held: VADEvent | undefined;
+  private readonly ready: VADEvent[] = [];
+
+  constructor(
+    private readonly inner: VADStream,
+    private readonly gate: TurnGate,
+    private readonly openMs: number,
+  ) {}
+
+  updateInputStream(...args: Parameters<VADStream['updateInputStream']>): void {
+    this.inner.updateInputStream(...args);
+  }
+  detachInputStream(): void {
+    this.inner.detachInputStream();
+  }
+  pushFrame(frame: Parameters<VADStream['pushFrame']>[0]): void {
+    this.inner.pushFrame(frame);
+  }
+  flush(): void {
+    this.inner.flush();
+  }
+  endInput(): void {
+    this.inner.endInput();
+  }
+  close(): void {
+    this.inner.close();
+  }
+
+  async next(): Promise<IteratorResult<VADEvent>> {
+    for (;;) {
+      const ev = this.ready.shift();
+      if (ev) return { done: false, value: ev };
+      const r = await this.inner.next();
+      if (r.done) {
+        // The input ended with the end of speech held: it is an end all the same.
+        if (this.held) this.ready.push(this.release(this.held.silenceDuration, this.held.inferenceDuration));
+        else return r;
+      } else this.take(r.value);
+    }
+  }
+
+  [Symbol.asyncIterator](): this {
+    return this;
+  }
+
+  private take(ev: VADEvent): void {
+    switch (ev.type) {
+      case VADEventType.START_OF_SPEECH:
+        this.gate.speechStarted();
+        // The user went on before the turn ended: a pause, not an end, for whoever reads the events.
+        if (this.held) this.held = undefined;
+        else this.ready.push(ev);
+        return;
+      case VADEventType.END_OF_SPEECH:
+        if (this.mayEnd(ev.silenceDuration)) this.ready.push(ev);
+        else this.held = ev;
+        return;
+      case VADEventType.INFERENCE_DONE:
+        this.ready.push(ev);
+        // After an end of speech, Silero's silence count goes on in the audio.
+        if (this.held && this.mayEnd(ev.silenceDuration))
+          this.ready.push(this.release(ev.silenceDuration, ev.inferenceDuration));
+        return;
+      default:
+        this.ready.push(ev);
+    }
+  }
+
+  private mayEnd(silenceMs: number): boolean {
+    if (this.gate.finished()) return true;
+    return silenceMs >= this.openMs && (!this.gate.waiting || silenceMs >= this.openMs + TRANSCRIPT_WAIT_MS);
+  }
+
+  /** The held end of speech, with the silence it has now (agents-js dates the end of speech from it). */
+  private release(silenceDuration: number, inferenceDuration: number): VADEvent {
+    const ev = { ...this.held!, silenceDuration, inferenceDuration };
+    this.held = undefined;
+    return ev;
+  }
+}
