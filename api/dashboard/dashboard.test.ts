@@ -1,9 +1,20 @@
+import { Writable } from 'node:stream';
+import pino from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { DashboardRole } from '../../core/dashboard/auth.ts';
 import { testApi } from '../../test/helpers.ts';
 import { runJanitorOnce } from '../janitor.ts';
 
-const api = await testApi();
+/** Everything the API logs (debug and up), and every secret the tests saw: none may be in the log. */
+let logged = '';
+const sink = new Writable({
+  write(chunk: Buffer, _enc, done) {
+    logged += chunk.toString('utf8');
+    done();
+  },
+});
+const secrets = new Set<string>();
+const api = await testApi({ log: pino({ level: 'debug' }, sink) });
 afterAll(() => api.close());
 const ORIGIN = new URL(api.services.config.publicBaseUrl).origin;
 
@@ -33,6 +44,7 @@ async function signIn(role: DashboardRole, tenantId?: string) {
   expect(res.status).toBe(200);
   const setCookie = res.headers.get('set-cookie')!;
   const session = (await res.json()) as { csrfToken: string; role: string; canManageKeys: boolean };
+  for (const secret of [token, setCookie.split(';')[0]!.split('=')[1]!, session.csrfToken]) secrets.add(secret);
   return { ...tenant, token, setCookie, cookie: setCookie.split(';')[0]!, csrf: session.csrfToken, session };
 }
 
@@ -146,6 +158,7 @@ describe('dashboard keys', () => {
     });
     expect(res.status).toBe(201);
     const created = (await res.json()) as { id: string; apiKey: string };
+    secrets.add(created.apiKey);
 
     const list = (await (await send('GET', '/platform/api/keys', auth)).json()) as { data: Record<string, unknown>[] };
     const row = list.data.find((k) => k.id === created.id)!;
@@ -230,5 +243,16 @@ describe('dashboard pages', () => {
     expect(js.headers.get('content-type')).toMatch(/javascript/);
     expect(js.headers.get('cache-control')).toMatch(/immutable/);
     expect((await api.app.request('/platform/assets/main-0000000000000000.js')).status).toBe(404);
+  });
+});
+
+describe('dashboard logs', () => {
+  // Last in the file: after every sign-in, key creation and copy above.
+  it('security: no link token, session cookie, anti-forgery token or key reaches the log', () => {
+    expect(logged).toContain('dashboard signed in');
+    expect(logged).toContain('dashboard key copied');
+    expect(secrets.size).toBeGreaterThan(10);
+    for (const secret of secrets) expect(logged).not.toContain(secret);
+    expect(logged).not.toMatch(/svc_[0-9A-Za-z]{16}_[0-9A-Za-z]{43}/);
   });
 });
