@@ -21,6 +21,7 @@ const OUR_FOLDERS = [
   'client',
   'clips',
   'core',
+  'dashboard',
   'docker',
   'docs',
   'render',
@@ -145,6 +146,18 @@ export default tseslint.config(
       ],
     },
   },
+  // The dashboard's browser code (bundled by api/dashboard/bundle.ts) calls the API through the
+  // client library, as any browser app would: nothing else of ours.
+  layers(
+    ['dashboard/**'],
+    [
+      climbsInto(
+        OUR_FOLDERS.filter((f) => f !== 'dashboard' && f !== 'client'),
+        'dashboard/ is browser code: it imports only client/ of ours (the API through the client library)',
+      ),
+      { regex: '^node:', message: 'dashboard/ runs in browsers: no Node built-ins' },
+    ],
+  ),
   layers(['core/**'], [coreUp, toolsOut], [], NOT_PRODUCTION),
   layers(['core/platform/**'], [coreUp, toolsOut, platformToDomain], [], NOT_PRODUCTION),
   layers(['core/**/test-support.ts'], [coreUp]),

@@ -9,6 +9,7 @@ import { bodyCutOff } from './http-answer.ts';
 import { apiMetrics } from './metrics.ts';
 import { requestContext } from './middleware/request-context.ts';
 import { ROUTES } from './routes/index.ts';
+import { registerDashboard } from './dashboard/routes.ts';
 import { registerMedia } from './routes/media/serve-media.ts';
 import { registerLiveKitWebhooks } from './routes/webhooks/livekit.ts';
 
@@ -59,6 +60,8 @@ export function createApp(services: Services) {
   registerMedia(app);
   // LiveKit's webhooks (outside /api/v1: LiveKit's signature is the auth).
   registerLiveKitWebhooks(app);
+  // The dashboard's pages and its own calls (outside /api/v1: its session cookie is the auth).
+  registerDashboard(app);
   app.doc31('/openapi.json', documentConfig(services.config.publicBaseUrl));
   registerHealth(app, services);
 

@@ -9,6 +9,7 @@ import { createApp } from './app.ts';
 import { startJanitor } from './janitor.ts';
 import { httpLimits } from './http-limits.ts';
 import { startApiServer } from './server.ts';
+import { dashboardBundle } from './dashboard/bundle.ts';
 
 /** `npm start`: the API on PORT, on the embedded defaults unless configured otherwise. */
 const config = loadConfigOrExit();
@@ -18,6 +19,12 @@ runEntryPoint(log, async () => {
   await checkLipSyncModelOrExit(config.LIPSYNC_MODEL, log);
   const services = await createServices(config, { log, listen: true });
   const app = createApp(services);
+  // The dashboard's browser code, bundled now rather than on its first visit (a failed build is
+  // logged and retried on the next visit; the API serves on regardless).
+  dashboardBundle().then(
+    (b) => log.info({ script: b.script }, 'dashboard bundled'),
+    (err: unknown) => log.error({ err }, 'dashboard bundle failed'),
+  );
   const janitor = startJanitor(services);
   // Background jobs (avatar loop generation; each render runs in a child process). JOB_WORKERS=0 leaves them to core/wiring/job-worker-main.ts.
   const workers = config.JOB_WORKERS > 0 ? await startJobWorkers(services) : undefined;

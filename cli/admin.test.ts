@@ -104,6 +104,41 @@ describe('admin CLI', { timeout: 300_000 }, () => {
     expect(await s.tenants.get(tenant.id)).toMatchObject({ recordingsEnabled: false, recordingRetentionDays: 7 });
   });
 
+  it('dashboard link --json prints one sign-in URL whose token signs in once; a bad role exits 2 and issues none', async () => {
+    const tenant = await s.tenants.create('dash');
+    const r = await onTestDb([
+      'dashboard',
+      'link',
+      '--tenant',
+      tenant.id,
+      '--email',
+      'ada@example.com',
+      '--role',
+      'admin',
+      '--json',
+    ]);
+    expect(r.code, r.stderr).toBe(0);
+    const { url } = JSON.parse(r.stdout) as { url: string };
+    // The token rides in the fragment, which browsers never send to a server.
+    expect(url).toMatch(/^http:\/\/localhost:8080\/platform\/signin#token=[\w-]{43}$/);
+    const { session } = await s.dashboard.redeem(new URL(url).hash.slice('#token='.length));
+    expect(session).toMatchObject({ tenantId: tenant.id, email: 'ada@example.com', role: 'admin' });
+
+    const bad = await onTestDb([
+      'dashboard',
+      'link',
+      '--tenant',
+      tenant.id,
+      '--email',
+      'x@example.com',
+      '--role',
+      'root',
+    ]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('--role must be one of owner, admin, member');
+    expect((await s.sql`select 1 from dashboard_sign_in_links where email = 'x@example.com'`).length).toBe(0);
+  });
+
   it('exits 2 with usage on a bad command or argument, writing nothing', async () => {
     const before = (await s.tenants.list()).length;
     for (const args of [

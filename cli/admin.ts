@@ -8,6 +8,7 @@ import { onShutdown } from '../core/platform/process.ts';
 import { createServices, type Services } from '../core/wiring/services.ts';
 import { POOL_NAME } from '../core/live/capacity.ts';
 import type { TenantLimits, TenantSwitch } from '../core/tenants.ts';
+import { DASHBOARD_ROLES, type DashboardRole } from '../core/dashboard/auth.ts';
 
 /**
  * Operator commands, against the same database the server uses (DATABASE_URL, or the embedded
@@ -32,6 +33,8 @@ const USAGE = `Usage: npm run --silent admin -- <command> [options]
   key create TENANT_ID --name NAME [--scopes a,b] [--spend-limit MICROS] [--legacy live|test] [--json]
   key list TENANT_ID [--json]
   key revoke KEY_ID [--json]                           also revokes every key minted under it (POST /api-keys)
+  dashboard link --tenant TENANT_ID --email EMAIL --role owner|admin|member [--json]
+                                                      a one-time sign-in link to the dashboard (valid DASHBOARD_LINK_MINUTES)
 `;
 
 class UsageError extends Error {}
@@ -84,6 +87,9 @@ async function run(s: Services, argv: string[]): Promise<void> {
       'spend-limit': { type: 'string' },
       legacy: { type: 'string' },
       slots: { type: 'string' },
+      tenant: { type: 'string' },
+      email: { type: 'string' },
+      role: { type: 'string' },
       ...Object.fromEntries(Object.keys(LIMIT_FLAGS).map((flag) => [flag, { type: 'string' as const }])),
       json: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h' },
@@ -218,6 +224,21 @@ async function run(s: Services, argv: string[]): Promise<void> {
       if (!k) throw new UsageError(`no key ${rest[0]}`);
       const also = k.revokedDescendants > 0 ? ` with ${k.revokedDescendants} key(s) minted under it` : '';
       print(json, { id: k.id, status: k.status, revokedDescendants: k.revokedDescendants }, `${k.id} revoked${also}`);
+      return;
+    }
+    case 'dashboard link': {
+      const tenantId = need(o.tenant, '--tenant');
+      const email = need(o.email, '--email').trim();
+      if (!/^[^\s@]+@[^\s@]+$/.test(email) || email.length > 254)
+        throw new UsageError('--email must be an email address');
+      const role = need(o.role, '--role');
+      if (!(DASHBOARD_ROLES as readonly string[]).includes(role))
+        throw new UsageError(`--role must be one of ${DASHBOARD_ROLES.join(', ')}`);
+      if (!(await s.tenants.get(tenantId))) throw new UsageError(`no tenant ${tenantId}`);
+      const { token, expiresAt } = await s.dashboard.createLink({ tenantId, email, role: role as DashboardRole });
+      // The token rides in the fragment: browsers never send it to a server, so it is in no access log.
+      const url = `${s.config.publicBaseUrl}/platform/signin#token=${token}`;
+      print(json, { url, expiresAt: expiresAt.toISOString() }, url);
       return;
     }
     default:

@@ -14,8 +14,14 @@ export interface RetryOptions {
 }
 
 export interface AvatarClientOptions {
-  /** A service API key, `svc_<keyId>_<secret>`. */
-  apiKey: string;
+  /** A service API key, `svc_<keyId>_<secret>`. Required unless `sessionHeaders` is given. */
+  apiKey?: string;
+  /**
+   * Instead of an API key: the headers of a page of the service's own dashboard, signed in with its
+   * session cookie (which the browser sends itself, same origin only). The API takes the cookie only
+   * with its anti-forgery header, `X-Dashboard-Csrf`.
+   */
+  sessionHeaders?: Record<string, string>;
   /** The service origin, e.g. `https://avatars.example.com` (the client adds `/api/v1/...`). */
   baseUrl: string;
   /** The fetch to use (default: the global one). */
@@ -96,15 +102,15 @@ function sleep(ms: number, signal?: AbortSignal): Promise<void> {
  * bytes began to arrive.
  */
 export class AvatarClient {
-  private readonly apiKey: string;
+  private readonly authHeaders: Record<string, string>;
   private readonly baseUrl: string;
   private readonly fetchImpl: typeof fetch;
   private readonly retry: Required<RetryOptions>;
 
   constructor(options: AvatarClientOptions) {
-    if (!options.apiKey) throw new TypeError('AvatarClient: apiKey is required');
+    if (!options.apiKey && !options.sessionHeaders) throw new TypeError('AvatarClient: apiKey is required');
     if (!options.baseUrl) throw new TypeError('AvatarClient: baseUrl is required');
-    this.apiKey = options.apiKey;
+    this.authHeaders = options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : { ...options.sessionHeaders };
     this.baseUrl = options.baseUrl.replace(/\/+$/, '');
     const f = options.fetch ?? globalThis.fetch;
     if (typeof f !== 'function') throw new TypeError('AvatarClient: no fetch available: pass options.fetch');
@@ -135,7 +141,7 @@ export class AvatarClient {
       options.query as Record<string, unknown> | undefined,
     );
     const headers: Record<string, string> = {
-      authorization: `Bearer ${this.apiKey}`,
+      ...this.authHeaders,
       accept: 'application/json',
       ...options.headers,
     };

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the test suite needs on a Debian machine, idempotently:
-#   - redis-server and ffmpeg from Debian's packages,
+#   - redis-server, ffmpeg and chromium (the dashboard's browser tests drive it headless with
+#     playwright-core: no browser download) from Debian's packages,
 #   - the LiveKit server, built with `go install` at the version pinned in package.json
 #     (config.livekitServerVersion) into a cache outside the clone, keyed by that version,
 #   - moto's S3-compatible server (PyPI) in a venv in the same cache, for the storage contract suite,
@@ -11,6 +12,7 @@ cd "$(dirname "$0")/.."
 missing=()
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 command -v ffmpeg >/dev/null 2>&1 || missing+=(ffmpeg)
+[ -x /usr/bin/chromium ] || [ -n "${CHROMIUM_PATH:-}" ] || missing+=(chromium)
 if [ ${#missing[@]} -gt 0 ]; then
   sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
   echo "installing from apt: ${missing[*]}"

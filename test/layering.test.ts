@@ -107,6 +107,20 @@ describe('layering lint: client/ is published alone and runs in browsers', () =>
   });
 });
 
+describe('layering lint: dashboard/ is browser code that calls the API through client/', () => {
+  it('refuses every folder of ours but client/, and Node built-ins', async () => {
+    await refused('dashboard/pages/x.tsx', importing('../../api/dashboard/session.ts'), /dashboard\/ is browser code/);
+    await refused('dashboard/x.ts', importingType('../core/dashboard/auth.ts'), /dashboard\/ is browser code/);
+    await refused('dashboard/x.ts', importing('node:crypto'), /no Node built-ins/);
+  });
+
+  it('allows client/, its own files and packages', async () => {
+    await allowed('dashboard/pages/x.tsx', importing('../../client/index.ts'));
+    await allowed('dashboard/x.tsx', importing('./ui.tsx'));
+    await allowed('dashboard/x.tsx', importing('react'));
+  });
+});
+
 describe('layering lint: core/ never imports api/ or agent/', () => {
   it('refuses api/ and agent/', async () => {
     await refused('core/x.ts', importing('../api/app.ts'), /core\/ never imports api\/ or agent\//);

@@ -8,6 +8,7 @@ import { orAfter } from '../../core/platform/time.ts';
 import { escapeInvalidUtf8 } from '../schemas/json.ts';
 import type { AppEnv } from '../context.ts';
 import { ROUTE_SCOPES, type OperationId } from '../scopes.ts';
+import { dashboardSession, sessionPrincipal } from '../dashboard/session.ts';
 
 /** Default JSON body cap of routes without a cap of their own (the API documents 8 to 32 KiB for those). */
 export const DEFAULT_BODY_LIMIT = 16 * 1024;
@@ -42,7 +43,10 @@ export function authenticate(operationId: OperationId): MiddlewareHandler<AppEnv
     const authorization = c.req.header('authorization');
     const blockedMs = address ? authFailures.blockedFor(address) : 0;
     let principal;
-    if (blockedMs > 0) {
+    // A dashboard page (its session cookie, its anti-forgery header) when no key is presented.
+    const session = authorization === undefined ? await dashboardSession(c) : undefined;
+    if (session) principal = sessionPrincipal(session);
+    else if (blockedMs > 0) {
       // Blocked: only a key this process verified recently passes (a client behind the same
       // address with a real key), checked without a query; anything else is the 429.
       principal = await keys.verifyCached(authorization).catch(() => undefined);

@@ -10,6 +10,8 @@ export interface Principal {
   tenantId: string;
   scopes: string[];
   spendLimitCreditMicros: number | null;
+  /** Set when the caller is a signed-in dashboard page (its session's key), not a bearer key. */
+  dashboardSessionId?: string;
 }
 
 export interface ApiKeyRecord {

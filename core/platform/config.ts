@@ -256,6 +256,14 @@ const schema = z.object({
    */
   AUTH_FAILURE_LIMIT_POINTS: envInt(1, 30),
   AUTH_FAILURE_LIMIT_WINDOW_SECONDS: envInt(1, 60),
+  /**
+   * The dashboard (docs/dashboard.md). The secret its kept keys are encrypted with (AES-256-GCM; share
+   * it between API processes); default: DATA_DIR/dashboard-secret.key, made once. How long a sign-in
+   * link can be redeemed, and how long a session lasts.
+   */
+  DASHBOARD_SECRET_KEY: z.preprocess(emptyAsUndefined, z.string().min(16).optional()),
+  DASHBOARD_LINK_MINUTES: envInt(1, 15, 7 * 24 * 60),
+  DASHBOARD_SESSION_HOURS: envInt(1, 12, 30 * 24),
   /** Relative billing URL put on 402 errors. */
   BILLING_URL: z.string().min(1).default('/platform/billing'),
 });

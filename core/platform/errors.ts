@@ -74,6 +74,8 @@ const ERROR_STATUS = {
   recording_not_ready: 409,
   recording_failed: 409,
   recording_expired: 404,
+  // The dashboard (docs/dashboard.md): a key whose full value is not kept, or no longer usable.
+  key_not_copyable: 409,
 } as const satisfies Record<string, number>;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;

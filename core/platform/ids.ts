@@ -25,6 +25,7 @@ export const ID_PREFIX = {
   queueTicket: 'qtk',
   worker: 'wrk',
   conversation: 'cnv',
+  dashboardSession: 'dss',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIX;

@@ -20,6 +20,13 @@ export function createLogger(level: string = process.env.LOG_LEVEL ?? 'info') {
         '*.secret',
         'password',
         '*.password',
+        // The dashboard's session cookie and sign-in tokens.
+        'cookie',
+        '*.cookie',
+        'headers.cookie',
+        '*.headers.cookie',
+        'token',
+        '*.token',
       ],
       censor: '[redacted]',
     },

@@ -36,6 +36,8 @@ import {
   TurnService,
   VideoCachePlanner,
 } from '../realtime/index.ts';
+import { DashboardAuth } from '../dashboard/auth.ts';
+import { KeyVault, loadDashboardSecret } from '../dashboard/vault.ts';
 import { FliteEngine } from '../../render/tts/index.ts';
 
 /**
@@ -90,6 +92,8 @@ export interface Services {
   turns: TurnService;
   /** POST /realtime/video-cache/plan. */
   videoCache: VideoCachePlanner;
+  /** The dashboard's sign-in links and sessions, and the keys made there (docs/dashboard.md). */
+  dashboard: DashboardAuth;
   close(): Promise<void>;
 }
 
@@ -219,6 +223,14 @@ export async function createServices(config: Config, opts: CreateServicesOptions
     ...(llmConfigured(config) ? { chat: new ChatModel(config) } : {}),
   });
   const videoCache = new VideoCachePlanner({ sql: db.sql, jobs, storage, log });
+  let vault: KeyVault | undefined;
+  const dashboard = new DashboardAuth(
+    db.sql,
+    keys,
+    () => (vault ??= new KeyVault(loadDashboardSecret(config.dataDir, config.DASHBOARD_SECRET_KEY))),
+    { linkTtlMinutes: config.DASHBOARD_LINK_MINUTES, sessionTtlHours: config.DASHBOARD_SESSION_HOURS },
+    log,
+  );
   // In order: the jobs (their workers use everything else), the key listener, then the pools and,
   // last, the database. Once: a second call waits for the first.
   let closed: Promise<void> | undefined;
@@ -264,6 +276,7 @@ export async function createServices(config: Config, opts: CreateServicesOptions
     realtimeMedia,
     turns,
     videoCache,
+    dashboard,
     close: () => (closed ??= close()),
   };
   return services;

@@ -75,16 +75,21 @@ export function register(app: App) {
         field: 'expiresAt',
       });
     }
-    const { record, apiKey } = await c.get('services').keys.create({
+    const { keys, dashboard } = c.get('services');
+    const fromDashboard = caller.dashboardSessionId !== undefined;
+    const { record, apiKey } = await keys.create({
       tenantId: caller.tenantId,
       name: body.name,
       scopes,
       spendLimitCreditMicros: body.spendLimitCreditMicros ?? null,
       expiresAt,
       // The new key nests inside the caller (scopes, spend limit, expiry: 403 naming the field
-      // otherwise), its spend counts against the caller's limit, and it dies with the caller.
-      parentId: caller.apiKeyId,
+      // otherwise), its spend counts against the caller's limit, and it dies with the caller. A key
+      // made in the dashboard is a workspace key: it outlives the session that made it, and its full
+      // value is kept encrypted so that owners and admins can copy it again (docs/dashboard.md).
+      parentId: fromDashboard ? null : caller.apiKeyId,
     });
+    if (fromDashboard) await dashboard.keepSecret(record.id, apiKey);
     return c.json(
       {
         id: record.id,

@@ -1,0 +1,61 @@
+import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+
+/** File under DATA_DIR holding the dashboard's encryption secret when DASHBOARD_SECRET_KEY is not set. */
+const DASHBOARD_SECRET_FILE = 'dashboard-secret.key';
+
+/**
+ * The secret the vault's key is derived from: DASHBOARD_SECRET_KEY when configured (every API
+ * process must share it), otherwise a random one made once in DATA_DIR with mode 0600, as the
+ * media signing secret is.
+ */
+export function loadDashboardSecret(dataDir: string, configured?: string): string {
+  if (configured) return configured;
+  const file = path.join(dataDir, DASHBOARD_SECRET_FILE);
+  mkdirSync(dataDir, { recursive: true });
+  try {
+    // 'wx': only if absent, so two first starts at once cannot overwrite each other's secret.
+    writeFileSync(file, randomBytes(32).toString('base64url'), { mode: 0o600, flag: 'wx' });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+  }
+  const secret = readFileSync(file, 'utf8').trim();
+  if (secret.length < 16) throw new Error(`${file} holds no usable secret: delete it to have a new one made`);
+  return secret;
+}
+
+export interface Sealed {
+  iv: Buffer;
+  ciphertext: Buffer;
+  tag: Buffer;
+}
+
+/**
+ * AES-256-GCM with a key derived from the dashboard secret for this one use. Each value is bound to
+ * what it belongs to (`context`, e.g. the API key's id, as additional data): a ciphertext copied onto
+ * another row fails to open.
+ */
+export class KeyVault {
+  private readonly key: Buffer;
+
+  constructor(secret: string) {
+    this.key = createHash('sha256').update('avatar-platform dashboard key vault v1\n').update(secret).digest();
+  }
+
+  seal(plain: string, context: string): Sealed {
+    const iv = randomBytes(12);
+    const cipher = createCipheriv('aes-256-gcm', this.key, iv);
+    cipher.setAAD(Buffer.from(context, 'utf8'));
+    const ciphertext = Buffer.concat([cipher.update(plain, 'utf8'), cipher.final()]);
+    return { iv, ciphertext, tag: cipher.getAuthTag() };
+  }
+
+  /** The plain value; throws when the ciphertext, its context or the secret differ from the sealing's. */
+  open(sealed: Sealed, context: string): string {
+    const decipher = createDecipheriv('aes-256-gcm', this.key, sealed.iv);
+    decipher.setAAD(Buffer.from(context, 'utf8'));
+    decipher.setAuthTag(sealed.tag);
+    return Buffer.concat([decipher.update(sealed.ciphertext), decipher.final()]).toString('utf8');
+  }
+}
