@@ -167,6 +167,9 @@ function recommendedRetryMs(position: number, ticketTtlSeconds: number): number 
   return Math.min(1000 + 250 * (position - 1), Math.floor((ticketTtlSeconds * 1000) / 3));
 }
 
+/** How long a dispatched call waits for a worker to take it before it is dispatched again: longer than a worker takes to claim one (tens of ms; seconds on a loaded machine). */
+const REDISPATCH_AFTER_MS = 4000;
+
 export class LiveCalls {
   constructor(
     private readonly d: {
@@ -377,6 +380,7 @@ export class LiveCalls {
       }
       const t1 = performance.now();
       await livekit.dispatchAgent(roomName, sessionId);
+      this.dispatchAgainUntilTaken(call);
       return { roomMs: t1 - t0, dispatchMs: performance.now() - t1 };
     } catch (err) {
       this.d.log.error({ err, sessionId, room: roomName }, 'live call dispatch failed');
@@ -388,6 +392,37 @@ export class LiveCalls {
         'The call could not be set up on LiveKit (room or agent dispatch failed); nothing was charged. Retry with backoff',
       );
     }
+  }
+
+  /**
+   * LiveKit drops a dispatch that finds no worker with room at that moment, and does not try again:
+   * a call minted in the seconds after another ended on a full worker (the worker reports its free
+   * slot only at its next load report) would wait out LIVE_JOIN_TIMEOUT_SECONDS and fail. So a call
+   * no worker has taken after REDISPATCH_AFTER_MS is dispatched again, and again, until one takes
+   * it, it ends, or its join deadline passes. A worker takes a session once (a second dispatch that
+   * reaches a worker already running it is refused there).
+   */
+  private dispatchAgainUntilTaken(call: PlannedCall): void {
+    const deadline = Date.now() + this.d.config.LIVE_JOIN_TIMEOUT_SECONDS * 1000;
+    const check = async () => {
+      const session = await this.d.sessions.get(call.sessionId);
+      if (!session || session.state !== 'pending' || session.workerId !== null || Date.now() >= deadline) return;
+      this.d.log.warn(
+        { sessionId: call.sessionId, room: call.roomName },
+        'no worker took the call; dispatching it again',
+      );
+      await this.d.livekit!.dispatchAgent(call.roomName, call.sessionId);
+      schedule();
+    };
+    const schedule = () =>
+      setTimeout(
+        () =>
+          void check().catch((err: unknown) =>
+            this.d.log.warn({ err, sessionId: call.sessionId }, 'could not dispatch the call again'),
+          ),
+        REDISPATCH_AFTER_MS,
+      ).unref();
+    schedule();
   }
 
   /** The scene a mint plays, or the refusal: 403 not enabled, 404 unknown/expired/failed, 409 building, 429 over the scene-call limit. */
