@@ -1,6 +1,5 @@
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import path from 'node:path';
+import { loadLocalSecret } from '../platform/local-secret.ts';
 
 /** File under DATA_DIR holding the dashboard's encryption secret when DASHBOARD_SECRET_KEY is not set. */
 const DASHBOARD_SECRET_FILE = 'dashboard-secret.key';
@@ -11,18 +10,7 @@ const DASHBOARD_SECRET_FILE = 'dashboard-secret.key';
  * media signing secret is.
  */
 export function loadDashboardSecret(dataDir: string, configured?: string): string {
-  if (configured) return configured;
-  const file = path.join(dataDir, DASHBOARD_SECRET_FILE);
-  mkdirSync(dataDir, { recursive: true });
-  try {
-    // 'wx': only if absent, so two first starts at once cannot overwrite each other's secret.
-    writeFileSync(file, randomBytes(32).toString('base64url'), { mode: 0o600, flag: 'wx' });
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-  }
-  const secret = readFileSync(file, 'utf8').trim();
-  if (secret.length < 16) throw new Error(`${file} holds no usable secret: delete it to have a new one made`);
-  return secret;
+  return loadLocalSecret(dataDir, DASHBOARD_SECRET_FILE, configured);
 }
 
 export interface Sealed {

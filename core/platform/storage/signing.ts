@@ -1,6 +1,5 @@
-import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import path from 'node:path';
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import { loadLocalSecret } from '../local-secret.ts';
 import { MAX_SIGNED_URL_TTL_SECONDS } from './types.ts';
 
 /** File under DATA_DIR holding the media signing secret when MEDIA_SIGNING_SECRET is not set. */
@@ -12,18 +11,7 @@ export const SIGNING_SECRET_FILE = 'media-signing.secret';
  * served media folder).
  */
 export function loadSigningSecret(dataDir: string, configured?: string): string {
-  if (configured) return configured;
-  const file = path.join(dataDir, SIGNING_SECRET_FILE);
-  mkdirSync(dataDir, { recursive: true });
-  try {
-    // 'wx': create only if absent, so concurrent first starts cannot overwrite each other's secret.
-    writeFileSync(file, randomBytes(32).toString('base64url'), { mode: 0o600, flag: 'wx' });
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-  }
-  const secret = readFileSync(file, 'utf8').trim();
-  if (secret.length < 16) throw new Error(`${file} holds no usable secret: delete it to have a new one made`);
-  return secret;
+  return loadLocalSecret(dataDir, SIGNING_SECRET_FILE, configured);
 }
 
 /** HMAC-SHA256 signatures of (key, expiry) pairs, with a key derived from the secret for this one use. */
