@@ -467,7 +467,7 @@ describe('faults of live calls', () => {
         worker
           .logs()
           .split('\n')
-          .filter((l) => l.includes('"registered worker"')).length;
+          .filter((l) => l.includes('"msg":"agent worker registered')).length;
       const registrations = registered();
       await lk.stop();
       lk = await startLiveKit({ port: lkPort, webhookUrls: [h.webhookUrl] });

@@ -132,6 +132,11 @@ export async function startAgentWorker(deps: AgentDeps, opts: AgentWorkerOptions
     }),
   );
   const registered = new Promise<void>((resolve) => server.event.once('worker_registered' as never, () => resolve()));
+  // After a LiveKit outage the worker registers again (agents-js logs it below info): one line each time.
+  let registrations = 0;
+  server.event.on('worker_registered' as never, () => {
+    if (registrations++ > 0) log.info({ workerId: id }, 'agent worker registered again');
+  });
   const running = server.run();
   await Promise.race([
     registered,
