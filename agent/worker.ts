@@ -107,7 +107,7 @@ export async function startAgentWorker(deps: AgentDeps, opts: AgentWorkerOptions
   );
 
   const healthPort = config.AGENT_HEALTH_PORT || (await freePort());
-  const taken = new Set<string>();
+  const callsRunning = new Set<string>();
   const server = new AgentServer(
     new ServerOptions({
       agent: voiceJob,
@@ -126,7 +126,7 @@ export async function startAgentWorker(deps: AgentDeps, opts: AgentWorkerOptions
       loadFunc: async () =>
         state.draining ? 1 : Math.min(1, (LIVEKIT_TARGET_LOAD * host.calls.length) / config.AGENT_SLOTS),
       requestFunc: (req) =>
-        takeCall(req, { workerId: id, slots: config.AGENT_SLOTS, host, stores, state, running: taken, log }),
+        takeCall(req, { workerId: id, slots: config.AGENT_SLOTS, host, stores, state, callsRunning, log }),
       // Reconnect through a LiveKit restart or outage of a few minutes (back-off up to 10 s each).
       maxRetry: LIVEKIT_RECONNECT_ATTEMPTS,
     }),
@@ -237,7 +237,7 @@ interface CallIntake {
   stores: CallStores;
   state: { draining: boolean };
   /** The sessions this worker runs (taken, not yet ended). */
-  running: Set<string>;
+  callsRunning: Set<string>;
   log: Logger;
 }
 
@@ -248,7 +248,7 @@ async function takeCall(req: JobRequest, intake: CallIntake): Promise<void> {
   const meta = parseDispatchMetadata(req.job.metadata);
   if (!meta || intake.state.draining || host.calls.length >= intake.slots) return req.reject();
   // A call the API dispatched again (core/live/calls.ts) that reached the worker already running it.
-  if (intake.running.has(meta.session_id)) return req.reject();
+  if (intake.callsRunning.has(meta.session_id)) return req.reject();
   const session = await stores.live.claim(meta.session_id, intake.workerId).catch((err: unknown) => {
     log.error({ err }, 'could not claim a dispatched call');
     return undefined;
@@ -263,8 +263,8 @@ async function takeCall(req: JobRequest, intake: CallIntake): Promise<void> {
     log.warn({ sessionId: session.id, room: session.roomName, dispatchMs, claimMs }, 'call dispatched late');
   // Accept at once (LiveKit waits on the answer); the avatar starts meanwhile. The job process
   // becomes the call's voice agent, or (provider mode) ends at once: the avatar needs no job.
-  intake.running.add(session.id);
-  void runCall(stores, host, session, log).finally(() => intake.running.delete(session.id));
+  intake.callsRunning.add(session.id);
+  void runCall(stores, host, session, log).finally(() => intake.callsRunning.delete(session.id));
   const identity =
     session.mode === 'conversation'
       ? (session.agentIdentity ?? `agent-${session.id}`)
