@@ -141,12 +141,16 @@ class CallFile {
   audio(pcm: Int16Array): void {
     if (!this.writer) return; // before the first frame: not in the file
     // The chunk ends now: where it starts by our clock, and by the samples written so far.
-    const startsAt = Math.round(((performance.now() - this.t0) * SR) / 1000) - pcm.length;
+    const endsAt = Math.round(((performance.now() - this.t0) * SR) / 1000);
+    const startsAt = endsAt - pcm.length;
     // A gap (the track stalled, or had not started): silence up to where this chunk starts. A chunk
     // late to reach us (a busy event loop) follows the last one, sample after sample.
     const silence = startsAt - this.samples > SR * 0.06 ? startsAt - this.samples : 0;
-    let chunk = pcm;
-    if (startsAt < 0 && this.samples === 0) chunk = pcm.subarray(Math.min(pcm.length, -startsAt));
+    // Nothing is heard before it arrives: audio that would end after now (chunks queued before the
+    // first frame, delivered in one burst after it) loses what is older, or the whole file's audio
+    // would lag its video by that backlog.
+    const ahead = this.samples + silence + pcm.length - endsAt;
+    const chunk = ahead > 0 ? pcm.subarray(Math.min(pcm.length, ahead)) : pcm;
     this.samples += silence + chunk.length;
     const copy = chunk.slice();
     this.queue('audio', async (w) => {
