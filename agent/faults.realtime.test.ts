@@ -39,6 +39,12 @@ const logs: string[] = [];
 
 /** What the fake STT answers to the next utterance (set before each one is spoken). */
 let heard: TranscriptionReply = { text: '' };
+/**
+ * The audio `heard` went to: its retry is answered the same, while another piece of the same
+ * utterance (the STT's VAD can cut it at its comma) hears nothing, as a real STT would hear no
+ * second question in it.
+ */
+let heardAudio: Buffer | null = null;
 /** The fake LLM's answer by what the user said last: a fault for the words a case scripts, a short answer otherwise. */
 const chatFaults = new Map<string, () => ChatReply>();
 const NORMAL_ANSWER = 'Sure, happy to help.';
@@ -63,7 +69,11 @@ beforeAll(async () => {
   });
   lk = await startLiveKit({ port: lkPort, webhookUrls: [h.webhookUrl] });
   h.fake.script = {
-    transcribe: () => heard,
+    transcribe: (req) => {
+      if (heardAudio && !heardAudio.equals(req.audio)) return { text: '' };
+      heardAudio = req.audio;
+      return heard;
+    },
     chat: (req) => {
       const said = lastUserText(req);
       for (const [words, reply] of chatFaults) if (said.includes(words)) return reply();
@@ -109,6 +119,7 @@ async function startCall(): Promise<UserCall> {
 /** The user says something the fake STT hears as `text` (or fails on); resolves when it has been said, with when. */
 async function say(u: UserCall, reply: TranscriptionReply, pcm = question.pcm): Promise<number> {
   heard = reply;
+  heardAudio = null;
   await u.mic.speak(pcm);
   return u.mic.spoken.at(-1)!.end;
 }
