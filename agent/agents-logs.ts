@@ -6,6 +6,7 @@
  * are left out of every line unless LOG_TRANSCRIPTS is on.
  */
 import { initializeLogger, log } from '@livekit/agents';
+import { demoteCallEndRaces } from './call-end-races.ts';
 
 /**
  * Every `lk.pii.*` field agents-js 1.9 and its OpenAI and Silero plugins log (transcripts, replies,
@@ -64,6 +65,16 @@ export function agentsLogLevel(level: string): string {
 /** The worker's agents-js logger (its job processes get the same level from it). */
 export function initAgentsLogger(o: { level: string; transcripts: boolean }): void {
   initializeLogger({ pretty: false, level: agentsLogLevel(o.level) });
+  shapeAgentsLog(o);
+}
+
+/**
+ * agents-js's lines in this process as an operator should read them: without the user's words
+ * unless `transcripts`, and the errors of a call's end that are none (call-end-races.ts) as
+ * warnings. Called after agents-js made its logger (a job process: in prewarm).
+ */
+export function shapeAgentsLog(o: { transcripts: boolean }): void {
+  demoteCallEndRaces(log());
   if (!o.transcripts) dropPersonalFields();
 }
 
@@ -72,7 +83,7 @@ export function initAgentsLogger(o: { level: string; transcripts: boolean }): vo
  * already included: they share the root logger's serializers, where a serializer answering
  * undefined leaves its field out. Called after agents-js made its logger (a job process: in prewarm).
  */
-export function dropPersonalFields(): void {
+function dropPersonalFields(): void {
   const root = log() as unknown as Record<symbol, unknown>;
   let serializers: Record<string, (v: unknown) => unknown> | undefined;
   for (let o: object | null = root; o && !serializers; o = Object.getPrototypeOf(o) as object | null) {

@@ -13,6 +13,7 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { AudioSource } from '@livekit/rtc-node';
+import { demoteCallEndRaces } from './call-end-races.ts';
 
 interface FfiBindings {
   livekitInitialize(callback: (data: Uint8Array) => void, captureLogs: boolean, sdkVersion: string): void;
@@ -30,7 +31,9 @@ let quieted = false;
  * `level`. Call it before the first connection.
  */
 export function quietRtcLogs(level = 'info'): void {
-  rtcNodeLogger().level = level;
+  const logger = rtcNodeLogger();
+  demoteCallEndRaces(logger);
+  logger.level = level;
   if (quieted) return;
   quieted = true;
   // Read once, when the engine starts (rtc-node's first call into it, just below).

@@ -22,7 +22,7 @@ import { createLogger, type Logger } from '../../core/platform/log.ts';
 import { stallGuardedFetch } from '../../core/platform/net/stall-guard.ts';
 import { UsageStore } from '../../core/usage.ts';
 import { RPC_USER_SPEECH_STARTED } from '../protocol.ts';
-import { dropPersonalFields } from '../agents-logs.ts';
+import { shapeAgentsLog } from '../agents-logs.ts';
 import { quietRtcLogs } from '../rtc-logs.ts';
 import { actionTools } from './actions.ts';
 import { splitClauses, ttsFor } from './tts.ts';
@@ -242,7 +242,7 @@ export default defineAgent({
   prewarm: async (proc: JobProcess) => {
     const config = loadConfig();
     quietRtcLogs(config.LOG_LEVEL);
-    if (!config.LOG_TRANSCRIPTS) dropPersonalFields();
+    shapeAgentsLog({ transcripts: config.LOG_TRANSCRIPTS });
     const log = createLogger(config.LOG_LEVEL).child({ component: 'voice' });
     const db = await openDatabase({ ...config, DATABASE_POOL_SIZE: 2 }, log);
     // Two VADs on the user's audio, each counting silence in the audio itself (a busy machine
