@@ -52,5 +52,6 @@ export function demoteCallEndRaces(logger: object): void {
   Object.assign(logMethod, { callEndRaces: true });
   target[sym] = { ...hooks, logMethod };
   // Setting the level again makes its methods anew, through the hook.
-  target.level = target.level;
+  const level = target.level;
+  target.level = level;
 }
