@@ -76,6 +76,8 @@ beforeAll(async () => {
       // parts in turn (the VAD's cut of the first may hold more than the first part's length).
       if (wholeSeconds > 0 && seconds >= wholeSeconds - 0.15) return { text: `${FIRST} ${SECOND}` };
       if (wholeSeconds > 0) return { text: partsHeard++ === 0 ? FIRST : SECOND };
+      // A backchannel's stretch: its 250 ms, the VAD's 500 ms before it and the silence after it.
+      if (seconds < 1.4) return { text: 'Mm-hmm.' };
       return { text: 'Please tell me a long story.' };
     },
     chat: (req) => {
@@ -97,7 +99,7 @@ afterAll(async () => {
 
 describe('turn-taking on the real LiveKit server', () => {
   it(
-    `keeps a ${PAUSE_KEPT_MS} ms pause inside an utterance in the turn, and stops the avatar when the user speaks over it`,
+    `keeps a ${PAUSE_KEPT_MS} ms pause inside an utterance in the turn, goes on through a backchannel, and stops the avatar when the user speaks over it`,
     { timeout: 240_000 },
     async () => {
       const first = trimmed((await speech(FIRST)).pcm);
@@ -144,14 +146,27 @@ describe('turn-taking on the real LiveKit server', () => {
       expect(turns.at(-1), heard).toContain(SECOND);
       await new Promise((r) => setTimeout(r, 3000));
 
-      // 2. A long answer, and the user speaks over it: the avatar stops at once (barge-in).
+      // 2. A long answer: a backchannel over it lets it go on; the user's speech over it stops it (barge-in).
       wholeSeconds = 0;
       await mic.speak(trimmed((await speech('Please tell me a long story.')).pcm));
       const storyAt = await waitFor('the story', () => avatarLoudAfter(viewer, mic.spoken.at(-1)!.end), {
         timeoutMs: 30_000,
       });
-      // Past agents-js's echo-cancellation warm-up (3 s of the avatar's first speech, when nothing interrupts it).
+      await new Promise((r) => setTimeout(r, 2500));
+
+      // 2a. A backchannel over it (250 ms of voice): the avatar goes on, and the LLM is not asked.
+      const chatsBeforeBackchannel = h.fake.chatRequests.length;
+      await mic.speak(trimmed((await speech('Yeah.')).pcm).slice(0, Math.round(RATE * 0.25)));
+      const backchannelAt = mic.spoken.at(-1)!.start;
       await new Promise((r) => setTimeout(r, 3500));
+      // The story goes on, its sentences with their breaks (stopped, the avatar would have been
+      // silent, then answered "Mm-hmm." in under a second).
+      const goesOn = viewer.audio.filter((a) => a.at > backchannelAt + 500 && a.at < backchannelAt + 3500);
+      const voicedMs = goesOn.filter((a) => a.level > 400).length * 10;
+      expect(voicedMs, 'avatar speech 0.5 to 3.5 s after the backchannel, ms').toBeGreaterThan(1500);
+      expect(h.fake.chatRequests.slice(chatsBeforeBackchannel).map(lastTurn)).toEqual([]);
+
+      // 2b. Speech over it: it stops.
       const said = mic.spoken.length;
       void mic.speak(trimmed((await speech('Stop, please. Stop talking now.')).pcm));
       const interruptedAt = await waitFor('the interruption to start', () => mic.spoken[said]?.start);

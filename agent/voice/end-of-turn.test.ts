@@ -1,6 +1,7 @@
 import { VAD, VADEventType, type VADEvent, type VADStream } from '@livekit/agents';
 import { describe, expect, it } from 'vitest';
 import { finishedSentence, GatedVAD, TurnGate } from './end-of-turn.ts';
+import { INTERRUPTION } from './turns.ts';
 
 describe('a finished sentence', () => {
   it('ends the turn sooner on questions, statements and short answers', () => {
@@ -94,11 +95,14 @@ async function reported(gate: TurnGate, events: Partial<VADEvent>[], onYield?: (
   }
 }
 
+/** A backchannel's transcription: no words. */
+const NONE = () => ({ alternatives: [] });
+
 /** A gate whose last transcription said `words`, asked for after the user started speaking. */
 async function heard(words: string, language = 'en'): Promise<TurnGate> {
   const gate = new TurnGate(language);
   gate.speechStarted();
-  await gate.transcribe(async () => ({ alternatives: [{ text: words }] }));
+  await gate.transcribe(async () => ({ alternatives: [{ text: words }] }), NONE);
   return gate;
 }
 
@@ -119,7 +123,7 @@ describe('the turn gate', () => {
     const events = [START, END, silence(332), silence(450), START, silence(0), END, silence(800)];
     // The second end, after "about the weather on Mars." (its stretch transcribed once the user went on).
     const out = await reported(gate, events, (i) => {
-      if (i === 5) void gate.transcribe(async () => ({ alternatives: [{ text: 'about the weather on Mars.' }] }));
+      if (i === 5) void gate.transcribe(async () => ({ alternatives: [{ text: 'about the weather on Mars.' }] }), NONE);
     });
     expect(out).toEqual(['start', 'end 300']);
   });
@@ -129,7 +133,7 @@ describe('the turn gate', () => {
     gate.speechStarted(); // the user went on: nothing asked for since
     expect(gate.finished()).toBe(false);
     let answer!: (v: { alternatives: { text: string }[] }) => void;
-    const out = gate.transcribe(() => new Promise<{ alternatives: { text: string }[] }>((r) => (answer = r)));
+    const out = gate.transcribe(() => new Promise<{ alternatives: { text: string }[] }>((r) => (answer = r)), NONE);
     expect(gate.finished()).toBe(false);
     answer({ alternatives: [{ text: 'And a linker?' }] });
     await out;
@@ -139,5 +143,75 @@ describe('the turn gate', () => {
   it('waits the long silence in any language its rules do not know', async () => {
     const gate = await heard("Qu'est-ce qu'un compilateur ?", 'fr');
     expect(gate.finished()).toBe(false);
+  });
+});
+
+describe('a backchannel over the avatar', () => {
+  /**
+   * Silero's reports of 32 ms windows scored `scores`, as it makes them: speaking from the window
+   * after the first two voiced ones (its minimum speech), a START_OF_SPEECH then.
+   */
+  function windows(scores: number[]): Partial<VADEvent>[] {
+    const out: Partial<VADEvent>[] = [];
+    let voiced = 0;
+    let speaking = false;
+    scores.forEach((probability, i) => {
+      out.push({ type: VADEventType.INFERENCE_DONE, timestamp: i * 32, probability, speaking });
+      voiced = probability > 0.5 ? voiced + 1 : 0;
+      if (!speaking && voiced >= 2) {
+        speaking = true;
+        out.push(START);
+      }
+    });
+    return out;
+  }
+  /** What the gated VAD reports as the speech duration while the user speaks (agents-js interrupts on it). */
+  async function voiceReported(gate: TurnGate, events: Partial<VADEvent>[]): Promise<number[]> {
+    const out: number[] = [];
+    const stream = new GatedVAD(scriptedVad(events), gate, 700).stream();
+    for (let r = await stream.next(); !r.done; r = await stream.next())
+      if (r.value.type === VADEventType.INFERENCE_DONE && r.value.speaking) out.push(r.value.speechDuration);
+    return out;
+  }
+  const transcribed = async (gate: TurnGate) => {
+    let asked = false;
+    const ev = await gate.transcribe(async () => {
+      asked = true;
+      return { alternatives: [{ text: 'Mm-hmm.' }] };
+    }, NONE);
+    return { asked, words: ev.alternatives[0]?.text ?? '' };
+  };
+
+  it('happy: counts the voice heard, not the scores fading after it nor the silence, so a 250 ms "mm-hmm" stays under the interruption threshold', async () => {
+    const gate = new TurnGate('en');
+    gate.avatarSpeaking = true;
+    // As Silero scored 250 ms of "Yeah" in a call: 8 voiced windows, then 0.63, 0.52 on the way down.
+    const out = await voiceReported(
+      gate,
+      windows([0.01, 0.96, 0.98, 0.99, 1, 1, 1, 1, 1, 0.63, 0.52, 0.4, 0.18, 0.07]),
+    );
+    expect(Math.max(...out)).toBe(256);
+    expect(Math.max(...out)).toBeLessThan(INTERRUPTION.minDuration);
+    expect(gate.backchannel()).toBe(true);
+    expect(await transcribed(gate)).toEqual({ asked: false, words: '' });
+  });
+
+  it('happy: speech with short pauses counts whole, and stops the avatar once its voice reaches the threshold', async () => {
+    const gate = new TurnGate('en');
+    gate.avatarSpeaking = true;
+    // "Stop, please.": a short word, a 128 ms pause (still speech to the VAD), then more words.
+    const scores = [0.9, 0.95, 1, 1, 1, 0.3, 0.1, 0.1, 0.2, 0.9, 1, 1, 1, 1, 1, 1];
+    const out = await voiceReported(gate, windows(scores));
+    expect(out).toEqual([64, 96, 128, 128, 128, 128, 128, 160, 192, 224, 256, 288, 320, 352]);
+    expect(gate.backchannel()).toBe(false);
+    expect(await transcribed(gate)).toEqual({ asked: true, words: 'Mm-hmm.' });
+  });
+
+  it('error: short speech while the avatar is silent is a turn, transcribed as any other', async () => {
+    const gate = new TurnGate('en');
+    await voiceReported(gate, windows([0.9, 0.95, 1, 1, 0.1]));
+    gate.avatarSpeaking = true; // it began answering after the user began
+    expect(gate.backchannel()).toBe(false);
+    expect(await transcribed(gate)).toEqual({ asked: true, words: 'Mm-hmm.' });
   });
 });

@@ -6,6 +6,7 @@
  * long, pause-safe silence.
  */
 import { VAD, VADEventType, type VADEvent, type VADStream } from '@livekit/agents';
+import { BACKCHANNEL_MS } from './turns.ts';
 
 /**
  * Words that leave a sentence open when it ends on them: conjunctions, prepositions, articles
@@ -68,15 +69,23 @@ export class TurnGate {
   private pending = 0;
   private startedAtSpeech = 0;
   private lastWords = '';
+  /** Whether the avatar speaks now (the voice agent's state), and did when the user's speech began. */
+  avatarSpeaking = false;
+  private startedOverAvatar = false;
+  /** The voice heard of the user's speech so far (ms): the VAD's speech less the silence it ends in. */
+  private voiceMs = 0;
 
   constructor(private readonly language: string) {}
 
-  /** Runs one transcription of the STT, noting it out until its words are back. */
-  async transcribe<T extends { alternatives?: { text: string }[] }>(work: () => Promise<T>): Promise<T> {
+  /**
+   * Runs one transcription of the STT, noting it out until its words are back; a backchannel's
+   * (turns.ts) is not run: `none` answers it, with no words.
+   */
+  async transcribe<T extends { alternatives?: { text: string }[] }>(work: () => Promise<T>, none: () => T): Promise<T> {
     this.started++;
     this.pending++;
     try {
-      const ev = await work();
+      const ev = this.backchannel() ? none() : await work();
       this.lastWords = ev.alternatives?.[0]?.text ?? '';
       return ev;
     } finally {
@@ -87,6 +96,23 @@ export class TurnGate {
   /** The user speaks (again): the words that end the turn will be those of a transcription asked for after this. */
   speechStarted(): void {
     this.startedAtSpeech = this.started;
+    this.startedOverAvatar = this.avatarSpeaking;
+  }
+
+  /**
+   * One window of the VAD's: `ms` of voice heard in it (0: none), and whether the VAD counts the
+   * user as speaking. Answers the voice heard of the speech so far; silence outside speech starts
+   * the count anew.
+   */
+  window(ms: number, speaking: boolean): number {
+    if (ms > 0) this.voiceMs += ms;
+    else if (!speaking) this.voiceMs = 0;
+    return this.voiceMs;
+  }
+
+  /** Whether the speech the user has made is a backchannel: short, and begun over the avatar. */
+  backchannel(): boolean {
+    return this.startedOverAvatar && this.voiceMs < BACKCHANNEL_MS;
   }
 
   /** Whether the turn may end after the short silence: its last words are back, and finish a sentence. */
@@ -104,6 +130,12 @@ export class TurnGate {
     return this.pending > 0;
   }
 }
+
+/**
+ * A window the VAD scores this likely speech is voice. Its threshold of speech (0.5) is crossed on
+ * the way down as well, for about 60 ms after a sound ends: a 250 ms sound would count 350 ms.
+ */
+const VOICED_PROBABILITY = 0.7;
 
 /** How long past the long silence a turn waits for a transcription still out before it ends anyway. */
 const TRANSCRIPT_WAIT_MS = 3000;
@@ -140,6 +172,8 @@ export class GatedVAD extends VAD {
 /** The inner stream's events, an end of speech held back while the gate says the turn goes on. */
 class GatedVADStream implements AsyncIterableIterator<VADEvent> {
   private held: VADEvent | undefined;
+  /** The audio time of the last window (ms). */
+  private lastWindowAt: number | undefined;
   private readonly ready: VADEvent[] = [];
 
   constructor(
@@ -196,12 +230,18 @@ class GatedVADStream implements AsyncIterableIterator<VADEvent> {
         if (this.mayEnd(ev.silenceDuration)) this.ready.push(ev);
         else this.held = ev;
         return;
-      case VADEventType.INFERENCE_DONE:
-        this.ready.push(ev);
+      case VADEventType.INFERENCE_DONE: {
+        // agents-js interrupts the avatar on the speech duration: the voice heard, not the
+        // silence after it (turns.ts, the backchannel).
+        const windowMs = this.lastWindowAt === undefined ? 0 : ev.timestamp - this.lastWindowAt;
+        this.lastWindowAt = ev.timestamp;
+        const voiceMs = this.gate.window(ev.probability >= VOICED_PROBABILITY ? windowMs : 0, ev.speaking);
+        this.ready.push(ev.speaking ? { ...ev, speechDuration: voiceMs } : ev);
         // After an end of speech, Silero's silence count goes on in the audio.
         if (this.held && this.mayEnd(ev.silenceDuration))
           this.ready.push(this.release(ev.silenceDuration, ev.inferenceDuration));
         return;
+      }
       default:
         this.ready.push(ev);
     }

@@ -110,15 +110,26 @@ class ReplyTimings {
 
 /** The STT, telling the turn's gate which transcriptions are out and what the last one said. */
 class GatedSTT extends openai.STT {
+  /** What a backchannel is transcribed as: no words. */
+  private readonly none: stt.SpeechEvent;
+
   constructor(
     private readonly gate: TurnGate,
-    opts: ConstructorParameters<typeof openai.STT>[0],
+    opts: ConstructorParameters<typeof openai.STT>[0] & { language: string },
   ) {
     super(opts);
+    const language = opts.language as stt.SpeechData['language'];
+    this.none = {
+      type: stt.SpeechEventType.FINAL_TRANSCRIPT,
+      alternatives: [{ text: '', language, startTime: 0, endTime: 0, confidence: 0 }],
+    };
   }
 
   override _recognize(...args: Parameters<openai.STT['_recognize']>): ReturnType<openai.STT['_recognize']> {
-    return this.gate.transcribe(() => super._recognize(...args));
+    return this.gate.transcribe(
+      () => super._recognize(...args),
+      () => this.none,
+    );
   }
 }
 
@@ -390,6 +401,10 @@ export default defineAgent({
         if (ev.item.type === 'message')
           log.info({ role: ev.item.role, text: ev.item.textContent, interrupted: ev.item.interrupted }, 'said');
       });
+    // What the user says over the avatar may be a backchannel (turns.ts).
+    agentSession.on(voice.AgentSessionEventTypes.AgentStateChanged, (ev) => {
+      gate.avatarSpeaking = ev.newState === 'speaking';
+    });
     // The avatar plays a listening reaction when the user starts speaking: our VAD tells it.
     agentSession.on(voice.AgentSessionEventTypes.UserStateChanged, (ev) => {
       if (ev.newState !== 'speaking') return;

@@ -31,10 +31,4 @@ describe('turn-taking settings', () => {
       openMs: 900,
     });
   });
-
-  it('interrupts the avatar as soon as the VAD hears speech, in the milliseconds agents-js reads', () => {
-    // agents-js interrupts on a VAD report whose speech duration reaches this: outside speech it reports 0.
-    expect(INTERRUPTION.minDuration).toBeGreaterThan(0);
-    expect(INTERRUPTION.minDuration).toBeLessThan(50);
-  });
 });

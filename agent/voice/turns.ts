@@ -1,6 +1,6 @@
 /**
  * Turn-taking of a call's voice: when the user's turn ends, and what of the user's voice stops the
- * avatar. Three rules, each tested on the real LiveKit server (agent/turn-taking.realtime.test.ts):
+ * avatar. Four rules, each tested on the real LiveKit server (agent/turn-taking.realtime.test.ts):
  *
  * - a pause of up to PAUSE_KEPT_MS inside an unfinished sentence is never the end of the turn.
  *   agents-js ends a turn (VAD mode) once the silence since the VAD last heard speech reaches the
@@ -10,14 +10,15 @@
  *   silence of 550 ms alone a 450 ms pause between two recorded phrases ended the turn;
  * - a finished sentence ("What is a compiler?") ends the turn after the short silence
  *   (AGENT_FINISHED_TURN_MS): most replies wait that, not the long one;
- * - the user's speech over the avatar stops it as soon as the VAD hears it (barge-in).
- *
- * A backchannel ("mm-hmm", a cough) over the avatar stops it too, for now. agents-js's
- * `minDuration` cannot tell it from speech: Silero's speech duration runs on through the silence
- * after it. Requiring 300 ms of voice without a break (the VAD's `minSpeechDuration`) while
- * the avatar speaks let a 250 ms "mm-hmm" pass in agent/turn-taking.realtime.test.ts, but "Stop,
- * please. Stop talking now." then stopped the avatar only after 1.5 s (one run, on a machine at load 32): its first words are shorter
- * than that, with breaks between them.
+ * - the user's speech over the avatar stops it once the VAD has heard BACKCHANNEL_MS of it (barge-in);
+ * - a backchannel over the avatar ("mm-hmm", a cough: under BACKCHANNEL_MS of voice) neither
+ *   stops it nor becomes a turn. agents-js interrupts once the VAD's speech duration reaches
+ *   `minDuration`, but Silero's runs on through the silence after the speech, so a 100 ms cough
+ *   would reach any threshold below the VAD's silence; the turn's VAD (end-of-turn.ts) reports
+ *   the voice heard instead: the speech so far less the silence it ends in. Pauses shorter than
+ *   the VAD's silence count as voice, so "Stop, please." stops the avatar BACKCHANNEL_MS after
+ *   its first word began, however short that word is. The backchannel's words are not
+ *   transcribed (the turn gate answers its transcription with none).
  */
 
 /** A pause inside an utterance this long or shorter never ends the user's turn. */
@@ -36,14 +37,16 @@ const STT_FIRST_MS = 50;
 /** The least silence that may end a turn whose sentence is not finished. */
 export const TURN_END_SILENCE_MS = PAUSE_KEPT_MS + VAD_TAIL_MS + RESUME_HEARD_MS;
 
+/** Less voice than this over the avatar is a backchannel: it does not stop the avatar. */
+export const BACKCHANNEL_MS = 300;
+
 /**
- * Interruption settings of the voice agent (agents-js turnHandling.interruption): `minDuration` is
- * in milliseconds (it was given as 0.4, meaning 0.4 s, and so meant any speech at all: kept so; not 0,
- * which the VAD's reports outside speech, with a duration of 0, would meet). `resumeFalseInterruption`
- * off: resuming needs an audio output that can pause, which the avatar's is not (agents-js ignored it,
- * with a warning on every call).
+ * Interruption settings of the voice agent (agents-js turnHandling.interruption): `minDuration`
+ * (milliseconds) against the voice heard, as the turn's VAD reports it. `resumeFalseInterruption`
+ * off: resuming needs an audio output that can pause, which the avatar's is not (agents-js ignored
+ * it, with a warning on every call).
  */
-export const INTERRUPTION = { mode: 'vad', minDuration: 1, resumeFalseInterruption: false } as const;
+export const INTERRUPTION = { mode: 'vad', minDuration: BACKCHANNEL_MS, resumeFalseInterruption: false } as const;
 
 /**
  * The silences that end the user's turn, counted by the turn's VAD in the audio itself:
