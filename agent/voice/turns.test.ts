@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { INTERRUPTION, PAUSE_KEPT_MS, TURN_END_SILENCE_MS, turnSilences } from './turns.ts';
+import { PAUSE_KEPT_MS, TURN_END_SILENCE_MS, turnSilences } from './turns.ts';
 
 describe('turn-taking settings', () => {
   it(`keeps a ${PAUSE_KEPT_MS} ms pause inside an unfinished sentence at any setting, and a finished one ends sooner`, () => {
