@@ -8,3 +8,11 @@ export const RPC_PLAY_ACTION = 'avatar.play_action';
 
 /** Voice → avatar: the user started speaking (the voice agent's VAD), so the avatar plays a listening reaction. Payload "". */
 export const RPC_USER_SPEECH_STARTED = 'avatar.user_speech_started';
+
+/**
+ * Voice → avatar: hold the speech playing (the user spoke over it, and may have made only a noise),
+ * keeping what is left of it; `RPC_RESUME_SPEECH` plays it on, `lk.clear_buffer` drops it. Payload "".
+ */
+export const RPC_PAUSE_SPEECH = 'avatar.pause_speech';
+/** Voice → avatar: the held speech plays on from where it stopped. Payload "". */
+export const RPC_RESUME_SPEECH = 'avatar.resume_speech';

@@ -26,6 +26,8 @@ let worker: WorkerProcess;
 const transcribed: number[] = [];
 let wholeSeconds = 0;
 let partsHeard = 0;
+/** What the STT hears in the next utterance, whatever it is (once). */
+let heardNext: string | undefined;
 
 /** Speech without the silence the TTS puts around it (so a pause between two parts is what the test makes it). */
 function trimmed(pcm: Int16Array): Int16Array {
@@ -72,6 +74,11 @@ beforeAll(async () => {
     transcribe: (req) => {
       const seconds = wavSeconds(req.audio);
       transcribed.push(seconds);
+      if (heardNext !== undefined) {
+        const text = heardNext;
+        heardNext = undefined;
+        return { text };
+      }
       // What the STT hears depends on how much of the question it was given: all of it, or its
       // parts in turn (the VAD's cut of the first may hold more than the first part's length).
       if (wholeSeconds > 0 && seconds >= wholeSeconds - 0.15) return { text: `${FIRST} ${SECOND}` };
@@ -99,7 +106,7 @@ afterAll(async () => {
 
 describe('turn-taking on the real LiveKit server', () => {
   it(
-    `keeps a ${PAUSE_KEPT_MS} ms pause inside an utterance in the turn, goes on through a backchannel, and stops the avatar when the user speaks over it`,
+    `keeps a ${PAUSE_KEPT_MS} ms pause inside an utterance in the turn, goes on through a backchannel, resumes after a noise, and stops the avatar when the user speaks over it`,
     { timeout: 240_000 },
     async () => {
       const first = trimmed((await speech(FIRST)).pcm);
@@ -146,7 +153,7 @@ describe('turn-taking on the real LiveKit server', () => {
       expect(turns.at(-1), heard).toContain(SECOND);
       await new Promise((r) => setTimeout(r, 3000));
 
-      // 2. A long answer: a backchannel over it lets it go on; the user's speech over it stops it (barge-in).
+      // 2. A long answer: a backchannel over it lets it go on, a noise holds it a while, the user's speech stops it (barge-in).
       wholeSeconds = 0;
       await mic.speak(trimmed((await speech('Please tell me a long story.')).pcm));
       const storyAt = await waitFor('the story', () => avatarLoudAfter(viewer, mic.spoken.at(-1)!.end), {
@@ -166,7 +173,26 @@ describe('turn-taking on the real LiveKit server', () => {
       expect(voicedMs, 'avatar speech 0.5 to 3.5 s after the backchannel, ms').toBeGreaterThan(1500);
       expect(h.fake.chatRequests.slice(chatsBeforeBackchannel).map(lastTurn)).toEqual([]);
 
-      // 2b. Speech over it: it stops.
+      // 2b. A noise over it (600 ms of voice the STT makes no words of): the avatar holds the
+      // story, then, the noise over for agents-js's false-interruption timeout, plays it on.
+      heardNext = '';
+      const chatsBeforeNoise = h.fake.chatRequests.length;
+      await mic.speak(trimmed((await speech('Hmm, well.')).pcm).slice(0, Math.round(RATE * 0.6)));
+      const noise = mic.spoken.at(-1)!;
+      await new Promise((r) => setTimeout(r, 5000));
+      const voiced = viewer.audio.filter((a) => a.at > noise.start && a.level > 400).map((a) => a.at);
+      const breaks = voiced.map((at, i) => at - (i === 0 ? noise.start : voiced[i - 1]!));
+      // Held from 300 ms of its voice until 1 s after the turn's long silence (0.7 s) after it.
+      expect(Math.max(...breaks), 'the longest break in the avatar speech after the noise began, ms').toBeGreaterThan(
+        1200,
+      );
+      expect(
+        voiced.filter((at) => at > noise.end + 2500).length * 10,
+        'avatar speech from 2.5 s after the noise, ms',
+      ).toBeGreaterThan(1200);
+      expect(h.fake.chatRequests.slice(chatsBeforeNoise).map(lastTurn)).toEqual([]);
+
+      // 2c. Speech over it: it stops.
       const said = mic.spoken.length;
       void mic.speak(trimmed((await speech('Stop, please. Stop talking now.')).pcm));
       const interruptedAt = await waitFor('the interruption to start', () => mic.spoken[said]?.start);

@@ -148,7 +148,8 @@ describe('the agent worker on the real LiveKit server', () => {
             };
           }
           if (last.includes('name')) return { text: 'My name is Grace, and I love compilers.' };
-          return { text: 'Of course.' };
+          // After the measure of the story's end below (3 s), so that only the story is heard in it.
+          return { text: 'Of course.', holdAfter: { chars: 0, until: new Promise((r) => setTimeout(r, 3500)) } };
         },
       };
       const call = await h.mintCall({ record: true });
@@ -203,7 +204,7 @@ describe('the agent worker on the real LiveKit server', () => {
       expect(storyAudio.length, 'the story was heard before the interruption').toBeGreaterThan(50);
       const lastStoryAudio = storyAudio.at(-1)!.at;
       // The story is far longer than what played: it was cut soon after the user started talking
-      // (VAD: 300 ms of voice without a break while the avatar speaks, then clear_buffer).
+      // (VAD: 364 ms of voice while the avatar speaks: held, then dropped as the user's words come).
       expect(lastStoryAudio - interruptedAt, 'avatar audio after the user started to interrupt, ms').toBeLessThan(1500);
 
       // Released through the API: the call ends, settles once, the room closes, and the recording finishes.

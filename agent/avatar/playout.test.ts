@@ -465,6 +465,52 @@ describe('speech playout (the A/V synchronizer)', () => {
     expect(playout.frameAt().mouth).toBeNull();
   });
 
+  it('happy: pauses within one chunk, mouth closed; resumed, plays the rest, none of it lost or said twice, and reports it played out whole', async () => {
+    const { device, playout, advance, events, timeline } = setup();
+    playout.start();
+    // Each sample tells its place in the segment (all loud).
+    const speech = Int16Array.from({ length: SR * 3 }, (_, i) => 2000 + (i % 20_000));
+    playout.begin('a');
+    playout.push('a', speech);
+    playout.end('a');
+    await advance(1000);
+    playout.pause();
+    const pausedAt = device.played;
+    await advance(1000);
+    for (let p = pausedAt + SR / 100; p < device.played; p += SR / 100)
+      expect(device.heardAt(p), `speech heard ${((p - pausedAt) / SR) * 1000} ms into the pause`).toBe(false);
+    expect(playout.frameAt().mouth).toBeNull();
+    expect(events.filter((e) => e.type === 'finished')).toEqual([]);
+    playout.resume();
+    await advance(2500);
+    expect(events.at(-1)).toEqual({ type: 'finished', segmentId: 'a', positionSeconds: 3, interrupted: false });
+    // What the sink played of it, in order: the whole segment, once.
+    expect(Int16Array.from(timeline.filter((v) => v !== 0))).toEqual(speech);
+  });
+
+  it('error: a pause the sender then clears reports the position reached before the pause', async () => {
+    const { playout, advance, events } = setup();
+    playout.start();
+    playout.begin('a');
+    playout.push('a', tone(SR * 3));
+    playout.end('a');
+    await advance(1000);
+    playout.pause();
+    await advance(500);
+    playout.interrupt();
+    const finished = events.at(-1);
+    expect(finished).toMatchObject({ type: 'finished', segmentId: 'a', interrupted: true });
+    // About 1 s played (the start buffer and the chunk in flight aside), nothing during the pause.
+    expect(finished?.type === 'finished' && finished.positionSeconds).toBeGreaterThan(0.8);
+    expect(finished?.type === 'finished' && finished.positionSeconds).toBeLessThan(1);
+    // The next reply plays: the pause ended with the one it held.
+    playout.begin('b');
+    playout.push('b', tone(SR / 2));
+    playout.end('b');
+    await advance(1000);
+    expect(events.at(-1)).toEqual({ type: 'finished', segmentId: 'b', positionSeconds: 0.5, interrupted: false });
+  });
+
   it("keeps a real-time sender's slack: its reply is not hurried into the sink, so a late chunk leaves no silence inside it", async () => {
     const { clock, playout, advance, heard, listen } = setup({ queueMs: 100 });
     playout.start();

@@ -121,6 +121,8 @@ interface Segment {
   mouthEnded: boolean;
   /** Every mouth frame of the segment is known (its stream ended and answered). */
   mouthComplete: boolean;
+  /** The audio handed to the sink lately, by its offset in the segment: a pause takes back what has not played. */
+  handed: { offset: number; pcm: Int16Array }[];
 }
 
 /** A stretch of pushed audio: which segment (and where in it) or silence. */
@@ -190,6 +192,8 @@ export class SpeechPlayout {
   /** The playout sample from which audio was last dropped (what plays before it did not change). */
   private lastDrop = 0;
   private running = false;
+  /** Speech holds (pause): silence is played, the segments wait. */
+  private paused = false;
   private pump: Promise<void> | null = null;
   /** The audio handed to the sink (keepAudioSeconds of it), a ring indexed by playout sample; its end is the last chunk's. */
   private readonly history: Int16Array | null;
@@ -249,6 +253,7 @@ export class SpeechPlayout {
       mouthFed: 0,
       mouthEnded: false,
       mouthComplete: false,
+      handed: [],
     };
     this.segments.push(seg);
     this.byId.set(id, seg);
@@ -292,9 +297,40 @@ export class SpeechPlayout {
 
   /** `lk.clear_buffer`: stop speaking now. Every unfinished segment is reported interrupted. */
   interrupt(): void {
+    this.paused = false;
     const position = this.position();
     this.interruptAll(position);
     this.dropQueued(position);
+  }
+
+  /**
+   * Stop speaking now, and keep what is left to say: the sender may resume it (its interruption
+   * was noise) or clear it. The audio in the sink that has not played goes back to its segment,
+   * which then waits, silent, mouth closed, as the segments after it do. New audio is still taken.
+   */
+  pause(): void {
+    if (this.paused) return;
+    this.paused = true;
+    const position = this.position();
+    const seg = this.segments.find((s) => !s.done && s.startAt !== null);
+    if (!seg) return;
+    const handedTo = seg.received - seg.buffered;
+    const playedTo = this.playedSamples(seg, position);
+    const back = seg.handed.filter((h) => h.offset + h.pcm.length > playedTo);
+    // Taken back only when all of it is at hand; else the sink plays out what it holds (100 ms).
+    if (playedTo >= handedTo || back.length === 0 || back[0]!.offset > playedTo) return;
+    const chunks = back.map((h) => (h.offset < playedTo ? h.pcm.subarray(playedTo - h.offset) : h.pcm));
+    seg.chunks.unshift(...chunks);
+    seg.buffered += handedTo - playedTo;
+    this.buffered += handedTo - playedTo;
+    seg.handed = [];
+    seg.endAt = null;
+    this.dropQueued(position);
+  }
+
+  /** The paused segment plays on from where it stopped. */
+  resume(): void {
+    this.paused = false;
   }
 
   /**
@@ -587,13 +623,14 @@ export class SpeechPlayout {
       const seg = this.segments.find((s) => !s.done && (s.startAt === null || s.endAt === null));
       const playable =
         seg &&
+        !this.paused &&
         (seg.startAt !== null || seg.inputEnded || (seg.buffered >= this.startBuffer && !this.arrivingInABurst(seg)));
       if (!seg || !playable || seg.buffered === 0) {
         if (seg && seg.startAt !== null && seg.inputEnded && seg.buffered === 0 && seg.endAt === null) {
           seg.endAt = this.accepted + filled;
           continue;
         }
-        if (seg && seg.startAt !== null && !seg.inputEnded)
+        if (seg && seg.startAt !== null && !seg.inputEnded && !this.paused)
           this.health.starvedMs += ((this.chunkSamples - filled) * 1000) / this.sampleRate;
         this.addSpan(this.accepted + filled, this.chunkSamples - filled, null, 0);
         break;
@@ -604,6 +641,7 @@ export class SpeechPlayout {
       out.set(head.subarray(0, take), filled);
       const offset = seg.received - seg.buffered;
       this.addSpan(this.accepted + filled, take, seg, offset);
+      this.noteHanded(seg, offset, head.subarray(0, take));
       if (take === head.length) seg.chunks.shift();
       else seg.chunks[0] = head.subarray(take);
       seg.buffered -= take;
@@ -616,6 +654,13 @@ export class SpeechPlayout {
     this.keep(this.accepted, out);
     this.o.onPushed?.(this.accepted, out);
     return out;
+  }
+
+  /** Keeps the audio of `seg` handed to the sink for as long as the sink may hold it unplayed (and as much again). */
+  private noteHanded(seg: Segment, offset: number, pcm: Int16Array): void {
+    seg.handed.push({ offset, pcm });
+    const keepFrom = offset + pcm.length - 2 * (this.sink.queueSamples + this.chunkSamples);
+    while (seg.handed.length > 1 && seg.handed[0]!.offset + seg.handed[0]!.pcm.length <= keepFrom) seg.handed.shift();
   }
 
   /** Keeps a chunk handed to the sink at playout sample `at` for audioAt. */
@@ -697,6 +742,7 @@ export class SpeechPlayout {
     if (seg.done) return;
     seg.done = true;
     seg.chunks = [];
+    seg.handed = [];
     seg.mouthQueue = [];
     seg.mouthQueued = 0;
     if (!seg.mouthEnded) seg.mouthStream?.close?.();

@@ -2,6 +2,7 @@ import type { ByteStreamReader, Room, RpcInvocationData } from '@livekit/rtc-nod
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createLogger } from '../../core/platform/log.ts';
 import type { SpeechPlayout } from './playout.ts';
+import { RPC_PAUSE_SPEECH, RPC_RESUME_SPEECH } from '../protocol.ts';
 import {
   AUDIO_STREAM_TOPIC,
   AvatarAudioReceiver,
@@ -69,6 +70,8 @@ function fakePlayout(accepts = Infinity, interrupt: () => void = () => {}) {
       interrupts++;
       interrupt();
     },
+    pause: () => calls.push('pause'),
+    resume: () => calls.push('resume'),
   };
   return { playout: playout as unknown as SpeechPlayout, calls, pushed, bySegment, interrupts: () => interrupts };
 }
@@ -223,6 +226,18 @@ describe('AvatarAudioReceiver', () => {
     expect(t.interrupts()).toBe(1);
   });
 
+  it('holds and resumes the speech for its agent only (our RPCs, for an interruption that may be noise)', async () => {
+    const t = started();
+    const pause = t.rpcMethods.get(RPC_PAUSE_SPEECH)!;
+    const resume = t.rpcMethods.get(RPC_RESUME_SPEECH)!;
+    expect(await pause({ callerIdentity: 'someone-else' } as RpcInvocationData)).toBe('reject');
+    expect(await resume({ callerIdentity: 'someone-else' } as RpcInvocationData)).toBe('reject');
+    expect(t.calls).toEqual([]);
+    expect(await pause({ callerIdentity: AGENT } as RpcInvocationData)).toBe('ok');
+    expect(await resume({ callerIdentity: AGENT } as RpcInvocationData)).toBe('ok');
+    expect(t.calls).toEqual(['pause', 'resume']);
+  });
+
   it('answers clear_buffer with nothing playing, and when clearing the playout fails', async () => {
     const t = started(undefined, () => {
       if (t.interrupts() > 1) throw new Error('the audio source is gone');
@@ -317,5 +332,6 @@ describe('AvatarAudioReceiver', () => {
     expect(t.sent).toEqual([]);
     expect(t.byteHandlers.has(AUDIO_STREAM_TOPIC)).toBe(false);
     expect(t.rpcMethods.has(RPC_CLEAR_BUFFER)).toBe(false);
+    expect(t.rpcMethods.has(RPC_PAUSE_SPEECH)).toBe(false);
   });
 });

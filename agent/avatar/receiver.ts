@@ -4,6 +4,8 @@
  * - the agent's speech arrives on `lk.audio_stream` byte streams: one stream per segment, raw
  *   int16 little-endian PCM, attributes `sample_rate` and `num_channels`, closed at the segment's end;
  * - RPC `lk.clear_buffer` (agent → avatar): stop now (barge-in);
+ * - and ours (agent/protocol.ts), for our own voice agent: `avatar.pause_speech` holds the speech
+ *   where it is, `avatar.resume_speech` plays it on (an interruption that was noise);
  * - RPC `lk.playback_finished` (avatar → agent): once per stream, `{ playback_position, interrupted,
  *   synchronized_transcript }` (exactly those keys: Python agents refuse any other);
  * - RPC `lk.playback_started` (avatar → agent): a segment's first sample is playing. Agents that
@@ -29,6 +31,7 @@ import {
   type RpcInvocationData,
 } from '@livekit/rtc-node';
 import type { Logger } from '../../core/platform/log.ts';
+import { RPC_PAUSE_SPEECH, RPC_RESUME_SPEECH } from '../protocol.ts';
 import type { PlayoutEvent, SpeechPlayout } from './playout.ts';
 
 export const AUDIO_STREAM_TOPIC = 'lk.audio_stream';
@@ -121,6 +124,15 @@ export class AvatarAudioReceiver {
       }
       return 'ok';
     });
+    // Ours (agent/protocol.ts), beside LiveKit's: a held speech, for an interruption that may be noise.
+    const hold = (method: string, act: () => void) =>
+      room.localParticipant!.registerRpcMethod(method, async (data: RpcInvocationData) => {
+        if (data.callerIdentity !== this.o.senderIdentity) return 'reject';
+        act();
+        return 'ok';
+      });
+    hold(RPC_PAUSE_SPEECH, () => this.o.playout.pause());
+    hold(RPC_RESUME_SPEECH, () => this.o.playout.resume());
   }
 
   stop(): void {
@@ -128,7 +140,8 @@ export class AvatarAudioReceiver {
     for (const id of [...this.open.keys()]) this.endLost(id, 'call ending');
     try {
       this.o.room.unregisterByteStreamHandler(AUDIO_STREAM_TOPIC);
-      this.o.room.localParticipant?.unregisterRpcMethod(RPC_CLEAR_BUFFER);
+      for (const method of [RPC_CLEAR_BUFFER, RPC_PAUSE_SPEECH, RPC_RESUME_SPEECH])
+        this.o.room.localParticipant?.unregisterRpcMethod(method);
     } catch {
       // The room is already gone.
     }

@@ -200,9 +200,11 @@ describe('a backchannel over the avatar', () => {
     const gate = new TurnGate('en');
     gate.avatarSpeaking = true;
     // "Stop, please.": a short word, a 128 ms pause (still speech to the VAD), then more words.
-    const scores = [0.9, 0.95, 1, 1, 1, 0.3, 0.1, 0.1, 0.2, 0.9, 1, 1, 1, 1, 1, 1];
+    const scores = [0.9, 0.95, 1, 1, 1, 0.3, 0.1, 0.1, 0.2, 0.9, 1, 1, 1, 1, 1, 1, 1, 1];
     const out = await voiceReported(gate, windows(scores));
-    expect(out).toEqual([64, 96, 128, 128, 128, 128, 128, 160, 192, 224, 256, 288, 320, 352]);
+    expect(out).toEqual([64, 96, 128, 128, 128, 128, 128, 160, 192, 224, 256, 288, 320, 352, 384, 416]);
+    // The 14th window of it (448 ms in) stops the avatar.
+    expect(out.findIndex((ms) => ms >= INTERRUPTION.minDuration)).toBe(14);
     expect(gate.backchannel()).toBe(false);
     expect(await transcribed(gate)).toEqual({ asked: true, words: 'Mm-hmm.' });
   });

@@ -6,7 +6,7 @@
  * long, pause-safe silence.
  */
 import { VAD, VADEventType, type VADEvent, type VADStream } from '@livekit/agents';
-import { BACKCHANNEL_MS } from './turns.ts';
+import { VOICE_TO_INTERRUPT_MS } from './turns.ts';
 
 /**
  * Words that leave a sentence open when it ends on them: conjunctions, prepositions, articles
@@ -112,7 +112,7 @@ export class TurnGate {
 
   /** Whether the speech the user has made is a backchannel: short, and begun over the avatar. */
   backchannel(): boolean {
-    return this.startedOverAvatar && this.voiceMs < BACKCHANNEL_MS;
+    return this.startedOverAvatar && this.voiceMs < VOICE_TO_INTERRUPT_MS;
   }
 
   /** Whether the turn may end after the short silence: its last words are back, and finish a sentence. */

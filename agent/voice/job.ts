@@ -21,7 +21,7 @@ import { LiveSessionStore } from '../../core/live/sessions.ts';
 import { createLogger, type Logger } from '../../core/platform/log.ts';
 import { stallGuardedFetch } from '../../core/platform/net/stall-guard.ts';
 import { UsageStore } from '../../core/usage.ts';
-import { RPC_USER_SPEECH_STARTED } from '../protocol.ts';
+import { RPC_PAUSE_SPEECH, RPC_RESUME_SPEECH, RPC_USER_SPEECH_STARTED } from '../protocol.ts';
 import { shapeAgentsLog } from '../agents-logs.ts';
 import { quietRtcLogs } from '../rtc-logs.ts';
 import { actionTools } from './actions.ts';
@@ -37,6 +37,8 @@ export interface DispatchMetadata {
 
 /** Retries of the STT and LLM: one, quickly (a call cannot wait on a model for long). */
 const UPSTREAM_RETRY = { maxRetry: 1, retryIntervalMs: 500 };
+/** How long a resume waits for a clear that may follow it (TimedAudioOutput.resume). */
+const RESUME_AFTER_MS = 50;
 /** What the avatar says when its LLM could not answer a turn. */
 export const LLM_FAILED_LINE = "Sorry, I can't answer that right now.";
 
@@ -133,15 +135,60 @@ class GatedSTT extends openai.STT {
   }
 }
 
-/** The avatar protocol's sender, noting when a reply's first audio goes out. */
+/**
+ * The avatar protocol's sender, noting when a reply's first audio goes out; and one that can hold
+ * a reply at the avatar (our RPCs), so that agents-js resumes a reply the user interrupted with a
+ * noise (no words) rather than drop it.
+ */
 class TimedAudioOutput extends voice.DataStreamAudioOutput {
   private segmentStarted = false;
+  /** The avatar holds the reply (told to pause, not yet to resume or clear). */
+  private held = false;
+  private resumeTimer: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly timings: ReplyTimings,
-    opts: ConstructorParameters<typeof voice.DataStreamAudioOutput>[0],
+    private readonly log: Logger,
+    private readonly opts: ConstructorParameters<typeof voice.DataStreamAudioOutput>[0],
   ) {
     super(opts);
+  }
+
+  override get canPause(): boolean {
+    return true;
+  }
+
+  /** agents-js calls pause on every VAD report while the user speaks over the avatar: told once. */
+  override pause(): void {
+    this.cancelResume();
+    if (this.held) return;
+    this.held = true;
+    this.tell(RPC_PAUSE_SPEECH);
+  }
+
+  /**
+   * agents-js resumes the output as it interrupts a held reply (the user's words came), a moment
+   * before it clears it: told a little later, and not at all when the clear comes first, or the
+   * avatar would play on for that moment.
+   */
+  override resume(): void {
+    if (!this.held || this.resumeTimer) return;
+    this.resumeTimer = setTimeout(() => {
+      this.resumeTimer = undefined;
+      this.held = false;
+      this.tell(RPC_RESUME_SPEECH);
+    }, RESUME_AFTER_MS);
+  }
+
+  private cancelResume(): void {
+    clearTimeout(this.resumeTimer);
+    this.resumeTimer = undefined;
+  }
+
+  private tell(method: string): void {
+    this.opts.room.localParticipant
+      ?.performRpc({ destinationIdentity: this.opts.destinationIdentity, method, payload: '', responseTimeout: 2000 })
+      .catch((err: unknown) => this.log.debug({ err, method }, 'could not tell the avatar'));
   }
 
   override async captureFrame(frame: AudioFrame): Promise<void> {
@@ -156,6 +203,9 @@ class TimedAudioOutput extends voice.DataStreamAudioOutput {
   }
 
   override clearBuffer(): void {
+    // The avatar's clear ends a hold too.
+    this.cancelResume();
+    this.held = false;
     this.segmentStarted = false;
     super.clearBuffer();
   }
@@ -353,7 +403,7 @@ export default defineAgent({
     });
     // The avatar plays our audio: it tells us when each segment starts and ends (transcripts follow it).
     const timings = new ReplyTimings(log);
-    agentSession.output.audio = new TimedAudioOutput(timings, {
+    agentSession.output.audio = new TimedAudioOutput(timings, log, {
       room: ctx.room,
       destinationIdentity: session.avatarIdentity,
       waitRemoteTrack: TrackKind.KIND_VIDEO,

@@ -1,6 +1,6 @@
 /**
  * Turn-taking of a call's voice: when the user's turn ends, and what of the user's voice stops the
- * avatar. Four rules, each tested on the real LiveKit server (agent/turn-taking.realtime.test.ts):
+ * avatar. Five rules, each tested on the real LiveKit server (agent/turn-taking.realtime.test.ts):
  *
  * - a pause of up to PAUSE_KEPT_MS inside an unfinished sentence is never the end of the turn.
  *   agents-js ends a turn (VAD mode) once the silence since the VAD last heard speech reaches the
@@ -10,15 +10,16 @@
  *   silence of 550 ms alone a 450 ms pause between two recorded phrases ended the turn;
  * - a finished sentence ("What is a compiler?") ends the turn after the short silence
  *   (AGENT_FINISHED_TURN_MS): most replies wait that, not the long one;
- * - the user's speech over the avatar stops it once the VAD has heard BACKCHANNEL_MS of it (barge-in);
- * - a backchannel over the avatar ("mm-hmm", a cough: under BACKCHANNEL_MS of voice) neither
- *   stops it nor becomes a turn. agents-js interrupts once the VAD's speech duration reaches
- *   `minDuration`, but Silero's runs on through the silence after the speech, so a 100 ms cough
- *   would reach any threshold below the VAD's silence; the turn's VAD (end-of-turn.ts) reports
- *   the voice heard instead: the speech so far less the silence it ends in. Pauses shorter than
- *   the VAD's silence count as voice, so "Stop, please." stops the avatar BACKCHANNEL_MS after
- *   its first word began, however short that word is. The backchannel's words are not
- *   transcribed (the turn gate answers its transcription with none).
+ * - the user's speech over the avatar stops it once the VAD has heard VOICE_TO_INTERRUPT_MS of
+ *   voice in it (barge-in). agents-js interrupts once the VAD's speech duration reaches
+ *   `minDuration`, but Silero's runs on through the silence after the speech (a 100 ms cough would
+ *   reach any threshold below the VAD's silence); the turn's VAD (end-of-turn.ts) reports the
+ *   voice heard instead: its windows scored as surely speech. Pauses inside the speech do not
+ *   reset it, so "Stop, please." stops the avatar that much voice after "Stop" began;
+ * - a backchannel over the avatar ("mm-hmm", a cough: a sound under BACKCHANNEL_MS) neither stops
+ *   it nor becomes a turn: its words are not transcribed (the turn gate answers with none);
+ * - an interruption with no words in it (a noise) holds the reply at the avatar rather than drop
+ *   it: the reply plays on from where it stopped once the user has been silent a while.
  */
 
 /** A pause inside an utterance this long or shorter never ends the user's turn. */
@@ -37,16 +38,29 @@ const STT_FIRST_MS = 50;
 /** The least silence that may end a turn whose sentence is not finished. */
 export const TURN_END_SILENCE_MS = PAUSE_KEPT_MS + VAD_TAIL_MS + RESUME_HEARD_MS;
 
-/** Less voice than this over the avatar is a backchannel: it does not stop the avatar. */
+/** A sound over the avatar shorter than this is a backchannel: it does not stop the avatar. */
 export const BACKCHANNEL_MS = 300;
 
 /**
- * Interruption settings of the voice agent (agents-js turnHandling.interruption): `minDuration`
- * (milliseconds) against the voice heard, as the turn's VAD reports it. `resumeFalseInterruption`
- * off: resuming needs an audio output that can pause, which the avatar's is not (agents-js ignored
- * it, with a warning on every call).
+ * The voice the turn's VAD must hear over the avatar to stop it (end-of-turn.ts counts it in
+ * 32 ms windows): a sound counts up to two windows more than it lasts (where the windows fall,
+ * and the model's lag), so a 250 ms "yeah" counted 224 to 288 ms in calls; this lets every
+ * sound shorter than BACKCHANNEL_MS pass.
  */
-export const INTERRUPTION = { mode: 'vad', minDuration: BACKCHANNEL_MS, resumeFalseInterruption: false } as const;
+export const VOICE_TO_INTERRUPT_MS = BACKCHANNEL_MS + 64;
+
+/**
+ * Interruption settings of the voice agent (agents-js turnHandling.interruption): `minDuration`
+ * (milliseconds) against the voice heard, as the turn's VAD reports it. An interruption holds the
+ * reply at the avatar (pauses it); one that brings no words within `falseInterruptionTimeout` of
+ * the user's falling silent was a noise, and the reply plays on from where it stopped.
+ */
+export const INTERRUPTION = {
+  mode: 'vad',
+  minDuration: VOICE_TO_INTERRUPT_MS,
+  resumeFalseInterruption: true,
+  falseInterruptionTimeout: 1000,
+} as const;
 
 /**
  * The silences that end the user's turn, counted by the turn's VAD in the audio itself:
