@@ -39,7 +39,7 @@ const STT_FIRST_MS = 50;
 export const TURN_END_SILENCE_MS = PAUSE_KEPT_MS + VAD_TAIL_MS + RESUME_HEARD_MS;
 
 /** A sound over the avatar shorter than this is a backchannel: it does not stop the avatar. */
-export const BACKCHANNEL_MS = 300;
+const BACKCHANNEL_MS = 300;
 
 /**
  * The voice the turn's VAD must hear over the avatar to stop it (end-of-turn.ts counts it in
