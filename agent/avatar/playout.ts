@@ -315,14 +315,16 @@ export class SpeechPlayout {
     const seg = this.segments.find((s) => !s.done && s.startAt !== null);
     if (!seg) return;
     const handedTo = seg.received - seg.buffered;
-    const playedTo = this.playedSamples(seg, position);
+    // Whole samples (the position is fractional), as dropQueued numbers what plays next.
+    const playedTo = Math.ceil(this.playedSamples(seg, position));
     const back = seg.handed.filter((h) => h.offset + h.pcm.length > playedTo);
     // Taken back only when all of it is at hand; else the sink plays out what it holds (100 ms).
     if (playedTo >= handedTo || back.length === 0 || back[0]!.offset > playedTo) return;
     const chunks = back.map((h) => (h.offset < playedTo ? h.pcm.subarray(playedTo - h.offset) : h.pcm));
+    const samples = chunks.reduce((n, c) => n + c.length, 0);
     seg.chunks.unshift(...chunks);
-    seg.buffered += handedTo - playedTo;
-    this.buffered += handedTo - playedTo;
+    seg.buffered += samples;
+    this.buffered += samples;
     seg.handed = [];
     seg.endAt = null;
     this.dropQueued(position);
@@ -635,8 +637,15 @@ export class SpeechPlayout {
         this.addSpan(this.accepted + filled, this.chunkSamples - filled, null, 0);
         break;
       }
+      const head = seg.chunks[0];
+      if (!head) {
+        // Counted but not held (a fault of ours): counted out, rather than stop the pump of every
+        // call of this worker.
+        this.buffered -= seg.buffered;
+        seg.buffered = 0;
+        continue;
+      }
       if (seg.startAt === null) seg.startAt = this.accepted + filled;
-      const head = seg.chunks[0]!;
       const take = Math.min(head.length, this.chunkSamples - filled);
       out.set(head.subarray(0, take), filled);
       const offset = seg.received - seg.buffered;
