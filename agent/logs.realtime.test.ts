@@ -22,7 +22,7 @@ const KNOWN_NATIVE_LINES = [
   /^\[OpenH264\] this = 0x\w+, Warning:Actual input framerate [\d.]+ is different from framerate in setting/,
   /^\[\S+ ERROR livekit::rtc_engine::rtc_session\] failed to negotiate the publisher: .*Called in wrong state: closed/,
   /^\[\S+ ERROR livekit::rtc_engine::rtc_session\] publisher data channel '\w+' closed unexpectedly$/,
-  /^\[\S+ WARN {2}livekit_api::signal_client\] dropping pass-through signal — no stream available$/,
+  /^\[\S+ WARN {2}livekit_api::signal_client\] dropping pass-through signal — (no stream available|send failed)$/,
 ];
 
 let h: AgentHarness;
