@@ -23,7 +23,11 @@ runEntryPoint(log, async () => {
   // logged and retried on the next visit; the API serves on regardless).
   dashboardBundle().then(
     (b) => log.info({ script: b.script }, 'dashboard bundled'),
-    (err: unknown) => log.error({ err }, 'dashboard bundle failed'),
+    (err: unknown) =>
+      // esbuild's own process was stopped: Ctrl-C reaches the whole process group, esbuild first.
+      err instanceof Error && err.message === 'The service was stopped'
+        ? log.info('dashboard bundle stopped')
+        : log.error({ err }, 'dashboard bundle failed'),
   );
   const janitor = startJanitor(services);
   // Background jobs (avatar loop generation; each render runs in a child process). JOB_WORKERS=0 leaves them to core/wiring/job-worker-main.ts.
