@@ -18,11 +18,11 @@ export function isCallEndRace(args: unknown[]): boolean {
   const msgIndex = typeof args[0] === 'string' ? 0 : 1;
   const message = args[msgIndex];
   if (typeof message !== 'string') return false;
-  const cause = [args[0], ...args.slice(msgIndex + 1)].map(describe).join(' ');
+  const cause = [args[0], ...args.slice(msgIndex + 1)].map(textOf).join(' ');
   return CALL_END_RACES.some((r) => r.message.test(message) && r.cause.test(cause));
 }
 
-function describe(v: unknown): string {
+function textOf(v: unknown): string {
   if (v instanceof Error) return `${v.name} ${v.message}`;
   return typeof v === 'string' ? v : '';
 }

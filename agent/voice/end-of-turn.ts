@@ -72,7 +72,7 @@ export class TurnGate {
   /** Whether the avatar speaks now (the voice agent's state), and did when the user's speech began. */
   avatarSpeaking = false;
   private startedOverAvatar = false;
-  /** The voice heard of the user's speech so far (ms): the VAD's speech less the silence it ends in. */
+  /** The voice heard of the user's speech so far (ms): its VAD windows scored as surely speech (VOICED_PROBABILITY). */
   private voiceMs = 0;
 
   constructor(private readonly language: string) {}
