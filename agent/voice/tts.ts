@@ -12,8 +12,28 @@ import { AudioFrame } from '@livekit/rtc-node';
 import type { Config } from '../../core/platform/config.ts';
 import { DEFAULT_VOICE, VOICES, isVoice, synthesize, type Voice } from '../../render/tts/index.ts';
 
-/** Frames of 20 ms, as LiveKit's own TTS plugins emit. */
-const FRAME_MS = 20;
+/**
+ * Frames of 300 ms. The avatar's audio output (agents-js's DataStreamAudioOutput) awaits each
+ * frame's write to the data stream, some 15-40 ms on a busy machine: in the 20 ms frames LiveKit's
+ * own plugins emit, a reply reached the avatar at about real time and started behind its start
+ * buffer. In these, the first clause is there within a write or two.
+ */
+const FRAME_MS = 300;
+
+/**
+ * Flite opens every utterance with a pause, 160-250 ms below hearing: the first clause of a reply
+ * would be heard that much later, and clauses would join with two pauses. Kept: this much before
+ * the first audible sample (int16 amplitude over AUDIBLE).
+ */
+const LEAD_KEPT_MS = 30;
+const AUDIBLE = 300;
+
+/** `samples` from LEAD_KEPT_MS before their first audible sample (all of them when none is). */
+export function trimLeadingPause(samples: Int16Array, sampleRate: number): Int16Array {
+  const first = samples.findIndex((v) => Math.abs(v) > AUDIBLE);
+  if (first < 0) return samples;
+  return samples.subarray(Math.max(0, first - Math.round((sampleRate * LEAD_KEPT_MS) / 1000)));
+}
 
 /** The first piece spoken is a clause of at least this many characters; the next ones, this many. */
 const FIRST_PIECE_CHARS = 12;
@@ -86,15 +106,17 @@ class FliteStream extends tts.ChunkedStream {
     const requestId = shortuuid('flite_');
     if (text.length > 0 && /[\p{L}\p{N}]/u.test(text)) {
       const speech = await synthesize({ text, voice: this.engine.voice });
+      const samples = trimLeadingPause(speech.samples, speech.sampleRate);
       const step = Math.round((speech.sampleRate * FRAME_MS) / 1000);
-      for (let i = 0; i < speech.samples.length; i += step) {
+      for (let i = 0; i < samples.length; i += step) {
         if (this.abortSignal.aborted) break;
-        const part = speech.samples.slice(i, Math.min(speech.samples.length, i + step));
+        // A copy: the frame's whole buffer is what the data stream sends.
+        const part = samples.slice(i, Math.min(samples.length, i + step));
         this.queue.put({
           requestId,
           segmentId: requestId,
           frame: new AudioFrame(part, speech.sampleRate, 1, part.length),
-          final: i + step >= speech.samples.length,
+          final: i + step >= samples.length,
         });
       }
     }

@@ -93,7 +93,7 @@ const schema = z.object({
    * (thrown away if the user goes on). AGENT_TTS_CLAUSES: the embedded TTS speaks the first clause
    * of a reply as soon as it is written, rather than its whole first sentence.
    */
-  AGENT_STT_SILENCE_MS: envInt(100, 250, 2000),
+  AGENT_STT_SILENCE_MS: envInt(100, 150, 2000),
   AGENT_FINISHED_TURN_MS: envInt(100, 300, 5000),
   AGENT_TURN_END_MS: envInt(100, 700, 5000),
   AGENT_PREEMPTIVE_TTS: envBool(true),
