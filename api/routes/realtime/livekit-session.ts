@@ -6,6 +6,7 @@ import { errorResponses, ErrorSchema } from '../../schemas/common.ts';
 import {
   fromMintWire,
   GrantSchema,
+  JOIN_PATH,
   MINT_BODY_LIMIT,
   MintBody,
   QueueTicketSchema,
@@ -57,6 +58,6 @@ export function register(app: App) {
       'Server-Timing',
       `own;dur=${timing.ownMs.toFixed(2)}, livekit-room;dur=${timing.roomMs.toFixed(2)}, livekit-dispatch;dur=${timing.dispatchMs.toFixed(2)}`,
     );
-    return c.json(toGrantWire(grant), 200);
+    return c.json(toGrantWire(grant, `${config.publicBaseUrl}${JOIN_PATH}`), 200);
   });
 }
