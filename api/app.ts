@@ -8,7 +8,7 @@ import { registerHealth } from './health.ts';
 import { bodyCutOff } from './http-answer.ts';
 import { apiMetrics } from './metrics.ts';
 import { requestContext } from './middleware/request-context.ts';
-import { ROUTES } from './routes/index.ts';
+import { KEYLESS_ROUTES, ROUTES } from './routes/index.ts';
 import { registerDashboard } from './dashboard/routes.ts';
 import { registerMedia } from './routes/media/serve-media.ts';
 import { registerLiveKitWebhooks } from './routes/webhooks/livekit.ts';
@@ -22,7 +22,7 @@ function pathMatcher(path: string): RegExp {
 
 /** Registers every /api/v1 route and the security scheme: what /openapi.json describes. */
 function describeApi(app: OpenAPIHono<AppEnv>): void {
-  for (const m of ROUTES) m.register(app);
+  for (const m of [...ROUTES, ...KEYLESS_ROUTES]) m.register(app);
   app.openAPIRegistry.registerComponent('securitySchemes', 'bearerAuth', {
     type: 'http',
     scheme: 'bearer',
@@ -65,7 +65,10 @@ export function createApp(services: Services) {
   app.doc31('/openapi.json', documentConfig(services.config.publicBaseUrl));
   registerHealth(app, services);
 
-  const known = ROUTES.map((m) => ({ method: m.route.method.toUpperCase(), match: pathMatcher(m.route.path) }));
+  const known = [...ROUTES, ...KEYLESS_ROUTES].map((m) => ({
+    method: m.route.method.toUpperCase(),
+    match: pathMatcher(m.route.path),
+  }));
   app.notFound((c) => {
     const allowed = known.filter((k) => k.match.test(c.req.path)).map((k) => k.method);
     if (allowed.length > 0) {

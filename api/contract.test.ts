@@ -61,6 +61,7 @@ type Operation = {
   parameters?: { in: string }[];
   requestBody?: { content: Record<string, { schema: Schema }> };
   responses: Record<string, unknown>;
+  security?: unknown[];
 };
 
 const operations = () => Object.values(checker.doc.paths).flatMap((ops) => Object.values(ops) as Operation[]);
@@ -119,6 +120,24 @@ const CALLS: Record<string, (w: Workspace) => Promise<{ happy: Call; error: Call
       status: 200,
     },
     error: { method: 'GET', url: '/api/v1/usage/sessions?limit=0', opts: { key: w.apiKey }, status: 422 },
+  }),
+  getWorkspace: async (w) => ({
+    happy: { method: 'GET', url: '/api/v1/workspace', opts: { key: w.apiKey }, status: 200 },
+    error: { method: 'GET', url: '/api/v1/workspace', status: 401 },
+  }),
+  updateWorkspace: async (w) => ({
+    happy: {
+      method: 'PATCH',
+      url: '/api/v1/workspace',
+      opts: { key: w.apiKey, body: { allowedOrigins: ['https://app.example.com'] } },
+      status: 200,
+    },
+    error: {
+      method: 'PATCH',
+      url: '/api/v1/workspace',
+      opts: { key: w.apiKey, body: { allowedOrigins: ['https://app.example.com/'] } },
+      status: 422,
+    },
   }),
   createApiKey: async (w) => ({
     happy: {
@@ -529,7 +548,8 @@ describe('the OpenAPI document is the contract enforced', () => {
   it('every route documents the statuses its guards, validators and body caps can answer', () => {
     for (const op of operations()) {
       const statuses = new Set(Object.keys(op.responses).map(Number));
-      const needed = [401, 403, 429, 500];
+      // A keyless route (its credential is in the body: the live-call join) answers no 401.
+      const needed = op.security?.length ? [401, 403, 429, 500] : [403, 429, 500];
       if (op.requestBody) needed.push(400, 413, 415, 422);
       if (op.parameters?.some((p) => p.in === 'path')) needed.push(404, 422);
       if (op.parameters?.some((p) => p.in === 'query')) needed.push(422);

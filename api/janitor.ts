@@ -7,7 +7,7 @@ const JANITOR_INTERVAL_MS = 15_000;
  * Ends abandoned live calls (worker lost, never joined, past their maximum duration) and frees
  * capacity slots whose call is over; settles reservations whose holder died (at the usage it last
  * reported), closes their sessions, and drops stale idempotency answers and expired dashboard
- * sign-in links and sessions. Safe to run in every
+ * sign-in links and sessions, and expired join tokens of live calls. Safe to run in every
  * process at once: each step locks rows, and a call ends exactly once.
  */
 export async function runJanitorOnce(
@@ -18,6 +18,7 @@ export async function runJanitorOnce(
   await services.usage.closeOrphaned();
   await services.idempotency.purgeExpired();
   await services.dashboard.purgeExpired();
+  await services.liveCalls.purgeExpiredJoinTokens();
   return {
     expired: expired.length,
     liveEnded: live.overdue.length + live.lost.length + live.unjoined.length,

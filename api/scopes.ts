@@ -1,14 +1,18 @@
 import type { Scope } from '../core/auth/keys.ts';
 
 /**
- * The one table of which scope each operation needs (listed in docs/api.md). Keyed by operationId; the
- * auth guard reads it, and a test checks that every registered route has an entry.
+ * The one table of which scope each operation needs (listed in docs/api.md); null: any valid key of
+ * the workspace. Keyed by operationId; the auth guard reads it, and a test checks that every
+ * registered route has an entry.
  */
 export const ROUTE_SCOPES = {
   // Billing and keys
   getCreditBalance: 'credits:read',
   listSessionUsage: 'usage:read',
   createApiKey: 'api_keys:write',
+  // Workspace: read by any key; its settings are workspace administration, as keys are.
+  getWorkspace: null,
+  updateWorkspace: 'api_keys:write',
   // Avatars
   listAvatars: 'avatars:read',
   createAvatar: 'avatars:write',
@@ -40,6 +44,6 @@ export const ROUTE_SCOPES = {
   listRecordings: 'recordings:read',
   getRecording: 'recordings:read',
   getRecordingAccess: 'recordings:read',
-} as const satisfies Record<string, Scope>;
+} as const satisfies Record<string, Scope | null>;
 
 export type OperationId = keyof typeof ROUTE_SCOPES;

@@ -221,6 +221,7 @@ const VALID_BODIES: Record<string, (ctx: { avatarId: string }) => { url?: string
       room: { name: 'their-room', agent_identity: 'their-agent' },
     },
   }),
+  updateWorkspace: () => ({ body: { allowedOrigins: ['https://app.example.com'] } }),
   releaseLiveSession: () => ({ body: { session_id: 'ses_x', reason: 'manual', capacity_pool: 'primary' } }),
   prepareRealtime: ({ avatarId }) => ({ body: { avatar_id: avatarId } }),
   runTurn: ({ avatarId }) => ({

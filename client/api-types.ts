@@ -53,6 +53,7 @@ export type ResponseBody<K extends OperationId> = {
 export type Avatar = ResponseBody<'getAvatar'>;
 export type Asset = ResponseBody<'createRemoteAsset'>;
 export type CreditBalance = ResponseBody<'getCreditBalance'>;
+export type Workspace = ResponseBody<'getWorkspace'>;
 export type LipsyncRequest = RequestBody<'renderLipsync'>;
 export type LipsyncResult = ResponseBody<'renderLipsync'>;
 export type ErrorBody = Schemas['Error'];

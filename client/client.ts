@@ -407,6 +407,12 @@ export class AvatarClient {
   readonly apiKeys = {
     create: (body: RequestBody<'createApiKey'>, o?: CallOptions) => this.request('createApiKey', { ...o, body }),
   };
+
+  readonly workspace = {
+    get: (o?: CallOptions) => this.request('getWorkspace', { ...o }),
+    /** `{ allowedOrigins }` (scope api_keys:write): replaces the list; `[]` removes the limit. */
+    update: (body: RequestBody<'updateWorkspace'>, o?: CallOptions) => this.request('updateWorkspace', { ...o, body }),
+  };
 }
 
 /** AbortSignal.any where it exists (2023+ runtimes), otherwise the same by hand. */

@@ -13,9 +13,44 @@ import { Room, RoomEvent, Track, type RemoteTrack } from 'livekit-client';
  */
 export interface AvatarCallGrant {
   server_url: string;
+  /** Null when the workspace limits calls to allowed origins: the element then redeems `join_token` at `join_url`. */
   participant_token: string | null;
   avatar_identity: string;
   session_id?: string;
+  /** Single use: exchanged (from this page's origin) for the LiveKit token. */
+  join_token?: string;
+  join_url?: string;
+}
+
+/** What the element joins LiveKit with. */
+type Joinable = Pick<AvatarCallGrant, 'server_url' | 'avatar_identity'> & { participant_token: string };
+
+/** Why a join token was refused, in words for the page (the API's code names it). */
+class JoinRefused extends Error {}
+
+/**
+ * The grant's LiveKit token, or, for a workspace that limits origins, the answer of its join URL
+ * (POST { join_token }, no cookies: the token is the whole credential; the browser sends Origin).
+ */
+async function joinable(g: AvatarCallGrant): Promise<Joinable | undefined> {
+  if (g.participant_token) return { ...g, participant_token: g.participant_token };
+  if (!g.join_token || !g.join_url) return undefined;
+  const res = await fetch(g.join_url, {
+    method: 'POST',
+    credentials: 'omit',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ join_token: g.join_token }),
+  });
+  if (res.status === 403) throw new JoinRefused("This page's origin is not allowed to join this call.");
+  if (res.status === 404 || res.status === 410)
+    throw new JoinRefused('This session cannot be joined any more: it was used, has expired or has ended.');
+  if (!res.ok) throw new JoinRefused(`Could not join: the server answered ${res.status}.`);
+  const joined = (await res.json()) as Joinable;
+  return {
+    server_url: joined.server_url,
+    avatar_identity: joined.avatar_identity,
+    participant_token: joined.participant_token,
+  };
 }
 
 const STYLE = `
@@ -101,10 +136,26 @@ export class AvatarCallElement extends HTMLElement {
   }
 
   private async start(): Promise<void> {
-    const g = this.currentGrant;
-    if (!g || this.room) return;
-    if (!g.participant_token) return this.setState('ended', 'This session has no token for a user to join with.');
+    const grant = this.currentGrant;
+    if (!grant || this.room || this.state === 'connecting') return;
     this.setState('connecting', 'Joining…');
+    let g: Joinable | undefined;
+    try {
+      g = await joinable(grant);
+    } catch (err) {
+      const text =
+        err instanceof JoinRefused
+          ? err.message
+          : `Could not join: ${err instanceof Error ? err.message : String(err)}`;
+      return this.setState('ended', text);
+    }
+    if (!g) return this.setState('ended', 'This session has no token for a user to join with.');
+    // The grant was replaced or the element removed while the join was answered: start over, if at all.
+    if (this.currentGrant !== grant || !this.isConnected) {
+      this.setState('idle', 'Waiting for a session…');
+      if (this.currentGrant && this.isConnected) void this.start();
+      return;
+    }
     const room = new Room({ adaptiveStream: false, dynacast: false });
     this.room = room;
     room.on(RoomEvent.TrackSubscribed, (track: RemoteTrack, _pub, p) => {

@@ -63,6 +63,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/workspace": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read the key's workspace and its settings
+         * @description Any valid key of the workspace may read it.
+         */
+        get: operations["getWorkspace"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Change the workspace's settings: its allowed origins
+         * @description Workspace administration (scope api_keys:write). allowedOrigins replaces the list; an invalid entry, more than 20 or a duplicate is 422 naming it (allowedOrigins[i]), and nothing is written. The new list applies at once, also to join tokens minted before it: an origin removed can no longer redeem them.
+         */
+        patch: operations["updateWorkspace"];
+        trace?: never;
+    };
     "/api/v1/avatars": {
         parameters: {
             query?: never;
@@ -278,7 +302,7 @@ export interface paths {
         put?: never;
         /**
          * Mint a live call on LiveKit
-         * @description Creates the call: a capacity slot, a credit reservation of max_duration_seconds, a LiveKit room (conversation mode) with the avatar agent dispatched into it, and the user's token. Refusals, in this order, each with nothing reserved: 404 avatar, 409 avatar_state_conflict (not ready), scene (403 scene_sessions_not_enabled, 404 scene_not_found, 409 scene_not_ready, 429 scene_concurrency_limit_reached), 403 recordings_not_enabled, 503 clip_library_not_ready, 402 credits, 429 concurrency_limit_reached, then capacity: 429 queue (exactly { queue_ticket_id, queue_size, recommended_retry_ms }), 503 capacity_unavailable, 503 session_dispatch_failed. clip_library, clip_behavior and choreography are refused like any unknown field: a call always plays the avatar's serving clips and declared behaviour. Body cap 64 KiB.
+         * @description Creates the call: a capacity slot, a credit reservation of max_duration_seconds, a LiveKit room (conversation mode) with the avatar agent dispatched into it, and the user's token. Refusals, in this order, each with nothing reserved: 404 avatar, 409 avatar_state_conflict (not ready), scene (403 scene_sessions_not_enabled, 404 scene_not_found, 409 scene_not_ready, 429 scene_concurrency_limit_reached), 403 recordings_not_enabled, 503 clip_library_not_ready, 402 credits, 429 concurrency_limit_reached, then capacity: 429 queue (exactly { queue_ticket_id, queue_size, recommended_retry_ms }), 503 capacity_unavailable, 503 session_dispatch_failed. clip_library, clip_behavior and choreography are refused like any unknown field: a call always plays the avatar's serving clips and declared behaviour. Body cap 64 KiB. A workspace with allowedOrigins gets participant_token null, and join_token and join_url instead: the page redeems the token at POST /realtime/livekit/join.
          */
         post: operations["mintLiveSession"];
         delete?: never;
@@ -507,6 +531,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/realtime/livekit/join": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Join a live call with a join token (from a web page of an allowed origin)
+         * @description No API key: the join token of a grant is the credential. A workspace with allowedOrigins gets grants without the LiveKit token (participant_token null) and with a join_token; the page posts it here, once, and gets the token. The request's Origin must be one of the workspace's allowed origins now. Refusals: 422 (join_token), 403 origin_not_allowed (no Origin, or one not allowed; field Origin), 404 join_token_not_found, 410 join_token_used, 410 join_token_expired (expired, or the call has ended). Answers carry Access-Control-Allow-Origin (the request Origin) and Vary: Origin; the CORS preflight is answered (POST, content-type). Body cap 4 KiB.
+         */
+        post: operations["joinLiveSession"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -645,6 +689,35 @@ export interface components {
              * @description Accepted and ignored.
              */
             environment?: string;
+        };
+        Workspace: {
+            /** @example ten_0123456789ABCDEFGHij */
+            id: string;
+            name: string;
+            /** @enum {string} */
+            status: "active" | "suspended";
+            /**
+             * @description Web origins whose pages may join its live calls. Empty: no limit (a grant carries the LiveKit token). Otherwise a grant carries a single-use join_token instead, redeemed from one of these origins.
+             * @example [
+             *       "https://app.example.com"
+             *     ]
+             */
+            allowedOrigins: string[];
+            /**
+             * Format: date-time
+             * @example 2026-01-01T00:00:00.000Z
+             */
+            createdAt: string;
+        };
+        UpdateWorkspaceRequest: {
+            /**
+             * @description Replaces the list: at most 20 origins, each exactly as a browser sends it in Origin (https://app.example.com, http://localhost:5173: http or https, lowercase, no path, query, trailing slash or wildcard), no duplicates. [] removes the limit.
+             * @example [
+             *       "https://app.example.com",
+             *       "http://localhost:5173"
+             *     ]
+             */
+            allowedOrigins: string[];
         };
         AvatarList: {
             data: components["schemas"]["Avatar"][];
@@ -1099,8 +1172,15 @@ export interface components {
             room_name: string;
             /** @description The LiveKit server to connect to. */
             server_url: string;
-            /** @description The user's LiveKit token (join, publish the microphone, subscribe, data). Null in provider mode. */
+            /** @description The user's LiveKit token (join, publish the microphone, subscribe, data). Null in provider mode, and when the workspace limits its calls to allowed origins: the page then redeems join_token at join_url. */
             participant_token: string | null;
+            /**
+             * @description Only when the workspace has allowedOrigins: single use, expires with the grant (expires_at). A page of an allowed origin POSTs { join_token } to join_url for the LiveKit token.
+             * @example sjt_0123456789abcdefghijklmnopqrstuvwxyzABCDEFG
+             */
+            join_token?: string;
+            /** @description Only with join_token: the absolute URL of POST /api/v1/realtime/livekit/join on this server. */
+            join_url?: string;
             /** @description The user's identity in the room. Null in provider mode. */
             participant_identity: string | null;
             /** @description The identity the avatar joins with. */
@@ -1529,6 +1609,21 @@ export interface components {
              */
             expiresAt: string;
         };
+        LiveSessionJoin: {
+            session_id: string;
+            /** @description The LiveKit server to connect to. */
+            server_url: string;
+            /** @description The user's LiveKit token, as a mint would have answered it. */
+            participant_token: string;
+            avatar_identity: string;
+        };
+        LiveSessionJoinRequest: {
+            /**
+             * @description The grant's join_token.
+             * @example sjt_0123456789abcdefghijklmnopqrstuvwxyzABCDEFG
+             */
+            join_token: string;
+        };
     };
     responses: never;
     parameters: never;
@@ -1688,6 +1783,158 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ApiKeyCreated"];
+                };
+            };
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, malformed, revoked or expired API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Key lacks the scope, or the workspace is not active */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body over the route cap */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported content type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Validation failed: the message names the field */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited, concurrency limit or capacity queue */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getWorkspace: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The workspace */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Workspace"];
+                };
+            };
+            /** @description Missing, malformed, revoked or expired API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Key lacks the scope, or the workspace is not active */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited, concurrency limit or capacity queue */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    updateWorkspace: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateWorkspaceRequest"];
+            };
+        };
+        responses: {
+            /** @description The workspace as changed */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Workspace"];
                 };
             };
             /** @description Malformed request */
@@ -4430,6 +4677,111 @@ export interface operations {
             };
             /** @description Conflict with existing state */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Validation failed: the message names the field */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limited, concurrency limit or capacity queue */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    joinLiveSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["LiveSessionJoinRequest"];
+            };
+        };
+        responses: {
+            /** @description What the page joins the call with */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LiveSessionJoin"];
+                };
+            };
+            /** @description Malformed request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description origin_not_allowed: no Origin header, or one the workspace does not allow; or tenant_not_active */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description join_token_not_found: a token never issued (or purged) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description join_token_used (redeemed already) or join_token_expired (past expires_at, or the call has ended) */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body over the route cap */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported content type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };

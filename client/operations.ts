@@ -107,6 +107,20 @@ export const OPERATIONS = {
     "idempotencyKey": false,
     "documented": true
   },
+  "getWorkspace": {
+    "method": "GET",
+    "path": "/api/v1/workspace",
+    "body": "none",
+    "idempotencyKey": false,
+    "documented": true
+  },
+  "joinLiveSession": {
+    "method": "POST",
+    "path": "/api/v1/realtime/livekit/join",
+    "body": "json",
+    "idempotencyKey": false,
+    "documented": true
+  },
   "listAssets": {
     "method": "GET",
     "path": "/api/v1/assets",
@@ -201,6 +215,13 @@ export const OPERATIONS = {
   "updateAvatar": {
     "method": "PATCH",
     "path": "/api/v1/avatars/{avatarId}",
+    "body": "json",
+    "idempotencyKey": false,
+    "documented": true
+  },
+  "updateWorkspace": {
+    "method": "PATCH",
+    "path": "/api/v1/workspace",
     "body": "json",
     "idempotencyKey": false,
     "documented": true

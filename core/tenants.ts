@@ -16,6 +16,8 @@ export interface Tenant {
   maxConcurrentSceneSessions: number;
   /** Whether connection observations of its calls are collected (on by default). */
   connectionHistoryEnabled: boolean;
+  /** Web origins whose pages may join its live calls (empty: any page, the grant carries the LiveKit token). */
+  allowedOrigins: string[];
   createdAt: Date;
 }
 
@@ -52,6 +54,7 @@ interface TenantRow {
   recording_retention_days: number;
   max_concurrent_scene_sessions: number;
   connection_history_enabled: boolean;
+  allowed_origins: string[];
   created_at: Date;
 }
 
@@ -66,6 +69,7 @@ const toTenant = (r: TenantRow): Tenant => ({
   recordingRetentionDays: r.recording_retention_days,
   maxConcurrentSceneSessions: r.max_concurrent_scene_sessions,
   connectionHistoryEnabled: r.connection_history_enabled,
+  allowedOrigins: r.allowed_origins,
   createdAt: r.created_at,
 });
 
@@ -120,4 +124,34 @@ export class TenantStore {
       update tenants set ${this.sql(set)}, updated_at = now() where id = ${id} returning *`;
     return row && toTenant(row);
   }
+
+  /** Replaces the workspace's allowed origins (already checked: `originProblem`). */
+  async setAllowedOrigins(id: string, origins: readonly string[]): Promise<Tenant | undefined> {
+    const [row] = await this.sql<TenantRow[]>`
+      update tenants set allowed_origins = ${this.sql.array([...origins])}, updated_at = now()
+      where id = ${id} returning *`;
+    return row && toTenant(row);
+  }
+}
+
+/** At most this many allowed origins per workspace. */
+export const MAX_ALLOWED_ORIGINS = 20;
+
+/**
+ * What is wrong with `s` as an allowed origin, or undefined: it must be exactly a web origin as a
+ * browser sends it in `Origin` (http or https, lowercase, no path, query, trailing slash or wildcard).
+ */
+export function originProblem(s: string): string | undefined {
+  let url: URL;
+  try {
+    url = new URL(s);
+  } catch {
+    return 'is not a URL';
+  }
+  // URL accepts `*` in a host: no pattern is an origin a browser sends.
+  if (s.includes('*')) return 'must not contain a wildcard: list each origin';
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return 'must be an http or https origin';
+  if (url.origin !== s)
+    return `must be exactly an origin (scheme://host[:port], lowercase, no path, query or trailing slash): ${url.origin}`;
+  return undefined;
 }

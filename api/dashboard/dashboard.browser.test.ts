@@ -11,6 +11,7 @@ import { launchChromium } from '../../test/browser.ts';
 import { freePort } from '../../test/deps.ts';
 import { testApi } from '../../test/helpers.ts';
 import { testVideo } from '../../render/framecache/test-videos.ts';
+import { readyAvatar } from '../routes/realtime/test-support.ts';
 import { recordingFixtures } from '../routes/recordings/test-support.ts';
 import { startApiServer } from '../server.ts';
 
@@ -229,6 +230,37 @@ describe('dashboard in Chromium', { timeout: 120_000 }, () => {
     await expect.poll(() => canvas.getAttribute('data-done'), { timeout: 60_000 }).toBe('true');
     expect(Number(await canvas.getAttribute('data-frames'))).toBeGreaterThan(25);
     expect(Number(await canvas.getAttribute('data-audio-seconds'))).toBeGreaterThan(1);
+  });
+
+  it("happy: next to the embed snippet an owner sets the workspace's allowed origins (a bad one shows its field error, nothing saved); a member reads them only", async () => {
+    const w = await t.newTenant({ credits: 10 });
+    const avatarId = await readyAvatar(t, w.tenantId);
+    const { context, page } = await signedIn('owner', w.tenantId);
+    await page.goto(`/platform/dashboard/avatars/${avatarId}/playground`);
+    const form = page.locator('form[aria-label="Allowed origins"]');
+    const origins = form.getByTestId('allowed-origins');
+    await origins.fill('https://app.example.com\nhttps://app.example.com/page');
+    await form.getByRole('button', { name: 'Save origins' }).click();
+    await expect.poll(() => form.locator('.field-error').getAttribute('data-field')).toBe('allowedOrigins');
+    expect((await t.services.tenants.get(w.tenantId))!.allowedOrigins).toEqual([]);
+    await origins.fill('https://app.example.com\n\nhttp://localhost:5173\n');
+    await form.getByRole('button', { name: 'Save origins' }).click();
+    await expect.poll(() => form.getByRole('status').textContent()).toContain('Saved');
+    expect((await t.services.tenants.get(w.tenantId))!.allowedOrigins).toEqual([
+      'https://app.example.com',
+      'http://localhost:5173',
+    ]);
+    await context.close();
+
+    const member = await signedIn('member', w.tenantId);
+    await member.page.goto(`/platform/dashboard/avatars/${avatarId}/playground`);
+    const read = member.page.locator('form[aria-label="Allowed origins"]');
+    await expect
+      .poll(() => read.getByTestId('allowed-origins').inputValue())
+      .toBe('https://app.example.com\nhttp://localhost:5173');
+    expect(await read.getByTestId('allowed-origins').getAttribute('readonly')).not.toBeNull();
+    expect(await read.getByRole('button', { name: 'Save origins' }).count()).toBe(0);
+    await member.context.close();
   });
 
   it('happy: the billing page shows the balance, the chart and the sessions, filtered by end user', async () => {

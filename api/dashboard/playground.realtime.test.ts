@@ -10,6 +10,7 @@ import { startAgentHarness, type AgentHarness } from '../../test/agent-harness.t
 import { launchChromium } from '../../test/browser.ts';
 import { freePort } from '../../test/deps.ts';
 import { waitFor } from '../../test/helpers.ts';
+import type { GrantBody } from '../routes/realtime/test-support.ts';
 
 /**
  * The playground in Chromium, a real call end to end: the page mints a session as the signed-in
@@ -91,6 +92,29 @@ function frameChange(page: Page, host?: string): Promise<number> {
   })()`) as Promise<number>;
 }
 
+/** A plain page of another origin than the API's, with the embed snippet: its origin and how to stop it. */
+async function tenantSite(): Promise<{ origin: string; close(): void }> {
+  const port = await freePort();
+  const site = createServer((_req, res) => {
+    res.setHeader('content-type', 'text/html');
+    res.end(`<!doctype html><title>A tenant's page</title><h1>Talk to us</h1>
+<script src="${h.apiUrl}/platform/embed.js"></script>
+<avatar-call id="avatar"></avatar-call>`);
+  });
+  await new Promise<void>((resolve) => site.listen(port, '127.0.0.1', resolve));
+  return { origin: `http://127.0.0.1:${port}`, close: () => site.close() };
+}
+
+/**
+ * A grant of a workspace with allowed origins: its join URL names this API where it listens (a
+ * deployment's PUBLIC_BASE_URL; the harness picks its port after the API's config is made).
+ */
+function servedHere(grant: GrantBody): GrantBody {
+  expect(grant.participant_token).toBeNull();
+  expect(grant.join_url).toMatch(/\/api\/v1\/realtime\/livekit\/join$/);
+  return { ...grant, join_url: `${h.apiUrl}${new URL(grant.join_url!).pathname}` };
+}
+
 describe('the playground in Chromium', () => {
   it(
     'happy: a call from the page: the avatar moves, hears the fake microphone, answers aloud with captions; hanging up releases and bills it',
@@ -157,20 +181,13 @@ describe('the playground in Chromium', () => {
     "happy: the embed snippet on a plain page of another origin: the grant the tenant's backend minted joins the call, the avatar answers with captions; leaving the page ends and bills it",
     { timeout: 180_000 },
     async () => {
-      const port = await freePort();
-      const site = createServer((_req, res) => {
-        res.setHeader('content-type', 'text/html');
-        res.end(`<!doctype html><title>A tenant's page</title><h1>Talk to us</h1>
-<script src="${h.apiUrl}/platform/embed.js"></script>
-<avatar-call id="avatar"></avatar-call>`);
-      });
-      await new Promise<void>((resolve) => site.listen(port, '127.0.0.1', resolve));
+      const site = await tenantSite();
       try {
         // The tenant's backend mints with its API key; the page gets only the grant.
         const grant = await h.mintCall();
         const chatBefore = h.fake.chatRequests.length;
         const page = await browser.newPage();
-        await page.goto(`http://127.0.0.1:${port}/`);
+        await page.goto(`${site.origin}/`);
         await page.evaluate(`document.getElementById('avatar').grant = ${JSON.stringify(grant)}`);
         await expect.poll(() => page.locator('avatar-call').getAttribute('state'), { timeout: 60_000 }).toBe('live');
         await expect.poll(() => frameChange(page, 'avatar-call'), { timeout: 30_000 }).toBeGreaterThan(0.5);
@@ -186,6 +203,62 @@ describe('the playground in Chromium', () => {
         expect(usage.status).toBe('released');
         expect(usage.billableSeconds).toBeGreaterThan(0);
       } finally {
+        site.close();
+      }
+    },
+  );
+
+  it(
+    "happy: a workspace that allows the page's origin: the grant carries a join token, not the LiveKit token; the element redeems it from the page (CORS) and the call joins and ends as before",
+    { timeout: 180_000 },
+    async () => {
+      const site = await tenantSite();
+      await h.t.services.tenants.setAllowedOrigins(h.tenantId, ['https://app.example.com', site.origin]);
+      try {
+        const grant = servedHere((await h.mintCall()) as GrantBody);
+        const page = await browser.newPage();
+        await page.goto(`${site.origin}/`);
+        await page.evaluate(`document.getElementById('avatar').grant = ${JSON.stringify(grant)}`);
+        await expect.poll(() => page.locator('avatar-call').getAttribute('state'), { timeout: 60_000 }).toBe('live');
+        await expect.poll(() => frameChange(page, 'avatar-call'), { timeout: 30_000 }).toBeGreaterThan(0.5);
+        const [token] = await h.t.services.sql<{ used_at: Date | null }[]>`
+          select used_at from live_join_tokens where session_id = ${grant.session_id}`;
+        expect(token?.used_at).toBeInstanceOf(Date);
+        await page.close({ runBeforeUnload: true });
+        const { usage } = await h.settledOnce(grant.session_id);
+        expect(usage.status).toBe('released');
+      } finally {
+        await h.t.services.tenants.setAllowedOrigins(h.tenantId, []);
+        site.close();
+      }
+    },
+  );
+
+  it(
+    'security: a page whose origin the workspace does not allow: the element shows the refusal and never joins; the join token stays unused',
+    { timeout: 120_000 },
+    async () => {
+      const site = await tenantSite();
+      await h.t.services.tenants.setAllowedOrigins(h.tenantId, ['https://app.example.com']);
+      try {
+        const grant = servedHere((await h.mintCall()) as GrantBody);
+        const page = await browser.newPage();
+        await page.goto(`${site.origin}/`);
+        await page.evaluate(`document.getElementById('avatar').grant = ${JSON.stringify(grant)}`);
+        const call = page.locator('avatar-call');
+        await expect.poll(() => call.getAttribute('state'), { timeout: 30_000 }).toBe('ended');
+        expect(await call.getByRole('status').textContent()).toBe(
+          "This page's origin is not allowed to join this call.",
+        );
+        const [token] = await h.t.services.sql<{ used_at: Date | null }[]>`
+          select used_at from live_join_tokens where session_id = ${grant.session_id}`;
+        expect(token).toEqual({ used_at: null });
+        // No user joined: the call never saw its user.
+        expect((await h.t.services.liveSessions.get(grant.session_id))?.joinedAt ?? null).toBeNull();
+        await page.close();
+      } finally {
+        await h.t.services.tenants.setAllowedOrigins(h.tenantId, []);
+        await h.endOpenCalls();
         site.close();
       }
     },

@@ -1,7 +1,7 @@
 import type { HttpBindings } from '@hono/node-server';
 import type { RouteConfig } from '@hono/zod-openapi';
 import type { Context, MiddlewareHandler } from 'hono';
-import { hasScope } from '../../core/auth/keys.ts';
+import { hasScope, type Scope } from '../../core/auth/keys.ts';
 import type { Config } from '../../core/platform/config.ts';
 import { ApiError } from '../../core/platform/errors.ts';
 import { orAfter } from '../../core/platform/time.ts';
@@ -35,8 +35,8 @@ function authFailuresExceeded(config: Config, retryAfterMs: number): ApiError {
  * its key is one this process verified recently.
  */
 export function authenticate(operationId: OperationId): MiddlewareHandler<AppEnv> {
-  const scope = ROUTE_SCOPES[operationId];
-  if (!scope) throw new Error(`Route ${operationId} has no entry in ROUTE_SCOPES`);
+  const scope: Scope | null | undefined = ROUTE_SCOPES[operationId];
+  if (scope === undefined) throw new Error(`Route ${operationId} has no entry in ROUTE_SCOPES`);
   return async (c, next) => {
     const { keys, rateLimiter, authFailures, config, log } = c.get('services');
     const address = peerAddress(c);
@@ -78,7 +78,7 @@ export function authenticate(operationId: OperationId): MiddlewareHandler<AppEnv
         { 'Retry-After': String(seconds) },
       );
     }
-    if (!hasScope(principal.scopes, scope)) {
+    if (scope !== null && !hasScope(principal.scopes, scope)) {
       throw new ApiError('forbidden', `This API key lacks the scope "${scope}": mint a key with that scope`, {
         requiredScope: scope,
       });
@@ -190,9 +190,27 @@ function utf8JsonBody(): MiddlewareHandler<AppEnv> {
  * the route config for `app.openapi`.
  */
 export function guarded<R extends RouteConfig>(route: R, opts: { bodyLimit?: number } = {}): R {
-  const middleware: MiddlewareHandler<AppEnv>[] = [authenticate(route.operationId as OperationId)];
+  const middleware = [authenticate(route.operationId as OperationId), ...bodyGuards(route, opts)];
+  return { ...route, middleware: middleware as never };
+}
+
+/** The body cap and, for a JSON body, its UTF-8 check. */
+function bodyGuards(route: RouteConfig, opts: { bodyLimit?: number }): MiddlewareHandler<AppEnv>[] {
+  const middleware: MiddlewareHandler<AppEnv>[] = [];
   if (route.method !== 'get' && route.method !== 'delete')
     middleware.push(capBody(opts.bodyLimit ?? DEFAULT_BODY_LIMIT));
   if (route.request?.body?.content && 'application/json' in route.request.body.content) middleware.push(utf8JsonBody());
+  return middleware;
+}
+
+/**
+ * The guards of a route whose credential is in its body, not an API key (POST
+ * /realtime/livekit/join): no authentication and no scope, only `first`, then the body guards.
+ */
+export function keyless<R extends RouteConfig>(
+  route: R,
+  opts: { bodyLimit?: number; first?: MiddlewareHandler<AppEnv>[] } = {},
+): R {
+  const middleware = [...(opts.first ?? []), ...bodyGuards(route, opts)];
   return { ...route, middleware: middleware as never };
 }

@@ -30,6 +30,9 @@ import * as getConnectionHistory from './sessions/connection-history.ts';
 import * as prepareRealtime from './realtime/prepare-realtime.ts';
 import * as runTurn from './realtime/run-turn.ts';
 import * as planVideoCache from './realtime/plan-video-cache.ts';
+import * as joinLiveSession from './realtime/livekit-join.ts';
+import * as getWorkspace from './workspace/get-workspace.ts';
+import * as updateWorkspace from './workspace/update-workspace.ts';
 
 export interface RouteModule {
   route: RouteConfig;
@@ -41,6 +44,8 @@ export const ROUTES: readonly RouteModule[] = [
   getCreditBalance,
   listSessionUsage,
   createApiKey,
+  getWorkspace,
+  updateWorkspace,
   listAvatars,
   createAvatar,
   getAvatar,
@@ -69,3 +74,9 @@ export const ROUTES: readonly RouteModule[] = [
   getRecording,
   getRecordingAccess,
 ];
+
+/**
+ * The /api/v1 routes whose credential is not an API key (no scope, no 401): a live call's join,
+ * whose join token is the credential. In the OpenAPI document after ROUTES.
+ */
+export const KEYLESS_ROUTES: readonly RouteModule[] = [joinLiveSession];

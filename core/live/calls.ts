@@ -25,6 +25,7 @@ import { newId } from '../platform/ids.ts';
 import type { Logger } from '../platform/log.ts';
 import type { UsageStore } from '../usage.ts';
 import type { LiveCapacity, PoolSlots } from './capacity.ts';
+import { issueJoinToken, purgeExpiredJoinTokens, redeemJoinToken } from './join.ts';
 import type { LiveKit } from './livekit.ts';
 import {
   endStaleSessions,
@@ -65,6 +66,11 @@ export interface Caller {
   tenantId: string;
   apiKeyId: string;
   spendLimitCreditMicros: number | null;
+  /**
+   * Set when a signed-in dashboard page mints: its grant goes to the platform's own page (same
+   * origin, anti-forgery checked), so the workspace's allowed origins do not apply to it.
+   */
+  dashboardSessionId?: string;
 }
 
 export interface MintInput {
@@ -91,13 +97,26 @@ export interface Grant {
   sessionId: string;
   roomName: string;
   serverUrl: string;
-  /** Null in provider mode: the caller's own agent and users are in the room already. */
+  /**
+   * Null in provider mode (the caller's own agent and users are in the room already), and when the
+   * workspace limits its calls to allowed origins: the page redeems `joinToken` for it instead.
+   */
   participantToken: string | null;
+  /** Single use, expiring with the grant: set instead of `participantToken` for an origin-limited workspace. */
+  joinToken?: string;
   participantIdentity: string | null;
   avatarIdentity: string;
   capacityPool: string;
   expiresAt: string;
   maxDurationSeconds: number;
+}
+
+/** What a redeemed join token answers: what a page joins the call with. */
+export interface JoinGrant {
+  sessionId: string;
+  serverUrl: string;
+  participantToken: string;
+  avatarIdentity: string;
 }
 
 /** Where a mint's time went (the Server-Timing header; the mint benchmark reads it). */
@@ -148,14 +167,18 @@ interface Allowed {
   sceneId: string | null;
   record: boolean;
   seconds: number;
+  originLimited: boolean;
 }
 
-/** An admitted call: allowed, with the pool whose slot it holds. */
+/** An admitted call: allowed, with the pool whose slot it holds, and its join token when the workspace limits origins. */
 interface Admitted extends Allowed {
   pool: string;
+  joinToken?: string;
 }
 
 interface TenantPolicy {
+  /** Whether the workspace names allowed origins: its user's token is then handed out only by a join. */
+  origin_limited: boolean;
   scene_sessions_enabled: boolean;
   recordings_enabled: boolean;
   max_concurrent_sessions: number;
@@ -194,9 +217,10 @@ export class LiveCalls {
     const t1 = performance.now();
     const { roomMs, dispatchMs } = await this.dispatch(call, admitted.pool);
     const t2 = performance.now();
-    const token = call.identities.user
-      ? await livekit!.userToken(call.roomName, call.identities.user, config.LIVE_TOKEN_TTL_SECONDS)
-      : null;
+    const token =
+      call.identities.user && !admitted.joinToken
+        ? await livekit!.userToken(call.roomName, call.identities.user, config.LIVE_TOKEN_TTL_SECONDS)
+        : null;
     const ownMs = t1 - t0 + (performance.now() - t2);
     return {
       grant: {
@@ -204,6 +228,7 @@ export class LiveCalls {
         roomName: call.roomName,
         serverUrl: livekit!.serverUrl,
         participantToken: token,
+        ...(admitted.joinToken ? { joinToken: admitted.joinToken } : {}),
         participantIdentity: call.identities.user,
         avatarIdentity: call.identities.avatar,
         capacityPool: admitted.pool,
@@ -231,6 +256,13 @@ export class LiveCalls {
         granted = await this.takeSlot(caller, input, call.sessionId, pools);
         const admitted: Admitted = { ...allowed, pool: granted };
         await this.insertCall(tx, caller, input, call, admitted);
+        if (allowed.originLimited && call.identities.user && !caller.dashboardSessionId) {
+          admitted.joinToken = await issueJoinToken(tx, {
+            tenantId: caller.tenantId,
+            sessionId: call.sessionId,
+            ttlSeconds: this.d.config.LIVE_TOKEN_TTL_SECONDS,
+          });
+        }
         return admitted;
       });
     } catch (err) {
@@ -250,7 +282,8 @@ export class LiveCalls {
     // The tenant's lock: its wallet row, taken first by every credit operation too.
     await tx`select 1 from credit_wallets where tenant_id = ${caller.tenantId} for update`;
     const [policy] = await tx<TenantPolicy[]>`
-      select scene_sessions_enabled, recordings_enabled, max_concurrent_sessions, max_concurrent_scene_sessions
+      select scene_sessions_enabled, recordings_enabled, max_concurrent_sessions, max_concurrent_scene_sessions,
+             cardinality(allowed_origins) > 0 as origin_limited
       from tenants where id = ${caller.tenantId}`;
     if (!policy) throw notFound('Tenant');
 
@@ -294,7 +327,7 @@ export class LiveCalls {
         'capacity_unavailable',
         'Live calls are not available: this server has no LiveKit configured (LIVEKIT_URL)',
       );
-    return { sceneId: scene?.id ?? null, record, seconds };
+    return { sceneId: scene?.id ?? null, record, seconds, originLimited: policy.origin_limited };
   }
 
   /** The call's capacity slot (the pool that granted it), or the refusal: unavailable, or queued with a ticket. */
@@ -512,6 +545,37 @@ export class LiveCalls {
       status: usage?.status ?? 'failed',
       billedCreditMicros: usage?.billedCreditMicros ?? 0,
     };
+  }
+
+  /**
+   * Redeems a grant's join token from a page of the request's `Origin` (once; refusals: join.ts) for
+   * the user's LiveKit token, minted now with the usual lifetime.
+   */
+  async join(joinToken: string, origin: string | undefined): Promise<JoinGrant> {
+    const { config, livekit, log } = this.d;
+    if (!livekit)
+      throw new ApiError(
+        'capacity_unavailable',
+        'Live calls are not available: this server has no LiveKit configured (LIVEKIT_URL)',
+      );
+    const target = await redeemJoinToken(this.d.sql, joinToken, origin);
+    const participantToken = await livekit.userToken(
+      target.roomName,
+      target.userIdentity,
+      config.LIVE_TOKEN_TTL_SECONDS,
+    );
+    log.info({ sessionId: target.sessionId, origin }, 'live call join token redeemed');
+    return {
+      sessionId: target.sessionId,
+      serverUrl: livekit.serverUrl,
+      participantToken,
+      avatarIdentity: target.avatarIdentity,
+    };
+  }
+
+  /** Drops expired join tokens (the janitor). */
+  purgeExpiredJoinTokens(): Promise<number> {
+    return purgeExpiredJoinTokens(this.d.sql);
   }
 
   /**

@@ -16,8 +16,15 @@ const ERROR_STATUS = {
   clip_library_not_enabled: 403,
   // Live calls: record: true asked of a workspace whose recording policy is off.
   recordings_not_enabled: 403,
+  // POST /realtime/livekit/join without an Origin, or from one its workspace does not allow.
+  origin_not_allowed: 403,
   not_found: 404,
   scene_not_found: 404,
+  // POST /realtime/livekit/join: a token never issued (or purged); one redeemed already; one past
+  // its expiry, or whose call has ended.
+  join_token_not_found: 404,
+  join_token_used: 410,
+  join_token_expired: 410,
   method_not_allowed: 405,
   request_aborted: 408,
   workspace_missing: 409,

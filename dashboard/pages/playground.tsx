@@ -3,6 +3,7 @@ import { useEffect, useRef, useState } from 'react';
 import type { MintGrant } from '../../client/index.ts';
 import { apiClient, releaseOnUnload, type Session } from '../api.ts';
 import { FormBanner, toFormError, type FormError } from '../ui.tsx';
+import { AllowedOrigins } from './allowed-origins.tsx';
 import { TurnPlayer } from './turn-player.tsx';
 
 type Phase = 'idle' | 'minting' | 'queued' | 'connecting' | 'live' | 'ended';
@@ -218,6 +219,7 @@ export function PlaygroundPage({ session, avatarId }: { session: Session; avatar
       </div>
       <TurnPlayer session={session} avatarId={avatarId} />
       <EmbedSnippet avatarId={avatarId} />
+      <AllowedOrigins session={session} />
     </>
   );
 }

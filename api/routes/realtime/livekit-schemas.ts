@@ -2,11 +2,13 @@ import { z } from '@hono/zod-openapi';
 import {
   RELEASE_REASONS,
   type Grant,
+  type JoinGrant,
   type MintInput,
   type ReleaseInput,
   type ReleaseOutcome,
 } from '../../../core/live/calls.ts';
 import { DEFAULT_POOL, POOL_NAME, type PoolSnapshot } from '../../../core/live/capacity.ts';
+import { V1 } from '../../context.ts';
 import { Timestamp } from '../../schemas/common.ts';
 import { checkAvatarId } from '../avatars/schemas.ts';
 
@@ -128,7 +130,16 @@ export const GrantSchema = z
     room_name: z.string(),
     server_url: z.string().openapi({ description: 'The LiveKit server to connect to.' }),
     participant_token: z.string().nullable().openapi({
-      description: "The user's LiveKit token (join, publish the microphone, subscribe, data). Null in provider mode.",
+      description:
+        "The user's LiveKit token (join, publish the microphone, subscribe, data). Null in provider mode, and when the workspace limits its calls to allowed origins: the page then redeems join_token at join_url.",
+    }),
+    join_token: z.string().optional().openapi({
+      description:
+        'Only when the workspace has allowedOrigins: single use, expires with the grant (expires_at). A page of an allowed origin POSTs { join_token } to join_url for the LiveKit token.',
+      example: 'sjt_0123456789abcdefghijklmnopqrstuvwxyzABCDEFG',
+    }),
+    join_url: z.string().optional().openapi({
+      description: 'Only with join_token: the absolute URL of POST /api/v1/realtime/livekit/join on this server.',
     }),
     participant_identity: z
       .string()
@@ -148,17 +159,51 @@ export const GrantSchema = z
   })
   .openapi('LiveSessionGrant');
 
-/** A mint's grant on the wire. */
-export const toGrantWire = (g: Grant): z.infer<typeof GrantSchema> => ({
+/** A mint's grant on the wire (`joinUrl`: where its join token, if any, is redeemed). */
+export const toGrantWire = (g: Grant, joinUrl: string): z.infer<typeof GrantSchema> => ({
   session_id: g.sessionId,
   room_name: g.roomName,
   server_url: g.serverUrl,
   participant_token: g.participantToken,
+  ...(g.joinToken ? { join_token: g.joinToken, join_url: joinUrl } : {}),
   participant_identity: g.participantIdentity,
   avatar_identity: g.avatarIdentity,
   capacity_pool: g.capacityPool,
   expires_at: g.expiresAt,
   max_duration_seconds: g.maxDurationSeconds,
+});
+
+export const JOIN_BODY_LIMIT = 4 * 1024;
+export const JOIN_PATH = `${V1}/realtime/livekit/join`;
+
+export const JoinBody = z
+  .object({
+    join_token: z
+      .string()
+      .min(1)
+      .max(256)
+      .openapi({ description: "The grant's join_token.", example: 'sjt_0123456789abcdefghijklmnopqrstuvwxyzABCDEFG' }),
+  })
+  .strict()
+  .openapi('LiveSessionJoinRequest');
+
+export const JoinAnswer = z
+  .object({
+    session_id: z.string(),
+    server_url: z.string().openapi({ description: 'The LiveKit server to connect to.' }),
+    participant_token: z
+      .string()
+      .openapi({ description: "The user's LiveKit token, as a mint would have answered it." }),
+    avatar_identity: z.string(),
+  })
+  .openapi('LiveSessionJoin');
+
+/** A redeemed join token on the wire. */
+export const toJoinWire = (j: JoinGrant): z.infer<typeof JoinAnswer> => ({
+  session_id: j.sessionId,
+  server_url: j.serverUrl,
+  participant_token: j.participantToken,
+  avatar_identity: j.avatarIdentity,
 });
 
 export const ReleaseBody = z

@@ -6,6 +6,7 @@ import { errorResponses, ErrorSchema } from '../../schemas/common.ts';
 import {
   fromMintWire,
   GrantSchema,
+  JOIN_PATH,
   MINT_BODY_LIMIT,
   MintBody,
   QueueTicketSchema,
@@ -23,7 +24,8 @@ export const route = createRoute({
     'Refusals, in this order, each with nothing reserved: 404 avatar, 409 avatar_state_conflict (not ready), scene (403 scene_sessions_not_enabled, 404 scene_not_found, 409 scene_not_ready, ' +
     '429 scene_concurrency_limit_reached), 403 recordings_not_enabled, 503 clip_library_not_ready, 402 credits, 429 concurrency_limit_reached, then capacity: 429 queue ' +
     '(exactly { queue_ticket_id, queue_size, recommended_retry_ms }), 503 capacity_unavailable, 503 session_dispatch_failed. ' +
-    "clip_library, clip_behavior and choreography are refused like any unknown field: a call always plays the avatar's serving clips and declared behaviour. Body cap 64 KiB.",
+    "clip_library, clip_behavior and choreography are refused like any unknown field: a call always plays the avatar's serving clips and declared behaviour. Body cap 64 KiB. " +
+    'A workspace with allowedOrigins gets participant_token null, and join_token and join_url instead: the page redeems the token at POST /realtime/livekit/join.',
   security: [{ bearerAuth: [] }],
   request: { body: { required: true, content: { 'application/json': { schema: MintBody } } } },
   responses: {
@@ -57,6 +59,6 @@ export function register(app: App) {
       'Server-Timing',
       `own;dur=${timing.ownMs.toFixed(2)}, livekit-room;dur=${timing.roomMs.toFixed(2)}, livekit-dispatch;dur=${timing.dispatchMs.toFixed(2)}`,
     );
-    return c.json(toGrantWire(grant), 200);
+    return c.json(toGrantWire(grant, `${config.publicBaseUrl}${JOIN_PATH}`), 200);
   });
 }
