@@ -29,7 +29,7 @@ const LEAD_KEPT_MS = 30;
 const AUDIBLE = 300;
 
 /** `samples` from LEAD_KEPT_MS before their first audible sample (all of them when none is). */
-export function trimLeadingPause(samples: Int16Array, sampleRate: number): Int16Array {
+function trimLeadingPause(samples: Int16Array, sampleRate: number): Int16Array {
   const first = samples.findIndex((v) => Math.abs(v) > AUDIBLE);
   if (first < 0) return samples;
   return samples.subarray(Math.max(0, first - Math.round((sampleRate * LEAD_KEPT_MS) / 1000)));
