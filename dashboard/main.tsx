@@ -1,18 +1,25 @@
-import { StrictMode, useEffect, useState } from 'react';
+import { StrictMode, Suspense, lazy, useEffect, useState } from 'react';
 import { createRoot } from 'react-dom/client';
 import { loadSession, platform, type Session } from './api.ts';
 import { AvatarPage, AvatarsPage } from './pages/avatars.tsx';
 import { BillingPage } from './pages/billing.tsx';
 import { KeysPage } from './pages/keys.tsx';
-import { PlaygroundPage } from './pages/playground.tsx';
 import { SignInPage } from './pages/signin.tsx';
 import { toFormError } from './ui.tsx';
 import './styles.css';
 
+/** The playground's call (livekit-client) is a chunk of the bundle of its own, loaded when the page opens. */
+const PlaygroundPage = lazy(() => import('./pages/playground.tsx').then((m) => ({ default: m.PlaygroundPage })));
+
 /** The page of a path: the API serves the same shell at every /platform path. */
 function route(path: string, session: Session) {
   const playground = /^\/platform\/dashboard\/avatars\/([^/]+)\/playground$/.exec(path);
-  if (playground) return <PlaygroundPage session={session} avatarId={decodeURIComponent(playground[1]!)} />;
+  if (playground)
+    return (
+      <Suspense fallback={<p>Loading the playground…</p>}>
+        <PlaygroundPage session={session} avatarId={decodeURIComponent(playground[1]!)} />
+      </Suspense>
+    );
   const avatar = /^\/platform\/dashboard\/avatars\/([^/]+)$/.exec(path);
   if (avatar) return <AvatarPage session={session} avatarId={decodeURIComponent(avatar[1]!)} />;
   if (path.startsWith('/platform/dashboard/avatars')) return <AvatarsPage session={session} />;

@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
@@ -26,8 +25,11 @@ const CONTENT_TYPES: Record<string, string> = {
 
 /**
  * Bundles the dashboard with esbuild into memory (about a second on one core: nothing is written,
- * so a read-only install works and `npm ci && npm start` needs no build step). Each file is named
- * by the hash of its content: a new version gets a new URL, and the old one can be cached forever.
+ * so a read-only install works and `npm ci && npm start` needs no build step). Split: what only one
+ * page needs (the playground's call, livekit-client) is a chunk of its own that the page loads when
+ * it opens, so the other pages load without it. Each file is named by esbuild with the hash of its
+ * content (the chunks import each other by those names): a new version gets a new URL, and the
+ * old one can be cached forever.
  */
 async function bundle(): Promise<DashboardBundle> {
   const result = await build({
@@ -40,6 +42,10 @@ async function bundle(): Promise<DashboardBundle> {
     minify: true,
     jsx: 'automatic',
     outdir: 'out',
+    splitting: true,
+    entryNames: '[name]-[hash]',
+    chunkNames: 'chunk-[hash]',
+    metafile: true,
     logLevel: 'silent',
     // React's production build; no source maps (nothing of the server's layout is published).
     define: { 'process.env.NODE_ENV': '"production"' },
@@ -49,12 +55,17 @@ async function bundle(): Promise<DashboardBundle> {
   let script = '';
   let stylesheet: string | undefined;
   for (const file of result.outputFiles) {
-    const ext = path.extname(file.path);
-    const hash = createHash('sha256').update(file.contents).digest('hex').slice(0, 16);
-    const name = `${path.basename(file.path, ext)}-${hash}${ext}`;
-    assets.set(name, { contentType: CONTENT_TYPES[ext] ?? 'application/octet-stream', body: file.contents });
-    if (ext === '.js') script = name;
-    if (ext === '.css') stylesheet = name;
+    const name = path.basename(file.path);
+    assets.set(name, {
+      contentType: CONTENT_TYPES[path.extname(name)] ?? 'application/octet-stream',
+      body: file.contents,
+    });
+  }
+  // The shell loads the entry's script and stylesheet; the chunks come with the imports.
+  for (const [out, o] of Object.entries(result.metafile.outputs)) {
+    if (o.entryPoint !== path.basename(ENTRY)) continue;
+    script = path.basename(out);
+    if (o.cssBundle) stylesheet = path.basename(o.cssBundle);
   }
   return { assets, script, stylesheet };
 }

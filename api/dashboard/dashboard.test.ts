@@ -224,7 +224,7 @@ describe('dashboard keys', () => {
 });
 
 describe('dashboard pages', () => {
-  it('happy: the pages are one shell with a strict Content-Security-Policy; its bundle is cached for good', async () => {
+  it("happy: the pages are one shell with a strict Content-Security-Policy; its bundle is cached for good, the call's code apart", async () => {
     for (const path of [
       '/platform/dashboard',
       '/platform/billing',
@@ -238,11 +238,18 @@ describe('dashboard pages', () => {
       expect(res.headers.get('cache-control')).toBe('no-cache');
     }
     const html = await (await api.app.request('/platform/dashboard')).text();
-    const script = /src="(\/platform\/assets\/main-[0-9a-f]{16}\.js)"/.exec(html)![1]!;
+    const script = /src="(\/platform\/assets\/main-[A-Z0-9]{8}\.js)"/.exec(html)![1]!;
     const js = await api.app.request(script);
     expect(js.headers.get('content-type')).toMatch(/javascript/);
     expect(js.headers.get('cache-control')).toMatch(/immutable/);
-    expect((await api.app.request('/platform/assets/main-0000000000000000.js')).status).toBe(404);
+    expect((await api.app.request('/platform/assets/main-00000000.js')).status).toBe(404);
+    // The pages load without the call's code (livekit-client): the playground imports it when it opens.
+    const main = await js.text();
+    expect(main).not.toContain('RTCPeerConnection');
+    const chunks = [...main.matchAll(/import\("\.\/(chunk-[A-Z0-9]{8}\.js)"\)/g)].map((m) => m[1]!);
+    expect(chunks.length).toBeGreaterThan(0);
+    const loaded = await Promise.all(chunks.map(async (c) => (await api.app.request(`/platform/assets/${c}`)).text()));
+    expect(loaded.some((code) => code.includes('RTCPeerConnection'))).toBe(true);
   });
 });
 
