@@ -33,6 +33,7 @@ import { LIVEKIT_DEV_KEY, LIVEKIT_DEV_SECRET, startLiveKit } from '../test/deps.
 import { startFakeOpenAI, wavSeconds, type FakeOpenAI } from '../test/fakes/openai.ts';
 import { readyAvatar } from '../test/realtime.ts';
 import { quantile } from './lib/load.ts';
+import { cpuMs, processTree } from './lib/proc.ts';
 import type { BenchModule, BenchReport } from './types.ts';
 
 /**
@@ -100,6 +101,14 @@ interface Models {
   sttMs: number;
   ttftMs: number;
   tps: number;
+}
+
+/** CPU of the call's processes over its questions, ms per second of call. */
+interface CallCpu {
+  /** The worker's main process: the avatar (rendering, encoding, publishing). */
+  avatar: number;
+  /** The voice job process that served the call (the busiest of the worker's children). */
+  voice: number;
 }
 
 interface Sample {
@@ -335,6 +344,7 @@ export const conversation: BenchModule = {
       const byWorker = new Map<string, string[]>();
       for (const s of settings) byWorker.set(s.split('/')[0]!, [...(byWorker.get(s.split('/')[0]!) ?? []), s]);
       const samples = new Map<string, Sample[]>();
+      const cpuBySetting = new Map<string, CallCpu[]>();
       for (const [workerName, its] of byWorker) {
         const worker = await startWorkerProcess({
           ...env,
@@ -382,6 +392,8 @@ export const conversation: BenchModule = {
               }
               // The voice agent subscribes to the microphone and starts its session.
               await sleep(2000);
+              const cpuAt = () => new Map(processTree(worker.pid).map((pid) => [pid, cpuMs([pid])]));
+              const cpuFrom = { at: performance.now(), byPid: cpuAt() };
               for (const [i, utterance] of spoken.entries()) {
                 pending = { pieces: [QUESTIONS[i]!], wholeSeconds: 0, heard: 0 };
                 const before = { stt: marks.sttAt.length, token: marks.firstTokenAt.length };
@@ -423,6 +435,18 @@ export const conversation: BenchModule = {
                 });
                 await sleep(500);
               }
+              const seconds = (performance.now() - cpuFrom.at) / 1000;
+              const used = [...cpuAt()].map(([pid, ms]) => ({
+                pid,
+                perS: (ms - (cpuFrom.byPid.get(pid) ?? 0)) / seconds,
+              }));
+              cpuBySetting.set(setting, [
+                ...(cpuBySetting.get(setting) ?? []),
+                {
+                  avatar: used.find((u) => u.pid === worker.pid)?.perS ?? Number.NaN,
+                  voice: Math.max(...used.filter((u) => u.pid !== worker.pid).map((u) => u.perS)),
+                },
+              ]);
               // The utterance with a pause: no reply may start before it has all been said.
               pending = {
                 pieces: PAUSED,
@@ -493,6 +517,20 @@ export const conversation: BenchModule = {
           stagesP50Ms: Object.fromEntries(Object.entries(stages).map(([k, v]) => [k, Math.round(v)])),
           firstQuestionAudioMs: list.filter((s) => s.question === QUESTIONS[0]).map((s) => Math.round(s.audioMs)),
           pauseCutIns: pauseChecks.get(setting) ?? { asked: 0, cutIn: 0 },
+          cpuMsPerS: {
+            avatar: Math.round(
+              q(
+                (cpuBySetting.get(setting) ?? []).map((c) => c.avatar),
+                0.5,
+              ),
+            ),
+            voice: Math.round(
+              q(
+                (cpuBySetting.get(setting) ?? []).map((c) => c.voice),
+                0.5,
+              ),
+            ),
+          },
         };
         perSetting[setting] = row;
         rows.push(
@@ -500,6 +538,15 @@ export const conversation: BenchModule = {
         );
         if (list.length === 0) failures.push(`${setting}: no reply measured`);
       }
+      rows.push(
+        '',
+        `CPU of a call while it answers (ms per second, median of calls): ${[...Object.entries(perSetting)]
+          .map(([name, r]) => {
+            const { avatar, voice } = (r as { cpuMsPerS: CallCpu }).cpuMsPerS;
+            return `${name}: avatar ${avatar}, voice job ${voice}`;
+          })
+          .join('; ')}`,
+      );
       results.settings = perSetting;
       rows.push(
         '',
