@@ -213,6 +213,20 @@ function mouthMovedAfter(viewer: UserView, after: number, before = 2000): number
   return viewer.frames.find((f) => f.at > after && (f.mouthLuma < lo - margin || f.mouthLuma > hi + margin))?.at;
 }
 
+/** Starts metering a call's CPU: the returned function says how much its processes used since (ms/s). */
+function meterCallCpu(workerPid: number): () => CallCpu {
+  const cpuAt = () => new Map(processTree(workerPid).map((pid) => [pid, cpuMs([pid])]));
+  const from = { at: performance.now(), byPid: cpuAt() };
+  return () => {
+    const seconds = (performance.now() - from.at) / 1000;
+    const used = [...cpuAt()].map(([pid, ms]) => ({ pid, perS: (ms - (from.byPid.get(pid) ?? 0)) / seconds }));
+    return {
+      avatar: used.find((u) => u.pid === workerPid)?.perS ?? Number.NaN,
+      voice: Math.max(...used.filter((u) => u.pid !== workerPid).map((u) => u.perS)),
+    };
+  };
+}
+
 /** The voice job's `reply timings` lines from the worker's log (wall clock, ms). */
 function replyTimings(worker: WorkerProcess, msg = 'reply timings'): Record<string, number>[] {
   const out: Record<string, number>[] = [];
@@ -390,10 +404,8 @@ export const conversation: BenchModule = {
                   throw new Error(`no avatar or voice agent in 60 s:\n${worker.diagnosis()}`);
                 await sleep(200);
               }
-              // The voice agent subscribes to the microphone and starts its session.
-              await sleep(2000);
-              const cpuAt = () => new Map(processTree(worker.pid).map((pid) => [pid, cpuMs([pid])]));
-              const cpuFrom = { at: performance.now(), byPid: cpuAt() };
+              // The voice agent subscribes to the microphone and starts its session; then the call's CPU is metered.
+              const cpu = await sleep(2000).then(() => meterCallCpu(worker.pid));
               for (const [i, utterance] of spoken.entries()) {
                 pending = { pieces: [QUESTIONS[i]!], wholeSeconds: 0, heard: 0 };
                 const before = { stt: marks.sttAt.length, token: marks.firstTokenAt.length };
@@ -435,18 +447,7 @@ export const conversation: BenchModule = {
                 });
                 await sleep(500);
               }
-              const seconds = (performance.now() - cpuFrom.at) / 1000;
-              const used = [...cpuAt()].map(([pid, ms]) => ({
-                pid,
-                perS: (ms - (cpuFrom.byPid.get(pid) ?? 0)) / seconds,
-              }));
-              cpuBySetting.set(setting, [
-                ...(cpuBySetting.get(setting) ?? []),
-                {
-                  avatar: used.find((u) => u.pid === worker.pid)?.perS ?? Number.NaN,
-                  voice: Math.max(...used.filter((u) => u.pid !== worker.pid).map((u) => u.perS)),
-                },
-              ]);
+              cpuBySetting.set(setting, [...(cpuBySetting.get(setting) ?? []), cpu()]);
               // The utterance with a pause: no reply may start before it has all been said.
               pending = {
                 pieces: PAUSED,
