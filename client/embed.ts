@@ -45,12 +45,7 @@ async function joinable(g: AvatarCallGrant): Promise<Joinable | undefined> {
   if (res.status === 404 || res.status === 410)
     throw new JoinRefused('This session cannot be joined any more: it was used, has expired or has ended.');
   if (!res.ok) throw new JoinRefused(`Could not join: the server answered ${res.status}.`);
-  const joined = (await res.json()) as Joinable;
-  return {
-    server_url: joined.server_url,
-    avatar_identity: joined.avatar_identity,
-    participant_token: joined.participant_token,
-  };
+  return (await res.json()) as Joinable;
 }
 
 const STYLE = `

@@ -193,6 +193,13 @@ function recommendedRetryMs(position: number, ticketTtlSeconds: number): number 
 /** How long a dispatched call waits for a worker to take it before it is dispatched again: longer than a worker takes to claim one (tens of ms; seconds on a loaded machine). */
 const REDISPATCH_AFTER_MS = 4000;
 
+/** The refusal of a live call on a server without LiveKit. */
+const noLiveKit = () =>
+  new ApiError(
+    'capacity_unavailable',
+    'Live calls are not available: this server has no LiveKit configured (LIVEKIT_URL)',
+  );
+
 export class LiveCalls {
   constructor(
     private readonly d: {
@@ -322,11 +329,7 @@ export class LiveCalls {
         },
       );
     }
-    if (!this.d.livekit)
-      throw new ApiError(
-        'capacity_unavailable',
-        'Live calls are not available: this server has no LiveKit configured (LIVEKIT_URL)',
-      );
+    if (!this.d.livekit) throw noLiveKit();
     return { sceneId: scene?.id ?? null, record, seconds, originLimited: policy.origin_limited };
   }
 
@@ -553,11 +556,7 @@ export class LiveCalls {
    */
   async join(joinToken: string, origin: string | undefined): Promise<JoinGrant> {
     const { config, livekit, log } = this.d;
-    if (!livekit)
-      throw new ApiError(
-        'capacity_unavailable',
-        'Live calls are not available: this server has no LiveKit configured (LIVEKIT_URL)',
-      );
+    if (!livekit) throw noLiveKit();
     const target = await redeemJoinToken(this.d.sql, joinToken, origin);
     const participantToken = await livekit.userToken(
       target.roomName,

@@ -7,18 +7,15 @@ import { randomBytes } from 'node:crypto';
 import { sha256 } from '../auth/keys.ts';
 import type { Sql, Tx } from '../platform/db/index.ts';
 import { ApiError } from '../platform/errors.ts';
+import { originProblem } from '../tenants.ts';
 
-/** The origin a request's `Origin` header names, in the form allowed origins are kept; undefined when it names none. */
+/**
+ * The origin a request's `Origin` header names, in the form allowed origins are kept (scheme and
+ * host in any case, as the setting checks them); undefined when it names none.
+ */
 function requestOrigin(header: string | undefined): string | undefined {
-  if (!header) return undefined;
-  try {
-    const url = new URL(header);
-    if (url.protocol !== 'http:' && url.protocol !== 'https:') return undefined;
-    // Exactly an origin (scheme and host in any case): a header with a path is no Origin a browser sends.
-    return url.origin === header.toLowerCase() ? url.origin : undefined;
-  } catch {
-    return undefined;
-  }
+  const origin = header?.toLowerCase();
+  return origin !== undefined && originProblem(origin) === undefined ? origin : undefined;
 }
 
 /** What a redeemed token joins: the call's room, as the user. */
