@@ -2,14 +2,8 @@ import { fileURLToPath } from 'node:url';
 import sharp from 'sharp';
 import { benchGenerate } from '../render/generate/bench.ts';
 import { chromaAligned, i420RectToRgba, i420Size, rgbaRectToI420, rgbaToI420 } from '../render/encode/index.ts';
-import {
-  createLipSync,
-  lipSyncRegion,
-  melSpectrogram,
-  melWindow,
-  type LipSyncEngine,
-  type LipSyncI420Item,
-} from '../render/lipsync/index.ts';
+import { createLipSync, lipSyncRegion, type LipSyncEngine, type LipSyncI420Item } from '../render/lipsync/index.ts';
+import { benchLipSyncByDevice, msPer } from '../render/lipsync/device-bench.ts';
 import { detectFaceRig } from '../render/rig/index.ts';
 import { benchSynth } from '../render/synth/bench.ts';
 import { PREVIOUS_SYNTH_MODEL, previousShape, speakingShape } from '../render/synth/compare.ts';
@@ -32,45 +26,20 @@ async function frame512() {
   return { frame: { width: 512, height: 512, data: new Uint8Array(data) }, rig };
 }
 
-async function msPer(fn: () => Promise<unknown>, seconds: number, perCall = 1): Promise<number> {
-  for (let i = 0; i < 3; i++) await fn();
-  let n = 0;
-  const t0 = performance.now();
-  while (performance.now() - t0 < seconds * 1000 || n < 3) {
-    await fn();
-    n++;
-  }
-  return (performance.now() - t0) / n / perCall;
-}
-
-/** The neural slot (the project's own Wav2Lip-contract model) beside the built-in path, same frames, one thread each. */
-async function benchNeuralSlot(seconds: number) {
+/** Every lip-sync engine side by side on the same live frames: the CPU, and CUDA too on a GPU host (RENDER_DEVICE=cuda). */
+async function benchEngines(seconds: number) {
   const { frame, rig } = await frame512();
-  const audio = new Float32Array(16000 * 2).map((_, i) => Math.sin(i / 7) * 0.3);
-  const mel = melSpectrogram(audio);
-  const out: Record<string, Record<string, number>> = {};
-  for (const [name, choice] of [
-    ['builtin', 'builtin'],
-    ['neural (tiny_wav2lip.onnx)', TINY_WAV2LIP],
-  ] as const) {
-    const engine = await createLipSync(choice, { intraOpNumThreads: 1 });
-    try {
-      const face = engine.prepare(rig);
-      out[name] = {};
-      for (const n of [1, 8]) {
-        const items = Array.from({ length: n }, (_, i) => ({
-          frame,
-          face,
-          shape: { open: 0.5, wide: 0.1, round: 0 },
-          mel: melWindow(mel, i, 25),
-        }));
-        out[name][`batch ${n}`] = await msPer(() => engine.renderFrames(items), seconds, n);
-      }
-    } finally {
-      await engine.release();
-    }
-  }
-  return out;
+  const cuda = process.env.RENDER_DEVICE === 'cuda';
+  return benchLipSyncByDevice(
+    { i420: rgbaToI420(frame.data, 512, 512), width: 512, height: 512, rig },
+    {
+      engines: { builtin: 'builtin', 'neural (tiny_wav2lip.onnx)': TINY_WAV2LIP },
+      devices: cuda ? ['cpu', 'cuda'] : ['cpu'],
+      batches: cuda ? [1, 8, 32, 128] : [1, 8],
+      seconds,
+      threads: 1,
+    },
+  );
 }
 
 /** The way before: each item's lip-sync region out of I420 into `scratch` (RGBA), drawn there in one batch, and back. */
@@ -260,11 +229,11 @@ async function benchFirstFrame() {
 export const render: BenchModule = {
   name: 'render',
   description:
-    'lip-sync synthesis per core at 512x512, the mouth beside the previous graph, the neural slot beside it, audio-to-first-frame latency, 5 s clip generation; each beside a JPEG encode',
+    'lip-sync synthesis per core at 512x512, the mouth beside the previous graph, the engines side by side (CUDA too with RENDER_DEVICE=cuda), audio-to-first-frame latency, 5 s clip generation; each beside a JPEG encode',
   async run({ flags }): Promise<BenchReport> {
     const seconds = Number(flags.seconds ?? 2);
     const synthFig = await benchSynth({ seconds });
-    const neural = await benchNeuralSlot(seconds / 2);
+    const engines = await benchEngines(seconds / 2);
     const mouth = await benchMouthBeforeAfter(seconds * 2);
     const live = await benchLiveI420(seconds * 2);
     const first = await benchFirstFrame();
@@ -289,12 +258,15 @@ export const render: BenchModule = {
       `  single RGBA frames (a render): ${f(mouth.current.single)} against ${f(mouth.previous.single)}, ratio ${f(mouth.singleRatio)}`,
       '  target: ratio <= 1.25',
       '',
-      'lip-sync engines side by side, ms per frame, one thread:',
-      ...Object.entries(neural).map(
-        ([name, v]) =>
-          `  ${name}: ${Object.entries(v)
-            .map(([k, ms]) => `${k} ${f(ms)} ms`)
-            .join(', ')}`,
+      "lip-sync engines side by side, a live call's I420 frames drawn in place, ms per frame, one thread (the synthesis graph's run alone in brackets):",
+      ...engines.rows.map(
+        (r) =>
+          `  ${r.engine} on ${r.device}, batch ${r.batch}: ${f(r.msPerFrame)}` +
+          (r.graphMsPerFrame === undefined ? '' : ` (graph ${f(r.graphMsPerFrame)})`),
+      ),
+      ...engines.agreement.map(
+        (a) =>
+          `  ${a.engine}, CUDA against the CPU: largest difference ${a.maxDiff}/255, ${a.bytesOver2} bytes off by more than 2`,
       ),
       '',
       `a live call's I420 frames drawn in place, batch 8, ms per frame: on the I420 planes ${f(live.i420MsPerFrame)}, ` +
@@ -309,7 +281,7 @@ export const render: BenchModule = {
         `${f(gen.renderMsPerFrame)} ms/frame (${gen.renderFramesPerSecond.toFixed(0)} fps), x${f(gen.renderMsPerFrame / gen.jpegEncodeMsPerFrame)} a JPEG encode (${f(gen.jpegEncodeMsPerFrame)} ms) measured with it`,
     ];
     return {
-      results: { synth: synthFig, mouth, neural, liveI420: live, firstFrame: first, generate: gen },
+      results: { synth: synthFig, mouth, engines, liveI420: live, firstFrame: first, generate: gen },
       table: lines.join('\n'),
       failures: [],
     };

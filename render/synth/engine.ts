@@ -249,7 +249,7 @@ async function loadGraph(path: string, ep: ExecutionProvider, threads: number): 
   } catch (err) {
     const hint =
       ep === 'cuda'
-        ? ' (the CUDA provider needs onnxruntime-node installed with ONNXRUNTIME_NODE_INSTALL=cuda12 and a CUDA 12 driver)'
+        ? ' (ONNX Runtime needs its CUDA provider beside onnxruntime-node, built for the CUDA major version of the host: docs/deploy.md, "GPU workers")'
         : '';
     throw new Error(`could not load the mouth synthesis model ${path} on ${ep}${hint}: ${String(err)}`, { cause: err });
   }
