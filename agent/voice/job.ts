@@ -28,6 +28,7 @@ import { actionTools } from './actions.ts';
 import { splitClauses, ttsFor } from './tts.ts';
 import { GatedVAD, TurnGate } from './end-of-turn.ts';
 import { INTERRUPTION, turnSilences } from './turns.ts';
+import { takeUserAudioInFrames, USER_AUDIO_SAMPLE_RATE } from './user-audio.ts';
 import { warmVad, warmVoice } from './warm.ts';
 
 /** What a dispatch carries (set by the session mint). */
@@ -470,12 +471,14 @@ export default defineAgent({
     await agentSession.start({
       agent,
       room: ctx.room,
-      inputOptions: { participantIdentity: session.userIdentity ?? undefined },
+      // The user's audio at the VADs' and the STT's rate, in AGENT_USER_AUDIO_FRAME_MS frames (user-audio.ts).
+      inputOptions: { participantIdentity: session.userIdentity ?? undefined, audioSampleRate: USER_AUDIO_SAMPLE_RATE },
       // The audio goes out through the avatar (output.audio above), not a track of this room's
       // own: said so, agents-js keeps that output without a warning on every call.
       outputOptions: { audioEnabled: false },
       record: false,
     });
+    takeUserAudioInFrames(agentSession, config.AGENT_USER_AUDIO_FRAME_MS, log);
     log.info({ actions: menu.length, language, greeting: greeting !== null }, 'voice session started');
     if (greeting) await sayGreeting(ctx, agentSession, session.userIdentity, greeting, greetingAudio, log);
   },

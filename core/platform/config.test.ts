@@ -196,6 +196,7 @@ describe('configuration from the environment', () => {
   it("reads when a live call takes the user's turn as ended, with defaults, switches and bounds", () => {
     expect(loadConfig({})).toMatchObject({
       AGENT_STT_SILENCE_MS: 150,
+      AGENT_USER_AUDIO_FRAME_MS: 30,
       AGENT_TURN_END_MS: 700,
       AGENT_PREEMPTIVE_TTS: true,
       AGENT_TTS_CLAUSES: true,
@@ -203,18 +204,22 @@ describe('configuration from the environment', () => {
     expect(
       loadConfig({
         AGENT_STT_SILENCE_MS: '550',
+        AGENT_USER_AUDIO_FRAME_MS: '10',
         AGENT_TURN_END_MS: '',
         AGENT_PREEMPTIVE_TTS: 'false',
         AGENT_TTS_CLAUSES: 'false',
       }),
     ).toMatchObject({
       AGENT_STT_SILENCE_MS: 550,
+      AGENT_USER_AUDIO_FRAME_MS: 10,
       AGENT_TURN_END_MS: 700,
       AGENT_PREEMPTIVE_TTS: false,
       AGENT_TTS_CLAUSES: false,
     });
     for (const [name, value] of [
       ['AGENT_STT_SILENCE_MS', '50'],
+      ['AGENT_USER_AUDIO_FRAME_MS', '25'],
+      ['AGENT_USER_AUDIO_FRAME_MS', '0'],
       ['AGENT_TURN_END_MS', '-1'],
       ['AGENT_PREEMPTIVE_TTS', 'yes'],
       ['AGENT_TTS_CLAUSES', '0'],
