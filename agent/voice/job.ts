@@ -29,7 +29,7 @@ import { splitClauses, ttsFor } from './tts.ts';
 import { GatedVAD, TurnGate } from './end-of-turn.ts';
 import { INTERRUPTION, turnSilences } from './turns.ts';
 import { takeUserAudioInFrames, USER_AUDIO_SAMPLE_RATE } from './user-audio.ts';
-import { warmVad, warmVoice } from './warm.ts';
+import { warmFetch, warmVad, warmVoice } from './warm.ts';
 
 /** What a dispatch carries (set by the session mint). */
 export interface DispatchMetadata {
@@ -318,12 +318,18 @@ export default defineAgent({
     });
     const vad = await silero.VAD.load({ minSilenceDuration: silences.vadSilenceMs });
     const sttVad = await silero.VAD.load({ minSilenceDuration: config.AGENT_STT_SILENCE_MS });
-    // A call's first reply must not pay for the first runs: the VAD models' first inferences and the
-    // embedded TTS's start (its thread, its WebAssembly, a first synthesis: 0.7 s more on a first reply).
+    // A call's first reply must not pay for the first runs: the VAD models' first inferences, the
+    // embedded TTS's start (its thread, its WebAssembly, a first synthesis: 0.7 s more on a first
+    // reply) and Node's fetch (0.5 s of this thread as the session starts).
     // Not awaited: agents-js gives a process 10 s to initialise, which a loaded machine can overrun;
     // the process is idle until a call comes, and a call waits for it only before its greeting.
     const t0 = performance.now();
-    const warmed = Promise.all([warmVad(vad), warmVad(sttVad), config.TTS_MODEL ? undefined : warmVoice()]).then(
+    const warmed = Promise.all([
+      warmVad(vad),
+      warmVad(sttVad),
+      config.TTS_MODEL ? undefined : warmVoice(),
+      warmFetch(),
+    ]).then(
       () => log.info({ warmMs: Math.round(performance.now() - t0) }, 'voice process ready'),
       (err: unknown) => log.warn({ err }, 'could not warm the voice pipeline'),
     );
