@@ -1,8 +1,15 @@
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import sharp from 'sharp';
 import { benchGenerate } from '../render/generate/bench.ts';
 import { chromaAligned, i420RectToRgba, i420Size, rgbaRectToI420, rgbaToI420 } from '../render/encode/index.ts';
-import { createLipSync, lipSyncRegion, type LipSyncEngine, type LipSyncI420Item } from '../render/lipsync/index.ts';
+import {
+  createLipSync,
+  lipSyncRegion,
+  parseLipSyncChoice,
+  type LipSyncEngine,
+  type LipSyncI420Item,
+} from '../render/lipsync/index.ts';
 import { benchLipSyncByDevice, msPer } from '../render/lipsync/device-bench.ts';
 import { detectFaceRig } from '../render/rig/index.ts';
 import { benchSynth } from '../render/synth/bench.ts';
@@ -26,14 +33,22 @@ async function frame512() {
   return { frame: { width: 512, height: 512, data: new Uint8Array(data) }, rig };
 }
 
-/** Every lip-sync engine side by side on the same live frames: the CPU, and CUDA too on a GPU host (RENDER_DEVICE=cuda). */
+/**
+ * Every lip-sync engine side by side on the same live frames: the CPU, and CUDA too on a GPU host
+ * (RENDER_DEVICE=cuda); an operator's own model too when LIPSYNC_MODEL names one.
+ */
 async function benchEngines(seconds: number) {
   const { frame, rig } = await frame512();
   const cuda = process.env.RENDER_DEVICE === 'cuda';
+  const own = parseLipSyncChoice(process.env.LIPSYNC_MODEL);
   return benchLipSyncByDevice(
     { i420: rgbaToI420(frame.data, 512, 512), width: 512, height: 512, rig },
     {
-      engines: { builtin: 'builtin', 'neural (tiny_wav2lip.onnx)': TINY_WAV2LIP },
+      engines: {
+        builtin: 'builtin',
+        'neural (tiny_wav2lip.onnx)': TINY_WAV2LIP,
+        ...(own.kind === 'onnx' ? { [`neural (${path.basename(own.path)})`]: own.path } : {}),
+      },
       devices: cuda ? ['cpu', 'cuda'] : ['cpu'],
       batches: cuda ? [1, 8, 32, 128] : [1, 8],
       seconds,
