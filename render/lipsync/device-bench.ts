@@ -38,7 +38,7 @@ export interface DeviceBenchOptions {
   threads: number;
 }
 
-export interface DeviceBenchRow {
+interface DeviceBenchRow {
   engine: string;
   device: ExecutionProvider;
   batch: number;
