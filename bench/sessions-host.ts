@@ -17,6 +17,7 @@ import { createLogger } from '../core/platform/log.ts';
 import { LocalStorage } from '../core/platform/storage/local.ts';
 import { MediaSigner } from '../core/platform/storage/signing.ts';
 import { createLipSyncThreads } from '../render/lipsync/index.ts';
+import { PREVIOUS_SYNTH_MODEL } from '../render/synth/compare.ts';
 import { createAudioVisemeThread } from '../render/visemes/index.ts';
 import type { CallReporter, CallSpec } from '../agent/avatar/call.ts';
 import { AvatarHost } from '../agent/avatar/host.ts';
@@ -65,7 +66,11 @@ const reporter: CallReporter = {
 const host = new AvatarHost({
   lipsync: await createLipSyncThreads(
     settings.LIPSYNC_MODEL,
-    { executionProvider: settings.RENDER_DEVICE },
+    {
+      executionProvider: settings.RENDER_DEVICE,
+      // --mouth=previous: the mouth graph before the articulatory one, to compare calls per worker.
+      ...(env.BENCH_MOUTH === 'previous' ? { synthModelPath: PREVIOUS_SYNTH_MODEL } : {}),
+    },
     settings.AGENT_LIPSYNC_THREADS,
   ),
   mouthAnalysis: await createAudioVisemeThread(),

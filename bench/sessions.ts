@@ -33,6 +33,7 @@ import type { BenchModule, BenchReport } from './types.ts';
  *                             [--audio-queue-ms=100] [--speech-start-ms=100]   (AGENT_AUDIO_QUEUE_MS, AGENT_SPEECH_START_MS)
  *                             [--video-codec=h264|vp8]                        (AGENT_VIDEO_CODEC)
  *                             [--lipsync-threads=2]                           (AGENT_LIPSYNC_THREADS)
+ *                             [--mouth=previous]                              (the mouth graph before the articulatory one)
  *                             [--stand-ins-nice=0]
  *
  * In production the LiveKit server and the callers run on other machines. `--stand-ins-nice=N` runs
@@ -207,6 +208,7 @@ export const sessions: BenchModule = {
         AGENT_SPEECH_START_MS: flags['speech-start-ms'] ?? process.env.AGENT_SPEECH_START_MS ?? '',
         AGENT_VIDEO_CODEC: flags['video-codec'] ?? process.env.AGENT_VIDEO_CODEC ?? '',
         AGENT_LIPSYNC_THREADS: flags['lipsync-threads'] ?? process.env.AGENT_LIPSYNC_THREADS ?? '',
+        BENCH_MOUTH: flags.mouth ?? '',
       },
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
@@ -340,11 +342,12 @@ export const sessions: BenchModule = {
         sender: pace,
         videoCodec: codec,
         lipsyncThreads,
+        mouth: flags.mouth === 'previous' ? 'previous' : 'current',
         standInsNice,
         loadAverageAtEnd: os.loadavg()[0],
       },
       table:
-        `${table}\n\nlargest N at >= 24 fps and p95 <= 50 ms: ${best} (${pace} sender, ${codec}, ${lipsyncThreads} lip-sync threads; machine: ${cores} cores, load ${os.loadavg()[0]!.toFixed(1)}; ` +
+        `${table}\n\nlargest N at >= 24 fps and p95 <= 50 ms: ${best} (${pace} sender, ${codec}, ${lipsyncThreads} lip-sync threads${flags.mouth === 'previous' ? ', the previous mouth graph' : ''}; machine: ${cores} cores, load ${os.loadavg()[0]!.toFixed(1)}; ` +
         `the LiveKit server and the calls' agents and viewer share its cores${standInsNice ? `, at nice ${standInsNice}` : ''})` +
         (workerOnly === null
           ? ''

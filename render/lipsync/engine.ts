@@ -101,6 +101,8 @@ export function prepareLipSyncFace(kind: LipSyncEngine['kind'], rig: FaceRig): L
 export interface LipSyncOptions {
   executionProvider?: ExecutionProvider;
   intraOpNumThreads?: number;
+  /** The built-in engine's synthesis graph, if not the shipped one (benchmarks: the previous graph beside this one). */
+  synthModelPath?: string;
 }
 
 export async function createLipSync(
@@ -108,7 +110,10 @@ export async function createLipSync(
   options: LipSyncOptions = {},
 ): Promise<LipSyncEngine> {
   const c = typeof choice === 'object' ? choice : parseLipSyncChoice(choice);
-  if (c.kind === 'builtin') return builtinEngine(await createMouthSynth(options));
+  if (c.kind === 'builtin') {
+    const { synthModelPath, ...rest } = options;
+    return builtinEngine(await createMouthSynth(synthModelPath ? { ...rest, modelPath: synthModelPath } : rest));
+  }
   return loadNeuralLipSync(c.path, options);
 }
 
