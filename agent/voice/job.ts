@@ -25,7 +25,8 @@ import { RPC_PAUSE_SPEECH, RPC_RESUME_SPEECH, RPC_USER_SPEECH_STARTED } from '..
 import { shapeAgentsLog } from '../agents-logs.ts';
 import { quietRtcLogs } from '../rtc-logs.ts';
 import { actionTools } from './actions.ts';
-import { splitClauses, ttsFor } from './tts.ts';
+import { sayGreeting, synthesizeAhead } from './greeting.ts';
+import { ttsFor } from './tts.ts';
 import { GatedVAD, TurnGate } from './end-of-turn.ts';
 import { INTERRUPTION, turnSilences } from './turns.ts';
 import { takeUserAudioInFrames, USER_AUDIO_SAMPLE_RATE } from './user-audio.ts';
@@ -233,71 +234,6 @@ const leaveOnEarlyShutdown = (m: unknown) => {
   if ((m as { case?: string } | null)?.case === 'shutdownRequest') process.exit(0);
 };
 if (process.send) process.on('message', leaveOnEarlyShutdown);
-
-/**
- * The greeting's audio, synthesised ahead clause by clause (the first clause is ready in tens of
- * ms, the rest while it plays). `stream()` hands what is ready and then each frame as it comes;
- * `ready` says once the first audio is there, or that none came (the greeting is then synthesised
- * as it is said).
- */
-function synthesizeAhead(tts: ReturnType<typeof ttsFor>, text: string, after: Promise<void>, log: Logger) {
-  const frames: AudioFrame[] = [];
-  let done = false;
-  let waiting: (() => void)[] = [];
-  const more = () => new Promise<void>((resolve) => waiting.push(resolve));
-  const wake = () => {
-    for (const resolve of waiting) resolve();
-    waiting = [];
-  };
-  void (async () => {
-    await after;
-    for (const [clause] of splitClauses(text)) {
-      for await (const audio of tts.synthesize(clause)) {
-        frames.push(audio.frame);
-        wake();
-      }
-    }
-  })()
-    .catch((err: unknown) =>
-      log.warn({ err }, 'could not synthesise the greeting ahead; it is synthesised as it is said'),
-    )
-    .finally(() => {
-      done = true;
-      wake();
-    });
-  /** Resolves once the first audio is there (true), or the synthesis ended with none (false). */
-  const ready = (async () => {
-    while (frames.length === 0 && !done) await more();
-    return frames.length > 0;
-  })();
-  const stream = () => {
-    let next = 0;
-    return new ReadableStream<AudioFrame>({
-      async pull(controller) {
-        while (next >= frames.length && !done) await more();
-        if (next < frames.length) controller.enqueue(frames[next++]!);
-        else controller.close();
-      },
-    });
-  };
-  return { ready, stream };
-}
-
-/** Said as written as soon as the user is there: no STT, no LLM. The user may interrupt it, and is heard. */
-async function sayGreeting(
-  ctx: JobContext,
-  agentSession: voice.AgentSession,
-  userIdentity: string | null,
-  greeting: string,
-  audio: ReturnType<typeof synthesizeAhead> | undefined,
-  log: Logger,
-): Promise<void> {
-  const user = await ctx.waitForParticipant(userIdentity ?? undefined).catch(() => undefined);
-  if (!user) return;
-  const ahead = audio && (await audio.ready) ? audio : undefined;
-  agentSession.say(greeting, { allowInterruptions: true, ...(ahead ? { audio: ahead.stream() } : {}) });
-  log.info({ preSynthesized: Boolean(ahead) }, 'greeting said');
-}
 
 export default defineAgent({
   // Once per job process, before it takes a call: the WebRTC engine's log capture off, the VAD model and a small database pool.
