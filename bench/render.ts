@@ -23,7 +23,7 @@ const PORTRAIT = fileURLToPath(new URL('../render/rig/fixtures/grace_hopper.jpg'
 const TINY_WAV2LIP = fileURLToPath(new URL('../render/models/lipsync/tiny_wav2lip.onnx', import.meta.url));
 
 /** A 512x512 RGBA frame of the portrait, face filling about half of it, and its rig. */
-async function frame512() {
+export async function frame512() {
   const data = await sharp(PORTRAIT).resize(512, 512, { fit: 'cover' }).ensureAlpha().raw().toBuffer();
   const rig = await detectFaceRig(
     await sharp(data, { raw: { width: 512, height: 512, channels: 4 } })

@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { apiAuth } from './api-auth.ts';
 import { conversation } from './conversation.ts';
 import { jobBoot } from './job-boot.ts';
+import { lipsync } from './lipsync.ts';
 import { mint } from './mint.ts';
 import { render } from './render.ts';
 import { sessions } from './sessions.ts';
@@ -21,7 +22,7 @@ import type { BenchModule } from './types.ts';
  *
  * A new benchmark is a module exporting a BenchModule, added to BENCHMARKS.
  */
-const BENCHMARKS: BenchModule[] = [apiAuth, render, mint, turn, sessions, conversation, videoCache, jobBoot];
+const BENCHMARKS: BenchModule[] = [apiAuth, render, lipsync, mint, turn, sessions, conversation, videoCache, jobBoot];
 
 const RESULTS = path.join(path.dirname(fileURLToPath(import.meta.url)), 'results', 'latest.json');
 
