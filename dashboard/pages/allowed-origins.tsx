@@ -46,7 +46,8 @@ export function AllowedOrigins({ session }: { session: Session }) {
           name="allowedOrigins"
           rows={4}
           value={text ?? ''}
-          readOnly={!session.canManageKeys}
+          // Editable once the saved origins are in: typed sooner, they would be overwritten by them.
+          readOnly={!session.canManageKeys || text === undefined}
           onChange={(e) => setText(e.target.value)}
           data-testid="allowed-origins"
         />
