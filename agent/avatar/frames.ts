@@ -127,26 +127,33 @@ export class FramePipeline {
     return ms > 0 ? ms : Infinity;
   }
 
-  /** The frame due now, if it is drawn; it counts as shown. A frame not drawn in time is skipped. */
+  /**
+   * The frame due now, if it is drawn; it counts as shown. When it is not, the latest frame drawn
+   * since the last one shown is shown, late: on a machine so busy that every frame is drawn after
+   * its time (a call's first seconds on a loaded worker), a picture a frame or two behind its voice
+   * beats a frozen one. The frames passed over are skipped.
+   */
   takeDue(now: number): ShownFrame | null {
     const { playout } = this.o;
     this.forgetStaleFrames();
     const due = playout.frameAt(now, this.lastShownFrame).frame;
     if (due <= this.lastShownFrame) return null;
-    const drawn = this.ready.get(due);
+    let shown = -1;
+    for (const k of this.ready.keys()) if (k <= due && k > shown) shown = k;
+    const drawn = this.ready.get(shown);
     if (!drawn) return null;
-    for (const k of this.ready.keys()) if (k <= due) this.ready.delete(k);
-    const skipped = this.lastShownFrame >= 0 ? due - this.lastShownFrame - 1 : 0;
-    this.lastShownFrame = due;
+    for (const k of this.ready.keys()) if (k <= shown) this.ready.delete(k);
+    const skipped = this.lastShownFrame >= 0 ? shown - this.lastShownFrame - 1 : 0;
+    this.lastShownFrame = shown;
     let out = drawn.i420;
     if (this.o.syncMarker) {
-      const own = this.buffers[due % this.buffers.length]!;
+      const own = this.buffers[shown % this.buffers.length]!;
       if (out !== own) own.set(out);
       out = own;
       // The loudness as the sink has it (known once its audio is handed over, which it is once due).
-      paintMarker(out, this.o.width, this.o.height, playout.frameContent(due).level > 1000);
+      paintMarker(out, this.o.width, this.o.height, playout.frameContent(shown).level > 1000);
     }
-    return { frame: due, i420: out, mouth: drawn.job.shape !== null || drawn.job.audio !== null, skipped };
+    return { frame: shown, i420: out, mouth: drawn.job.shape !== null || drawn.job.audio !== null, skipped };
   }
 
   /** Audio was dropped since frames were drawn ahead (speech started, or an interruption): those it covered are drawn again. */
