@@ -93,7 +93,7 @@ const schema = z.object({
    * (thrown away if the user goes on). AGENT_TTS_CLAUSES: the embedded TTS speaks the first clause
    * of a reply as soon as it is written, rather than its whole first sentence.
    */
-  AGENT_STT_SILENCE_MS: envInt(100, 150, 2000),
+  AGENT_STT_SILENCE_MS: envInt(100, 100, 2000),
   /**
    * The frames the voice job takes the user's audio in, ms (a multiple of 10): each frame costs the
    * job's main thread an FFI event and a pass through its streams, so 30 ms frames cost it about a
