@@ -10,6 +10,7 @@ import { checkLipSyncModelOrExit } from '../core/lipsync/model-check.ts';
 import { createLogger } from '../core/platform/log.ts';
 import { startMetricsServer } from '../core/platform/metrics.ts';
 import { runEntryPoint } from '../core/platform/process.ts';
+import { openConnections } from '../core/platform/db/index.ts';
 import { createServices } from '../core/wiring/services.ts';
 import { registerWorkerMetrics } from './metrics.ts';
 import { startAgentWorker } from './worker.ts';
@@ -25,6 +26,8 @@ runEntryPoint(log, async () => {
   // The worker loads the model in its lip-sync threads too, but only once its database and services are up.
   await checkLipSyncModelOrExit(config.LIPSYNC_MODEL, log);
   const services = await createServices(config, { log });
+  // Before any call: opened as a call starts, the pool's connections take the call's event loop.
+  await openConnections(services.sql, config.DATABASE_POOL_SIZE);
   const worker = await startAgentWorker(services, { log });
   registerWorkerMetrics(services.metrics, worker.host, { pool: config.CAPACITY_POOL });
   // Prometheus's scrapes, on a port of their own (AGENT_METRICS_PORT=0: none).

@@ -6,6 +6,7 @@ import { startEmbeddedPostgres } from './embedded.ts';
 import { migrate } from './migrate.ts';
 
 export type { Sql, Tx } from './client.ts';
+export { openConnections } from './client.ts';
 
 export interface Database {
   sql: Sql;
