@@ -16,7 +16,7 @@ import { createReactionPicker } from '../../clips/behavior/index.ts';
 import { loadAvatarPlayback } from '../../core/avatars/playback.ts';
 import { loadConfig, type Config } from '../../core/platform/config.ts';
 import { CreditLedger } from '../../core/credits/ledger.ts';
-import { openDatabase, type Database } from '../../core/platform/db/index.ts';
+import { openConnections, openDatabase, type Database } from '../../core/platform/db/index.ts';
 import { LiveSessionStore } from '../../core/live/sessions.ts';
 import { createLogger, type Logger } from '../../core/platform/log.ts';
 import { stallGuardedFetch } from '../../core/platform/net/stall-guard.ts';
@@ -243,6 +243,7 @@ export default defineAgent({
     shapeAgentsLog({ transcripts: config.LOG_TRANSCRIPTS });
     const log = createLogger(config.LOG_LEVEL).child({ component: 'voice' });
     const db = await openDatabase({ ...config, DATABASE_POOL_SIZE: 2 }, log);
+    await openConnections(db.sql, 2);
     // Two VADs on the user's audio, each counting silence in the audio itself (a busy machine
     // that reads it late moves neither): the STT's, which sends the speech so far to STT after
     // AGENT_STT_SILENCE_MS, and the turn's, a little later, which weighs whether the turn is over
