@@ -8,10 +8,10 @@ function fakePool() {
   class Pool implements ProcPoolShape {
     closed = false;
     warmedProcQueue = { items: [] as unknown[] };
-    async launchJob(): Promise<void> {
+    async launchJob(_info: unknown): Promise<void> {
       this.warmedProcQueue.items.shift();
     }
-    async procWatchTask(): Promise<void> {
+    async procWatchTask(_procUnlock: unknown): Promise<void> {
       started.push(performance.now() - t0);
       this.warmedProcQueue.items.push('spare');
     }
