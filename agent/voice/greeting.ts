@@ -57,8 +57,9 @@ export function synthesizeAhead(tts: ReturnType<typeof ttsFor>, text: string, af
         while (next >= frames.length && !done) await more();
         if (next >= frames.length) return controller.close();
         startedAt ||= performance.now();
-        const early = handedMs - GREETING_LEAD_MS - (performance.now() - startedAt);
-        if (early > 0) await new Promise((resolve) => setTimeout(resolve, early));
+        // Timers may fire a fraction of a millisecond before their time: wait until it has come.
+        for (let early; (early = handedMs - GREETING_LEAD_MS - (performance.now() - startedAt)) > 0;)
+          await new Promise((resolve) => setTimeout(resolve, early));
         const frame = frames[next++]!;
         handedMs += (frame.samplesPerChannel / frame.sampleRate) * 1000;
         controller.enqueue(frame);
