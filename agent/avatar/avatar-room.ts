@@ -4,6 +4,7 @@
  * user audio it subscribes to, the RPCs it answers for its agent, the tracks it publishes, and
  * leaving (closing the room when the call created it).
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import {
   LocalAudioTrack,
   LocalVideoTrack,
@@ -37,6 +38,12 @@ const VIDEO_CODECS: Record<VideoCodecName, VideoCodec> = { h264: VideoCodec.H264
 const VIDEO_MAX_BITRATE = 1_200_000n;
 /** The token outlives the longest call (waiting for its user included) by this much. */
 const TOKEN_SLACK_SECONDS = 600;
+/**
+ * After unpublishing, the engine renegotiates its publisher once its 150 ms debounce has passed
+ * (livekit/src/rtc_engine/rtc_session.rs, PUBLISHER_NEGOTIATION_FREQUENCY); leaving sooner makes
+ * that offer fail on a closed connection.
+ */
+const UNPUBLISHED_SETTLE_MS = 400;
 /** Tries at joining a call's room (connect and publish) before the call fails. */
 const JOIN_ATTEMPTS = 2;
 
@@ -189,8 +196,19 @@ export class AvatarRoom {
     return Promise.all([...this.userAudio.values()].map((u) => u.close()));
   }
 
-  leave(): Promise<void> {
-    return this.room.disconnect();
+  /**
+   * Leaves the room. The tracks are unpublished first, and the engine given the time to send the
+   * publisher's new offer: LiveKit's Rust SDK, left with published tracks, unpublishes them itself
+   * and closes its connection at once, so the renegotiation it has just scheduled finds the
+   * connection closed and logs an error (`failed to negotiate the publisher`) at every call's end.
+   */
+  async leave(): Promise<void> {
+    const lp = this.room.localParticipant;
+    if (this.room.isConnected && lp && lp.trackPublications.size > 0) {
+      for (const sid of [...lp.trackPublications.keys()]) await lp.unpublishTrack(sid, false).catch(() => {});
+      await sleep(UNPUBLISHED_SETTLE_MS);
+    }
+    await this.room.disconnect();
   }
 
   /** Deletes the room, where the call created it (conversation mode); a provider's room stays. */
