@@ -64,10 +64,11 @@ async function oneCall(worker: WorkerProcess): Promise<void> {
     () => avatarLoudAfter(viewer, asked),
     { timeoutMs: 120_000 },
   );
-  // The answer heard to its end (about 3 s), then the user leaves.
+  // The answer heard to its end (about 3 s), then the user leaves as a browser hangs up: its
+  // microphone still published.
   await new Promise((r) => setTimeout(r, 4_000));
-  await mic.close();
   await viewer.leave();
+  await mic.close();
   await h.settledOnce(call.session_id);
   // The call's last lines (the avatar leaving its room) come after the settlement.
   await waitFor('the call ended in the worker', () =>

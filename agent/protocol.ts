@@ -16,3 +16,11 @@ export const RPC_USER_SPEECH_STARTED = 'avatar.user_speech_started';
 export const RPC_PAUSE_SPEECH = 'avatar.pause_speech';
 /** Voice → avatar: the held speech plays on from where it stopped. Payload "". */
 export const RPC_RESUME_SPEECH = 'avatar.resume_speech';
+
+/**
+ * Avatar → voice: the call is over (the user left, it was released, its time ran out); leave the
+ * room. The avatar closes a conversation's room once its voice has left: closed under it, LiveKit's
+ * Rust SDK in the voice process logged errors (a data channel closed unexpectedly, a failed offer)
+ * at the end of calls that went well. Payload "".
+ */
+export const RPC_CALL_ENDED = 'avatar.call_ended';

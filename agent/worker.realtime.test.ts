@@ -266,6 +266,14 @@ describe('the agent worker on the real LiveKit server', () => {
       await waitFor('the room to close', async () =>
         (await h.rooms.listRooms([call.room_name])).length === 0 ? true : undefined,
       );
+      // Released with its user in the room, the call's room closed after the worker's voice and
+      // avatar had left it, not under them: LiveKit's engine logged no error in the worker.
+      expect(
+        worker
+          .logs()
+          .split('\n')
+          .filter((l) => / ERROR livekit/.test(l)),
+      ).toEqual([]);
 
       // The connection history the API serves: the user's join and microphone, the avatar's join.
       const history = await json<{ data: { participantIdentity: string; kind: string }[] }>(

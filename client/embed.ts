@@ -65,6 +65,7 @@ export class AvatarCallElement extends HTMLElement {
   private readonly stage: HTMLDivElement;
   private readonly status: HTMLSpanElement;
   private readonly captions: HTMLUListElement;
+  private readonly hangUpButton: HTMLButtonElement;
   private readonly onHide = () => void this.hangUp();
 
   constructor() {
@@ -77,10 +78,10 @@ export class AvatarCallElement extends HTMLElement {
     bar.className = 'bar';
     this.status = document.createElement('span');
     this.status.setAttribute('role', 'status');
-    const hangUp = document.createElement('button');
-    hangUp.textContent = 'Hang up';
-    hangUp.addEventListener('click', () => void this.hangUp());
-    bar.append(this.status, hangUp);
+    this.hangUpButton = document.createElement('button');
+    this.hangUpButton.textContent = 'Hang up';
+    this.hangUpButton.addEventListener('click', () => void this.hangUp());
+    bar.append(this.status, this.hangUpButton);
     this.captions = document.createElement('ul');
     this.root.append(style, this.stage, bar, this.captions);
   }
@@ -116,6 +117,8 @@ export class AvatarCallElement extends HTMLElement {
   private setState(state: string, text: string): void {
     this.setAttribute('state', state);
     this.status.textContent = text;
+    // Nothing to hang up before a call or after it.
+    this.hangUpButton.hidden = state !== 'connecting' && state !== 'live';
   }
 
   private caption(id: string, who: 'you' | 'avatar', text: string): void {

@@ -25,7 +25,7 @@ import {
 import { AccessToken, RoomServiceClient } from 'livekit-server-sdk';
 import type { Config } from '../../core/platform/config.ts';
 import type { Logger } from '../../core/platform/log.ts';
-import { RPC_PLAY_ACTION, RPC_USER_SPEECH_STARTED } from '../protocol.ts';
+import { RPC_CALL_ENDED, RPC_PLAY_ACTION, RPC_USER_SPEECH_STARTED } from '../protocol.ts';
 import type { Body } from './body.ts';
 import { boundedStep } from './bounded-step.ts';
 import type { CallSpec, ParticipantRole } from './call.ts';
@@ -44,6 +44,15 @@ const TOKEN_SLACK_SECONDS = 600;
  * that offer fail on a closed connection.
  */
 const UNPUBLISHED_SETTLE_MS = 400;
+/** How long the avatar waits for its voice agent's answer to RPC_CALL_ENDED. */
+const AGENT_ANSWER_MS = 1000;
+/**
+ * How long the avatar waits for its voice agent to have left before it closes the room all the
+ * same, and how often it asks LiveKit. The server lists a participant that left for about 2.3 s
+ * more (measured on the local server).
+ */
+const AGENT_LEAVE_MS = 3500;
+const AGENT_LEAVE_POLL_MS = 200;
 /** Tries at joining a call's room (connect and publish) before the call fails. */
 const JOIN_ATTEMPTS = 2;
 
@@ -211,14 +220,41 @@ export class AvatarRoom {
     await this.room.disconnect();
   }
 
-  /** Deletes the room, where the call created it (conversation mode); a provider's room stays. */
+  /**
+   * Asks the call's voice agent to leave, where the call created the room (a provider's agent is
+   * theirs, and stays). Awaited only for its answer: it leaves as the avatar does.
+   */
+  async dismissAgent(): Promise<void> {
+    const { spec } = this.o;
+    if (!spec.ownsRoom || !this.room.isConnected || !this.room.remoteParticipants.has(spec.agentIdentity)) return;
+    await this.room
+      .localParticipant!.performRpc({
+        destinationIdentity: spec.agentIdentity,
+        method: RPC_CALL_ENDED,
+        payload: '',
+        responseTimeout: AGENT_ANSWER_MS,
+      })
+      .catch(() => {});
+  }
+
+  /**
+   * Deletes the room, where the call created it (conversation mode); a provider's room stays. The
+   * voice agent is given the time to leave first (bounded): the room closed under it, LiveKit's Rust
+   * SDK in the voice process logged errors at the end of calls that went well.
+   */
   async closeIfOwned(): Promise<void> {
-    if (!this.o.spec.ownsRoom) return;
-    const { livekit } = this.o;
-    const http = livekit.url.replace(/^ws/, 'http');
-    await boundedStep(this.o.log, 'close the room', () =>
-      new RoomServiceClient(http, livekit.apiKey, livekit.apiSecret).deleteRoom(this.o.spec.roomName),
-    );
+    const { spec, livekit, log } = this.o;
+    if (!spec.ownsRoom) return;
+    const rooms = new RoomServiceClient(livekit.url.replace(/^ws/, 'http'), livekit.apiKey, livekit.apiSecret);
+    await boundedStep(log, 'wait for the voice agent to leave', async () => {
+      const until = performance.now() + AGENT_LEAVE_MS;
+      while (performance.now() < until) {
+        const present = await rooms.listParticipants(spec.roomName);
+        if (!present.some((p) => p.identity === spec.agentIdentity)) return;
+        await sleep(AGENT_LEAVE_POLL_MS);
+      }
+    });
+    await boundedStep(log, 'close the room', () => rooms.deleteRoom(spec.roomName));
   }
 
   /** Connects to the call's room as the avatar, answers its RPCs and publishes its audio and video. */

@@ -69,6 +69,18 @@ export interface CallObserver {
  */
 const KEEP_AUDIO_SECONDS = 1;
 
+/**
+ * The audio handed to rtc-node at a time, ms: each hand-over is an FFI request and an event back,
+ * decoded on the event loop. 40 ms chunks against 20: a bare AudioSource's process used 24-37 ms
+ * of CPU a second against 47; in `npm run bench -- sessions --steps=8`, three runs each way
+ * alternated, the worker used 157-169 ms a second per call against 164-170, with the same frame
+ * rates. At most half the queue (20 ms at least, as before), so the queue takes the next chunk
+ * while it still holds the one before.
+ */
+function audioChunkMs(queueMs: number): number {
+  return Math.max(20, Math.min(40, Math.floor(queueMs / 20) * 10));
+}
+
 /** The avatar's own clock on a real rtc-node AudioSource. */
 function sourceSink(source: AudioSource, sampleRate: number, queueMs: number): AudioSink {
   return {
@@ -166,6 +178,7 @@ export class AvatarRunner {
       fps: this.ctx.fps,
       videoDelayMs: this.ctx.videoDelayMs,
       startBufferSamples: Math.round((this.ctx.sampleRate * this.ctx.speechStartMs) / 1000),
+      chunkSamples: Math.round((this.ctx.sampleRate * audioChunkMs(this.ctx.audioQueueMs)) / 1000),
       ...(this.ctx.neural ? { keepAudioSeconds: KEEP_AUDIO_SECONDS } : { mouthStream: this.ctx.mouthStream }),
       onEvent: (e) => this.room.receiver?.onPlayoutEvent(e),
       onSegment: () => this.ctx.observer?.speechArrived(this.spec.sessionId),
@@ -271,6 +284,7 @@ export class AvatarRunner {
           .ended(reason, at)
           .catch((err: unknown) => this.log.error({ err }, 'could not report the end of the call')),
       );
+      await this.step('dismiss the voice agent', () => this.room.dismissAgent());
       await this.step('leave the room', () => this.room.leave());
       await this.room.closeIfOwned();
       await this.step('close the audio source', () => this.audioSource?.close());

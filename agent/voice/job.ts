@@ -21,7 +21,7 @@ import { LiveSessionStore } from '../../core/live/sessions.ts';
 import { createLogger, type Logger } from '../../core/platform/log.ts';
 import { stallGuardedFetch } from '../../core/platform/net/stall-guard.ts';
 import { UsageStore } from '../../core/usage.ts';
-import { RPC_PAUSE_SPEECH, RPC_RESUME_SPEECH, RPC_USER_SPEECH_STARTED } from '../protocol.ts';
+import { RPC_CALL_ENDED, RPC_PAUSE_SPEECH, RPC_RESUME_SPEECH, RPC_USER_SPEECH_STARTED } from '../protocol.ts';
 import { shapeAgentsLog } from '../agents-logs.ts';
 import { quietRtcLogs } from '../rtc-logs.ts';
 import { actionTools } from './actions.ts';
@@ -301,6 +301,12 @@ export default defineAgent({
     if (!greeting && !config.TTS_MODEL) void warmed.then(() => warmVoice(playback.defaultVoiceId)).catch(() => {});
 
     await ctx.connect(undefined, AutoSubscribe.AUDIO_ONLY);
+    // The avatar ends the call: the voice leaves before the avatar closes the room.
+    ctx.room.localParticipant?.registerRpcMethod(RPC_CALL_ENDED, async (data) => {
+      if (data.callerIdentity !== session.avatarIdentity) return 'reject';
+      ctx.shutdown('call ended');
+      return 'ok';
+    });
     const apiKey = config.OPENAI_API_KEY ?? 'unused';
     const gate = new TurnGate(language);
     const agentSession = new voice.AgentSession({

@@ -250,6 +250,8 @@ describe('the playground in Chromium', () => {
         expect(await call.getByRole('status').textContent()).toBe(
           "This page's origin is not allowed to join this call.",
         );
+        // Nothing to hang up.
+        expect(await call.getByRole('button', { name: 'Hang up' }).isVisible()).toBe(false);
         const [token] = await h.t.services.sql<{ used_at: Date | null }[]>`
           select used_at from live_join_tokens where session_id = ${grant.session_id}`;
         expect(token).toEqual({ used_at: null });

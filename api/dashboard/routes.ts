@@ -61,6 +61,7 @@ function shell(b: DashboardBundle): string {
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Avatar platform</title>
+<link rel="icon" href="data:,">
 ${css}
 </head>
 <body>

@@ -536,7 +536,7 @@ export class LiveCalls {
     const session = await tenantSession(sql, caller.tenantId, id);
     if (!session) throw notFound(`Session ${id.slice(0, 80)}`);
     const ended = (await sessions.end(id, input.reason ?? DEFAULT_RELEASE_REASON))!;
-    await this.closeRoom(session);
+    await this.closeRoomForUser(session);
     await capacity.release(ended.session.capacityPool, id);
     const usage = await this.d.usage.get(caller.tenantId, id);
     return {
@@ -615,7 +615,8 @@ export class LiveCalls {
       eventId: event.id || null,
     });
     if (kind === 'left' && (role === 'user' || role === 'avatar')) {
-      if ((await sessions.end(session.id, `${role}_left`, at))?.endedNow) await this.closeRoom(session);
+      if ((await sessions.end(session.id, `${role}_left`, at))?.endedNow)
+        await (role === 'user' ? this.closeRoomForUser(session) : this.closeRoom(session));
     }
   }
 
@@ -630,6 +631,28 @@ export class LiveCalls {
     for (const s of [...ended.overdue, ...ended.lost, ...ended.unjoined]) await this.closeRoom(s);
     const slotsFreed = await this.d.capacity.reconcile();
     return { ...ended, slotsFreed };
+  }
+
+  /**
+   * Ends a conversation call's room for its user (released, or the user left): where the call's
+   * avatar is in the room, only the user is removed (if still there), and the avatar, seeing them
+   * go, ends the call, has its voice agent leave and closes the room after it; otherwise the room is
+   * deleted now. A room deleted under the worker's two connections made LiveKit's Rust SDK log
+   * errors in the worker at the end of calls that went well.
+   */
+  private async closeRoomForUser(s: Pick<LiveSession, 'id' | 'mode' | 'roomName' | 'avatarIdentity' | 'userIdentity'>) {
+    const livekit = this.d.livekit;
+    if (s.mode !== 'conversation' || !livekit) return;
+    const present = await livekit.participants(s.roomName).catch(() => null);
+    if (s.userIdentity && present?.includes(s.avatarIdentity)) {
+      if (!present.includes(s.userIdentity)) return;
+      const removed = await livekit.removeParticipant(s.roomName, s.userIdentity).then(
+        () => true,
+        () => false,
+      );
+      if (removed) return;
+    }
+    await this.closeRoom(s);
   }
 
   /** Deletes a conversation call's room, which disconnects whoever is left in it; a provider's room is theirs and stays. */

@@ -1,5 +1,6 @@
 /**
- * What the API asks of the LiveKit server: create and delete a call's room, dispatch the agent
+ * What the API asks of the LiveKit server: create and delete a call's room (and see and remove who
+ * is in it), dispatch the agent
  * worker into it, mint the user's token, verify webhooks. One instance per process, built only when
  * LIVEKIT_URL, LIVEKIT_API_KEY and LIVEKIT_API_SECRET are set.
  */
@@ -75,6 +76,26 @@ export class LiveKit {
   async deleteRoom(name: string): Promise<void> {
     try {
       await this.rooms.deleteRoom(name);
+    } catch (err) {
+      if (err instanceof ServerError && (err.status === 404 || err.code === 'not_found')) return;
+      throw err;
+    }
+  }
+
+  /** The identities in a room now; none when the room is gone. */
+  async participants(room: string): Promise<string[]> {
+    try {
+      return (await this.rooms.listParticipants(room)).map((p) => p.identity);
+    } catch (err) {
+      if (err instanceof ServerError && (err.status === 404 || err.code === 'not_found')) return [];
+      throw err;
+    }
+  }
+
+  /** Disconnects one participant from a room; one already gone is not an error. */
+  async removeParticipant(room: string, identity: string): Promise<void> {
+    try {
+      await this.rooms.removeParticipant(room, identity);
     } catch (err) {
       if (err instanceof ServerError && (err.status === 404 || err.code === 'not_found')) return;
       throw err;
