@@ -28,7 +28,11 @@ let h: AgentHarness;
 let worker: WorkerProcess | undefined;
 
 beforeAll(async () => {
-  h = await startAgentHarness({ avatar: { displayName: 'Ada', loop: { seconds: 2, size: 256 } } });
+  h = await startAgentHarness({
+    avatar: { displayName: 'Ada', loop: { seconds: 2, size: 256 } },
+    // A call's room closes 15 s after the mint if its user never comes (its empty timeout).
+    env: { LIVE_JOIN_TIMEOUT_SECONDS: '15' },
+  });
   h.fake.script = { transcribe: () => ({ text: ASKED }), chat: () => ({ text: ANSWER }) };
 }, 180_000);
 
@@ -134,6 +138,30 @@ describe("the worker's output for a call that went well", () => {
       expect(out, 'what the avatar answered').not.toMatch(/graze under Kilimanjaro/i);
       for (const step of ['avatar joined the call', 'voice session started', 'call ending', 'call ended'])
         expect(records.filter((r) => r.msg === step).length, `lines "${step}"`).toBe(1);
+    },
+  );
+
+  it(
+    'ends a call whose user never comes before LiveKit closes its empty room: unbilled, and nothing at error level',
+    { timeout: 120_000 },
+    async () => {
+      worker ??= await h.startWorker();
+      const from = worker.logs().length;
+      const call = await h.mintCall({ max_duration_seconds: 60 });
+      const { session, usage } = await h.settledOnce(call.session_id);
+      // Ended by the avatar (5 s before the room's 15 s), not by LiveKit closing the room under it.
+      expect(session.endReason).toBe('user_never_joined');
+      expect(usage.billedCreditMicros).toBe(0);
+      await waitFor('the call ended in the worker', () =>
+        worker!.logs().slice(from).includes('"msg":"call ended"') ? true : undefined,
+      );
+      await new Promise((r) => setTimeout(r, 2_000));
+      const lines = worker!
+        .logs()
+        .slice(from)
+        .split('\n')
+        .filter((l) => / ERROR |"level":[56]0/.test(l));
+      expect(lines).toEqual([]);
     },
   );
 });

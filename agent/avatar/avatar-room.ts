@@ -25,6 +25,7 @@ import {
 import { AccessToken, RoomServiceClient } from 'livekit-server-sdk';
 import type { Config } from '../../core/platform/config.ts';
 import type { Logger } from '../../core/platform/log.ts';
+import { orAfter } from '../../core/platform/time.ts';
 import { RPC_CALL_ENDED, RPC_PLAY_ACTION, RPC_USER_SPEECH_STARTED } from '../protocol.ts';
 import type { Body } from './body.ts';
 import { boundedStep } from './bounded-step.ts';
@@ -227,14 +228,27 @@ export class AvatarRoom {
   async dismissAgent(): Promise<void> {
     const { spec } = this.o;
     if (!spec.ownsRoom || !this.room.isConnected || !this.room.remoteParticipants.has(spec.agentIdentity)) return;
-    await this.room
-      .localParticipant!.performRpc({
-        destinationIdentity: spec.agentIdentity,
-        method: RPC_CALL_ENDED,
-        payload: '',
-        responseTimeout: AGENT_ANSWER_MS,
-      })
-      .catch(() => {});
+    const asked = this.room.localParticipant!.performRpc({
+      destinationIdentity: spec.agentIdentity,
+      method: RPC_CALL_ENDED,
+      payload: '',
+      responseTimeout: AGENT_ANSWER_MS,
+    });
+    asked.catch(() => {});
+    // Bounded here: to an agent already leaving (it does as the user leaves), rtc-node 0.13 gives
+    // up on the call only after its 7 s connection timeout, whatever the response timeout.
+    await orAfter(asked, AGENT_ANSWER_MS, 'late' as const).catch(() => {});
+  }
+
+  /**
+   * Milliseconds until LiveKit closes the room for want of a user, when the call created it (the
+   * room's empty timeout runs from its creation, and an avatar and a voice agent do not count as
+   * present); null when nothing closes it.
+   */
+  msUntilEmptyRoomCloses(): number | null {
+    const { emptyTimeout, creationTime } = this.room;
+    if (!this.o.spec.ownsRoom || !emptyTimeout || creationTime.getTime() <= 0) return null;
+    return creationTime.getTime() + emptyTimeout * 1000 - Date.now();
   }
 
   /**

@@ -69,6 +69,9 @@ export interface CallObserver {
  */
 const KEEP_AUDIO_SECONDS = 1;
 
+/** How long before LiveKit closes an empty room the call ends itself, its user never come: the time to leave it cleanly. */
+const EMPTY_ROOM_MARGIN_MS = 5000;
+
 /**
  * The audio handed to rtc-node at a time, ms: each hand-over is an FFI request and an event back,
  * decoded on the event loop. 40 ms chunks against 20: a bare AudioSource's process used 24-37 ms
@@ -220,9 +223,14 @@ export class AvatarRunner {
     );
 
     for (const p of this.room.present()) this.onParticipant(p.identity, p.role, 'joined');
-    this.timers.push(
-      setTimeout(() => void (this.startedAt ? undefined : this.end('user_never_joined')), this.ctx.userJoinTimeoutMs),
+    // The wait for the user ends before LiveKit would close the room under the avatar and its voice
+    // (their connections then logged errors): the call ends as any other, the room closed after them.
+    const roomCloses = this.room.msUntilEmptyRoomCloses();
+    const joinWaitMs = Math.max(
+      0,
+      Math.min(this.ctx.userJoinTimeoutMs, roomCloses === null ? Infinity : roomCloses - EMPTY_ROOM_MARGIN_MS),
     );
+    this.timers.push(setTimeout(() => void (this.startedAt ? undefined : this.end('user_never_joined')), joinWaitMs));
     this.timers.push(setInterval(() => void this.heartbeat(), this.ctx.heartbeatMs));
   }
 
