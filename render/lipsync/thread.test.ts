@@ -80,8 +80,11 @@ describe('a lip-sync engine in a thread', () => {
         expect(out).toBe(targets[i]);
         expect(Buffer.compare(Buffer.from(out), Buffer.from(expected[i]!))).toBe(0);
       });
+      // A batch of one against the same batch in process: onnxruntime's kernels may round a
+      // batch of two a level differently here and there (one pixel by one level, on one CPU).
       const [fresh] = await threaded.renderFrames([{ frame, face, shape: shapes[0]! }]);
-      expect(Buffer.compare(Buffer.from(fresh!), Buffer.from(expected[0]!))).toBe(0);
+      const [single] = await inProcess.renderFrames([{ frame, face, shape: shapes[0]! }]);
+      expect(Buffer.compare(Buffer.from(fresh!), Buffer.from(single!))).toBe(0);
       // The caller's frame was read, not written.
       expect(Buffer.compare(Buffer.from(frame.data), Buffer.from((await portraitFrame('grace_hopper')).data))).toBe(0);
     },
