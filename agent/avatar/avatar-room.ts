@@ -228,16 +228,17 @@ export class AvatarRoom {
   async dismissAgent(): Promise<void> {
     const { spec } = this.o;
     if (!spec.ownsRoom || !this.room.isConnected || !this.room.remoteParticipants.has(spec.agentIdentity)) return;
-    const asked = this.room.localParticipant!.performRpc({
-      destinationIdentity: spec.agentIdentity,
-      method: RPC_CALL_ENDED,
-      payload: '',
-      responseTimeout: AGENT_ANSWER_MS,
-    });
-    asked.catch(() => {});
+    const asked = this.room
+      .localParticipant!.performRpc({
+        destinationIdentity: spec.agentIdentity,
+        method: RPC_CALL_ENDED,
+        payload: '',
+        responseTimeout: AGENT_ANSWER_MS,
+      })
+      .catch(() => {});
     // Bounded here: to an agent already leaving (it does as the user leaves), rtc-node 0.13 gives
     // up on the call only after its 7 s connection timeout, whatever the response timeout.
-    await orAfter(asked, AGENT_ANSWER_MS, 'late' as const).catch(() => {});
+    await orAfter(asked, AGENT_ANSWER_MS, 'late' as const);
   }
 
   /**

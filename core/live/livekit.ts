@@ -1,8 +1,7 @@
 /**
  * What the API asks of the LiveKit server: create and delete a call's room (and see and remove who
- * is in it), dispatch the agent
- * worker into it, mint the user's token, verify webhooks. One instance per process, built only when
- * LIVEKIT_URL, LIVEKIT_API_KEY and LIVEKIT_API_SECRET are set.
+ * is in it), dispatch the agent worker into it, mint the user's token, verify webhooks. One instance
+ * per process, built only when LIVEKIT_URL, LIVEKIT_API_KEY and LIVEKIT_API_SECRET are set.
  */
 import {
   AccessToken,
@@ -74,32 +73,17 @@ export class LiveKit {
 
   /** Deletes a room; a room already gone is not an error. */
   async deleteRoom(name: string): Promise<void> {
-    try {
-      await this.rooms.deleteRoom(name);
-    } catch (err) {
-      if (err instanceof ServerError && (err.status === 404 || err.code === 'not_found')) return;
-      throw err;
-    }
+    await orNothingIfGone(this.rooms.deleteRoom(name), undefined);
   }
 
   /** The identities in a room now; none when the room is gone. */
   async participants(room: string): Promise<string[]> {
-    try {
-      return (await this.rooms.listParticipants(room)).map((p) => p.identity);
-    } catch (err) {
-      if (err instanceof ServerError && (err.status === 404 || err.code === 'not_found')) return [];
-      throw err;
-    }
+    return (await orNothingIfGone(this.rooms.listParticipants(room), [])).map((p) => p.identity);
   }
 
   /** Disconnects one participant from a room; one already gone is not an error. */
   async removeParticipant(room: string, identity: string): Promise<void> {
-    try {
-      await this.rooms.removeParticipant(room, identity);
-    } catch (err) {
-      if (err instanceof ServerError && (err.status === 404 || err.code === 'not_found')) return;
-      throw err;
-    }
+    await orNothingIfGone(this.rooms.removeParticipant(room, identity), undefined);
   }
 
   /** Dispatches the agent worker (AGENT_NAME) into a room with the call's session id: exactly `{"session_id":"ses_..."}`. */
@@ -130,5 +114,15 @@ export class LiveKit {
   /** A webhook as LiveKit signed it; throws when the signature is missing or wrong. */
   receiveWebhook(body: string, authorization: string | undefined): Promise<WebhookEvent> {
     return this.receiver.receive(body, authorization);
+  }
+}
+
+/** What a LiveKit call answers, or `gone` when the server answers that its room or participant does not exist. */
+async function orNothingIfGone<T, G>(call: Promise<T>, gone: G): Promise<T | G> {
+  try {
+    return await call;
+  } catch (err) {
+    if (err instanceof ServerError && (err.status === 404 || err.code === 'not_found')) return gone;
+    throw err;
   }
 }
