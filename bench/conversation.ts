@@ -113,6 +113,8 @@ interface CallCpu {
 
 interface Sample {
   call: number;
+  /** The end of the user's speech, wall clock ms. */
+  endWall: number;
   question: string;
   /** From the end of the user's speech, ms. */
   audioMs: number;
@@ -429,6 +431,7 @@ export const conversation: BenchModule = {
                 const timing = replyTimings(worker).find((t) => t.turnEndAt! > endWall - 2000) ?? {};
                 const rel = (at: number | undefined) => (at === undefined ? Number.NaN : at - endWall);
                 list.push({
+                  endWall: Math.round(endWall),
                   call: c,
                   question: QUESTIONS[i]!,
                   audioMs: heard - end,
@@ -518,6 +521,13 @@ export const conversation: BenchModule = {
           stagesP50Ms: Object.fromEntries(Object.entries(stages).map(([k, v]) => [k, Math.round(v)])),
           firstQuestionAudioMs: list.filter((s) => s.question === QUESTIONS[0]).map((s) => Math.round(s.audioMs)),
           pauseCutIns: pauseChecks.get(setting) ?? { asked: 0, cutIn: 0 },
+          // Each reply's stages, to see where a slow one lost its time.
+          replies: list.map((s) => ({
+            call: s.call,
+            endWall: s.endWall,
+            question: s.question,
+            ...Object.fromEntries(Object.entries(s.stages).map(([k, v]) => [k, Math.round(v)])),
+          })),
           cpuMsPerS: {
             avatar: Math.round(
               q(

@@ -17,11 +17,17 @@ describe('a finished sentence', () => {
       'I would like to know about the weather on Mars.',
       'what time is it',
       '"Really?"',
+      'Where do bugs come from?',
+      'What does a linker do?',
+      'Where am I?',
+      'What is this?',
+      'What is it like?',
+      'Can you tell me?',
     ])
       expect(finishedSentence(text), text).toBe(true);
   });
 
-  it('waits out a pause after words that leave the sentence open, whatever the punctuation', () => {
+  it('waits out a pause after words that leave the sentence open, but for a question that may end on them', () => {
     for (const text of [
       'I would like to know',
       'I would like to know.',
@@ -38,6 +44,11 @@ describe('a finished sentence', () => {
       'I was wondering if…',
       'My favourite colour is —',
       'Could you',
+      'Where do bugs come from',
+      'Where do bugs come from.',
+      'Is it the?',
+      'Tea and?',
+      'So, um?',
       '',
       '   ',
     ])
@@ -80,13 +91,15 @@ function scriptedVad(events: Partial<VADEvent>[], onYield?: (i: number) => void)
 }
 
 const speech = (type: VADEventType, silenceDuration = 0) => ({ type, silenceDuration });
+/** The silences of the defaults: a question 200 ms, another finished sentence 300, any other turn 700. */
+const SILENCES = { questionMs: 200, finishedMs: 300, openMs: 700 };
 const silence = (ms: number) => speech(VADEventType.INFERENCE_DONE, ms);
 const START = speech(VADEventType.START_OF_SPEECH);
 
 /** The starts and ends of speech the gated VAD reports, with the silence of each end. */
 async function reported(gate: TurnGate, events: Partial<VADEvent>[], onYield?: (i: number) => void): Promise<string[]> {
   const out: string[] = [];
-  const stream = new GatedVAD(scriptedVad(events, onYield), gate, 700).stream();
+  const stream = new GatedVAD(scriptedVad(events, onYield), gate, SILENCES).stream();
   for (;;) {
     const r = await stream.next();
     if (r.done) return out;
@@ -107,10 +120,15 @@ async function heard(words: string, language = 'en'): Promise<TurnGate> {
 }
 
 describe('the turn gate', () => {
-  const END = speech(VADEventType.END_OF_SPEECH, 300);
+  const END = speech(VADEventType.END_OF_SPEECH, 200);
 
-  it('ends the turn after the short silence when the words finish a sentence', async () => {
-    expect(await reported(await heard('What is a compiler?'), [END, silence(332)])).toEqual(['end 300']);
+  it('ends the turn after the shortest silence when the words ask a question', async () => {
+    expect(await reported(await heard('What is a compiler?'), [END, silence(232)])).toEqual(['end 200']);
+  });
+
+  it('ends the turn after the short silence when the words finish another sentence', async () => {
+    const events = [END, silence(232), silence(264), silence(296), silence(328), silence(360)];
+    expect(await reported(await heard('Tell me a story.'), events)).toEqual(['end 328']);
   });
 
   it('holds an unfinished sentence until the long silence has passed in the audio', async () => {
@@ -120,12 +138,12 @@ describe('the turn gate', () => {
 
   it('takes a pause the user ends as no end at all: the start and the held end both dropped', async () => {
     const gate = await heard('I would like to know');
-    const events = [START, END, silence(332), silence(450), START, silence(0), END, silence(800)];
+    const events = [START, END, silence(332), silence(450), START, silence(0), END, silence(264), silence(328)];
     // The second end, after "about the weather on Mars." (its stretch transcribed once the user went on).
     const out = await reported(gate, events, (i) => {
       if (i === 5) void gate.transcribe(async () => ({ alternatives: [{ text: 'about the weather on Mars.' }] }), NONE);
     });
-    expect(out).toEqual(['start', 'end 300']);
+    expect(out).toEqual(['start', 'end 328']);
   });
 
   it('waits for words still out, and for words of the last stretch, not an earlier one', async () => {
@@ -168,7 +186,7 @@ describe('a backchannel over the avatar', () => {
   /** What the gated VAD reports as the speech duration while the user speaks (agents-js interrupts on it). */
   async function voiceReported(gate: TurnGate, events: Partial<VADEvent>[]): Promise<number[]> {
     const out: number[] = [];
-    const stream = new GatedVAD(scriptedVad(events), gate, 700).stream();
+    const stream = new GatedVAD(scriptedVad(events), gate, SILENCES).stream();
     for (let r = await stream.next(); !r.done; r = await stream.next())
       if (r.value.type === VADEventType.INFERENCE_DONE && r.value.speaking) out.push(r.value.speechDuration);
     return out;

@@ -33,11 +33,25 @@ const OPEN_ENDINGS = new Set(
     .split(' '),
 );
 
+/**
+ * Of those, the words a question cannot end on. A question often ends on the others: "Where do
+ * bugs come from?", "What does a linker do?", "Where am I?", "What is this?". An STT model writes
+ * the question mark from the voice's rise, so after any other word it closes the turn.
+ */
+const OPEN_EVEN_ASKED = new Set(
+  'and or but nor because although though unless a an the my your our their um uh er erm hmm mm'.split(' '),
+);
+
 /** "tell me", "show us": a request that names who, not yet what. */
 const ASKING_VERBS = new Set(['tell', 'show', 'give', 'ask', 'let', 'help', 'teach', 'remind']);
 
 /** Punctuation that leaves a sentence open: a comma, a colon, a dash, an ellipsis. */
 const OPEN_PUNCTUATION = /(?:[,;:\-–—]|\.\.\.|…)$/;
+
+/** Whether `text` ends in a question mark (closing quotes or brackets after it aside). */
+function asksQuestion(text: string): boolean {
+  return /\?["')\]]*$/.test(text.trim());
+}
 
 /** Whether `text`, as a speech-to-text model wrote it, reads as a finished English sentence. */
 export function finishedSentence(text: string): boolean {
@@ -50,7 +64,9 @@ export function finishedSentence(text: string): boolean {
     .map((w) => w.replace(/^[^a-z0-9']+|[^a-z0-9']+$/g, ''))
     .filter((w) => w !== '');
   const last = words.at(-1);
-  if (last === undefined || OPEN_ENDINGS.has(last)) return false;
+  if (last === undefined) return false;
+  if (asksQuestion(t) && !OPEN_EVEN_ASKED.has(last)) return true;
+  if (OPEN_ENDINGS.has(last)) return false;
   if ((last === 'me' || last === 'us') && ASKING_VERBS.has(words.at(-2) ?? '')) return false;
   // A closed last word: a question or an exclamation is done; so is a statement that the model
   // closed with a full stop, or one of a few words that came without punctuation.
@@ -115,7 +131,7 @@ export class TurnGate {
     return this.startedOverAvatar && this.voiceMs < VOICE_TO_INTERRUPT_MS;
   }
 
-  /** Whether the turn may end after the short silence: its last words are back, and finish a sentence. */
+  /** Whether the turn may end after a short silence: its last words are back, and finish a sentence. */
   finished(): boolean {
     return (
       this.language === 'en' &&
@@ -123,6 +139,11 @@ export class TurnGate {
       this.pending === 0 &&
       finishedSentence(this.lastWords)
     );
+  }
+
+  /** Whether the finished sentence is a question: it ends after the shortest silence. */
+  asked(): boolean {
+    return this.finished() && asksQuestion(this.lastWords);
   }
 
   /** Whether a transcription is still out. */
@@ -140,9 +161,17 @@ const VOICED_PROBABILITY = 0.7;
 /** How long past the long silence a turn waits for a transcription still out before it ends anyway. */
 const TRANSCRIPT_WAIT_MS = 3000;
 
+/** The silences (ms, in the audio) after which a question, another finished sentence, and any other turn end. */
+export interface TurnEndSilences {
+  questionMs: number;
+  finishedMs: number;
+  openMs: number;
+}
+
 /**
- * The turn's VAD: Silero's, reporting the end of speech after the short silence, held back by the
- * gate until the words finish a sentence or the long silence has passed. Both are counted in the
+ * The turn's VAD: Silero's, reporting the end of speech after the shortest silence, held back by
+ * the gate until the words finish a sentence and its silence (a question's or another's) has
+ * passed, or the long silence has. Both are counted in the
  * audio itself (the VAD's own silence count), so a busy machine that runs the VAD late ends no turn
  * sooner: a pause the user ends is heard before the long silence has passed, in audio time, and the
  * held end of speech is dropped with the start of speech that ended the pause.
@@ -153,7 +182,7 @@ export class GatedVAD extends VAD {
   constructor(
     private readonly inner: VAD,
     private readonly gate: TurnGate,
-    private readonly openMs: number,
+    private readonly silences: TurnEndSilences,
   ) {
     super(inner.capabilities);
     this.label = `gated(${inner.label})`;
@@ -161,7 +190,7 @@ export class GatedVAD extends VAD {
   }
 
   stream(): VADStream {
-    return new GatedVADStream(this.inner.stream(), this.gate, this.openMs) as unknown as VADStream;
+    return new GatedVADStream(this.inner.stream(), this.gate, this.silences) as unknown as VADStream;
   }
 
   override async close(): Promise<void> {
@@ -179,7 +208,7 @@ class GatedVADStream implements AsyncIterableIterator<VADEvent> {
   constructor(
     private readonly inner: VADStream,
     private readonly gate: TurnGate,
-    private readonly openMs: number,
+    private readonly silences: TurnEndSilences,
   ) {}
 
   updateInputStream(...args: Parameters<VADStream['updateInputStream']>): void {
@@ -248,8 +277,9 @@ class GatedVADStream implements AsyncIterableIterator<VADEvent> {
   }
 
   private mayEnd(silenceMs: number): boolean {
-    if (this.gate.finished()) return true;
-    return silenceMs >= this.openMs && (!this.gate.waiting || silenceMs >= this.openMs + TRANSCRIPT_WAIT_MS);
+    const { questionMs, finishedMs, openMs } = this.silences;
+    if (this.gate.finished()) return silenceMs >= (this.gate.asked() ? questionMs : finishedMs);
+    return silenceMs >= openMs && (!this.gate.waiting || silenceMs >= openMs + TRANSCRIPT_WAIT_MS);
   }
 
   /** The held end of speech, with the silence it has now (agents-js dates the end of speech from it). */

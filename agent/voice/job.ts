@@ -26,11 +26,11 @@ import { shapeAgentsLog } from '../agents-logs.ts';
 import { quietRtcLogs } from '../rtc-logs.ts';
 import { actionTools } from './actions.ts';
 import { sayGreeting, synthesizeAhead } from './greeting.ts';
-import { ttsFor } from './tts.ts';
+import { EmbeddedTTS, ttsFor } from './tts.ts';
 import { GatedVAD, TurnGate } from './end-of-turn.ts';
 import { INTERRUPTION, turnSilences } from './turns.ts';
 import { takeUserAudioInFrames, USER_AUDIO_SAMPLE_RATE } from './user-audio.ts';
-import { warmFetch, warmVad, warmVoice } from './warm.ts';
+import { warmReplyPath, warmVad, warmVoice } from './warm.ts';
 
 /** What a dispatch carries (set by the session mint). */
 export interface DispatchMetadata {
@@ -61,10 +61,10 @@ interface ProcessState {
  * stalls mid-answer would otherwise hold the call's turn forever). Retries are the voice
  * pipeline's, not the SDK's.
  */
-function upstreamClient(config: Config, timeoutSeconds: number): OpenAI {
+function upstreamClient(config: Config, timeoutSeconds: number, baseURL = config.OPENAI_BASE_URL): OpenAI {
   return new OpenAI({
     apiKey: config.OPENAI_API_KEY ?? 'unused',
-    ...(config.OPENAI_BASE_URL ? { baseURL: config.OPENAI_BASE_URL } : {}),
+    ...(baseURL ? { baseURL } : {}),
     maxRetries: 0,
     timeout: timeoutSeconds * 1000,
     fetch: stallGuardedFetch(timeoutSeconds * 1000),
@@ -250,6 +250,7 @@ export default defineAgent({
     // (turns.ts): the transcript, and the reply made from it, are ready when it ends.
     const silences = turnSilences({
       sttSilenceMs: config.AGENT_STT_SILENCE_MS,
+      questionMs: config.AGENT_QUESTION_TURN_MS,
       finishedMs: config.AGENT_FINISHED_TURN_MS,
       openMs: config.AGENT_TURN_END_MS,
     });
@@ -257,15 +258,20 @@ export default defineAgent({
     const sttVad = await silero.VAD.load({ minSilenceDuration: config.AGENT_STT_SILENCE_MS });
     // A call's first reply must not pay for the first runs: the VAD models' first inferences, the
     // embedded TTS's start (its thread, its WebAssembly, a first synthesis: 0.7 s more on a first
-    // reply) and Node's fetch (0.5 s of this thread as the session starts).
+    // reply), and the code of a reply (warm.ts: fetch, the models' clients, the TTS's stream).
     // Not awaited: agents-js gives a process 10 s to initialise, which a loaded machine can overrun;
     // the process is idle until a call comes, and a call waits for it only before its greeting.
     const t0 = performance.now();
+    const embeddedClauses = !config.TTS_MODEL && config.AGENT_TTS_CLAUSES;
     const warmed = Promise.all([
       warmVad(vad),
       warmVad(sttVad),
-      config.TTS_MODEL ? undefined : warmVoice(),
-      warmFetch(),
+      (config.TTS_MODEL ? Promise.resolve() : warmVoice()).then(() =>
+        warmReplyPath(
+          (baseURL) => upstreamClient(config, 10, baseURL),
+          embeddedClauses ? new EmbeddedTTS(undefined, true) : undefined,
+        ),
+      ),
     ]).then(
       () => log.info({ warmMs: Math.round(performance.now() - t0) }, 'voice process ready'),
       (err: unknown) => log.warn({ err }, 'could not warm the voice pipeline'),
@@ -310,7 +316,7 @@ export default defineAgent({
     const apiKey = config.OPENAI_API_KEY ?? 'unused';
     const gate = new TurnGate(language);
     const agentSession = new voice.AgentSession({
-      vad: new GatedVAD(vad, gate, silences.openMs),
+      vad: new GatedVAD(vad, gate, silences),
       // Batch STT on each stretch of speech the STT's VAD cuts (agents-js would cut with the turn's VAD).
       stt: new stt.StreamAdapter(
         new GatedSTT(gate, {

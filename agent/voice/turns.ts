@@ -8,8 +8,9 @@
  *   the long one, which must outlast the pause, the fading end of the word before it (which the
  *   VAD already counts as silence) and the time the VAD takes to hear the user resume. At a VAD
  *   silence of 550 ms alone a 450 ms pause between two recorded phrases ended the turn;
- * - a finished sentence ("What is a compiler?") ends the turn after the short silence
- *   (AGENT_FINISHED_TURN_MS): most replies wait that, not the long one;
+ * - a finished sentence ends the turn after a short silence: a question ("What is a compiler?")
+ *   after AGENT_QUESTION_TURN_MS, any other ("Tell me a story.") after AGENT_FINISHED_TURN_MS;
+ *   most replies wait that, not the long one;
  * - the user's speech over the avatar stops it once the VAD has heard VOICE_TO_INTERRUPT_MS of
  *   voice in it (barge-in). agents-js interrupts once the VAD's speech duration reaches
  *   `minDuration`, but Silero's runs on through the silence after the speech (a 100 ms cough would
@@ -67,16 +68,20 @@ export const INTERRUPTION = {
  * - `vadSilenceMs`: the turn's VAD reports the end of speech, and the turn is weighed; always
  *   longer than the STT's silence, so the transcription of the words that just ended is already
  *   asked for (and the detector waits for it) when the turn is weighed;
- * - `finishedMs`: the silence that ends a finished sentence (agents-js's `minDelay`);
+ * - `questionMs`: the silence that ends a question ("What is a compiler?"): a question hands the
+ *   turn over, where a statement is often followed by another;
+ * - `finishedMs`: the silence that ends any other finished sentence ("Tell me a story.");
  * - `openMs`: the silence that ends any other, raised to TURN_END_SILENCE_MS so no setting can end
- *   a turn inside a pause (agents-js's `maxDelay`).
+ *   a turn inside a pause.
  */
-export function turnSilences(o: { sttSilenceMs: number; finishedMs: number; openMs: number }): {
+export function turnSilences(o: { sttSilenceMs: number; questionMs: number; finishedMs: number; openMs: number }): {
   vadSilenceMs: number;
+  questionMs: number;
   finishedMs: number;
   openMs: number;
 } {
-  const vadSilenceMs = Math.max(o.finishedMs, o.sttSilenceMs + STT_FIRST_MS);
+  const vadSilenceMs = Math.max(Math.min(o.questionMs, o.finishedMs), o.sttSilenceMs + STT_FIRST_MS);
   const openMs = Math.max(o.openMs, TURN_END_SILENCE_MS);
-  return { vadSilenceMs, finishedMs: Math.min(Math.max(o.finishedMs, vadSilenceMs), openMs), openMs };
+  const within = (ms: number) => Math.min(Math.max(ms, vadSilenceMs), openMs);
+  return { vadSilenceMs, questionMs: within(o.questionMs), finishedMs: within(o.finishedMs), openMs };
 }

@@ -85,7 +85,8 @@ const schema = z.object({
   /**
    * When a live call's voice takes the user's turn as ended (docs/agent.md, "Where the time goes").
    * After AGENT_STT_SILENCE_MS of silence the speech so far goes to STT; a turn whose words read as
-   * a finished sentence ends after AGENT_FINISHED_TURN_MS of silence, any other after
+   * a question ends after AGENT_QUESTION_TURN_MS of silence, one that reads as another finished
+   * sentence after AGENT_FINISHED_TURN_MS, any other after
    * AGENT_TURN_END_MS (all counted by the VAD in the audio itself). A pause inside an unfinished
    * sentence of up to 450 ms is never an end of turn: AGENT_TURN_END_MS is raised to 700 where it
    * is shorter (agent/voice/turns.ts).
@@ -100,6 +101,7 @@ const schema = z.object({
    * third less CPU than rtc-node's 10 (agent/voice/user-audio.ts).
    */
   AGENT_USER_AUDIO_FRAME_MS: envInt(10, 30, 100).refine((ms) => ms % 10 === 0, 'must be a multiple of 10'),
+  AGENT_QUESTION_TURN_MS: envInt(100, 200, 5000),
   AGENT_FINISHED_TURN_MS: envInt(100, 300, 5000),
   AGENT_TURN_END_MS: envInt(100, 700, 5000),
   AGENT_PREEMPTIVE_TTS: envBool(true),
