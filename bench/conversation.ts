@@ -89,6 +89,7 @@ const WORKERS: Record<string, Record<string, string>> = {
   before: {
     AGENT_STT_SILENCE_MS: '550',
     AGENT_TURN_END_MS: '550',
+    AGENT_QUESTION_TURN_MS: '550',
     AGENT_FINISHED_TURN_MS: '550',
     AGENT_PREEMPTIVE_TTS: 'false',
     AGENT_TTS_CLAUSES: 'false',
@@ -425,9 +426,8 @@ export const conversation: BenchModule = {
                 while (performance.now() - (viewer.audio.filter((a) => a.level > 400).at(-1)?.at ?? 0) < 1000)
                   await sleep(100);
                 const mouth = mouthMovedAfter(viewer, end);
-                // performance.now() to the wall clock the components log in.
-                const wall = (t: number) => t - performance.now() + Date.now();
-                const endWall = wall(end);
+                // The end of speech (performance.now()) on the wall clock the components log in.
+                const endWall = end - performance.now() + Date.now();
                 const timing = replyTimings(worker).find((t) => t.turnEndAt! > endWall - 2000) ?? {};
                 const rel = (at: number | undefined) => (at === undefined ? Number.NaN : at - endWall);
                 list.push({

@@ -23,6 +23,8 @@ describe('a finished sentence', () => {
       'What is this?',
       'What is it like?',
       'Can you tell me?',
+      'So where is it from?',
+      'I like it. What is it for?',
     ])
       expect(finishedSentence(text), text).toBe(true);
   });
@@ -47,6 +49,8 @@ describe('a finished sentence', () => {
       'Where do bugs come from',
       'Where do bugs come from.',
       'Is it the?',
+      'Tell me what a compiler is?',
+      'I wonder what it is?',
       'Tea and?',
       'So, um?',
       '',

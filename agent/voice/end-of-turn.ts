@@ -34,12 +34,19 @@ const OPEN_ENDINGS = new Set(
 );
 
 /**
- * Of those, the words a question cannot end on. A question often ends on the others: "Where do
- * bugs come from?", "What does a linker do?", "Where am I?", "What is this?". An STT model writes
- * the question mark from the voice's rise, so after any other word it closes the turn.
+ * A direct question (its last sentence opens with a question word or an inverted auxiliary, after
+ * at most one word like "so" or "and") often ends on a word of those: "Where do bugs come from?",
+ * "What does a linker do?", "Where am I?", "What is this?". An STT model writes the question mark
+ * from the voice's rise, so such a question is finished after any word but these. Not a request
+ * or a statement with a rise: "Tell me what a compiler is?" may go on ("... and why it is useful").
  */
 const OPEN_EVEN_ASKED = new Set(
   'and or but nor because although though unless a an the my your our their um uh er erm hmm mm'.split(' '),
+);
+const QUESTION_OPENERS = new Set(
+  'what where when why who whom whose which how is are was were am do does did can could will would shall should may might must have has had'.split(
+    ' ',
+  ),
 );
 
 /** "tell me", "show us": a request that names who, not yet what. */
@@ -53,19 +60,36 @@ function asksQuestion(text: string): boolean {
   return /\?["')\]]*$/.test(text.trim());
 }
 
-/** Whether `text`, as a speech-to-text model wrote it, reads as a finished English sentence. */
-export function finishedSentence(text: string): boolean {
-  const t = text.trim();
-  if (t === '' || OPEN_PUNCTUATION.test(t)) return false;
-  const words = t
+/** The lowercase words of `text`, punctuation stripped. */
+function wordsOf(text: string): string[] {
+  return text
     .toLowerCase()
     .replace(/[’]/g, "'")
     .split(/\s+/)
     .map((w) => w.replace(/^[^a-z0-9']+|[^a-z0-9']+$/g, ''))
     .filter((w) => w !== '');
+}
+
+/** Whether the last sentence of `text` is a direct question ("So where is it from?"), see QUESTION_OPENERS. */
+function directQuestion(text: string): boolean {
+  if (!asksQuestion(text)) return false;
+  const [first, second] = wordsOf(
+    text
+      .trim()
+      .split(/(?<=[.!?])\s+/)
+      .at(-1) ?? '',
+  );
+  return QUESTION_OPENERS.has(first ?? '') || QUESTION_OPENERS.has(second ?? '');
+}
+
+/** Whether `text`, as a speech-to-text model wrote it, reads as a finished English sentence. */
+export function finishedSentence(text: string): boolean {
+  const t = text.trim();
+  if (t === '' || OPEN_PUNCTUATION.test(t)) return false;
+  const words = wordsOf(t);
   const last = words.at(-1);
   if (last === undefined) return false;
-  if (asksQuestion(t) && !OPEN_EVEN_ASKED.has(last)) return true;
+  if (directQuestion(t) && !OPEN_EVEN_ASKED.has(last)) return true;
   if (OPEN_ENDINGS.has(last)) return false;
   if ((last === 'me' || last === 'us') && ASKING_VERBS.has(words.at(-2) ?? '')) return false;
   // A closed last word: a question or an exclamation is done; so is a statement that the model
