@@ -22,7 +22,8 @@ import {
   type RemoteTrackPublication,
   type VideoSource,
 } from '@livekit/rtc-node';
-import { AccessToken, RoomServiceClient } from 'livekit-server-sdk';
+import { AccessToken } from 'livekit-server-sdk';
+import { LiveKit } from '../../core/live/livekit.ts';
 import type { Config } from '../../core/platform/config.ts';
 import type { Logger } from '../../core/platform/log.ts';
 import { orAfter } from '../../core/platform/time.ts';
@@ -260,14 +261,11 @@ export class AvatarRoom {
   async closeIfOwned(): Promise<void> {
     const { spec, livekit, log } = this.o;
     if (!spec.ownsRoom) return;
-    const rooms = new RoomServiceClient(livekit.url.replace(/^ws/, 'http'), livekit.apiKey, livekit.apiSecret);
+    const rooms = new LiveKit(livekit);
     await boundedStep(log, 'wait for the voice agent to leave', async () => {
       const until = performance.now() + AGENT_LEAVE_MS;
-      while (performance.now() < until) {
-        const present = await rooms.listParticipants(spec.roomName);
-        if (!present.some((p) => p.identity === spec.agentIdentity)) return;
+      while (performance.now() < until && (await rooms.participants(spec.roomName)).includes(spec.agentIdentity))
         await sleep(AGENT_LEAVE_POLL_MS);
-      }
     });
     await boundedStep(log, 'close the room', () => rooms.deleteRoom(spec.roomName));
   }

@@ -165,9 +165,9 @@ export class TurnGate {
     );
   }
 
-  /** Whether the finished sentence is a question: it ends after the shortest silence. */
+  /** Whether the last words ask a question: finished, they end the turn after the shortest silence. */
   asked(): boolean {
-    return this.finished() && asksQuestion(this.lastWords);
+    return asksQuestion(this.lastWords);
   }
 
   /** Whether a transcription is still out. */

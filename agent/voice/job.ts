@@ -26,7 +26,7 @@ import { shapeAgentsLog } from '../agents-logs.ts';
 import { quietRtcLogs } from '../rtc-logs.ts';
 import { actionTools } from './actions.ts';
 import { sayGreeting, synthesizeAhead } from './greeting.ts';
-import { EmbeddedTTS, ttsFor } from './tts.ts';
+import { ttsFor } from './tts.ts';
 import { GatedVAD, TurnGate } from './end-of-turn.ts';
 import { INTERRUPTION, turnSilences } from './turns.ts';
 import { takeUserAudioInFrames, USER_AUDIO_SAMPLE_RATE } from './user-audio.ts';
@@ -269,7 +269,7 @@ export default defineAgent({
       (config.TTS_MODEL ? Promise.resolve() : warmVoice()).then(() =>
         warmReplyPath(
           (baseURL) => upstreamClient(config, 10, baseURL),
-          embeddedClauses ? new EmbeddedTTS(undefined, true) : undefined,
+          embeddedClauses ? ttsFor(config, null) : undefined,
         ),
       ),
     ]).then(

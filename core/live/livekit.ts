@@ -32,7 +32,8 @@ export class LiveKit {
   private readonly receiver: WebhookReceiver;
 
   constructor(
-    private readonly o: { url: string; publicUrl?: string; apiKey: string; apiSecret: string; agentName: string },
+    /** `agentName`: whom `dispatchAgent` dispatches (the API's gateway; the worker's dispatches no one). */
+    private readonly o: { url: string; publicUrl?: string; apiKey: string; apiSecret: string; agentName?: string },
   ) {
     const http = o.url.replace(/^ws/, 'http');
     const options = { requestTimeout: REQUEST_TIMEOUT_SECONDS, failover: false };
@@ -88,6 +89,7 @@ export class LiveKit {
 
   /** Dispatches the agent worker (AGENT_NAME) into a room with the call's session id: exactly `{"session_id":"ses_..."}`. */
   async dispatchAgent(room: string, sessionId: string): Promise<void> {
+    if (!this.o.agentName) throw new Error('this LiveKit gateway was built without an agent name to dispatch');
     await this.dispatches.createDispatch(room, this.o.agentName, {
       metadata: JSON.stringify({ session_id: sessionId }),
     });
