@@ -76,6 +76,9 @@ describe('the agent worker on the real LiveKit server', () => {
         await waitFor("the worker's first voice process", () =>
           worker.logs().includes('voice process ready') ? true : undefined,
         );
+        // What the user will say over the greeting, made now: synthesised once the greeting was heard,
+        // on a busy machine it started to play 4 s later.
+        const answer = await speech('Hello Grace, what is a compiler?');
         const sttBefore = h.fake.transcriptionRequests.length;
         const chatBefore = h.fake.chatRequests.length;
         const call = await h.mintCall();
@@ -106,7 +109,7 @@ describe('the agent worker on the real LiveKit server', () => {
         // The user answers over the greeting (1 s into it): heard (transcribed, in the avatar's
         // language), and answered, with the greeting as written in what the LLM is told.
         await new Promise((r) => setTimeout(r, Math.max(0, greetedAt + 1000 - performance.now())));
-        await mic.speak((await speech('Hello Grace, what is a compiler?')).pcm);
+        await mic.speak(answer.pcm);
         const asked = mic.spoken.at(-1)!;
         expect(asked.start, 'the user spoke during the greeting (it lasts about 9 s)').toBeLessThan(greetedAt + 3000);
         // (The greeting may still be playing: wait for the reply to be asked for, then heard.)

@@ -152,6 +152,8 @@ class TimedAudioOutput extends voice.DataStreamAudioOutput {
     private readonly timings: ReplyTimings,
     private readonly log: Logger,
     private readonly opts: ConstructorParameters<typeof voice.DataStreamAudioOutput>[0],
+    /** The avatar has ended the call: nothing is told it any more (this process is leaving the room). */
+    private readonly call: { ended: boolean },
   ) {
     super(opts);
   }
@@ -188,6 +190,7 @@ class TimedAudioOutput extends voice.DataStreamAudioOutput {
   }
 
   private tell(method: string): void {
+    if (this.call.ended) return;
     this.opts.room.localParticipant
       ?.performRpc({ destinationIdentity: this.opts.destinationIdentity, method, payload: '', responseTimeout: 2000 })
       .catch((err: unknown) => this.log.debug({ err, method }, 'could not tell the avatar'));
@@ -209,6 +212,9 @@ class TimedAudioOutput extends voice.DataStreamAudioOutput {
     this.cancelResume();
     this.held = false;
     this.segmentStarted = false;
+    // Sent as the session closes, an RPC to an avatar that has ended the call failed to publish on
+    // this process's closing connection, and LiveKit's Rust SDK logged it at error level.
+    if (this.call.ended) return;
     super.clearBuffer();
   }
 }
@@ -308,8 +314,10 @@ export default defineAgent({
 
     await ctx.connect(undefined, AutoSubscribe.AUDIO_ONLY);
     // The avatar ends the call: the voice leaves before the avatar closes the room.
+    const call = { ended: false };
     ctx.room.localParticipant?.registerRpcMethod(RPC_CALL_ENDED, async (data) => {
       if (data.callerIdentity !== session.avatarIdentity) return 'reject';
+      call.ended = true;
       ctx.shutdown('call ended');
       return 'ok';
     });
@@ -359,12 +367,17 @@ export default defineAgent({
     });
     // The avatar plays our audio: it tells us when each segment starts and ends (transcripts follow it).
     const timings = new ReplyTimings(log);
-    agentSession.output.audio = new TimedAudioOutput(timings, log, {
-      room: ctx.room,
-      destinationIdentity: session.avatarIdentity,
-      waitRemoteTrack: TrackKind.KIND_VIDEO,
-      waitPlaybackStart: true,
-    });
+    agentSession.output.audio = new TimedAudioOutput(
+      timings,
+      log,
+      {
+        room: ctx.room,
+        destinationIdentity: session.avatarIdentity,
+        waitRemoteTrack: TrackKind.KIND_VIDEO,
+        waitPlaybackStart: true,
+      },
+      call,
+    );
     timings.watch(agentSession);
     // The menu as the avatar would draw from it (actions with a playable take).
     const menu = createReactionPicker(playback.behavior, playback.availability, 0).actionMenu();
