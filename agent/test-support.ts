@@ -20,6 +20,7 @@ import type { AvatarPlayback } from '../core/avatars/playback.ts';
 import { orAfter } from '../core/platform/time.ts';
 import { synthesize } from '../render/tts/index.ts';
 import { LIVEKIT_DEV_KEY as DEV_KEY, LIVEKIT_DEV_SECRET as DEV_SECRET, livekitLogFor } from '../test/deps.ts';
+import { resubscribeStalledTracks } from './stalled-tracks.ts';
 
 export { DEV_KEY, DEV_SECRET };
 
@@ -125,6 +126,7 @@ export class Viewer {
       );
     });
     await this.room.connect(url, participantToken, { autoSubscribe: true, dynacast: false });
+    resubscribeStalledTracks(this.room, { wanted: (_pub, p) => p.identity === this.watch });
   }
 
   private async readVideo(track: RemoteTrack): Promise<void> {

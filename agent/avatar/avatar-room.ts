@@ -28,6 +28,7 @@ import type { Config } from '../../core/platform/config.ts';
 import type { Logger } from '../../core/platform/log.ts';
 import { orAfter } from '../../core/platform/time.ts';
 import { RPC_CALL_ENDED, RPC_PLAY_ACTION, RPC_USER_SPEECH_STARTED } from '../protocol.ts';
+import { resubscribeStalledTracks } from '../stalled-tracks.ts';
 import type { Body } from './body.ts';
 import { boundedStep } from './bounded-step.ts';
 import type { CallSpec, ParticipantRole } from './call.ts';
@@ -290,6 +291,10 @@ export class AvatarRoom {
     });
     for (const p of room.remoteParticipants.values())
       for (const pub of p.trackPublications.values()) this.subscribeIfHeard(pub, p);
+    resubscribeStalledTracks(room, {
+      wanted: (pub, p) => this.hears(pub.kind, p),
+      onResubscribe: (track) => this.o.log.warn(track, "the user's audio track never came; subscribing again"),
+    });
     const parts = await partsReady;
     const receiver = new AvatarAudioReceiver({ room, playout: parts.playout, senderIdentity: spec.agentIdentity, log });
     this.receiver = receiver;

@@ -10,7 +10,7 @@
 import { AutoSubscribe, defineAgent, stt, voice, type JobContext, type JobProcess, type VAD } from '@livekit/agents';
 import * as openai from '@livekit/agents-plugin-openai';
 import * as silero from '@livekit/agents-plugin-silero';
-import { TrackKind, type AudioFrame } from '@livekit/rtc-node';
+import { ParticipantKind, TrackKind, type AudioFrame } from '@livekit/rtc-node';
 import OpenAI from 'openai';
 import { createReactionPicker } from '../../clips/behavior/index.ts';
 import { loadAvatarPlayback } from '../../core/avatars/playback.ts';
@@ -24,6 +24,7 @@ import { UsageStore } from '../../core/usage.ts';
 import { RPC_CALL_ENDED, RPC_PAUSE_SPEECH, RPC_RESUME_SPEECH, RPC_USER_SPEECH_STARTED } from '../protocol.ts';
 import { shapeAgentsLog } from '../agents-logs.ts';
 import { quietRtcLogs } from '../rtc-logs.ts';
+import { resubscribeStalledTracks } from '../stalled-tracks.ts';
 import { actionTools } from './actions.ts';
 import { sayGreeting, synthesizeAhead } from './greeting.ts';
 import { ttsFor } from './tts.ts';
@@ -313,6 +314,10 @@ export default defineAgent({
     if (!greeting && !config.TTS_MODEL) void warmed.then(() => warmVoice(playback.defaultVoiceId)).catch(() => {});
 
     await ctx.connect(undefined, AutoSubscribe.AUDIO_ONLY);
+    resubscribeStalledTracks(ctx.room, {
+      wanted: (pub, p) => pub.kind === TrackKind.KIND_AUDIO && p.kind !== ParticipantKind.AGENT,
+      onResubscribe: (track) => log.warn(track, "the user's audio track never came; subscribing again"),
+    });
     // The avatar ends the call: the voice leaves before the avatar closes the room.
     const call = { ended: false };
     ctx.room.localParticipant?.registerRpcMethod(RPC_CALL_ENDED, async (data) => {
