@@ -29,7 +29,7 @@ import { actionTools } from './actions.ts';
 import { sayGreeting, synthesizeAhead } from './greeting.ts';
 import { ttsFor } from './tts.ts';
 import { GatedVAD, TurnGate } from './end-of-turn.ts';
-import { INTERRUPTION, turnSilences } from './turns.ts';
+import { INTERRUPTION, sileroMinSilence, turnSilences } from './turns.ts';
 import { takeUserAudioInFrames, USER_AUDIO_SAMPLE_RATE } from './user-audio.ts';
 import { warmReplyPath, warmVad, warmVoice } from './warm.ts';
 
@@ -261,8 +261,8 @@ export default defineAgent({
       finishedMs: config.AGENT_FINISHED_TURN_MS,
       openMs: config.AGENT_TURN_END_MS,
     });
-    const vad = await silero.VAD.load({ minSilenceDuration: silences.vadSilenceMs });
-    const sttVad = await silero.VAD.load({ minSilenceDuration: config.AGENT_STT_SILENCE_MS });
+    const vad = await silero.VAD.load({ minSilenceDuration: sileroMinSilence(silences.vadSilenceMs) });
+    const sttVad = await silero.VAD.load({ minSilenceDuration: sileroMinSilence(config.AGENT_STT_SILENCE_MS) });
     // A call's first reply must not pay for the first runs: the VAD models' first inferences, the
     // embedded TTS's start (its thread, its WebAssembly, a first synthesis: 0.7 s more on a first
     // reply), and the code of a reply (warm.ts: fetch, the models' clients, the TTS's stream).

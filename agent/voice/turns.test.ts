@@ -1,5 +1,29 @@
+import { initializeLogger, VADEventType } from '@livekit/agents';
+import * as silero from '@livekit/agents-plugin-silero';
+import { AudioFrame } from '@livekit/rtc-node';
 import { describe, expect, it } from 'vitest';
-import { PAUSE_KEPT_MS, TURN_END_SILENCE_MS, turnSilences } from './turns.ts';
+import { synthesize } from '../../render/tts/index.ts';
+import { PAUSE_KEPT_MS, TURN_END_SILENCE_MS, sileroMinSilence, turnSilences } from './turns.ts';
+
+initializeLogger({ pretty: false, level: 'fatal' });
+
+/** The silence Silero had counted when it reported the end of `pcm` (16 kHz) followed by a second of silence. */
+async function endOfSpeechSilence(minSilenceDuration: number, pcm: Int16Array): Promise<number | undefined> {
+  const vad = await silero.VAD.load({ minSilenceDuration });
+  const stream = vad.stream();
+  const audio = new Int16Array(pcm.length + 16_000);
+  audio.set(pcm);
+  for (let i = 0; i + 160 <= audio.length; i += 160)
+    stream.pushFrame(new AudioFrame(audio.slice(i, i + 160), 16_000, 1, 160));
+  let silence: number | undefined;
+  for await (const ev of stream)
+    if (ev.type === VADEventType.END_OF_SPEECH) {
+      silence = ev.silenceDuration;
+      break;
+    }
+  stream.close();
+  return silence;
+}
 
 describe('turn-taking settings', () => {
   it(`keeps a ${PAUSE_KEPT_MS} ms pause inside an unfinished sentence at any setting, and a finished one ends sooner`, () => {
@@ -37,5 +61,16 @@ describe('turn-taking settings', () => {
       finishedMs: 450,
       openMs: 900,
     });
+  });
+});
+
+describe("the VADs' silences", () => {
+  it('end the speech in the first 32 ms window at or past the setting (Silero alone waits one more)', async () => {
+    const { samples, sampleRate } = await synthesize({ text: 'What is a compiler?', voice: 'rms' });
+    expect(sampleRate).toBe(16_000);
+    expect(await endOfSpeechSilence(sileroMinSilence(96), samples)).toBe(96);
+    expect(await endOfSpeechSilence(sileroMinSilence(192), samples)).toBe(192);
+    expect(await endOfSpeechSilence(sileroMinSilence(100), samples)).toBe(128);
+    expect(await endOfSpeechSilence(96, samples), 'Silero given the setting itself').toBe(128);
   });
 });

@@ -33,6 +33,14 @@ export const PAUSE_KEPT_MS = 450;
  */
 const VAD_TAIL_MS = 100;
 const RESUME_HEARD_MS = 150;
+/**
+ * The `minSilenceDuration` that makes Silero report the end of speech once `ms` of silence have
+ * been counted. It counts silence in its windows (32 ms: 512 samples at 16 kHz), so a setting is
+ * reached in the first window at or past it (the defaults are whole windows: 96 ms is three, 192
+ * six); Silero itself waits for more than its setting, which at 96 took a fourth window.
+ */
+export const sileroMinSilence = (ms: number): number => ms - 1;
+
 /** How much sooner the STT's VAD reports an end of speech than the turn's, at least. */
 const STT_FIRST_MS = 50;
 

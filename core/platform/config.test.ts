@@ -195,7 +195,8 @@ describe('configuration from the environment', () => {
 
   it("reads when a live call takes the user's turn as ended, with defaults, switches and bounds", () => {
     expect(loadConfig({})).toMatchObject({
-      AGENT_STT_SILENCE_MS: 100,
+      AGENT_STT_SILENCE_MS: 96,
+      AGENT_QUESTION_TURN_MS: 192,
       AGENT_USER_AUDIO_FRAME_MS: 30,
       AGENT_TURN_END_MS: 700,
       AGENT_PREEMPTIVE_TTS: true,

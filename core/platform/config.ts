@@ -87,21 +87,22 @@ const schema = z.object({
    * After AGENT_STT_SILENCE_MS of silence the speech so far goes to STT; a turn whose words read as
    * a question ends after AGENT_QUESTION_TURN_MS of silence, one that reads as another finished
    * sentence after AGENT_FINISHED_TURN_MS, any other after
-   * AGENT_TURN_END_MS (all counted by the VAD in the audio itself). A pause inside an unfinished
+   * AGENT_TURN_END_MS (all counted by the VAD in the audio itself, in its 32 ms windows: the
+   * defaults 96 and 192 are three and six). A pause inside an unfinished
    * sentence of up to 450 ms is never an end of turn: AGENT_TURN_END_MS is raised to 700 where it
    * is shorter (agent/voice/turns.ts).
    * AGENT_PREEMPTIVE_TTS: the reply's LLM and TTS start on the transcript, before the turn has ended
    * (thrown away if the user goes on). AGENT_TTS_CLAUSES: the embedded TTS speaks the first clause
    * of a reply as soon as it is written, rather than its whole first sentence.
    */
-  AGENT_STT_SILENCE_MS: envInt(100, 100, 2000),
+  AGENT_STT_SILENCE_MS: envInt(64, 96, 2000),
   /**
    * The frames the voice job takes the user's audio in, ms (a multiple of 10): each frame costs the
    * job's main thread an FFI event and a pass through its streams, so 30 ms frames cost it about a
    * third less CPU than rtc-node's 10 (agent/voice/user-audio.ts).
    */
   AGENT_USER_AUDIO_FRAME_MS: envInt(10, 30, 100).refine((ms) => ms % 10 === 0, 'must be a multiple of 10'),
-  AGENT_QUESTION_TURN_MS: envInt(100, 200, 5000),
+  AGENT_QUESTION_TURN_MS: envInt(100, 192, 5000),
   AGENT_FINISHED_TURN_MS: envInt(100, 300, 5000),
   AGENT_TURN_END_MS: envInt(100, 700, 5000),
   AGENT_PREEMPTIVE_TTS: envBool(true),
