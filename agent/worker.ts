@@ -29,7 +29,7 @@ import { agentsLogLevel, initAgentsLogger } from './agents-logs.ts';
 import { AvatarHost } from './avatar/host.ts';
 import { runCall, type CallStores } from './calls.ts';
 import { quietRtcLogs } from './rtc-logs.ts';
-import { delaySpareProcesses, SPARE_START_DELAY_MS } from './spare-processes.ts';
+import { delaySpareProcesses, niceSpareProcesses, SPARE_START_DELAY_MS } from './spare-processes.ts';
 import { parseDispatchMetadata } from './voice/job.ts';
 import { bundleForProcesses, withoutTsx } from './voice/job-bundle.ts';
 
@@ -91,6 +91,7 @@ export async function startAgentWorker(deps: AgentDeps, opts: AgentWorkerOptions
 
   await warmProcessStats();
   await delaySpareProcesses(SPARE_START_DELAY_MS, log);
+  await niceSpareProcesses(config.AGENT_SPARE_NICE, log);
   const voiceJob = await voiceJobEntry(log);
   const { host, release } = await startHost(deps, livekit, log, opts);
   const stores: CallStores = {

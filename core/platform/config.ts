@@ -108,6 +108,13 @@ const schema = z.object({
   AGENT_PREEMPTIVE_TTS: envBool(true),
   AGENT_TTS_CLAUSES: envBool(true),
   /**
+   * The niceness a spare voice process starts and waits at, below the calls' processes (0: the
+   * same); it gets the normal priority back when a call takes it. Only where the worker may give
+   * it back (CAP_SYS_NICE: root, outside a container that drops it); otherwise spares start at
+   * normal priority (agent/spare-processes.ts).
+   */
+  AGENT_SPARE_NICE: envInt(0, 10, 19),
+  /**
    * The codec of a live call's video. H.264 (Constrained Baseline, which every WebRTC browser must
    * decode, RFC 7742) takes about half the CPU of VP8 to encode here (docs/benchmarks.md), so a
    * worker carries more calls.
