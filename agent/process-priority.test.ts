@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
-import { mayRestorePriority, setProcessNice, threadsOf } from './process-priority.ts';
+import { mayRestorePriority, restorable, setProcessNice, threadsOf } from './process-priority.ts';
 
 /** A thread's niceness, from /proc (field 19 of its stat, counted after the command's closing parenthesis). */
 const niceOf = (pid: number, tid: number) =>
@@ -45,4 +45,21 @@ describe('process priority', () => {
       }
     },
   );
+});
+
+describe('whether a priority may be given back', () => {
+  const limits = (nice: string) =>
+    `Limit                     Soft Limit           Hard Limit           Units\nMax nice priority         ${nice}                    ${nice}                    \n`;
+  it('with CAP_SYS_NICE (root), or a nice limit of 20 (compose ulimits), and not as root in a default Docker container', () => {
+    expect(restorable('Name:\tnode\nCapEff:\t000001fffeffffff\n', limits('0')), 'root with every capability').toBe(
+      true,
+    );
+    expect(restorable('CapEff:\t00000000a80425fb\n', limits('0')), "root with Docker's default capabilities").toBe(
+      false,
+    );
+    expect(restorable('CapEff:\t0000000000000000\n', limits('20')), 'a user with a nice limit of 20').toBe(true);
+    expect(restorable('CapEff:\t0000000000000000\n', limits('10')), 'a user with a nice limit of 10').toBe(false);
+    expect(restorable('CapEff:\t0000000000000000\n', limits('unlimited'))).toBe(true);
+    expect(restorable('', ''), 'nothing to read').toBe(false);
+  });
 });

@@ -122,7 +122,9 @@ export function delaySpareStarts(pool: ProcPoolShape, delayMs: number): void {
 export async function niceSpareProcesses(nice: number, log: Logger): Promise<boolean> {
   if (nice === 0) return false;
   if (!mayRestorePriority()) {
-    log.info('spare voice processes start at normal priority: the worker may not restore a priority (CAP_SYS_NICE)');
+    log.info(
+      'spare voice processes start at normal priority: the worker may not restore a priority (CAP_SYS_NICE, or a nice limit of 20)',
+    );
     return false;
   }
   const executor = await procExecutorClass();

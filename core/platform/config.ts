@@ -110,8 +110,8 @@ const schema = z.object({
   /**
    * The niceness a spare voice process starts and waits at, below the calls' processes (0: the
    * same); it gets the normal priority back when a call takes it. Only where the worker may give
-   * it back (CAP_SYS_NICE: root, outside a container that drops it); otherwise spares start at
-   * normal priority (agent/spare-processes.ts).
+   * it back (CAP_SYS_NICE, or a nice limit of 20); otherwise spares start at normal priority
+   * (agent/spare-processes.ts).
    */
   AGENT_SPARE_NICE: envInt(0, 10, 19),
   /**
