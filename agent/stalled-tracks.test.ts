@@ -1,6 +1,16 @@
 import { EventEmitter } from 'node:events';
-import { RoomEvent, type Room } from '@livekit/rtc-node';
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import {
+  AudioSource,
+  LocalAudioTrack,
+  Room,
+  RoomEvent,
+  TrackPublishOptions,
+  TrackSource,
+  type RemoteTrack,
+} from '@livekit/rtc-node';
+import { AccessToken } from 'livekit-server-sdk';
+import { afterEach, beforeEach, describe, expect, inject, it, vi } from 'vitest';
+import { LIVEKIT_DEV_KEY, LIVEKIT_DEV_SECRET } from '../test/deps.ts';
 import { resubscribeStalledTracks } from './stalled-tracks.ts';
 
 /** A publication as rtc-node holds it: its track (once subscribed) and the subscription requests made of it. */
@@ -69,4 +79,43 @@ describe('resubscribeStalledTracks', () => {
     vi.advanceTimersByTime(10_000);
     expect(video.requests).toEqual([]);
   });
+});
+
+describe('resubscribeStalledTracks, on the real LiveKit server', () => {
+  const join = async (room: Room, name: string, identity: string, autoSubscribe: boolean) => {
+    const token = new AccessToken(LIVEKIT_DEV_KEY, LIVEKIT_DEV_SECRET, { identity });
+    token.addGrant({ room: name, roomJoin: true, canPublish: true, canSubscribe: true });
+    await room.connect(inject('livekitUrl'), await token.toJwt(), { autoSubscribe, dynacast: false });
+  };
+
+  it('gets a wanted track that has not come: the server sends it once asked for again', async () => {
+    const name = `stalled-${Date.now()}`;
+    const [publisher, viewer] = [new Room(), new Room()];
+    try {
+      await join(publisher, name, 'speaker', false);
+      const source = new AudioSource(16_000, 1);
+      await publisher.localParticipant!.publishTrack(
+        LocalAudioTrack.createAudioTrack('mic', source),
+        new TrackPublishOptions({ source: TrackSource.SOURCE_MICROPHONE }),
+      );
+      // Subscribed to nothing: the speaker's track is wanted and does not come, as after the SDK dropped it.
+      const subscribed = new Promise<RemoteTrack>((resolve) => viewer.on(RoomEvent.TrackSubscribed, (t) => resolve(t)));
+      await join(viewer, name, 'listener', false);
+      const told: string[] = [];
+      resubscribeStalledTracks(viewer, {
+        wanted: (_pub, p) => p.identity === 'speaker',
+        stallMs: 1000,
+        onResubscribe: ({ identity }) => told.push(identity),
+      });
+      const track = await Promise.race([
+        subscribed,
+        new Promise<never>((_, reject) => setTimeout(() => reject(new Error('no track in 10 s')), 10_000)),
+      ]);
+      expect(track.sid).toBeDefined();
+      expect(told).toEqual(['speaker']);
+    } finally {
+      await viewer.disconnect();
+      await publisher.disconnect();
+    }
+  }, 30_000);
 });
