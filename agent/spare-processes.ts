@@ -45,26 +45,25 @@ export interface ProcExecutorShape {
 }
 
 /** agents-js's JobProcExecutor class, as the worker's own import of agents-js loads it. */
-export async function procExecutorClass(): Promise<{ prototype: ProcExecutorShape } | undefined> {
-  const mod = (await importAgentsIpc('job_proc_executor.js')) as
-    { JobProcExecutor?: { prototype: ProcExecutorShape } } | undefined;
-  const proto = mod?.JobProcExecutor?.prototype;
-  return typeof proto?.start === 'function' && typeof proto.launchJob === 'function' ? mod!.JobProcExecutor : undefined;
-}
-
-/** A module of agents-js's `ipc` folder (not exported by the package), undefined if it is not there. */
-async function importAgentsIpc(file: string): Promise<unknown> {
-  const require = createRequire(import.meta.url);
-  const dist = path.dirname(require.resolve('@livekit/agents'));
-  return import(pathToFileURL(path.join(dist, 'ipc', file)).href).catch(() => undefined);
-}
+export const procExecutorClass = () =>
+  agentsIpcClass<ProcExecutorShape>('job_proc_executor.js', 'JobProcExecutor', ['start', 'launchJob']);
 
 /** agents-js's ProcPool class, as the worker's own import of agents-js loads it. */
-export async function procPoolClass(): Promise<{ prototype: ProcPoolShape } | undefined> {
-  const mod = (await importAgentsIpc('proc_pool.js')) as { ProcPool?: { prototype: ProcPoolShape } } | undefined;
-  const proto = mod?.ProcPool?.prototype;
-  return typeof proto?.launchJob === 'function' && typeof proto.procWatchTask === 'function'
-    ? mod!.ProcPool
+export const procPoolClass = () =>
+  agentsIpcClass<ProcPoolShape>('proc_pool.js', 'ProcPool', ['launchJob', 'procWatchTask']);
+
+/**
+ * A class of agents-js's `ipc` folder (not exported by the package), undefined unless it is there
+ * with the methods the patches here wrap.
+ */
+async function agentsIpcClass<T>(file: string, name: string, methods: string[]): Promise<{ prototype: T } | undefined> {
+  const require = createRequire(import.meta.url);
+  const dist = path.dirname(require.resolve('@livekit/agents'));
+  const mod = (await import(pathToFileURL(path.join(dist, 'ipc', file)).href).catch(() => undefined)) as
+    Record<string, { prototype: Record<string, unknown> } | undefined> | undefined;
+  const cls = mod?.[name];
+  return cls && methods.every((m) => typeof cls.prototype[m] === 'function')
+    ? (cls as unknown as { prototype: T })
     : undefined;
 }
 
