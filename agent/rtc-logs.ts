@@ -15,9 +15,16 @@ import path from 'node:path';
 import { AudioSource } from '@livekit/rtc-node';
 import { demoteCallEndRaces } from './call-end-races.ts';
 
+/** A message type of rtc-node's FFI protocol (protobuf-es). */
+interface FfiMessageType {
+  fromBinary(data: Uint8Array): unknown;
+}
+
 interface FfiBindings {
   livekitInitialize(callback: (data: Uint8Array) => void, captureLogs: boolean, sdkVersion: string): void;
-  FfiEvent: { fromBinary(data: Uint8Array): unknown };
+  FfiEvent: FfiMessageType;
+  FfiRequest: FfiMessageType;
+  FfiResponse: FfiMessageType;
 }
 
 interface FfiClient {
@@ -46,11 +53,17 @@ export function quietRtcLogs(level = 'info'): void {
   // The engine's configuration is its event callback and the capture flag, replaced as a whole:
   // the same callback as rtc-node's (decode, hand to its client), capture off.
   const rtcNode = createRequire(import.meta.url).resolve('@livekit/rtc-node');
-  const bindings = createRequire(rtcNode)('@livekit/rtc-ffi-bindings') as FfiBindings;
+  const bindings = rtcFfiBindings();
   const { version } = JSON.parse(readFileSync(path.join(path.dirname(rtcNode), '..', 'package.json'), 'utf8')) as {
     version: string;
   };
   bindings.livekitInitialize((data) => client.emit('ffi_event', bindings.FfiEvent.fromBinary(data)), false, version);
+}
+
+/** The FFI bindings rtc-node loads (its engine, and the protocol's message types). */
+export function rtcFfiBindings(): FfiBindings {
+  const rtcNode = createRequire(import.meta.url).resolve('@livekit/rtc-node');
+  return createRequire(rtcNode)('@livekit/rtc-ffi-bindings') as FfiBindings;
 }
 
 /** rtc-node's logger: the module instance its index loads (not exported, so reached by file). */

@@ -134,6 +134,15 @@ describe('the agent worker on the real LiveKit server', () => {
         expect(greeting.startsWith(said[0]!.trim()), `greeting in the chat history: ${said[0]}`).toBe(true);
         expect(sent.messages.map(messageText).join('\n')).toContain('qu’est-ce qu’un compilateur');
         expect(answeredAt).toBeGreaterThan(asked.end);
+        // The call's start as the user saw it (docs/agent.md): CALL_START_REPORT=1 prints it.
+        if (process.env.CALL_START_REPORT)
+          console.error(
+            `call start: greeting heard after ${Math.round(greetedAt - joining)} ms, first frame after ${Math.round(
+              firstFrameAt - joining,
+            )} ms, then ${viewer.fps(firstFrameAt, firstFrameAt + 1000).toFixed(1)} fps over 1 s, ${viewer
+              .fps(firstFrameAt, firstFrameAt + 3000)
+              .toFixed(1)} fps over 3 s`,
+          );
 
         await mic.close();
         await viewer.leave();

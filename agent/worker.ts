@@ -23,10 +23,12 @@ import { AgentWorkerRegistry, type WorkerDeclaration } from '../core/live/worker
 import type { Logger } from '../core/platform/log.ts';
 import { RecordingStore } from '../core/recordings/store.ts';
 import type { Services } from '../core/wiring/services.ts';
+import { createFrameDecoderThread } from '../render/framecache/index.ts';
 import { createLipSyncThreads, type LipSyncEngine } from '../render/lipsync/index.ts';
-import { createAudioVisemeThread, type AudioVisemeThread } from '../render/visemes/index.ts';
+import { createAudioVisemeThread } from '../render/visemes/index.ts';
 import { agentsLogLevel, initAgentsLogger } from './agents-logs.ts';
 import { AvatarHost } from './avatar/host.ts';
+import { warmCallPath } from './avatar/warm.ts';
 import { runCall, type CallStores } from './calls.ts';
 import { quietRtcLogs } from './rtc-logs.ts';
 import { delaySpareProcesses, niceSpareProcesses, SPARE_START_DELAY_MS } from './spare-processes.ts';
@@ -194,7 +196,8 @@ async function startHost(
   const { config } = deps;
   const lipsync = await liveLipSync(config, log);
   const mouthAnalysis = await createAudioVisemeThread();
-  await warmMouthAnalysis(mouthAnalysis, log);
+  const frameDecoder = createFrameDecoderThread();
+  await warmCallPath({ lipsync, mouthAnalysis, frameDecoder }, log);
   const vad: VAD = await silero.VAD.load();
   const host = new AvatarHost({
     lipsync,
@@ -205,6 +208,7 @@ async function startHost(
     workDir: path.join(config.dataDir, 'agent'),
     userJoinTimeoutMs: config.USER_JOIN_TIMEOUT_SECONDS * 1000,
     frameMemoryBytes: config.AGENT_FRAME_MEMORY_MB * 2 ** 20,
+    frameDecoder,
     audioQueueMs: config.AGENT_AUDIO_QUEUE_MS,
     speechStartMs: config.AGENT_SPEECH_START_MS,
     videoCodec: config.AGENT_VIDEO_CODEC,
@@ -215,6 +219,7 @@ async function startHost(
   const release = async () => {
     await lipsync.release().catch(() => {});
     await mouthAnalysis.release().catch(() => {});
+    await frameDecoder.release().catch(() => {});
   };
   return { host, release };
 }
@@ -304,24 +309,6 @@ async function liveLipSync(config: Config, log: Logger): Promise<LipSyncEngine> 
     'lip-sync engine loaded',
   );
   return engine;
-}
-
-/**
- * The viseme model's first runs, before any call: left to a worker's first reply, they fell on its
- * first frames of speech. Half a second of a voice-like buzz, as a reply's audio arrives.
- */
-async function warmMouthAnalysis(analysis: AudioVisemeThread, log: Logger): Promise<void> {
-  const rate = 24_000;
-  const pcm = new Int16Array(rate / 2);
-  for (let i = 0; i < pcm.length; i++)
-    pcm[i] = Math.round(6000 * Math.sin((2 * Math.PI * 140 * i) / rate) * (1 + Math.sin(i / 900)));
-  const stream = analysis.open({ sampleRate: rate, fps: 25 });
-  try {
-    for (let i = 0; i < pcm.length; i += 960) await stream.push(pcm.slice(i, i + 960));
-    await stream.end();
-  } catch (err) {
-    log.warn({ err }, 'could not warm the mouth analysis');
-  }
 }
 
 /**

@@ -9,6 +9,7 @@
  *   { type: 'measure' }                              → { type: 'measured', ... } (since the last measure)
  *   { type: 'stop' }                                 → { type: 'stopped' }
  */
+import { createFrameDecoderThread } from '../render/framecache/index.ts';
 import os from 'node:os';
 import path from 'node:path';
 import sharp from 'sharp';
@@ -74,6 +75,7 @@ const host = new AvatarHost({
     settings.AGENT_LIPSYNC_THREADS,
   ),
   mouthAnalysis: await createAudioVisemeThread(),
+  frameDecoder: createFrameDecoderThread(),
   vad: null,
   storage,
   livekit: { url: env.LIVEKIT_URL!, apiKey: 'devkey', apiSecret: 'secret' },

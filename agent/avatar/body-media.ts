@@ -35,8 +35,6 @@ export class BodyMedia {
     if (!pb.loopCacheKey) throw new Error(`Avatar ${pb.avatarId} has no idle loop to play`);
     const loop = await this.hold(pb.loopCacheKey);
     this.loaded.set(SOURCE_MEMBER_ID, loop);
-    // The lip-sync threads' first runs while the avatar joins (MediaCache.warm).
-    void this.warm(loop, SOURCE_MEMBER_ID);
     const { width, height } = loop;
     // A clip is playable here once its media is loaded: until then it counts as pending.
     const availability: Availability = (id) => {
@@ -71,15 +69,6 @@ export class BodyMedia {
   /** Lets go of every clip held so far (the call is over). */
   release(): void {
     for (const key of this.held) this.media.release(key);
-  }
-
-  private async warm(media: ClipMedia, clipId: string): Promise<void> {
-    try {
-      await media.warm();
-    } catch (err) {
-      // Its first runs then fall on the call's first reply.
-      this.log.warn({ err, clipId }, 'clip media could not be warmed');
-    }
   }
 
   private async hold(cacheKey: string): Promise<ClipMedia> {

@@ -6,6 +6,7 @@
  * nothing but the frames it draws, and a frame not drawn in time is skipped, never shown late
  * (see playout.ts for how the due frame is chosen).
  */
+import { inProcessFrameDecoder, type FrameDecoder } from '../../render/framecache/index.ts';
 import type { VAD } from '@livekit/agents';
 import type { Logger } from '../../core/platform/log.ts';
 import type { ObjectStorage } from '../../core/platform/storage/index.ts';
@@ -35,6 +36,8 @@ export interface AvatarHostOptions {
   observer?: CallObserver;
   /** Memory for decoded frames, all calls together (default 2 GiB). */
   frameMemoryBytes?: number;
+  /** Decodes stored frames (default: on the event loop; a worker gives it a thread of its own). */
+  frameDecoder?: FrameDecoder;
   /**
    * rtc-node's audio queue per call, ms, a multiple of 10 (default 100): the longest stall a call's
    * audio rides out (a reply sent faster than real time starts in place of the queued silence). It plus
@@ -86,6 +89,7 @@ export class AvatarHost {
         `${o.workDir}/media`,
         o.lipsync,
         new DecodedFrames(o.frameMemoryBytes ?? 2048 * 2 ** 20),
+        o.frameDecoder ?? inProcessFrameDecoder,
       ),
       vad: o.vad,
       storage: o.storage,

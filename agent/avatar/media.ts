@@ -7,8 +7,8 @@
  */
 import { LocalFrameCaches } from '../../core/platform/storage/frame-caches.ts';
 import type { ObjectStorage } from '../../core/platform/storage/index.ts';
-import { i420Size, rgbaToI420 } from '../../render/encode/index.ts';
-import { openFrameCache, type FrameCache } from '../../render/framecache/index.ts';
+import { i420Size } from '../../render/encode/index.ts';
+import { openFrameCache, type FrameCache, type FrameDecoder } from '../../render/framecache/index.ts';
 import type { LipSyncEngine, LipSyncFace } from '../../render/lipsync/index.ts';
 
 /** One playable clip: its frames and, per frame, the prepared face. */
@@ -22,13 +22,6 @@ export interface ClipMedia {
   i420(i: number): Promise<Uint8Array>;
   /** The lip-sync geometry of frame i (computed on first use, then kept). */
   face(i: number): LipSyncFace;
-  /**
-   * The lip-sync threads' first runs, once per worker, on this clip's frames (they would otherwise
-   * fall on a call's first reply). Frames are not decoded ahead: decoding a whole loop as a call
-   * starts took a core for seconds and starved the call's first frames (15 fps over its first
-   * seconds, measured); they decode as they first play, spread over the loop.
-   */
-  warm(): Promise<void>;
 }
 
 /** Decoded frames of every clip, the least recently used let go first once `budgetBytes` is passed. */
@@ -73,15 +66,16 @@ export class MediaCache {
   private readonly open = new Map<string, Promise<ClipMedia>>();
   private readonly users = new Map<string, number>();
   private readonly local: LocalFrameCaches;
-  private engineWarm: Promise<void> | null = null;
 
   constructor(
     storage: ObjectStorage,
     /** Local folder for downloaded caches (one subfolder per storage key). */
     dir: string,
-    private readonly lipsync: Pick<LipSyncEngine, 'prepare' | 'renderI420' | 'needsAudio'>,
+    private readonly lipsync: Pick<LipSyncEngine, 'prepare'>,
     /** Memory for decoded frames, all clips together. */
     private readonly decoded: DecodedFrames,
+    /** Decodes a JPEG-stored frame (a thread of its own on a worker: the event loop stays free). */
+    private readonly decoder: FrameDecoder,
   ) {
     this.local = new LocalFrameCaches(storage, dir);
   }
@@ -116,12 +110,12 @@ export class MediaCache {
 
   private async load(cacheKey: string): Promise<ClipMedia> {
     const local = await this.local.local(cacheKey);
-    // Decoded RGBA is only a step on the way to I420: a small LRU of it is enough.
-    const cache = await openFrameCache(local, { lruFrames: 2 });
+    // Frames are decoded here, not by the cache (its RGBA memory stays empty).
+    const cache = await openFrameCache(local, { lruFrames: 1 });
     const { width, height, codec } = cache.manifest;
     const faces: (LipSyncFace | undefined)[] = new Array(cache.frameCount);
     const bytes = i420Size(width, height);
-    const media: ClipMedia = {
+    return {
       key: cacheKey,
       cache,
       frameCount: cache.frameCount,
@@ -131,34 +125,8 @@ export class MediaCache {
       i420: (i) =>
         codec === 'i420'
           ? Promise.resolve(cache.encoded(i))
-          : this.decoded.get(`${cacheKey}#${i}`, bytes, async () => rgbaToI420(await cache.frame(i), width, height)),
+          : this.decoded.get(`${cacheKey}#${i}`, bytes, () => this.decoder.jpegToI420(cache.encoded(i), width, height)),
       face: (i) => (faces[i] ??= this.lipsync.prepare(cache.rig(i))),
-      warm: () => this.warmEngine(media),
     };
-    return media;
-  }
-
-  /**
-   * The lip-sync threads' first runs, on a clip's own frames, once per worker: an onnxruntime
-   * session's first run costs several times a later one, and would otherwise fall on the frames of
-   * a call's first reply. A batch of 8 mouths reaches every thread of the pool.
-   */
-  private warmEngine(media: ClipMedia): Promise<void> {
-    if (this.lipsync.needsAudio) return Promise.resolve();
-    return (this.engineWarm ??= (async () => {
-      const frame = await media.i420(0);
-      const items = Array.from({ length: 8 }, (_, k) => {
-        const target = new Uint8Array(new SharedArrayBuffer(frame.length));
-        target.set(frame);
-        return {
-          i420: target,
-          width: media.width,
-          height: media.height,
-          face: media.face(0),
-          shape: { open: 0.2 + k * 0.1, wide: 0.3, round: 0.2 },
-        };
-      });
-      await this.lipsync.renderI420(items);
-    })());
   }
 }

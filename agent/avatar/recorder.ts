@@ -19,6 +19,22 @@ export interface RecorderOptions {
   startSample: number;
 }
 
+/** The MP4 writer of a recording (an ffmpeg process, started now). */
+export function recordingWriter(
+  o: Pick<RecorderOptions, 'path' | 'width' | 'height' | 'fps' | 'sampleRate'>,
+): Mp4Writer {
+  return new Mp4Writer({
+    path: o.path,
+    width: o.width,
+    height: o.height,
+    fps: o.fps,
+    sampleRate: o.sampleRate,
+    pixelFormat: 'i420',
+    crf: 23,
+    preset: 'veryfast',
+  });
+}
+
 export interface RecordingResult {
   path: string;
   durationSeconds: number;
@@ -55,17 +71,12 @@ export class CallRecorder {
   /** Frames from the start that passed before the first frame came (each recorded as that first frame). */
   leadInFrames = 0;
 
-  constructor(private readonly o: RecorderOptions) {
-    this.writer = new Mp4Writer({
-      path: o.path,
-      width: o.width,
-      height: o.height,
-      fps: o.fps,
-      sampleRate: o.sampleRate,
-      pixelFormat: 'i420',
-      crf: 23,
-      preset: 'veryfast',
-    });
+  constructor(
+    private readonly o: RecorderOptions,
+    /** Its MP4 writer, when started ahead (recordingWriter): starting one forks ffmpeg, which blocks the event loop. */
+    writer?: Mp4Writer,
+  ) {
+    this.writer = writer ?? recordingWriter(o);
     this.spf = o.sampleRate / o.fps;
     this.nextFrame = o.startFrame;
     this.mixBase = o.startSample;

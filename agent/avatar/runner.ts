@@ -188,6 +188,7 @@ export class AvatarRunner {
       onPushed: (at, pcm) => this.recording?.avatarAudio(at, pcm),
       onDropped: (from) => this.recording?.avatarAudioDropped(from),
     });
+    this.recording?.prepare(width, height);
     this.frames = new FramePipeline({
       playout: this.playout,
       body: this.body,

@@ -11,3 +11,5 @@ export { buildFrameCacheFromVideo, VideoFrameCacheError } from './from-video.ts'
 export type { VideoFrameCacheOptions } from './from-video.ts';
 export { resolveSettings, sameSettings, settingsOf, sourceFrameAt, transcodeFrameCache } from './transcode.ts';
 export type { FrameCacheSettings } from './transcode.ts';
+export { createFrameDecoderThread, inProcessFrameDecoder } from './decoder.ts';
+export type { FrameDecoder } from './decoder.ts';

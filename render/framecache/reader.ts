@@ -10,7 +10,7 @@ import sharp from 'sharp';
 import { i420ToRgba } from '../encode/index.ts';
 import { rigFromLandmarks } from '../rig/assemble.ts';
 import type { FaceRig } from '../rig/types.ts';
-import type { FrameCacheManifest } from './format.ts';
+import type { FrameCacheManifest, FrameCodec } from './format.ts';
 import {
   FRAMECACHE_FORMAT,
   FRAMECACHE_VERSION,
@@ -84,14 +84,8 @@ export async function openFrameCache(dir: string, options: OpenFrameCacheOptions
     return frames.subarray(off, off + len);
   };
   const decode = async (i: number): Promise<Uint8Array> => {
-    const bytes = encoded(i);
     const t0 = performance.now();
-    let out: Uint8Array;
-    if (manifest.codec === 'i420') out = i420ToRgba(bytes, width, height);
-    else {
-      const buf = await sharp(bytes).ensureAlpha().raw().toBuffer();
-      out = new Uint8Array(buf.buffer, buf.byteOffset, buf.length);
-    }
+    const out = await decodeFrame(encoded(i), manifest.codec, width, height);
     st.decoded++;
     st.decodeMs += performance.now() - t0;
     return out;
@@ -138,4 +132,16 @@ export async function openFrameCache(dir: string, options: OpenFrameCacheOptions
     },
     stats: () => ({ ...st }),
   };
+}
+
+/** One stored frame as tightly packed RGBA (a JPEG decodes on libuv's thread pool). */
+export async function decodeFrame(
+  bytes: Uint8Array,
+  codec: FrameCodec,
+  width: number,
+  height: number,
+): Promise<Uint8Array> {
+  if (codec === 'i420') return i420ToRgba(bytes, width, height);
+  const buf = await sharp(bytes).ensureAlpha().raw().toBuffer();
+  return new Uint8Array(buf.buffer, buf.byteOffset, buf.length);
 }

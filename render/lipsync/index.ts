@@ -13,3 +13,4 @@ export type { NeuralFace } from './face.ts';
 export { LIPSYNC_ENV, LipSyncModelError, parseLipSyncChoice } from './contract.ts';
 export { frameAudioSpan, melSpectrogram, melWindow, melWindowOfAudio, MEL_SAMPLE_RATE } from './mel.ts';
 export type { FrameAudio, MelSpectrogram } from './mel.ts';
+export { voiceLikeBuzz, warmUpLipSync, warmUpRig } from './warm-up.ts';
