@@ -43,11 +43,11 @@ const body: Body = {
   requestAction: () => ({ accepted: false, reason: 'no_available_take' }),
 };
 
-function pipeline() {
+function pipeline(withBody: Body = body) {
   const playout = fakePlayout();
   const options: FramePipelineOptions = {
     playout: playout as unknown as FramePipelineOptions['playout'],
-    body,
+    body: withBody,
     width: 16,
     height: 16,
     fps: FPS,
@@ -73,6 +73,28 @@ describe('FramePipeline', () => {
     expect(drawAll()).toEqual([2]);
     playout.due = 1;
     expect(drawAll()).toEqual([3]);
+  });
+
+  it("has the clip's next frame decoded while one draws, never past the clip's end", () => {
+    const asked: number[] = [];
+    const media = {
+      frameCount: 3,
+      i420: (i: number) => {
+        asked.push(i);
+        return Promise.resolve(new Uint8Array(0));
+      },
+    } as unknown as ClipMedia;
+    const { playout, drawAll } = pipeline({
+      ...body,
+      frameAt: (n) => ({ media, index: n % 3, clipId: 'c', kind: 'scene' }),
+    });
+    expect(drawAll()).toEqual([0, 1]);
+    playout.known = new Set([2, 3]);
+    expect(drawAll()).toEqual([2]);
+    playout.due = 1;
+    expect(drawAll()).toEqual([3]);
+    // Frames 0, 1 and 3 (index 0) ask for the frame after; frame 2 ends the clip.
+    expect(asked).toEqual([1, 2, 1]);
   });
 
   it('draws a frame not yet settled once it falls due within a frame: a late mouth beats a missing frame', () => {

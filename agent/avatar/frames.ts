@@ -99,6 +99,8 @@ export class FramePipeline {
     if (k > due && !playout.frameKnown(k) && playout.msUntilFrame(k, now) > 1000 / this.o.fps) return null;
     this.lastQueued = k;
     const body = this.o.body.frameAt(k);
+    // The clip's next frame decodes (its own thread) while this one draws (the lip-sync's).
+    if (body.index + 1 < body.media.frameCount) body.media.i420(body.index + 1).catch(() => {});
     const slot = k % this.buffers.length;
     const target = this.buffers[slot]!;
     if (this.o.neural)
