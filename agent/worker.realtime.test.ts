@@ -86,9 +86,10 @@ describe('the agent worker on the real LiveKit server', () => {
         const { viewer, mic } = await h.joinAsUser(call);
 
         // The greeting is heard soon after the user joins, as written, with nothing asked of the STT or
-        // the LLM. The target is 1.5 s; measured on 2 cores it is 1.3 to 1.8 s (the avatar's own join
-        // and its first playout; 3.5 s in a fresh CI clone before the TTS's leading pause was cut), so
-        // the bar here holds what is reached, not the target (docs/agent.md).
+        // the LLM. The target is 1.5 s; measured alone on 2 cores it is 0.8 to 1.1 s (the avatar's own
+        // join and its first playout; 3.5 s in a fresh CI clone before the TTS's leading pause was
+        // cut), and the whole suite around it can slow it down, so the bar here is looser than the
+        // target (docs/agent.md).
         const greetedAt = await waitFor(
           () => `the greeting; ${worker.diagnosis()}`,
           () => avatarLoudAfter(viewer, joining),
