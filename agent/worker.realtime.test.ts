@@ -39,6 +39,20 @@ const PERSONA = 'You love compilers and you answer in one short sentence.';
 let h: AgentHarness;
 let worker: WorkerProcess;
 
+/**
+ * The first second of video as received, from its first frame: how many frames, the rate of the
+ * intervals between them (a count alone swings by one with a single frame 40 ms late at either edge),
+ * and the longest gap (a stall shows there).
+ */
+function firstSecond(arrivals: number[]): string {
+  const first = arrivals[0]!;
+  const within = arrivals.filter((t) => t >= first && t < first + 1000);
+  const gaps = within.slice(1).map((t, i) => t - within[i]!);
+  const rate = ((within.length - 1) * 1000) / (within.at(-1)! - first);
+  const longest = gaps.indexOf(Math.max(...gaps));
+  return `${within.length} frames, intervals at ${rate.toFixed(1)} fps, longest gap ${Math.round(gaps[longest]!)} ms after ${Math.round(within[longest]! - first)} ms`;
+}
+
 beforeAll(async () => {
   h = await startAgentHarness({
     recordings: true,
@@ -142,7 +156,7 @@ describe('the agent worker on the real LiveKit server', () => {
               firstFrameAt - joining,
             )} ms, then ${viewer.fps(firstFrameAt, firstFrameAt + 1000).toFixed(1)} fps over 1 s, ${viewer
               .fps(firstFrameAt, firstFrameAt + 3000)
-              .toFixed(1)} fps over 3 s`,
+              .toFixed(1)} fps over 3 s; first second: ${firstSecond(viewer.frames.map((f) => f.at))}`,
           );
 
         await mic.close();
