@@ -17,7 +17,7 @@ import type { AudioVisemeThread } from '../../render/visemes/index.ts';
 import { rtcFfiBindings } from '../rtc-logs.ts';
 
 export interface CallPathEngines {
-  lipsync: Pick<LipSyncEngine, 'prepare' | 'renderI420' | 'needsAudio'>;
+  lipsync: Pick<LipSyncEngine, 'kind' | 'prepare' | 'renderI420' | 'needsAudio'>;
   mouthAnalysis: Pick<AudioVisemeThread, 'open'>;
   frameDecoder: FrameDecoder;
 }

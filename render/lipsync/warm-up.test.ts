@@ -15,6 +15,7 @@ import {
   type LipSyncEngine,
   type LipSyncI420Item,
 } from './index.ts';
+import { AUTO_CROP_SIZES, autoCropSize } from '../synth/prepare.ts';
 import { WARM_UP_FACE_FILE, type StoredFace } from './warm-up.ts';
 
 const REPO = fileURLToPath(new URL('../../', import.meta.url));
@@ -55,7 +56,7 @@ describe('lip-sync warm-up', () => {
     try {
       const { engine, batches } = recording(builtin);
       await warmUpLipSync(engine, { batch: 4, runs: 1 });
-      expect(batches).toHaveLength(1);
+      expect(batches, 'the run on the stored face, then the one at every crop size').toHaveLength(2);
       const rig = warmUpRig();
       const lips = rig.lips.outer;
       const cx = Math.round(lips.reduce((a, p) => a + p.x, 0) / lips.length);
@@ -70,6 +71,21 @@ describe('lip-sync warm-up', () => {
       });
       expect(opens[0]!, 'a mouth drawn at the lips of the stored face').toBeGreaterThan(0);
       expect(opens.at(-1)!, 'the widest the darkest').toBeGreaterThan(opens[0]!);
+    } finally {
+      await builtin.release();
+    }
+  }, 60_000);
+
+  it("then draws at every crop size the built-in engine's faces can take, on every thread of a pool", async () => {
+    const builtin = await createLipSync('builtin');
+    try {
+      const { engine, batches } = recording(builtin);
+      await warmUpLipSync(engine, { batch: 2, runs: 1, sizeSpread: 3 });
+      const sizes = batches[1]!.map((item) => (item.face.kind === 'builtin' ? item.face.cropSize : 0));
+      expect(sizes).toEqual(AUTO_CROP_SIZES.flatMap((S) => [S, S, S]));
+      // Every size 'auto' can choose, from the smallest face to the largest.
+      expect(AUTO_CROP_SIZES[0]).toBe(autoCropSize(0));
+      expect(AUTO_CROP_SIZES.at(-1)).toBe(autoCropSize(10_000));
     } finally {
       await builtin.release();
     }

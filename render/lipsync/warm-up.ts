@@ -8,7 +8,8 @@
 import { readFileSync } from 'node:fs';
 import { rigFromLandmarks } from '../rig/assemble.ts';
 import type { FaceRig, Point3 } from '../rig/types.ts';
-import type { LipSyncEngine, LipSyncI420Item } from './engine.ts';
+import { AUTO_CROP_SIZES, prepareFaceForSynth } from '../synth/prepare.ts';
+import type { LipSyncEngine, LipSyncFace, LipSyncI420Item } from './engine.ts';
 import { frameAudioSpan } from './mel.ts';
 
 /** The stored face: a portrait's size, its detection and its 468 landmarks (x, y, z flattened, 0.1 px). */
@@ -41,10 +42,14 @@ export function warmUpRig(): FaceRig {
  * Runs `engine` `runs` times on batches of `batch` mouths (a pool shares a batch among its
  * threads, so one of 8 reaches every thread), on a grey frame holding the stored face: the
  * built-in engine draws shapes from closed to wide open, a neural model hears a voice-like buzz.
+ * The built-in engine then draws the same face once more at every crop size its faces can take
+ * (`sizeSpread` items each, to reach every thread): a call's face is cropped at the size its own
+ * face needs, and the first run at a size not seen before was the slowest of a call's first
+ * speaking frames (100-130 ms against 15-40 for the next ones, on a busy 2-core machine).
  */
 export async function warmUpLipSync(
-  engine: Pick<LipSyncEngine, 'prepare' | 'renderI420' | 'needsAudio'>,
-  { batch = 8, runs = 2 }: { batch?: number; runs?: number } = {},
+  engine: Pick<LipSyncEngine, 'kind' | 'prepare' | 'renderI420' | 'needsAudio'>,
+  { batch = 8, runs = 2, sizeSpread = 4 }: { batch?: number; runs?: number; sizeSpread?: number } = {},
 ): Promise<void> {
   const rig = warmUpRig();
   const { width, height } = rig.imageSize;
@@ -52,21 +57,22 @@ export async function warmUpLipSync(
   const size = width * height * 1.5;
   const fps = 25;
   const sampleRate = 24_000;
-  for (let run = 0; run < runs; run++) {
-    const items: LipSyncI420Item[] = Array.from({ length: batch }, (_, k) => {
-      const i420 = new Uint8Array(new SharedArrayBuffer(size)).fill(128);
-      const item: LipSyncI420Item = {
-        i420,
-        width,
-        height,
-        face,
-        shape: { open: (k + 1) / (batch + 1), wide: 0.3, round: 0.2 },
-      };
-      if (engine.needsAudio) item.audio = buzz(run * batch + k, fps, sampleRate);
-      return item;
-    });
-    await engine.renderI420(items);
-  }
+  const item = (face: LipSyncFace, open: number, frame: number): LipSyncI420Item => {
+    const i420 = new Uint8Array(new SharedArrayBuffer(size)).fill(128);
+    const it: LipSyncI420Item = { i420, width, height, face, shape: { open, wide: 0.3, round: 0.2 } };
+    if (engine.needsAudio) it.audio = buzz(frame, fps, sampleRate);
+    return it;
+  };
+  for (let run = 0; run < runs; run++)
+    await engine.renderI420(
+      Array.from({ length: batch }, (_, k) => item(face, (k + 1) / (batch + 1), run * batch + k)),
+    );
+  if (engine.kind !== 'builtin') return;
+  const sized = AUTO_CROP_SIZES.flatMap((cropSize) => {
+    const at: LipSyncFace = { ...prepareFaceForSynth(rig, { cropSize }), kind: 'builtin' };
+    return Array.from({ length: sizeSpread }, () => item(at, 0.5, 0));
+  });
+  await engine.renderI420(sized);
 }
 
 function buzz(frame: number, fps: number, sampleRate: number): NonNullable<LipSyncI420Item['audio']> {
