@@ -304,6 +304,10 @@ export const sessions: BenchModule = {
           worstStarvedMsPerMin: fixed(Math.max(...m.perCall.map((c) => c.starvedMs)) * (60 / m.seconds), 0),
           ok,
         });
+        // Progress, for runs of many steps (a large host takes minutes): the table comes at the end.
+        console.error(
+          `sessions: ${n} calls: ${fixed(minFps, 1)} fps at least, p95 interval ${fixed(worstP95, 0)} ms at worst, the viewer ${fixed(viewerFps, 1)} fps${ok ? '' : ', under the bar'}`,
+        );
         // Cleanup, bounded: an rtc-node disconnect can hang (seen once here), which must not lose the figures.
         callersLeaving = true;
         await leaving(viewer.leave());
