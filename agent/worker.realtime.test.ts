@@ -39,6 +39,13 @@ const PERSONA = 'You love compilers and you answer in one short sentence.';
 let h: AgentHarness;
 let worker: WorkerProcess;
 
+/** How many frames the viewer received at each size (libwebrtc may scale a video down under load). */
+function frameSizes(frames: readonly { width: number; height: number }[]): string {
+  const counts = new Map<string, number>();
+  for (const f of frames) counts.set(`${f.width}x${f.height}`, (counts.get(`${f.width}x${f.height}`) ?? 0) + 1);
+  return [...counts].map(([size, n]) => `${size}: ${n}`).join(', ');
+}
+
 /**
  * The first second of video as received, from its first frame: how many frames, the rate of the
  * intervals between them (a count alone swings by one with a single frame 40 ms late at either edge),
@@ -156,7 +163,9 @@ describe('the agent worker on the real LiveKit server', () => {
               firstFrameAt - joining,
             )} ms, then ${viewer.fps(firstFrameAt, firstFrameAt + 1000).toFixed(1)} fps over 1 s, ${viewer
               .fps(firstFrameAt, firstFrameAt + 3000)
-              .toFixed(1)} fps over 3 s; first second: ${firstSecond(viewer.frames.map((f) => f.at))}`,
+              .toFixed(
+                1,
+              )} fps over 3 s; first second: ${firstSecond(viewer.frames.map((f) => f.at))}; frames received by size ${frameSizes(viewer.frames)}`,
           );
 
         await mic.close();
