@@ -27,7 +27,9 @@ import type { BenchModule, BenchReport } from './types.ts';
  * to measure what is delivered. The largest N at which every call keeps 24 fps and a p95 frame
  * interval of at most 50 ms (published, and delivered to the viewer) is the result; N grows past it,
  * to show how calls degrade, until one falls under 20 fps. CPU per call is set beside one JPEG encode
- * of a 512x512 frame, timed in the worker process in the same run.
+ * of a 512x512 frame, timed in the worker process in the same run. `viewerFullSizePercent` is the
+ * share of the viewed call's frames that arrived at 512x512: the encoder scales a video down, without
+ * a word, when it falls behind or its bandwidth estimate drops.
  *
  *   npm run bench -- sessions [--steps=1,2,4,6,8,10,12] [--seconds=12] [--warmup=4] [--sender=realtime|burst]
  *                             [--audio-queue-ms=100] [--speech-start-ms=100]   (AGENT_AUDIO_QUEUE_MS, AGENT_SPEECH_START_MS)
@@ -186,7 +188,8 @@ export const sessions: BenchModule = {
     const rooms = new RoomServiceClient(livekit.url.replace(/^ws/, 'http'), 'devkey', 'secret');
     const store = mkdtempSync(path.join(os.tmpdir(), 'bench-sessions-'));
     const storage = new LocalStorage(store, new MediaSigner('s'.repeat(32)), 'http://localhost');
-    const loopKey = await storeTestCache(storage, 'bench/loop/cache', { seconds: 8, size: 512 });
+    const FRAME_SIZE = 512;
+    const loopKey = await storeTestCache(storage, 'bench/loop/cache', { seconds: 8, size: FRAME_SIZE });
     const speech = await synthesize({
       text: 'The quick brown fox jumps over the lazy dog, and then it runs far away.',
     });
@@ -268,7 +271,10 @@ export const sessions: BenchModule = {
         const m = await request<Measured>(host, { type: 'measure' }, 'measured');
         const cpuTo = await machineCpu(livekit.pid);
         const windowS = (performance.now() - from) / 1000;
-        const seen = viewer.frames.filter((f) => f.at >= from).map((f) => f.at);
+        const received = viewer.frames.filter((f) => f.at >= from);
+        const seen = received.map((f) => f.at);
+        // libwebrtc scales a video down when its encoder falls behind or its bandwidth estimate drops.
+        const fullSize = received.filter((f) => f.width === FRAME_SIZE && f.height === FRAME_SIZE).length;
         const gaps = seen
           .slice(1)
           .map((t, i) => t - seen[i]!)
@@ -285,6 +291,7 @@ export const sessions: BenchModule = {
           worstPublishedP95Ms: fixed(worstP95, 1),
           viewerFps: fixed(viewerFps, 1),
           viewerP95Ms: fixed(viewerP95, 1),
+          viewerFullSizePercent: fixed((100 * fullSize) / received.length, 0),
           cpuMsPerSecondPerCall: fixed(cpuPerCall, 1),
           // The rest of the machine over the same window: the calls' agents and the viewer (this
           // process), the LiveKit server, and how busy both cores were.
