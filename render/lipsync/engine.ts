@@ -94,8 +94,11 @@ export function lipSyncRegion(face: LipSyncFace): PixelRect {
 }
 
 /** The face geometry an engine of `kind` needs for frames measured by `rig` (pure arithmetic). */
-export function prepareLipSyncFace(kind: LipSyncEngine['kind'], rig: FaceRig): LipSyncFace {
-  return kind === 'builtin' ? { ...prepareFaceForSynth(rig), kind: 'builtin' } : prepareFaceForNeural(rig);
+/** `cropSize` (built-in engine only): a crop edge other than the one the face's size calls for. */
+export function prepareLipSyncFace(kind: LipSyncEngine['kind'], rig: FaceRig, cropSize?: number): LipSyncFace {
+  return kind === 'builtin'
+    ? { ...prepareFaceForSynth(rig, cropSize === undefined ? {} : { cropSize }), kind: 'builtin' }
+    : prepareFaceForNeural(rig);
 }
 
 export interface LipSyncOptions {

@@ -8,8 +8,8 @@
 import { readFileSync } from 'node:fs';
 import { rigFromLandmarks } from '../rig/assemble.ts';
 import type { FaceRig, Point3 } from '../rig/types.ts';
-import { AUTO_CROP_SIZES, prepareFaceForSynth } from '../synth/prepare.ts';
-import type { LipSyncEngine, LipSyncFace, LipSyncI420Item } from './engine.ts';
+import { AUTO_CROP_SIZES } from '../synth/prepare.ts';
+import { prepareLipSyncFace, type LipSyncEngine, type LipSyncFace, type LipSyncI420Item } from './engine.ts';
 import { frameAudioSpan } from './mel.ts';
 
 /** The stored face: a portrait's size, its detection and its 468 landmarks (x, y, z flattened, 0.1 px). */
@@ -44,8 +44,8 @@ export function warmUpRig(): FaceRig {
  * built-in engine draws shapes from closed to wide open, a neural model hears a voice-like buzz.
  * The built-in engine then draws the same face once more at every crop size its faces can take
  * (`sizeSpread` items each, to reach every thread): a call's face is cropped at the size its own
- * face needs, and the first run at a size not seen before was the slowest of a call's first
- * speaking frames (100-130 ms against 15-40 for the next ones, on a busy 2-core machine).
+ * face needs, and the graph's first run at a size not seen before took 35 ms in a traced call
+ * against 4-12 for the next ones (a busy 2-core machine).
  */
 export async function warmUpLipSync(
   engine: Pick<LipSyncEngine, 'kind' | 'prepare' | 'renderI420' | 'needsAudio'>,
@@ -69,7 +69,7 @@ export async function warmUpLipSync(
     );
   if (engine.kind !== 'builtin') return;
   const sized = AUTO_CROP_SIZES.flatMap((cropSize) => {
-    const at: LipSyncFace = { ...prepareFaceForSynth(rig, { cropSize }), kind: 'builtin' };
+    const at = prepareLipSyncFace('builtin', rig, cropSize);
     return Array.from({ length: sizeSpread }, () => item(at, 0.5, 0));
   });
   await engine.renderI420(sized);
