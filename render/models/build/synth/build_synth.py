@@ -59,7 +59,8 @@ mouth widths W (outer corner to outer corner). The shape is articulatory:
      and where its upper teeth do (the largest fall of luminance down the
      opening, over five columns). From these, the teeth's, cavity's and
      tongue's colours: the portrait's own teeth, or the skin's cast at a
-     fixed small strength, a little lighter than the skin.
+     fixed small strength, a little lighter than the skin; the tongue redder
+     than the lips.
   2. Lip curves per column: the inner and outer upper and lower lip lines,
      interpolated across the columns (Gaussian-weighted, Nadaraya-Watson) from
      the 11 points of each.
@@ -86,9 +87,10 @@ mouth widths W (outer corner to outer corner). The shape is articulatory:
      arch (central : lateral : canine about 1.5 : 1 : 0.8), the incisal edge
      on a smile arc, rounded tooth corners, a shadow under the upper lip and
      darker towards the corners, shaded from the light's side; lower teeth on
-     the jaw, shown only at wide openings; each lip's wet inner face at the
-     opening's edge in its own colour, darker. A fixed grain, attached to the
-     face, matches the drawn pixels to the photograph's.
+     the jaw, shown only at wide openings, lit at their edge; each lip's wet
+     inner face at the opening's edge in its own colour, darker. A fixed
+     grain, attached to the face, matches the drawn pixels to the
+     photograph's.
   5. The inner lip margins: a soft shadow inside the upper lip's edge, a
      moist highlight along the lower lip's, which turns inward in shade at its
      edge, only where the lips are apart.
@@ -123,7 +125,7 @@ LIPS_PART_AT = 0.3
 SPREAD_LIFT = 0.02       # extra lift of the upper lip and drop of the lower at wide = 1
 ROUND_LIFT = 0.02        # rounded lips flare: upper lip up
 ROUND_CLOSE = 0.0        # ... and the lower lip comes up a little
-TUCK_LIFT = 0.03         # f, v: upper lip up
+TUCK_LIFT = 0.065         # f, v: upper lip up (the upper incisors show, resting on the lower lip)
 TUCK_RISE = 0.035        # f, v: lower lip up (under the upper teeth)
 CORNER_WIDE = 0.12       # each corner outwards at wide = 1
 CORNER_ROUND = 0.14      # each corner inwards at round = 1
@@ -134,7 +136,8 @@ ROUND_FULL = 0.14        # lips thicker (outer edges out) at round = 1, of their
 PRESS_THIN = 0.35        # lips thinner at press = 1, of their thickness
 NECK_FALLOFF = 0.40      # below the chin the drop fades over this distance
 TOOTH_LEN = 0.05         # visible upper incisor below the resting lip line (at the centre)
-OVERBITE = 0.028         # the lower incisors' edge above the upper ones' with the teeth together
+OVERBITE = 0.015         # the lower incisors' edge above the upper ones' with the teeth together (more shows
+                         # them as a second pale band along the lower lip at every opening)
 MM = 50.0                # a mouth width in mm, for tooth sizes
 ARCH_R = 20.0            # dental arch radius, mm (frontal projection of the teeth widths)
 
@@ -355,8 +358,11 @@ def build_palette() -> onnx.ModelProto:
     teeth_rgb = lerp(ivory * t_lum, own_rgb, own_teeth)
     cav_l = (dark_ref * 0.9).min(lip_l * 0.42).clip(0.11, 0.2)  # no darker than L* 5 after shading
     cav_rgb = lip_rgb * (cav_l / lip_l) * 0.6 + dark_rgb * (cav_l / dark_ref.max(0.02)) * 0.4
-    # tongue: the lips' colour, a little lighter and less saturated (in a monochrome photo, grey)
-    tongue_rgb = lip_rgb * 0.7 + lum(lip_rgb) * 0.15 + skin_rgb * 0.15
+    # tongue: about the lips' lightness with a little of the skin's, and redder than the lips (their chroma
+    # 1.35 times): the lips' own colour, desaturated, read as a grey-blue band in a pale-lipped face
+    lip_y = lum(lip_rgb)
+    tongue_y = lum(lip_rgb * 0.85 + skin_rgb * 0.15)
+    tongue_rgb = (tongue_y + (lip_rgb - lip_y) * 1.35).clip(0.0, 1.0)
     blur = sigma_px * px / W
     fields = dict(lip_rgb=lip_rgb, lip_up_rgb=lip_up_rgb, lip_lo_rgb=lip_lo_rgb, teeth_rgb=teeth_rgb, cav_rgb=cav_rgb,
                   tongue_rgb=tongue_rgb, light_lr=light_lr, own_teeth=own_teeth, occ_at=occ_at, crease_at=crease_at,
@@ -581,7 +587,7 @@ def build_synth() -> onnx.ModelProto:
     y_te0 = y_occ + W * TOOTH_LEN * (1.0 - own)
     y_te = y_te0 - W * (0.018 * t_c.sq() + 0.006 * (1.0 - smoothstep(0.0, 0.3, e_up)))
     a_ut = ((y_te - Yl) / (px * 1.6) + 0.5).clip(0.0, 1.0) * (1.0 - own) + inside(yU + px - Yl) * own  # a soft incisal edge
-    shade_ut = (0.35 + 0.65 * smoothstep(0.0, W * 0.07, Yl - yUo))  # the upper lip's shadow
+    shade_ut = (0.45 + 0.3 * tk + (0.55 - 0.3 * tk) * smoothstep(0.0, (W * 0.045).max(px * 3.0), Yl - yUo))  # the upper lip's shadow, a narrow band
     shade_ut = shade_ut * (1.0 - 0.6 * smoothstep(8.0, 22.0, s_mm))  # darker along the arch (buccal corridor)
     emb = (1.0 - smoothstep(0.3, 1.3, emb_px)) * (0.35 + 0.65 * smoothstep(-W * 0.03, 0.0, Yl - y_te))
     shade_ut = shade_ut * (1.0 - 0.12 * emb)  # embrasures: faint, clearest at the edge
@@ -592,8 +598,12 @@ def build_synth() -> onnx.ModelProto:
     u_lo = s_mm / 5.5
     f_lo = u_lo - g.op('Floor', u_lo)
     e_lo = f_lo.min(1.0 - f_lo)
-    a_lt = inside(Yl - y_lt) * (1.0 - smoothstep(14.0, 20.0, s_mm))
-    shade_lt = 0.62 * (1.0 - 0.08 * (1.0 - smoothstep(0.03, 0.12, e_lo))) * (1.0 - 0.4 * smoothstep(6.0, 16.0, s_mm))
+    # (a portrait that shows its teeth brings its own lower part of the opening down with the lower lip: whole
+    # drawn lower teeth above it read as a second, grey row; their edges alone do not)
+    a_lt = inside(Yl - y_lt) * (1.0 - smoothstep(14.0, 20.0, s_mm)) * (1.0 - own * smoothstep(W * 0.015, W * 0.03, Yl - y_lt))
+    # lit at their edge, falling into the lower lip's shadow; separations a little clearer than the upper teeth's
+    shade_lt = (0.8 - 0.35 * smoothstep(0.0, W * 0.06, Yl - y_lt)) * (1.0 - 0.15 * (1.0 - smoothstep(0.03, 0.15, e_lo)))
+    shade_lt = shade_lt * (1.0 - 0.4 * smoothstep(6.0, 16.0, s_mm))
     # cavity: the portrait's own darks in the lips' hue, darkest at the back and towards the corners
     near_lip = ((yLo - Yl).relu() / (W * 0.05) * -1.0).exp()
     # darkest just behind the upper teeth (the back of the mouth), lighter towards the lower lip
@@ -607,7 +617,11 @@ def build_synth() -> onnx.ModelProto:
     grain = (hsh - g.op('Floor', hsh) - 0.5) * 0.02
 
     # f, v: the upper teeth rest on the lower lip (drawn over its top)
-    a_tuck = a_ut * inside(Yl - yUo) * inside(yLo + W * 0.03 * prof_s - Yl) * smoothstep(0.05, 0.4, tk) * (1.0 - own) * prof_s.sqrt()
+    tuck_k = smoothstep(0.05, 0.4, tk) * (1.0 - own) * prof_s.sqrt()
+    y_fe = yLo + W * 0.03 * prof_s  # where the teeth rest on the lower lip
+    a_tuck = a_ut * inside(Yl - yUo) * inside(y_fe - Yl) * tuck_k
+    # their contact shadow on the lip, just below
+    a_fs = (1.0 - (Yl - y_fe).relu() / (W * 0.025)).relu().sq() * inside(Yl - y_fe) * tuck_k * 0.6
     alpha = a_open.max(a_tuck)
     # the lips' wet inner faces at the opening's edges (the lower one rolls out as the jaw drops):
     # each lip's own colour, darkened, fading into the mouth, so the lips do not end in a hard line
@@ -644,8 +658,8 @@ def build_synth() -> onnx.ModelProto:
     m = 1.0 - alpha  # the margins show where the opening does not
     pm = (cav_rgb * (w_cav * keep * opaque) + tongue_rgb * (w_tg * keep * opaque) + teeth_rgb * (w_teeth * keep * opaque)
           + lip_lo_rgb * (w_lo * opaque + a_ld * m * 0.72) + lip_up_rgb * (w_up * opaque)
-          + lip_rgb * ((a_us + a_lw) * m * 0.6) + a_lw * m * 0.4)
-    total = alpha + m * (a_us + a_lw + a_ld)
+          + lip_rgb * ((a_us + a_lw) * m * 0.6) + a_lw * m * 0.4 + cav_rgb * (a_fs * m))
+    total = alpha + m * (a_us + a_lw + a_ld + a_fs)
     inner_pm = concat([pm.clip(0.0, 1.0) * 255.0, total], axis=1)  # [N,4,h,k]
     inner_at = concat([(b0 + ra).reshape([1]), (b0 + ca).reshape([1])], 0)
 
