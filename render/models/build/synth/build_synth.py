@@ -136,6 +136,7 @@ ROUND_FULL = 0.14        # lips thicker (outer edges out) at round = 1, of their
 PRESS_THIN = 0.35        # lips thinner at press = 1, of their thickness
 NECK_FALLOFF = 0.40      # below the chin the drop fades over this distance
 TOOTH_LEN = 0.05         # visible upper incisor below the resting lip line (at the centre)
+ROUND_HIDE = 0.045       # ... less at round = 1 (the lips come forward over the teeth)
 OVERBITE = 0.015         # the lower incisors' edge above the upper ones' with the teeth together (more shows
                          # them as a second pale band along the lower lip at every opening)
 MM = 50.0                # a mouth width in mm, for tooth sizes
@@ -584,17 +585,19 @@ def build_synth() -> onnx.ModelProto:
     tooth_w_px = where(u_up < 1.0, 8.5, 7.0) * (W / px) / MM * (1.0 - (x_mm / ARCH_R).sq()).max(0.05).sqrt()
     emb_px = e_up * tooth_w_px  # distance to the nearest tooth boundary, in pixels
     # the incisal edge: a smile arc (the centrals longest), rounded tooth corners
-    y_te0 = y_occ + W * TOOTH_LEN * (1.0 - own)
-    y_te = y_te0 - W * (0.018 * t_c.sq() + 0.006 * (1.0 - smoothstep(0.0, 0.3, e_up)))
+    y_te_rest = y_occ + W * TOOTH_LEN * (1.0 - own)
+    # rounded lips come forward over the upper teeth: "oo" is a small dark opening, not a pale oval of teeth
+    y_te0 = y_te_rest - W * ROUND_HIDE * rd * (1.0 - own)
+    y_te = y_te0 - W * (0.018 * t_c.sq() + 0.01 * (1.0 - smoothstep(0.0, 0.3, e_up)))
     a_ut = ((y_te - Yl) / (px * 1.6) + 0.5).clip(0.0, 1.0) * (1.0 - own) + inside(yU + px - Yl) * own  # a soft incisal edge
     shade_ut = (0.45 + 0.3 * tk + (0.55 - 0.3 * tk) * smoothstep(0.0, (W * 0.045).max(px * 3.0), Yl - yUo))  # the upper lip's shadow, a narrow band
     shade_ut = shade_ut * (1.0 - 0.6 * smoothstep(8.0, 22.0, s_mm))  # darker along the arch (buccal corridor)
     emb = (1.0 - smoothstep(0.3, 1.3, emb_px)) * (0.35 + 0.65 * smoothstep(-W * 0.03, 0.0, Yl - y_te))
-    shade_ut = shade_ut * (1.0 - 0.12 * emb)  # embrasures: faint, clearest at the edge
+    shade_ut = shade_ut * (1.0 - 0.2 * emb)  # embrasures: faint, clearest at the edge
     shade_ut = shade_ut * (0.96 + 0.04 * (e_up * 2.0)) * (1.0 + light_lr * t_c * 0.4)
     shade_ut = shade_ut * (1.0 - 0.08 * smoothstep(-W * 0.02, 0.0, Yl - y_te)) * (1.0 - 0.35 * rd)  # the incisal edge, thinner; rounded lips shade
     # lower teeth: on the jaw, smaller, in the upper teeth's shadow; shown only where the lip lets them
-    y_lt = y_te0 - W * OVERBITE + jc - W * 0.012 * t_c.sq()
+    y_lt = y_te_rest - W * OVERBITE + jc - W * 0.012 * t_c.sq()
     u_lo = s_mm / 5.5
     f_lo = u_lo - g.op('Floor', u_lo)
     e_lo = f_lo.min(1.0 - f_lo)
