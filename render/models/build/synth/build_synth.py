@@ -136,7 +136,7 @@ ROUND_FULL = 0.14        # lips thicker (outer edges out) at round = 1, of their
 PRESS_THIN = 0.35        # lips thinner at press = 1, of their thickness
 NECK_FALLOFF = 0.40      # below the chin the drop fades over this distance
 TOOTH_LEN = 0.05         # visible upper incisor below the resting lip line (at the centre)
-ROUND_HIDE = 0.045       # ... less at round = 1 (the lips come forward over the teeth)
+ROUND_HIDE = 0.055       # ... less at round = 1 (the lips come forward over the teeth)
 OVERBITE = 0.015         # the lower incisors' edge above the upper ones' with the teeth together (more shows
                          # them as a second pale band along the lower lip at every opening)
 MM = 50.0                # a mouth width in mm, for tooth sizes
@@ -610,7 +610,9 @@ def build_synth() -> onnx.ModelProto:
     # cavity: the portrait's own darks in the lips' hue, darkest at the back and towards the corners
     near_lip = ((yLo - Yl).relu() / (W * 0.05) * -1.0).exp()
     # darkest just behind the upper teeth (the back of the mouth), lighter towards the lower lip
-    cav_shade = (0.72 + 0.5 * smoothstep(y_te0, yLo, Yl) + 0.2 * near_lip) * (1.0 - 0.25 * smoothstep(0.2, 0.9, t_c.abs()))
+    # (a small opening lets little light in: its floor and the lower lip's inside stay dark)
+    lit = smoothstep(0.05, 0.15, aperture)
+    cav_shade = (0.72 + (0.5 * smoothstep(y_te0, yLo, Yl) + 0.2 * near_lip) * lit) * (1.0 - 0.25 * smoothstep(0.2, 0.9, t_c.abs()))
     # tongue: a dome behind the lower teeth, lit at its front, darker at the back (its top)
     y_tg = y_lt - W * (0.06 * (1.0 - t_c.sq()).relu()) * smoothstep(0.03, 0.12, jc / W)
     a_tg = inside(Yl - y_tg) * (1.0 - smoothstep(0.45, 0.8, t_c.abs()))
