@@ -95,6 +95,13 @@ function pearson(xs: readonly number[], ys: readonly number[]): number {
 
 const OPEN_SOUNDS: Viseme[] = ['aa', 'E', 'oh'];
 
+/** The frame pixels the drawn layer covers (nearly) opaquely. */
+function opaquePixels(coverage: Float32Array): number[] {
+  const drawn: number[] = [];
+  for (let p = 0; p < coverage.length; p++) if (coverage[p]! >= 0.9) drawn.push(p);
+  return drawn;
+}
+
 describe('the mouth on every fixture face', () => {
   it(
     'is the portrait itself in silence: a neutral shape, and the end of an utterance once it has settled',
@@ -277,8 +284,7 @@ describe('the mouth on every fixture face', () => {
         const shape = speakingShape(v);
         const out = await render(f, shape);
         const coverage = await drawnCoverage(synth, f.frame, f.face, shape);
-        const drawn: number[] = [];
-        for (let p = 0; p < coverage.length; p++) if (coverage[p]! >= 0.9) drawn.push(p);
+        const drawn = opaquePixels(coverage);
         const labs = drawn.map((p) => medianLab(out, [p]));
         const lightGrey = labs.filter((lab) => lab[0] > 45 && chroma(lab) < 12).length / labs.length;
         expect(drawn.length, `${f.name} ${v}: drawn pixels`).toBeGreaterThan(50);
@@ -429,8 +435,7 @@ describe('the mouth on every fixture face', () => {
       const picture = async (v: Viseme) => {
         const out = await render(f, speakingShape(v));
         const coverage = await drawnCoverage(synth, f.frame, f.face, speakingShape(v));
-        const drawn: number[] = [];
-        for (let p = 0; p < coverage.length; p++) if (coverage[p]! >= 0.9) drawn.push(p);
+        const drawn = opaquePixels(coverage);
         return { ...mouthPicture(out, f.frame, f.face, coverage), median: medianLab(out, drawn)[0] };
       };
       const [teeth, cavity, round] = [
