@@ -1,10 +1,11 @@
 /**
  * The mouth's picture on every frontal fixture face (render/rig/fixtures), held to measures a reviewer
  * can check without a trained judge (quality.ts; Lab is sRGB/D65): the portrait exactly in silence,
- * the lips' own colour and texture kept, teeth in the scene's colour and opaque, a cavity no darker
- * than the portrait's own darks, no edges harder than the portrait's, the corners sealed at small
- * openings, a conversational opening, shapes per sound, and lip-sync at least as good as the
- * previous renderer's (render/synth/fixtures/mouth_synth_v1.onnx) by the rig's own measure.
+ * the lips' own colour and texture kept, teeth in the scene's colour and opaque, no second grey row of
+ * teeth under a portrait's own, a cavity no darker than the portrait's own darks, no edges harder than
+ * the portrait's, the corners sealed at small openings, a conversational opening, shapes per sound
+ * ("oo" a small dark opening), and lip-sync at least as good as the previous renderer's
+ * (render/synth/fixtures/mouth_synth_v1.onnx) by the rig's own measure.
  */
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
