@@ -42,7 +42,10 @@ let worker: WorkerProcess;
 /** How many frames the viewer received at each size (libwebrtc may scale a video down under load). */
 function frameSizes(frames: readonly { width: number; height: number }[]): string {
   const counts = new Map<string, number>();
-  for (const f of frames) counts.set(`${f.width}x${f.height}`, (counts.get(`${f.width}x${f.height}`) ?? 0) + 1);
+  for (const { width, height } of frames) {
+    const size = `${width}x${height}`;
+    counts.set(size, (counts.get(size) ?? 0) + 1);
+  }
   return [...counts].map(([size, n]) => `${size}: ${n}`).join(', ');
 }
 
@@ -157,16 +160,17 @@ describe('the agent worker on the real LiveKit server', () => {
         expect(sent.messages.map(messageText).join('\n')).toContain('qu’est-ce qu’un compilateur');
         expect(answeredAt).toBeGreaterThan(asked.end);
         // The call's start as the user saw it (docs/agent.md): CALL_START_REPORT=1 prints it.
-        if (process.env.CALL_START_REPORT)
-          console.error(
-            `call start: greeting heard after ${Math.round(greetedAt - joining)} ms, first frame after ${Math.round(
-              firstFrameAt - joining,
-            )} ms, then ${viewer.fps(firstFrameAt, firstFrameAt + 1000).toFixed(1)} fps over 1 s, ${viewer
-              .fps(firstFrameAt, firstFrameAt + 3000)
-              .toFixed(
-                1,
-              )} fps over 3 s; first second: ${firstSecond(viewer.frames.map((f) => f.at))}; frames received by size ${frameSizes(viewer.frames)}`,
-          );
+        if (process.env.CALL_START_REPORT) {
+          const report = [
+            `greeting heard after ${Math.round(greetedAt - joining)} ms`,
+            `first frame after ${Math.round(firstFrameAt - joining)} ms`,
+            `then ${viewer.fps(firstFrameAt, firstFrameAt + 1000).toFixed(1)} fps over 1 s`,
+            `${viewer.fps(firstFrameAt, firstFrameAt + 3000).toFixed(1)} fps over 3 s`,
+            `first second: ${firstSecond(viewer.frames.map((f) => f.at))}`,
+            `frames received by size ${frameSizes(viewer.frames)}`,
+          ];
+          console.error(`call start: ${report.join('; ')}`);
+        }
 
         await mic.close();
         await viewer.leave();

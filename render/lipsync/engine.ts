@@ -93,8 +93,10 @@ export function lipSyncRegion(face: LipSyncFace): PixelRect {
   return faceRectBounds({ cx, cy, width: size, height: size, angle });
 }
 
-/** The face geometry an engine of `kind` needs for frames measured by `rig` (pure arithmetic). */
-/** `cropSize` (built-in engine only): a crop edge other than the one the face's size calls for. */
+/**
+ * The face geometry an engine of `kind` needs for frames measured by `rig` (pure arithmetic).
+ * `cropSize` (built-in engine only): a crop edge other than the one the face's size calls for.
+ */
 export function prepareLipSyncFace(kind: LipSyncEngine['kind'], rig: FaceRig, cropSize?: number): LipSyncFace {
   return kind === 'builtin'
     ? { ...prepareFaceForSynth(rig, cropSize === undefined ? {} : { cropSize }), kind: 'builtin' }

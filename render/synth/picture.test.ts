@@ -434,8 +434,9 @@ describe('the mouth on every fixture face', () => {
     const plain = faces.filter((x) => !x.ownTeeth);
     for (const f of plain) {
       const picture = async (v: Viseme) => {
-        const out = await render(f, speakingShape(v));
-        const coverage = await drawnCoverage(synth, f.frame, f.face, speakingShape(v));
+        const shape = speakingShape(v);
+        const out = await render(f, shape);
+        const coverage = await drawnCoverage(synth, f.frame, f.face, shape);
         const drawn = opaquePixels(coverage);
         return { ...mouthPicture(out, f.frame, f.face, coverage), median: medianLab(out, drawn)[0] };
       };

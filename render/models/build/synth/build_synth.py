@@ -125,7 +125,7 @@ LIPS_PART_AT = 0.3
 SPREAD_LIFT = 0.02       # extra lift of the upper lip and drop of the lower at wide = 1
 ROUND_LIFT = 0.02        # rounded lips flare: upper lip up
 ROUND_CLOSE = 0.0        # ... and the lower lip comes up a little
-TUCK_LIFT = 0.065         # f, v: upper lip up (the upper incisors show, resting on the lower lip)
+TUCK_LIFT = 0.065        # f, v: upper lip up (the upper incisors show, resting on the lower lip)
 TUCK_RISE = 0.035        # f, v: lower lip up (under the upper teeth)
 CORNER_WIDE = 0.12       # each corner outwards at wide = 1
 CORNER_ROUND = 0.14      # each corner inwards at round = 1
@@ -590,7 +590,9 @@ def build_synth() -> onnx.ModelProto:
     y_te0 = y_te_rest - W * ROUND_HIDE * rd * (1.0 - own)
     y_te = y_te0 - W * (0.018 * t_c.sq() + 0.01 * (1.0 - smoothstep(0.0, 0.3, e_up)))
     a_ut = ((y_te - Yl) / (px * 1.6) + 0.5).clip(0.0, 1.0) * (1.0 - own) + inside(yU + px - Yl) * own  # a soft incisal edge
-    shade_ut = (0.45 + 0.3 * tk + (0.55 - 0.3 * tk) * smoothstep(0.0, (W * 0.045).max(px * 3.0), Yl - yUo))  # the upper lip's shadow, a narrow band
+    # the upper lip's shadow, a narrow band (at least 3 px: a small face's lip edge covers a pixel or two);
+    # with f, v the lifted lip lets the light onto the teeth
+    shade_ut = (0.45 + 0.3 * tk + (0.55 - 0.3 * tk) * smoothstep(0.0, (W * 0.045).max(px * 3.0), Yl - yUo))
     shade_ut = shade_ut * (1.0 - 0.6 * smoothstep(8.0, 22.0, s_mm))  # darker along the arch (buccal corridor)
     emb = (1.0 - smoothstep(0.3, 1.3, emb_px)) * (0.35 + 0.65 * smoothstep(-W * 0.03, 0.0, Yl - y_te))
     shade_ut = shade_ut * (1.0 - 0.2 * emb)  # embrasures: faint, clearest at the edge
