@@ -12,7 +12,14 @@ import * as ort from '../onnx/runtime.ts';
 import type { ExecutionProvider } from '../onnx/session.ts';
 import { sessionOptions } from '../onnx/session.ts';
 import type { FaceRig } from '../rig/types.ts';
-import { MOUTH_SHAPE_KEYS, PALETTE_INPUTS, SYNTH_INPUTS, SYNTH_KEYPOINT_COUNT } from '../synth/contract.ts';
+import { GALLERY_SOUNDS, speakingShape } from '../synth/compare.ts';
+import {
+  MOUTH_SHAPE_KEYS,
+  PALETTE_INPUTS,
+  SYNTH_INPUTS,
+  SYNTH_KEYPOINT_COUNT,
+  type MouthShape,
+} from '../synth/contract.ts';
 import { MOUTH_PALETTE_MODEL, MOUTH_SYNTH_MODEL } from '../synth/engine.ts';
 import { prepareFaceForSynth } from '../synth/prepare.ts';
 import { createLipSync } from './engine.ts';
@@ -69,7 +76,13 @@ export async function msPer(fn: () => Promise<unknown>, seconds: number, perCall
   return best;
 }
 
-function liveItems(input: DeviceBenchInput, engine: LipSyncEngine, n: number): LipSyncI420Item[] {
+/** n live frames of the face, the mouth opening and closing (or in the given shapes, one frame each). */
+function liveItems(
+  input: DeviceBenchInput,
+  engine: LipSyncEngine,
+  n: number,
+  shapes?: readonly MouthShape[],
+): LipSyncI420Item[] {
   const face = engine.prepare(input.rig);
   const speech = new Float32Array(16000 * 2).map((_, i) => Math.sin(i / 7) * 0.3 * Math.sin(i / 4000));
   const mel = melSpectrogram(speech);
@@ -78,7 +91,7 @@ function liveItems(input: DeviceBenchInput, engine: LipSyncEngine, n: number): L
     width: input.width,
     height: input.height,
     face,
-    shape: { open: 0.2 + 0.12 * (i % 6), wide: 0.1, round: 0 },
+    shape: shapes?.[i] ?? { open: 0.2 + 0.12 * (i % 6), wide: 0.1, round: 0 },
     mel: melWindow(mel, i % 40, 25),
   }));
 }
@@ -127,7 +140,9 @@ export async function benchLipSyncByDevice(
     for (const device of options.devices) {
       const engine = await createLipSync(choice, { executionProvider: device, intraOpNumThreads: options.threads });
       try {
-        const check = liveItems(input, engine, 4);
+        // Every sound of the gallery, so each part of the graph (teeth, tongue, press, tuck, round) is compared.
+        const sounds = GALLERY_SOUNDS.map((s) => speakingShape(s.viseme));
+        const check = liveItems(input, engine, sounds.length, sounds);
         await engine.renderI420(check);
         drawn.push(Buffer.concat(check.map((it) => it.i420)));
         const graph = engine.kind === 'builtin' ? await synthGraphMsPerFrame(input, device, options) : undefined;
