@@ -37,6 +37,7 @@ import {
   medianLab,
   mouthPicture,
   references,
+  skinShear,
 } from './quality.ts';
 
 const SLOW = { timeout: 180_000 };
@@ -379,6 +380,47 @@ describe('the mouth on every fixture face', () => {
       }
     }
   });
+
+  it('draws nothing past the corners: no line runs on from them into the cheeks or a beard', SLOW, async () => {
+    // (where the landmarks leave a gap between lips that meet beyond the opening's ends, drawing into it
+    // ran a thin dark line out of each corner at "o", "u" and "f", longest in a beard)
+    for (const f of faces) {
+      for (const v of ['aa', 'E', 'oh', 'ou', 'FF'] as const) {
+        const shape = speakingShape(v);
+        const cov = await drawnCoverage(synth, f.frame, f.face, shape);
+        // along the line between the corners where the shape put them, found by the rig
+        const moved = await rigOf(await render(f, shape));
+        const [a, b] = [moved.landmarks[61]!, moved.landmarks[291]!];
+        const half = Math.hypot(b.x - a.x, b.y - a.y) / 2;
+        const [ux, uy] = [(b.x - a.x) / (2 * half), (b.y - a.y) / (2 * half)];
+        const [mx, my] = [(a.x + b.x) / 2, (a.y + b.y) / 2];
+        let [past, reach] = [0, 0];
+        for (let p = 0; p < cov.length; p++) {
+          if (cov[p]! <= 0.02) continue;
+          const along = Math.abs(((p % f.frame.width) - mx) * ux + (Math.floor(p / f.frame.width) - my) * uy);
+          reach = Math.max(reach, along);
+          if (along > half + 1) past++;
+        }
+        const what = `${f.name} ${v}: drawn up to ${(reach / half).toFixed(2)} half widths from the middle`;
+        expect(past, what).toBe(0);
+      }
+    }
+  });
+
+  it(
+    'moves the skin below the lower lip as a whole: no beard strands sheared into lines at the corners',
+    SLOW,
+    async () => {
+      // (the opening's taper is steep at its ends; when the skin below the lip took it, a beard's strands
+      // there fanned out from the corner as thin lines)
+      for (const f of faces) {
+        for (const v of OPEN_SOUNDS) {
+          const shear = await skinShear(synth, f.frame, f.face, speakingShape(v));
+          expect(shear, `${f.name} ${v}: px of vertical motion per px across`).toBeLessThan(0.85);
+        }
+      }
+    },
+  );
 
   it(
     'gives each kind of sound its shape: round narrows, spread widens, m/b/p presses, f/v tucks the lower lip',

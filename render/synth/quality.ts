@@ -155,6 +155,51 @@ export async function drawnCoverage(
   return alpha;
 }
 
+/**
+ * How much the warp shears the skin below the lower lip (where a beard's strands turn into lines):
+ * across each row of the warp, how fast the vertical motion changes from column to column (pixels per
+ * pixel), at the 99.5th percentile over the skin from just below the portrait's lower lip down to 0.4
+ * mouth widths below it, within 1.3 half widths of the middle. Measured in the graph's own crop, where the mouth
+ * lies level; 0 for a shape that moves nothing.
+ */
+export async function skinShear(
+  synth: MouthSynth,
+  frame: RgbaFrame,
+  face: PreparedFace,
+  shape: MouthShape,
+): Promise<number> {
+  const drawn = await synth.layers(frame, face, shape);
+  if (!drawn) return 0;
+  const { S, layers } = drawn;
+  const { w, warp, warpOffset, warpAt } = layers;
+  const du = warp.subarray(warpOffset, warpOffset + w * w);
+  const dv = warp.subarray(warpOffset + w * w, warpOffset + 2 * w * w);
+  // the outer lower lip, corner to corner, in crop pixels
+  const lip = [20, 31, 32, 33, 34, 35, 36, 37, 38, 39, 30]
+    .map((k) => ({ x: face.lips[2 * k]! * S, y: face.lips[2 * k + 1]! * S }))
+    .sort((a, b) => a.x - b.x);
+  const lipAt = (x: number) => {
+    const i = lip.findIndex((p) => p.x >= x);
+    if (i <= 0) return lip[i === 0 ? 0 : lip.length - 1]!.y;
+    const [a, b] = [lip[i - 1]!, lip[i]!];
+    return a.y + ((b.y - a.y) * (x - a.x)) / (b.x - a.x || 1);
+  };
+  const half = (lip[lip.length - 1]!.x - lip[0]!.x) / 2;
+  const middle = (lip[0]!.x + lip[lip.length - 1]!.x) / 2;
+  const shear: number[] = [];
+  for (let r = 0; r < w; r++) {
+    for (let c = 1; c + 1 < w; c++) {
+      const [x, y] = [c + warpAt + 0.5, r + warpAt + 0.5];
+      if (Math.abs(x - middle) > 1.3 * half) continue;
+      const below = y + dv[r * w + c]! - lipAt(x + du[r * w + c]!); // where this pixel comes from
+      if (below < 1 || below > 0.8 * half) continue;
+      shear.push(Math.abs(dv[r * w + c + 1]! - dv[r * w + c - 1]!) / 2);
+    }
+  }
+  shear.sort((a, b) => a - b);
+  return shear.length ? shear[Math.floor(shear.length * 0.995)]! : 0;
+}
+
 function inPolygon(poly: readonly { x: number; y: number }[], x: number, y: number): boolean {
   let inside = false;
   for (let i = 0, j = poly.length - 1; i < poly.length; j = i++) {

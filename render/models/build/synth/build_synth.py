@@ -74,7 +74,8 @@ mouth widths W (outer corner to outer corner). The shape is articulatory:
          press) and moves as one piece; the upper lip lifts a little, fading
          at the nose; the lower lip drops with a profile that opens from the
          centre out (the corners stay sealed at small openings) and blends into
-         the jaw's broad drop at the chin, fading over the neck;
+         the jaw's broad drop at the chin, fading over the neck; the lips' outer
+         edges follow a broader profile, so no skin is sheared at the opening's ends;
        - the lips' inner edges sample just beyond the crease (by the
          photograph's blur), so the crease never rims them;
        - a portrait that shows its teeth keeps them: its upper teeth stay with
@@ -467,9 +468,15 @@ def build_synth() -> onnx.ModelProto:
     yOL = curve(OUTER_LOWER).max(yL + px)
 
     prof = (1.0 - (t_c / ext).sq()).relu() ** p_exp  # 1 at the centre, 0 beyond ext (sealed corners)
+    # the lips' outer edges and the skin beyond them follow a broader profile that reaches 0 at the
+    # corners: the opening's own taper is steep at its ends, and taken by the skin it shears a beard's
+    # strands there into thin lines fanning out from the corner
+    broad = prof.max((1.0 - t_c.sq()).relu())
     jaw_prof = ((t_c / 1.75).sq().sq() * -1.0).exp()  # the jaw: broad and flat
-    ldc = W * ld * prof
-    luc = W * lu * prof * (1.0 - own_teeth)  # a smile showing its teeth keeps its upper lip (landmarks sit loosely there)
+    wld = W * ld
+    wlu = W * lu * (1.0 - own_teeth)  # a smile showing its teeth keeps its upper lip (landmarks sit loosely there)
+    ldc = wld * prof
+    luc = wlu * prof
     jc = W * jaw * jaw_prof
     open_px = (ldc + luc) / px
     s_open = (open_px * 0.5 - 0.25).clip(0.0, 1.0)  # the lips are apart here (0 under half a pixel)
@@ -480,10 +487,10 @@ def build_synth() -> onnx.ModelProto:
     thick_l = yOL - yL
     lip_full = ROUND_FULL * rd - PRESS_THIN * pr
     # output knots (in the corner field's source space)
-    yOUo = yOU - luc - thick_u * lip_full * (1.0 - own)  # a broad smile's upper lip stays as it is
+    yOUo = yOU - wlu * broad - thick_u * lip_full * (1.0 - own)  # a broad smile's upper lip stays as it is
     yUo = yU - luc
     yLo = yL + ldc
-    yOLo = yOL + ldc + thick_l * lip_full
+    yOLo = yOL + wld * where(ld > 0.0, broad, prof) + thick_l * lip_full  # (a rise, f's, keeps the lip's own)
     y_new_bot = y_occ + ldc  # the new space between the teeth ends here (= yLo when the mouth was closed)
 
     # --- per pixel warp ---
@@ -571,9 +578,9 @@ def build_synth() -> onnx.ModelProto:
         return ((Yl + half).min(bot) - (Yl - half).max(top)).relu() / soft
 
     # the new space: under the lifted upper lip, and between the jaws (what the portrait shows between
-    # its lips stays: its own teeth, and while the lips are together its own closure, where the
-    # landmarks may leave a gap a beard or moustache hides)
-    a_open = band(yUo, y_new_bot) - band(yU, y_occ) * own.max((1.0 - o * 50.0).relu())
+    # its lips stays: its own teeth, and wherever the lips are together (closed, or beyond the
+    # opening's sealed ends) its own closure, where the landmarks may leave a gap a beard or moustache hides)
+    a_open = band(yUo, y_new_bot) - band(yU, y_occ) * own.max((1.0 - o * 50.0).relu()).max(1.0 - prof_s * 5.0)
 
     # tooth geometry on the dental arch (mm from the midline, frontal projection)
     x_mm = (t_c * (MM / 2.0)).clip(-ARCH_R * 0.999, ARCH_R * 0.999)
