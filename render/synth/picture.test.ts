@@ -25,6 +25,7 @@ import {
   type RgbaFrame,
 } from './index.ts';
 import {
+  cheekTear,
   chroma,
   deltaE,
   drawnCoverage,
@@ -34,6 +35,7 @@ import {
   keyPoint,
   lipContourEdges,
   lipPixels,
+  lowerLipValley,
   medianLab,
   mouthPicture,
   references,
@@ -353,6 +355,33 @@ describe('the mouth on every fixture face', () => {
       }
     },
   );
+
+  it('ends the opening in the lower lip itself: no dark line drawn or carried along its edge', SLOW, async () => {
+    // (a closed mouth's crease, carried down with the lower lip, ran under the opening as a dark outline:
+    // 13 to 39 levels below both of its sides at "a" and "e"; a painted look on the monochrome faces)
+    for (const f of faces.filter((x) => !x.ownTeeth)) {
+      for (const v of OPEN_SOUNDS) {
+        const shape = speakingShape(v);
+        const valley = lowerLipValley(
+          await render(f, shape),
+          f.face,
+          await drawnCoverage(synth, f.frame, f.face, shape),
+        );
+        expect(valley, `${f.name} ${v}: levels of the darkest line under the opening`).toBeLessThan(8);
+      }
+    }
+  });
+
+  it('moves the cheeks beside a smile as a whole: no step in the nasolabial folds', SLOW, async () => {
+    // (a portrait's own upper teeth stay with the skull while a smile eases; when the whole rows of the
+    // teeth stayed, the cheeks beside them did too, and the folds broke into steps of up to 4 pixels)
+    for (const f of faces) {
+      for (const v of ['aa', 'E', 'oh', 'ou', 'FF', 'PP'] as const) {
+        const tear = await cheekTear(synth, f.frame, f.face, speakingShape(v));
+        expect(tear, `${f.name} ${v}: px of horizontal motion per row`).toBeLessThan(0.8);
+      }
+    }
+  });
 
   it('opens from the middle, the corners sealed, and no wider than conversation needs', SLOW, async () => {
     for (const f of faces.filter((x) => !x.ownTeeth)) {

@@ -156,6 +156,33 @@ export async function drawnCoverage(
 }
 
 /**
+ * How dark a line runs between the opening and the lower lip (the closed mouth's crease carried down
+ * with the lip reads as a painted outline): per column of the middle half of the mouth, how far the
+ * darkest luma within 0.08 mouth widths below the opening's last opaque pixel (coverage >= 0.5) falls
+ * below the lower of its two sides (that pixel, and the lip at the end of that span); the median over
+ * the columns, in levels (0 when there is no valley).
+ */
+export function lowerLipValley(out: RgbaFrame, face: PreparedFace, coverage: Float32Array): number {
+  const luma = (x: number, y: number) => {
+    const p = (y * out.width + x) * 4;
+    return 0.299 * out.data[p]! + 0.587 * out.data[p + 1]! + 0.114 * out.data[p + 2]!;
+  };
+  const [a, b] = [keyPoint(face, 20), keyPoint(face, 30)];
+  const span = Math.max(2, Math.round(0.08 * face.mouthWidth));
+  const box = mouthBox(face);
+  const depths: number[] = [];
+  for (let x = Math.round(a.x + (b.x - a.x) / 4); x <= Math.round(b.x - (b.x - a.x) / 4); x++) {
+    let last = -1;
+    for (let y = box.top; y < box.top + box.height; y++) if (coverage[y * out.width + x]! >= 0.5) last = y;
+    if (last < 0 || last + span >= out.height) continue;
+    let darkest = Infinity;
+    for (let y = last + 1; y < last + span; y++) darkest = Math.min(darkest, luma(x, y));
+    depths.push(Math.max(0, Math.min(luma(x, last), luma(x, last + span)) - darkest));
+  }
+  return depths.length ? quantile(depths, 0.5) : 0;
+}
+
+/**
  * How much the warp shears the skin below the lower lip (where a beard's strands turn into lines):
  * across each row of the warp, how fast the vertical motion changes from column to column (pixels per
  * pixel), at the 99.5th percentile over the skin from just below the portrait's lower lip down to 0.4
@@ -198,6 +225,38 @@ export async function skinShear(
   }
   shear.sort((a, b) => a - b);
   return shear.length ? shear[Math.floor(shear.length * 0.995)]! : 0;
+}
+
+/**
+ * How sharply the warp tears the cheeks beside the mouth (a smile's nasolabial folds broken into steps):
+ * from row to row, how much the horizontal motion changes (pixels per pixel), its maximum over the skin
+ * from 1.05 to 1.6 half widths out from the middle and within half a mouth width of the corners' line.
+ * Measured in the graph's own crop, where the mouth lies level; 0 for a shape that moves nothing.
+ */
+export async function cheekTear(
+  synth: MouthSynth,
+  frame: RgbaFrame,
+  face: PreparedFace,
+  shape: MouthShape,
+): Promise<number> {
+  const drawn = await synth.layers(frame, face, shape);
+  if (!drawn) return 0;
+  const { S, layers } = drawn;
+  const { w, warp, warpOffset, warpAt } = layers;
+  const du = warp.subarray(warpOffset, warpOffset + w * w);
+  const [a, b] = [20, 30].map((k) => ({ x: face.lips[2 * k]! * S, y: face.lips[2 * k + 1]! * S }));
+  const half = Math.abs(b!.x - a!.x) / 2;
+  const [mx, my] = [(a!.x + b!.x) / 2, (a!.y + b!.y) / 2];
+  let tear = 0;
+  for (let r = 0; r + 1 < w; r++) {
+    if (Math.abs(r + warpAt + 0.5 - my) > half) continue;
+    for (let c = 0; c < w; c++) {
+      const out = Math.abs(c + warpAt + 0.5 - mx) / half;
+      if (out < 1.05 || out > 1.6) continue;
+      tear = Math.max(tear, Math.abs(du[(r + 1) * w + c]! - du[r * w + c]!));
+    }
+  }
+  return tear;
 }
 
 function inPolygon(poly: readonly { x: number; y: number }[], x: number, y: number): boolean {

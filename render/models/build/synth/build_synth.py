@@ -491,11 +491,16 @@ def build_synth() -> onnx.ModelProto:
     yUo = yU - luc
     yLo = yL + ldc
     yOLo = yOL + wld * where(ld > 0.0, broad, prof) + thick_l * lip_full  # (a rise, f's, keeps the lip's own)
-    y_new_bot = y_occ + ldc  # the new space between the teeth ends here (= yLo when the mouth was closed)
+    # what the portrait shows between its lips (its closure, or its upper teeth) ends here, and the new
+    # space below it ends lower by the lower lip's drop (at yLo for a closed portrait)
+    y_shut = y_occ + (yL - y_occ) * (1.0 - own)
+    y_new_bot = y_shut + ldc
+    # the portrait's own closure stays (not drawn over) until the lips are a pixel or two apart here
+    shut = own.max(((0.7 - open_px) * 2.0).clip(0.0, 1.0))
 
     # --- per pixel warp ---
     vfall = (((Y - y_mouth) / (W * 0.55)).sq() * -1.0).exp()
-    x_src = X - (X - xs_line) * vfall
+    dx_line = X - xs_line  # [N,1,1,w] each column's horizontal motion on the mouth line
     y1 = Y - dyc_line * vfall  # the corners' vertical motion undone
 
     def step(x, e0, e1):  # ~smoothstep(e0, e1, x), 3 ops a pixel
@@ -517,12 +522,15 @@ def build_synth() -> onnx.ModelProto:
     neck = step(y1 - d_low, y_chin + W * NECK_FALLOFF, y_chin)
     low_src = y1 - d_low * neck
     # inside the opening: the portrait's own upper teeth stay, its lower part moves with the lower lip;
-    # the new space in between samples the lips' inner edges (the drawn layer covers it)
-    in_src = where(y1 < yU, yU - cm, where(y1 < y_occ, y1, where(y1 < y_new_bot, y_occ, y1 - ldc)))
+    # the new space in between samples the lips' inner edges (the drawn layer covers it, and its soft
+    # edge shows lip there, not the crease)
+    in_src = where(y1 < yU, yU - cm, where(y1 < y_shut, y1, where(y1 < y_new_bot, yL + cm + (y_occ - yL - cm) * own, y1 - ldc)))
     y_src = where(y1 < yOUo, up_src, where(y1 < yUo, ulip_src, where(y1 < yLo, in_src, where(y1 < yOLo, llip_src, low_src))))
     # the portrait's own upper teeth do not follow the corners either
     teeth_band = g.op('And', g.op('And', y1 > yU - W * 0.08, y1 < y_occ), own_teeth > 0.5)  # from a little above: the landmarks sit low there
-    x_src = where(teeth_band, X, x_src)
+    # (only between the corners: beside them the cheeks follow the corners' field on every row, or a
+    # smile's nasolabial folds break into steps where the band begins and ends)
+    x_src = X - where(teeth_band, dx_line * smoothstep(0.8, 1.0, t_c.abs()), dx_line) * vfall
 
     # keep the crop's border untouched
     bx = smoothstep(0.1, 0.17, X.min(1.0 - X))  # 0 outside the window, so padding back is seamless
@@ -560,8 +568,8 @@ def build_synth() -> onnx.ModelProto:
     ra1, rb1, ca1, cb1 = (v.reshape([1]) for v in (ra, rb, ca, cb))
     Ys = sl(g, Y, [ra1], [rb1], [2])
     Xs = sl(g, X, [ca1], [cb1], [3])
-    (yU, yUo, yLo, y_occ, y_new_bot, t_c, ldc, jc, s_open, dyc_line, prof_s) = [
-        sl(g, v, [ca1], [cb1], [3]) for v in (yU, yUo, yLo, y_occ, y_new_bot, t_c, ldc, jc, s_open, dyc_line, prof)]
+    (yU, yUo, yLo, y_occ, y_shut, y_new_bot, t_c, ldc, jc, s_open, dyc_line, prof_s, shut) = [
+        sl(g, v, [ca1], [cb1], [3]) for v in (yU, yUo, yLo, y_occ, y_shut, y_new_bot, t_c, ldc, jc, s_open, dyc_line, prof, shut)]
     Yl = Ys - dyc_line  # in the lip curves' space
     Xpx = Xs * s_f
     Ypx = Ys * s_f
@@ -578,9 +586,10 @@ def build_synth() -> onnx.ModelProto:
         return ((Yl + half).min(bot) - (Yl - half).max(top)).relu() / soft
 
     # the new space: under the lifted upper lip, and between the jaws (what the portrait shows between
-    # its lips stays: its own teeth, and wherever the lips are together (closed, or beyond the
-    # opening's sealed ends) its own closure, where the landmarks may leave a gap a beard or moustache hides)
-    a_open = band(yUo, y_new_bot) - band(yU, y_occ) * own.max((1.0 - o * 50.0).relu()).max(1.0 - prof_s * 5.0)
+    # its lips stays: its own teeth, and wherever the lips are still together (closed, barely parted, or
+    # beyond the opening's sealed ends) its own closure, where the landmarks may leave a gap a beard or
+    # moustache hides)
+    a_open = band(yUo, y_new_bot) - band(yU, y_shut) * shut
 
     # tooth geometry on the dental arch (mm from the midline, frontal projection)
     x_mm = (t_c * (MM / 2.0)).clip(-ARCH_R * 0.999, ARCH_R * 0.999)
@@ -612,7 +621,8 @@ def build_synth() -> onnx.ModelProto:
     e_lo = f_lo.min(1.0 - f_lo)
     # (a portrait that shows its teeth brings its own lower part of the opening down with the lower lip: whole
     # drawn lower teeth above it read as a second, grey row; their edges alone do not)
-    a_lt = inside(Yl - y_lt) * (1.0 - smoothstep(14.0, 20.0, s_mm)) * (1.0 - own * smoothstep(W * 0.015, W * 0.03, Yl - y_lt))
+    # (their base stays behind the lower lip: drawn down to it, they read as a pale strip along its edge)
+    a_lt = inside(Yl - y_lt) * ((yLo - W * 0.01 - Yl) * (1.0 / (W * 0.035))).clip(0.0, 1.0) * (1.0 - smoothstep(14.0, 20.0, s_mm)) * (1.0 - own * smoothstep(W * 0.015, W * 0.03, Yl - y_lt))
     # lit at their edge, falling into the lower lip's shadow; separations a little clearer than the upper teeth's
     shade_lt = (0.8 - 0.35 * smoothstep(0.0, W * 0.06, Yl - y_lt)) * (1.0 - 0.15 * (1.0 - smoothstep(0.03, 0.15, e_lo)))
     shade_lt = shade_lt * (1.0 - 0.4 * smoothstep(6.0, 16.0, s_mm))
@@ -638,8 +648,9 @@ def build_synth() -> onnx.ModelProto:
     a_fs = (1.0 - (Yl - y_fe).relu() / (W * 0.025)).relu().sq() * inside(Yl - y_fe) * tuck_k * 0.6
     alpha = a_open.max(a_tuck)
     # the lips' wet inner faces at the opening's edges (the lower one rolls out as the jaw drops):
-    # each lip's own colour, darkened, fading into the mouth, so the lips do not end in a hard line
-    inner_lo = ((yLo - Yl).relu() / (W * 0.022) * -1.0).exp() * 0.85 * (1.0 - own) * (1.0 - a_ut)
+    # each lip's own colour, darkened (the lower one towards the mouth's warm dark, opaque at its edge),
+    # fading into the mouth, so the lips end in neither a hard line nor a pale one
+    inner_lo = ((yLo - Yl).relu() / (W * 0.03) * -1.0).exp() * (1.0 - own) * (1.0 - a_ut)
     inner_up = ((Yl - yUo).relu() / (W * 0.012) * -1.0).exp() * 0.6 * (1.0 - own)
     # the inner lip margins, where the lips are apart: a shadow inside the upper lip's edge, a moist
     # highlight along the lower lip's, which turns inward in shade at its edge (each falls to exactly 0
@@ -648,7 +659,7 @@ def build_synth() -> onnx.ModelProto:
     a_us = (1.0 - d_up / (W * 0.05)).relu().sq().sq() * 0.3 * s_open * inside(yUo - Yl) * (1.0 - own)
     d_lo = (Yl - yLo).relu()
     a_lw = (1.0 - ((d_lo - W * 0.03) / (W * 0.025)).sq()).relu().sq() * 0.15 * s_open * inside(Yl - yLo)
-    a_ld = (1.0 - d_lo / (W * 0.055)).relu()
+    a_ld = (1.0 - d_lo / (W * 0.035)).relu()
     a_ld = a_ld * a_ld * a_ld * 0.3 * s_open * inside(Yl - yLo) * (1.0 - own)
 
     # Layers, back to front: the cavity, the tongue, the lower teeth, the upper teeth (shaded teeth turn
@@ -666,11 +677,12 @@ def build_synth() -> onnx.ModelProto:
     w_tg = w_tg * keep
     w_teeth = w_teeth * keep + shade_ut * a_ut
     keep = (1.0 - inner_lo) * (1.0 - inner_up)
-    w_lo = inner_lo * 0.58 * (1.0 - inner_up)
+    w_lo = inner_lo * 0.62 * (1.0 - inner_up)
+    w_lc = inner_lo * 0.38 * (1.0 - inner_up)  # (in the cavity's colour)
     w_up = inner_up * 0.6
     opaque = alpha * (grain + 1.0)
     m = 1.0 - alpha  # the margins show where the opening does not
-    pm = (cav_rgb * (w_cav * keep * opaque) + tongue_rgb * (w_tg * keep * opaque) + teeth_rgb * (w_teeth * keep * opaque)
+    pm = (cav_rgb * ((w_cav * keep + w_lc) * opaque) + tongue_rgb * (w_tg * keep * opaque) + teeth_rgb * (w_teeth * keep * opaque)
           + lip_lo_rgb * (w_lo * opaque + a_ld * m * 0.72) + lip_up_rgb * (w_up * opaque)
           + lip_rgb * ((a_us + a_lw) * m * 0.6) + a_lw * m * 0.4 + cav_rgb * (a_fs * m))
     total = alpha + m * (a_us + a_lw + a_ld + a_fs)
