@@ -124,9 +124,10 @@ async function benchLiveI420(seconds: number) {
  * on the same frames and sounds (each graph its own viseme table), one thread: a live call's I420
  * frames in batches of 8 (the live path) and single RGBA frames (a render's path). The two take
  * turns call by call (which goes first alternates), so a busy moment of the machine falls on both;
- * each figure is the median of its calls, the ratio that of the medians.
+ * each figure is the median of its calls, the ratio that of the medians. `againstModel`, another build
+ * of this graph's contract (say, an earlier commit's), joins the turns with the current viseme table.
  */
-async function benchMouthBeforeAfter(seconds: number) {
+async function benchMouthBeforeAfter(seconds: number, againstModel?: string) {
   const { frame, rig } = await frame512();
   const source = rgbaToI420(frame.data, 512, 512);
   const sounds: Viseme[] = ['aa', 'E', 'nn', 'oh', 'ih', 'DD', 'ou', 'FF'];
@@ -145,6 +146,17 @@ async function benchMouthBeforeAfter(seconds: number) {
       live: [] as number[],
       single: [] as number[],
     },
+    ...(againstModel
+      ? [
+          {
+            name: 'against',
+            synth: await createMouthSynth({ modelPath: againstModel, intraOpNumThreads: 1 }),
+            shape: speakingShape,
+            live: [] as number[],
+            single: [] as number[],
+          },
+        ]
+      : []),
   ];
   try {
     const face = prepareFaceForSynth(rig);
@@ -171,13 +183,23 @@ async function benchMouthBeforeAfter(seconds: number) {
       }
     }
     const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-    const [cur, prev] = graphs.map((g) => ({ live: median(g.live), single: median(g.single) }));
+    const [cur, prev, other] = graphs.map((g) => ({ live: median(g.live), single: median(g.single) }));
     return {
       current: cur!,
       previous: prev!,
       liveRatio: cur!.live / prev!.live,
       singleRatio: cur!.single / prev!.single,
       calls: graphs[0]!.live.length,
+      ...(other && againstModel
+        ? {
+            against: {
+              model: againstModel,
+              ...other,
+              liveRatio: cur!.live / other.live,
+              singleRatio: cur!.single / other.single,
+            },
+          }
+        : {}),
     };
   } finally {
     for (const g of graphs) await g.synth.release();
@@ -249,7 +271,7 @@ export const render: BenchModule = {
     const seconds = Number(flags.seconds ?? 2);
     const synthFig = await benchSynth({ seconds });
     const engines = await benchEngines(seconds / 2);
-    const mouth = await benchMouthBeforeAfter(seconds * 2);
+    const mouth = await benchMouthBeforeAfter(seconds * 2, flags['mouth-against']);
     const live = await benchLiveI420(seconds * 2);
     const first = await benchFirstFrame();
     const gen = await benchGenerate();
@@ -272,6 +294,11 @@ export const render: BenchModule = {
       `  a live call's I420 frames, batch 8: ${f(mouth.current.live)} against ${f(mouth.previous.live)}, ratio ${f(mouth.liveRatio)}`,
       `  single RGBA frames (a render): ${f(mouth.current.single)} against ${f(mouth.previous.single)}, ratio ${f(mouth.singleRatio)}`,
       '  target: ratio <= 1.25',
+      ...(mouth.against
+        ? [
+            `  beside ${mouth.against.model} (the same turns): live batch 8 ${f(mouth.against.live)}, ratio ${f(mouth.against.liveRatio)}; single ${f(mouth.against.single)}, ratio ${f(mouth.against.singleRatio)}`,
+          ]
+        : []),
       '',
       "lip-sync engines side by side, a live call's I420 frames drawn in place, ms per frame, one thread (the synthesis graph's run alone in brackets):",
       ...engines.rows.map(
