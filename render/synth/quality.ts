@@ -182,29 +182,33 @@ export function lowerLipValley(out: RgbaFrame, face: PreparedFace, coverage: Flo
   return depths.length ? quantile(depths, 0.5) : 0;
 }
 
-/**
- * How much the warp shears the skin below the lower lip (where a beard's strands turn into lines):
- * across each row of the warp, how fast the vertical motion changes from column to column (pixels per
- * pixel), at the 99.5th percentile over the skin from just below the portrait's lower lip down to 0.4
- * mouth widths below it, within 1.3 half widths of the middle. Measured in the graph's own crop, where the mouth
- * lies level; 0 for a shape that moves nothing.
- */
-export async function skinShear(
-  synth: MouthSynth,
-  frame: RgbaFrame,
-  face: PreparedFace,
-  shape: MouthShape,
-): Promise<number> {
+/** The graph's backward warp for this frame and shape, planes du and dv in crop pixels (null: nothing moves). */
+export async function warpPlanes(synth: MouthSynth, frame: RgbaFrame, face: PreparedFace, shape: MouthShape) {
   const drawn = await synth.layers(frame, face, shape);
-  if (!drawn) return 0;
+  if (!drawn) return null;
   const { S, layers } = drawn;
   const { w, warp, warpOffset, warpAt } = layers;
   const du = warp.subarray(warpOffset, warpOffset + w * w);
   const dv = warp.subarray(warpOffset + w * w, warpOffset + 2 * w * w);
+  /** Key point k in crop pixels. */
+  const point = (k: number) => ({ x: face.lips[2 * k]! * S, y: face.lips[2 * k + 1]! * S });
+  return { w, warpAt, du, dv, point };
+}
+
+export type WarpPlanes = Awaited<ReturnType<typeof warpPlanes>>;
+
+/**
+ * How much the warp shears the skin below the lower lip (where a beard's strands turn into lines):
+ * across each row of the warp, how fast the vertical motion changes from column to column (pixels per
+ * pixel), at the 99.5th percentile over the skin from just below the portrait's lower lip down to 0.4
+ * mouth widths below it, within 1.3 half widths of the middle. Measured in the graph's own crop, where
+ * the mouth lies level (`warpPlanes`); 0 for a shape that moves nothing.
+ */
+export function skinShear(planes: WarpPlanes): number {
+  if (!planes) return 0;
+  const { w, warpAt, du, dv, point } = planes;
   // the outer lower lip, corner to corner, in crop pixels
-  const lip = [20, 31, 32, 33, 34, 35, 36, 37, 38, 39, 30]
-    .map((k) => ({ x: face.lips[2 * k]! * S, y: face.lips[2 * k + 1]! * S }))
-    .sort((a, b) => a.x - b.x);
+  const lip = [20, 31, 32, 33, 34, 35, 36, 37, 38, 39, 30].map(point).sort((a, b) => a.x - b.x);
   const lipAt = (x: number) => {
     const i = lip.findIndex((p) => p.x >= x);
     if (i <= 0) return lip[i === 0 ? 0 : lip.length - 1]!.y;
@@ -231,22 +235,14 @@ export async function skinShear(
  * How sharply the warp tears the cheeks beside the mouth (a smile's nasolabial folds broken into steps):
  * from row to row, how much the horizontal motion changes (pixels per pixel), its maximum over the skin
  * from 1.05 to 1.6 half widths out from the middle and within half a mouth width of the corners' line.
- * Measured in the graph's own crop, where the mouth lies level; 0 for a shape that moves nothing.
+ * Measured in the graph's own crop, where the mouth lies level (`warpPlanes`); 0 for a shape that moves nothing.
  */
-export async function cheekTear(
-  synth: MouthSynth,
-  frame: RgbaFrame,
-  face: PreparedFace,
-  shape: MouthShape,
-): Promise<number> {
-  const drawn = await synth.layers(frame, face, shape);
-  if (!drawn) return 0;
-  const { S, layers } = drawn;
-  const { w, warp, warpOffset, warpAt } = layers;
-  const du = warp.subarray(warpOffset, warpOffset + w * w);
-  const [a, b] = [20, 30].map((k) => ({ x: face.lips[2 * k]! * S, y: face.lips[2 * k + 1]! * S }));
-  const half = Math.abs(b!.x - a!.x) / 2;
-  const [mx, my] = [(a!.x + b!.x) / 2, (a!.y + b!.y) / 2];
+export function cheekTear(planes: WarpPlanes): number {
+  if (!planes) return 0;
+  const { w, warpAt, du, point } = planes;
+  const [a, b] = [point(20), point(30)];
+  const half = Math.abs(b.x - a.x) / 2;
+  const [mx, my] = [(a.x + b.x) / 2, (a.y + b.y) / 2];
   let tear = 0;
   for (let r = 0; r + 1 < w; r++) {
     if (Math.abs(r + warpAt + 0.5 - my) > half) continue;
