@@ -470,8 +470,9 @@ def build_synth() -> onnx.ModelProto:
     prof = (1.0 - (t_c / ext).sq()).relu() ** p_exp  # 1 at the centre, 0 beyond ext (sealed corners)
     # the lips' outer edges and the skin beyond them follow a broader profile that reaches 0 at the
     # corners: the opening's own taper is steep at its ends, and taken by the skin it shears a beard's
-    # strands there into thin lines fanning out from the corner
-    broad = prof.max((1.0 - t_c.sq()).relu())
+    # strands there into thin lines fanning out from the corner (to the power 1.5: flatter at the corners,
+    # where the thin lip would otherwise stretch the corner's shadow into a dark wedge)
+    broad = prof.max((1.0 - t_c.sq()).relu() ** 1.5)
     jaw_prof = ((t_c / 1.75).sq().sq() * -1.0).exp()  # the jaw: broad and flat
     wld = W * ld
     wlu = W * lu * (1.0 - own_teeth)  # a smile showing its teeth keeps its upper lip (landmarks sit loosely there)
