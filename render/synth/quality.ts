@@ -163,10 +163,7 @@ export async function drawnCoverage(
  * the columns, in levels (0 when there is no valley).
  */
 export function lowerLipValley(out: RgbaFrame, face: PreparedFace, coverage: Float32Array): number {
-  const luma = (x: number, y: number) => {
-    const p = (y * out.width + x) * 4;
-    return 0.299 * out.data[p]! + 0.587 * out.data[p + 1]! + 0.114 * out.data[p + 2]!;
-  };
+  const at = (x: number, y: number) => luma(out.data, (y * out.width + x) * 4);
   const [a, b] = [keyPoint(face, 20), keyPoint(face, 30)];
   const span = Math.max(2, Math.round(0.08 * face.mouthWidth));
   const box = mouthBox(face);
@@ -176,8 +173,8 @@ export function lowerLipValley(out: RgbaFrame, face: PreparedFace, coverage: Flo
     for (let y = box.top; y < box.top + box.height; y++) if (coverage[y * out.width + x]! >= 0.5) last = y;
     if (last < 0 || last + span >= out.height) continue;
     let darkest = Infinity;
-    for (let y = last + 1; y < last + span; y++) darkest = Math.min(darkest, luma(x, y));
-    depths.push(Math.max(0, Math.min(luma(x, last), luma(x, last + span)) - darkest));
+    for (let y = last + 1; y < last + span; y++) darkest = Math.min(darkest, at(x, y));
+    depths.push(Math.max(0, Math.min(at(x, last), at(x, last + span)) - darkest));
   }
   return depths.length ? quantile(depths, 0.5) : 0;
 }
