@@ -129,7 +129,7 @@ ROUND_CLOSE = 0.0        # ... and the lower lip comes up a little
 TUCK_LIFT = 0.065        # f, v: upper lip up (the upper incisors show, resting on the lower lip)
 TUCK_RISE = 0.035        # f, v: lower lip up (under the upper teeth)
 CORNER_WIDE = 0.12       # each corner outwards at wide = 1
-CORNER_ROUND = 0.14      # each corner inwards at round = 1
+CORNER_ROUND = 0.18      # each corner inwards at round = 1
 CORNER_PRESS = 0.02
 RELAX_DOWN = 0.6         # of the smile's corner elevation, taken back at relax = 1
 RELAX_IN = 0.1           # corners inwards per unit of smile elevation at relax = 1
@@ -428,7 +428,7 @@ def build_synth() -> onnx.ModelProto:
     lu = part_o * UPPER_LIP_LIFT + part_o * wdp * SPREAD_LIFT + rd * ROUND_LIFT * part_o + tk * TUCK_LIFT
     aperture = (ld + lu).relu()
     # how far the opening reaches towards the corners (in half widths): the centre first
-    ext = ((aperture * 1.6 + 0.45).clip(0.0, 0.84) * (1.0 - 0.3 * rd)).max(0.05)
+    ext = ((aperture * 1.6 + 0.45).clip(0.0, 0.84) * (1.0 - 0.5 * rd)).max(0.05)
     p_exp = 0.8 - 0.3 * rd
 
     # (a broad smile showing its teeth cannot pull its corners in far over them)
@@ -482,7 +482,14 @@ def build_synth() -> onnx.ModelProto:
     open_px = (ldc + luc) / px
     s_open = (open_px * 0.5 - 0.25).clip(0.0, 1.0)  # the lips are apart here (0 under half a pixel)
     own = own_teeth  # [N,1,1,1]
-    cm = (sigma_px * px * 1.2).max(W * 0.015).min(W * 0.035) * (1.0 - own) * s_open  # half the crease, and its blur
+    cm_w = (sigma_px * px * 1.2).max(W * 0.015).min(W * 0.035) * (1.0 - own)  # half the crease, and its blur
+    cm = cm_w * s_open  # skipped at the lips' inner edges where they are apart
+    # ... and at their outer edges (and so by the skin above and below) with a profile that eases out
+    # over the opening's outer half: taken column by column like the inner edges, it shifts every column
+    # of the opening by up to cm_w and none beside it, a vertical seam from the lips down to the chin
+    # (plain at the narrow ends of "oo")
+    s_out = (1.0 - smoothstep(ext * 0.5, ext * 1.2, t_c.abs())) * ((aperture * W / px) * 0.5 - 0.25).clip(0.0, 1.0)
+    cmo = cm_w * s_out
     y_occ = (yU0 + (y_occ_c - y_iu - crease_shift)).min(yL).max(yU)  # the occlusal line follows the lip line's curve
     thick_u = yU - yOU
     thick_l = yOL - yL
@@ -510,14 +517,14 @@ def build_synth() -> onnx.ModelProto:
         return ((x - mid) * k).sigmoid()
 
     # above the upper lip: its lift fades to nothing at the base of the nose
-    # each lip moves as one piece, its inner edge sampled beyond the crease (cm): the skin above and
-    # below takes up the difference
-    d_top = yOU - cm - yOUo
+    # each lip moves as one piece, its inner edge sampled beyond the crease (cm, its outer edge by cmo):
+    # the skin above and below takes up the difference
+    d_top = yOU - cmo - yOUo
     up_src = y1 + d_top * step(y1, y_nose, yOUo)
-    ulip_src = yOU - cm + (y1 - yOUo) * ((yU - yOU) / (yUo - yOUo).max(1e-4))
-    llip_src = yL + cm + (y1 - yLo) * ((yOL - yL) / (yOLo - yLo).max(1e-4))
+    ulip_src = yOU - cmo + (y1 - yOUo) * ((yU - cm - yOU + cmo) / (yUo - yOUo).max(1e-4))
+    llip_src = yL + cm + (y1 - yLo) * ((yOL + cmo - yL - cm) / (yOLo - yLo).max(1e-4))
     # below the lower lip: its drop blends into the jaw's towards the chin, then fades over the neck
-    d_bot = yOLo - yOL - cm
+    d_bot = yOLo - yOL - cmo
     depth = step(y1 - d_bot, yOL, y_chin)
     d_low = d_bot + (jc - d_bot) * depth
     neck = step(y1 - d_low, y_chin + W * NECK_FALLOFF, y_chin)
