@@ -154,6 +154,11 @@ describe('the mouth on every fixture face', () => {
       const W = f.face.mouthWidth;
       const [up, low] = [keyPoint(f.face, 5), keyPoint(f.face, 15)];
       const crease = (up.y + low.y) / 2;
+      // the portrait moved down by half a pixel (each row the mean of itself and the one above)
+      const halfDown = { ...f.frame, data: Buffer.from(f.frame.data) };
+      const row = 4 * f.frame.width;
+      for (let i = row; i < halfDown.data.length; i++)
+        halfDown.data[i] = (f.frame.data[i]! + f.frame.data[i - row]!) / 2;
       const middle = (p: number) => Math.abs((p % f.frame.width) - (up.x + low.x) / 2) < 0.15 * W;
       // of each lip, per column, the middle half of its rows (its edges are where the opening shades it)
       const lips = lipPixels(f.frame, f.rig.lips).filter(middle);
@@ -195,14 +200,16 @@ describe('the mouth on every fixture face', () => {
             shifts.push(best);
           }
           const bestErr = errSum / from.length;
-          const before = { lab: medianLab(f.frame, from), grain: grain(f.frame, from) };
+          const before = { lab: medianLab(f.frame, from), grain: grain(f.frame, from), moved: grain(halfDown, from) };
           const after = { lab: medianLab(out, to), grain: grain(out, to) };
           const what = `${f.name} ${v} ${name} lip (${from.length} px, moved ${Math.min(...shifts)}..${Math.max(...shifts)} px, mean difference ${bestErr.toFixed(1)}): ${JSON.stringify({ before, after })}`;
           expect(from.length, what).toBeGreaterThan(15);
           expect(bestErr, what).toBeLessThan(12);
           expect(deltaE(before.lab, after.lab), what).toBeLessThan(6);
-          // (grain within 30-40% of the lip's own, or within 1.5 levels on a smooth lip)
-          expect(after.grain, what).toBeGreaterThan(Math.min(0.7 * before.grain, before.grain - 1.5));
+          // (grain within 30-40% of the lip's own, or within 1.5 levels on a smooth lip; at least, that of
+          // the lip moved by half a pixel: a lip moved by a fraction of a pixel is interpolated, and
+          // how much of its finest grain survives depends on that fraction)
+          expect(after.grain, what).toBeGreaterThan(Math.min(0.7 * before.moved, before.moved - 1.5));
           expect(after.grain, what).toBeLessThan(Math.max(1.4 * before.grain, before.grain + 1.5));
         }
       }
@@ -359,16 +366,16 @@ describe('the mouth on every fixture face', () => {
 
   it('ends the opening in the lower lip itself: no dark line drawn or carried along its edge', SLOW, async () => {
     // (a closed mouth's crease, carried down with the lower lip, ran under the opening as a dark outline:
-    // 13 to 39 levels below both of its sides at "a" and "e"; a painted look on the monochrome faces)
+    // 13 to 39 levels below both of its sides at "a" and "e"; a painted look on the monochrome faces;
+    // and the lip sampled from inside a soft photograph's wide crease ended the opening in a dark rim
+    // under its soft edge: 14 to 23 levels, seen from the opening's opaque inside)
     for (const f of faces.filter((x) => !x.ownTeeth)) {
       for (const v of OPEN_SOUNDS) {
         const shape = speakingShape(v);
-        const valley = lowerLipValley(
-          await render(f, shape),
-          f.face,
-          await drawnCoverage(synth, f.frame, f.face, shape),
-        );
-        expect(valley, `${f.name} ${v}: levels of the darkest line under the opening`).toBeLessThan(8);
+        const [out, coverage] = [await render(f, shape), await drawnCoverage(synth, f.frame, f.face, shape)];
+        const what = `${f.name} ${v}: levels of the darkest line under the opening`;
+        expect(lowerLipValley(out, f.face, coverage), what).toBeLessThan(8);
+        expect(lowerLipValley(out, f.face, coverage, 0.9), `${what}, from its opaque inside`).toBeLessThan(15);
       }
     }
   });

@@ -158,11 +158,12 @@ export async function drawnCoverage(
 /**
  * How dark a line runs between the opening and the lower lip (the closed mouth's crease carried down
  * with the lip reads as a painted outline): per column of the middle half of the mouth, how far the
- * darkest luma within 0.08 mouth widths below the opening's last opaque pixel (coverage >= 0.5) falls
- * below the lower of its two sides (that pixel, and the lip at the end of that span); the median over
- * the columns, in levels (0 when there is no valley).
+ * darkest luma within 0.08 mouth widths below the opening's last pixel covered at least `opaque`
+ * falls below the lower of its two sides (that pixel, and the lip at the end of that span); the median
+ * over the columns, in levels (0 when there is no valley). At 0.9 the span starts inside the drawn
+ * opening, so a rim under its soft edge counts too.
  */
-export function lowerLipValley(out: RgbaFrame, face: PreparedFace, coverage: Float32Array): number {
+export function lowerLipValley(out: RgbaFrame, face: PreparedFace, coverage: Float32Array, opaque = 0.5): number {
   const at = (x: number, y: number) => luma(out.data, (y * out.width + x) * 4);
   const [a, b] = [keyPoint(face, 20), keyPoint(face, 30)];
   const span = Math.max(2, Math.round(0.08 * face.mouthWidth));
@@ -170,7 +171,7 @@ export function lowerLipValley(out: RgbaFrame, face: PreparedFace, coverage: Flo
   const depths: number[] = [];
   for (let x = Math.round(a.x + (b.x - a.x) / 4); x <= Math.round(b.x - (b.x - a.x) / 4); x++) {
     let last = -1;
-    for (let y = box.top; y < box.top + box.height; y++) if (coverage[y * out.width + x]! >= 0.5) last = y;
+    for (let y = box.top; y < box.top + box.height; y++) if (coverage[y * out.width + x]! >= opaque) last = y;
     if (last < 0 || last + span >= out.height) continue;
     let darkest = Infinity;
     for (let y = last + 1; y < last + span; y++) darkest = Math.min(darkest, at(x, y));

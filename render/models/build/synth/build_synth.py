@@ -206,6 +206,7 @@ PALETTE_FIELDS = [
     ('crease_at', 1),    # the crease's offset from the landmarks' lip line, in mouth widths
     ('lip_edge_at', 1),  # the upper lip's real edge above the landmarks' (own teeth), in mouth widths (<= 0)
     ('blur', 1),         # the photograph's blur (a Gaussian's sigma), in mouth widths
+    ('crease_lo', 1),    # the crease's lower flank: from its darkest row down to the lower lip's light, in mouth widths
 ]
 PALETTE = sum(n for _, n in PALETTE_FIELDS)
 
@@ -271,6 +272,11 @@ def build_palette() -> onnx.ModelProto:
     ey_ = (y_iu + W * g.const(fe.reshape(1, 1, rows, 1))).reshape([0, 1, rows, 1])
     ey_ = concat([ey_] * 3, axis=1).reshape([0, 3 * rows, 1, 1])
     s_edge = add(ox, ey_)
+    # the crease's lower flank: down the middle columns from just above the lip line into the lower lip
+    fl = np.linspace(-0.01, 0.13, rows, dtype=np.float32)
+    fy_ = (y_mouth + W * g.const(fl.reshape(1, 1, rows, 1))).reshape([0, 1, rows, 1])
+    fy_ = concat([fy_] * 3, axis=1).reshape([0, 3 * rows, 1, 1])
+    s_flank = add(ox, fy_)
 
     def flat(v):
         return v.reshape([0, -1])
@@ -278,7 +284,7 @@ def build_palette() -> onnx.ModelProto:
     grid = concat([concat([flat(sx), flat(sy)], axis=1).reshape([0, 2, -1]) for sx, sy in samples], axis=2)
     grid = g.op('Transpose', grid, perm=[0, 2, 1]).reshape([0, 1, -1, 2]) * 2.0 - 1.0  # [N,1,P,2]
     sampled = g.op('GridSample', crop, grid, mode='bilinear', padding_mode='border', align_corners=0)  # [N,3,1,P]
-    counts = [10, 3, 3, 3, 2, len(gap_pairs), 3 * rows, 3 * rows, 3 * rows]
+    counts = [10, 3, 3, 3, 2, len(gap_pairs), 3 * rows, 3 * rows, 3 * rows, 3 * rows]
     offs = np.cumsum([0] + counts)
 
     def part(k):
@@ -317,6 +323,15 @@ def build_palette() -> onnx.ModelProto:
     dstep = sl(g, crease_l, [1], [rows], [3]) - sl(g, crease_l, [0], [rows - 1], [3])
     steep = dstep.abs().g.op('ReduceMax', dstep.abs(), axes=[3], keepdims=1) / (W * float(0.14 / (rows - 1)) / px)  # per crop pixel
     sigma_px = (c_hi - c_lo) / (steep * 2.5 + 1e-4)
+    # where the lower lip's light begins below the crease: the first row under the darkest that is back
+    # half way from the crease's dark to the lower lip's brightest (a soft photograph's crease is wide,
+    # and a lip sampled from inside it shows a dark rim along the opening)
+    flank_l = lum(part(s_flank)).reshape([0, 3, rows]).mean([1]).reshape([0, 1, 1, rows])
+    fl_at = g.const(fl.reshape(1, 1, 1, rows))
+    under = (fl_at > crease_at).cast(TensorProto.FLOAT)
+    lo_hi = (flank_l * under).g.op('ReduceMax', flank_l * under, axes=[3], keepdims=1)
+    lit = g.op('And', flank_l > c_lo + (lo_hi - c_lo) * 0.5, fl_at > crease_at)
+    crease_lo = (where(lit, fl_at, 1.0).g.op('ReduceMin', where(lit, fl_at, 1.0), axes=[3], keepdims=1) - crease_at).clip(0.0, 0.14)
     # darkest of the between-lips samples (soft minimum)
     dark_l = lum(dark)  # [N,1,1,9]
     wts = ((dark_l - dark_l.g.op('ReduceMin', dark_l, axes=[3], keepdims=1)) * -40.0).exp()
@@ -368,7 +383,7 @@ def build_palette() -> onnx.ModelProto:
     blur = sigma_px * px / W
     fields = dict(lip_rgb=lip_rgb, lip_up_rgb=lip_up_rgb, lip_lo_rgb=lip_lo_rgb, teeth_rgb=teeth_rgb, cav_rgb=cav_rgb,
                   tongue_rgb=tongue_rgb, light_lr=light_lr, own_teeth=own_teeth, occ_at=occ_at, crease_at=crease_at,
-                  lip_edge_at=lip_edge_at, blur=blur)
+                  lip_edge_at=lip_edge_at, blur=blur, crease_lo=crease_lo)
     palette = concat([fields[name].reshape([0, n]) for name, n in PALETTE_FIELDS], axis=1)
     g.output(palette, 'palette', ['N', PALETTE])
     return g.model(doc='The mouth synthesis palette for avatar-platform (measured once per frame); see build_synth.py')
@@ -407,6 +422,7 @@ def build_synth() -> onnx.ModelProto:
     teeth_rgb, cav_rgb, tongue_rgb = fields['teeth_rgb'], fields['cav_rgb'], fields['tongue_rgb']
     light_lr, own_teeth, occ_at = fields['light_lr'], fields['own_teeth'], fields['occ_at']
     crease_at, lip_edge_at, blur = fields['crease_at'], fields['lip_edge_at'], fields['blur']
+    crease_lo = fields['crease_lo']
     sigma_px = blur * W / px
     y_top = y_iu + W * lip_edge_at.min(0.0)
     y_occ_c = y_top + (y_il - y_top).relu() * occ_at  # the occlusal line at the centre, in crop coordinates
@@ -482,14 +498,23 @@ def build_synth() -> onnx.ModelProto:
     open_px = (ldc + luc) / px
     s_open = (open_px * 0.5 - 0.25).clip(0.0, 1.0)  # the lips are apart here (0 under half a pixel)
     own = own_teeth  # [N,1,1,1]
-    cm_w = (sigma_px * px * 1.2).max(W * 0.015).min(W * 0.035) * (1.0 - own)  # half the crease, and its blur
+    cm_blur = (sigma_px * px * 1.2).max(W * 0.015).min(W * 0.035)  # half the crease, and its blur
+    cm_w = cm_blur * (1.0 - own)
     cm = cm_w * s_open  # skipped at the lips' inner edges where they are apart
     # ... and at their outer edges (and so by the skin above and below) with a profile that eases out
     # over the opening's outer half: taken column by column like the inner edges, it shifts every column
     # of the opening by up to cm_w and none beside it, a vertical seam from the lips down to the chin
     # (plain at the narrow ends of "oo")
-    s_out = (1.0 - smoothstep(ext * 0.5, ext * 1.2, t_c.abs())) * ((aperture * W / px) * 0.5 - 0.25).clip(0.0, 1.0)
+    open_c = ((aperture * W / px) * 0.5 - 0.25).clip(0.0, 1.0)  # the lips are apart at the centre
+    s_out = (1.0 - smoothstep(ext * 0.5, ext * 1.2, t_c.abs())) * open_c
     cmo = cm_w * s_out
+    # the lower lip's inner edge is sampled past the crease's measured lower flank (a soft photograph's
+    # crease is wider than its blur says, and sampled from inside it the lip ends the opening in a dark
+    # rim), by at most 0.15 of the lip's thickness (the lip keeps its own rows); the lip moves with it
+    # as one piece where the opening is wide, easing out like cmo (cmo_lo), so its grain stays
+    cm_lo_w = (W * crease_lo - (y_il - y_iu).relu() * 0.5).min((L.y_ol - y_il) * 0.15).max(cm_blur) * (1.0 - own)
+    cm_lo = cm_lo_w.min((ldc + luc) * 0.5).max(cm_w) * s_open
+    cmo_lo = cmo + (cm_lo_w.min(aperture * W * 0.5) - cm_w).relu() * broad * open_c
     y_occ = (yU0 + (y_occ_c - y_iu - crease_shift)).min(yL).max(yU)  # the occlusal line follows the lip line's curve
     thick_u = yU - yOU
     thick_l = yOL - yL
@@ -522,9 +547,9 @@ def build_synth() -> onnx.ModelProto:
     d_top = yOU - cmo - yOUo
     up_src = y1 + d_top * step(y1, y_nose, yOUo)
     ulip_src = yOU - cmo + (y1 - yOUo) * ((yU - cm - yOU + cmo) / (yUo - yOUo).max(1e-4))
-    llip_src = yL + cm + (y1 - yLo) * ((yOL + cmo - yL - cm) / (yOLo - yLo).max(1e-4))
+    llip_src = yL + cm_lo + (y1 - yLo) * ((yOL + cmo_lo - yL - cm_lo) / (yOLo - yLo).max(1e-4))
     # below the lower lip: its drop blends into the jaw's towards the chin, then fades over the neck
-    d_bot = yOLo - yOL - cmo
+    d_bot = yOLo - yOL - cmo_lo
     depth = step(y1 - d_bot, yOL, y_chin)
     d_low = d_bot + (jc - d_bot) * depth
     neck = step(y1 - d_low, y_chin + W * NECK_FALLOFF, y_chin)
@@ -532,7 +557,7 @@ def build_synth() -> onnx.ModelProto:
     # inside the opening: the portrait's own upper teeth stay, its lower part moves with the lower lip;
     # the new space in between samples the lips' inner edges (the drawn layer covers it, and its soft
     # edge shows lip there, not the crease)
-    in_src = where(y1 < yU, yU - cm, where(y1 < y_shut, y1, where(y1 < y_new_bot, yL + cm + (y_occ - yL - cm) * own, y1 - ldc)))
+    in_src = where(y1 < yU, yU - cm, where(y1 < y_shut, y1, where(y1 < y_new_bot, yL + cm_lo + (y_occ - yL - cm_lo) * own, y1 - ldc)))
     y_src = where(y1 < yOUo, up_src, where(y1 < yUo, ulip_src, where(y1 < yLo, in_src, where(y1 < yOLo, llip_src, low_src))))
     # the portrait's own upper teeth do not follow the corners either
     teeth_band = g.op('And', g.op('And', y1 > yU - W * 0.08, y1 < y_occ), own_teeth > 0.5)  # from a little above: the landmarks sit low there
