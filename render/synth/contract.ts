@@ -10,8 +10,9 @@
  *   lips     float32 [N,42,2]   SYNTH_KEYPOINTS in crop-normalised coords ([0,1] across the crop)
  *   palette  float32 [N,P]      colours (the lips, each lip's inner edge, the teeth, the cavity, the
  *                               tongue) and measures (the light's side, the portrait's own teeth and
- *                               occlusal line, the crease and its lower flank, the upper lip's real
- *                               edge, the photograph's blur), laid out as the builder's PALETTE_FIELDS
+ *                               occlusal line and the dark under it, the crease and its lower flank,
+ *                               the upper lip's real edge, the photograph's blur), laid out as the
+ *                               builder's PALETTE_FIELDS
  *
  * render/models/synth/mouth_synth.onnx, the mouth in a shape, per frame:
  *   lips     float32 [N,42,2]   as above

@@ -378,6 +378,18 @@ describe('the mouth on every fixture face', () => {
         expect(lowerLipValley(out, f.face, coverage, 0.9), `${what}, from its opaque inside`).toBeLessThan(15);
       }
     }
+    // (a portrait showing its teeth brought the dark under its upper teeth down with its lower part: a dark
+    // line along the top of the lower lip, 16 to 24 levels on the smiling fixture with the largest mouth)
+    for (const f of faces.filter((x) => x.ownTeeth)) {
+      for (const v of OPEN_SOUNDS) {
+        const shape = speakingShape(v);
+        const [out, coverage] = [await render(f, shape), await drawnCoverage(synth, f.frame, f.face, shape)];
+        expect(
+          lowerLipValley(out, f.face, coverage),
+          `${f.name} ${v}: levels of the darkest line under the opening`,
+        ).toBeLessThan(8);
+      }
+    }
   });
 
   it('moves the cheeks beside a smile as a whole: no step in the nasolabial folds', SLOW, async () => {

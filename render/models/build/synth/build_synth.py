@@ -207,6 +207,7 @@ PALETTE_FIELDS = [
     ('lip_edge_at', 1),  # the upper lip's real edge above the landmarks' (own teeth), in mouth widths (<= 0)
     ('blur', 1),         # the photograph's blur (a Gaussian's sigma), in mouth widths
     ('crease_lo', 1),    # the crease's lower flank: from its darkest row down to the lower lip's light, in mouth widths
+    ('occ_gap', 1),      # own teeth: the dark under the occlusal line, down to what lies below it (lower teeth, lip), in mouth widths
 ]
 PALETTE = sum(n for _, n in PALETTE_FIELDS)
 
@@ -362,6 +363,19 @@ def build_palette() -> onnx.ModelProto:
     ow = ((fall - fall.g.op('ReduceMax', fall, axes=[3], keepdims=1)) * 120.0).exp()
     fo_mid = (fo[:-1] + fo[1:]) * 0.5
     occ_at = (ow * g.const(fo_mid.reshape(1, 1, 1, occ_rows - 1))).sum([3], keepdims=1) / ow.sum([3], keepdims=1)
+    # under the occlusal line, the dark between the teeth (or of the upper teeth's shadow on the lower lip):
+    # how far down it lasts, to the first row back half way from its darkest to the lightest below it
+    fo_at = g.const(fo.reshape(1, 1, 1, occ_rows))
+    under_occ = fo_at > occ_at
+    gap_dark = where(under_occ, occ_l, 2.0)
+    gap_lo = gap_dark.g.op('ReduceMin', gap_dark, axes=[3], keepdims=1)
+    at_lo = where(g.op('And', under_occ, gap_dark < gap_lo + 1e-4), fo_at, 2.0)
+    past_lo = fo_at > at_lo.g.op('ReduceMin', at_lo, axes=[3], keepdims=1)
+    past_l = occ_l * past_lo.cast(TensorProto.FLOAT)
+    gap_hi = past_l.g.op('ReduceMax', past_l, axes=[3], keepdims=1)
+    back = where(g.op('And', past_lo, occ_l > gap_lo + (gap_hi - gap_lo) * 0.5), fo_at, 2.0)
+    gap_end = back.g.op('ReduceMin', back, axes=[3], keepdims=1)
+    occ_gap = where(gap_end < 1.5, (gap_end - occ_at).relu() * (y_il - y_top).relu() / W, 0.0)
     bright_w = ((lum(own_px) - own_bright * 0.85) * 20.0).sigmoid()  # the brightest samples: teeth
     own_rgb = (own_px * bright_w).sum([3], keepdims=1) / (bright_w.sum([3], keepdims=1) + 1e-4)
 
@@ -383,7 +397,7 @@ def build_palette() -> onnx.ModelProto:
     blur = sigma_px * px / W
     fields = dict(lip_rgb=lip_rgb, lip_up_rgb=lip_up_rgb, lip_lo_rgb=lip_lo_rgb, teeth_rgb=teeth_rgb, cav_rgb=cav_rgb,
                   tongue_rgb=tongue_rgb, light_lr=light_lr, own_teeth=own_teeth, occ_at=occ_at, crease_at=crease_at,
-                  lip_edge_at=lip_edge_at, blur=blur, crease_lo=crease_lo)
+                  lip_edge_at=lip_edge_at, blur=blur, crease_lo=crease_lo, occ_gap=occ_gap)
     palette = concat([fields[name].reshape([0, n]) for name, n in PALETTE_FIELDS], axis=1)
     g.output(palette, 'palette', ['N', PALETTE])
     return g.model(doc='The mouth synthesis palette for avatar-platform (measured once per frame); see build_synth.py')
@@ -422,7 +436,7 @@ def build_synth() -> onnx.ModelProto:
     teeth_rgb, cav_rgb, tongue_rgb = fields['teeth_rgb'], fields['cav_rgb'], fields['tongue_rgb']
     light_lr, own_teeth, occ_at = fields['light_lr'], fields['own_teeth'], fields['occ_at']
     crease_at, lip_edge_at, blur = fields['crease_at'], fields['lip_edge_at'], fields['blur']
-    crease_lo = fields['crease_lo']
+    crease_lo, occ_gap = fields['crease_lo'], fields['occ_gap']
     sigma_px = blur * W / px
     y_top = y_iu + W * lip_edge_at.min(0.0)
     y_occ_c = y_top + (y_il - y_top).relu() * occ_at  # the occlusal line at the centre, in crop coordinates
@@ -513,8 +527,10 @@ def build_synth() -> onnx.ModelProto:
     # rim), by at most 0.15 of the lip's thickness (the lip keeps its own rows); the lip moves with it
     # as one piece where the opening is wide, easing out like cmo (cmo_lo), so its grain stays
     cm_lo_w = (W * crease_lo - (y_il - y_iu).relu() * 0.5).min((L.y_ol - y_il) * 0.15).max(cm_blur) * (1.0 - own)
-    cm_lo = cm_lo_w.min((ldc + luc) * 0.5).max(cm_w) * s_open
-    cmo_lo = cmo + (cm_lo_w.min(aperture * W * 0.5) - cm_w).relu() * broad * open_c
+    # a portrait showing its teeth: its own lower part comes down past the dark under its occlusal line
+    skip_own = (W * occ_gap).min(W * 0.06) * own
+    cm_lo = (cm_lo_w.min((ldc + luc) * 0.5).max(cm_w) + skip_own.min(ldc * 0.5)) * s_open
+    cmo_lo = cmo + ((cm_lo_w.min(aperture * W * 0.5) - cm_w).relu() + skip_own.min(aperture * W * 0.5)) * broad * open_c
     y_occ = (yU0 + (y_occ_c - y_iu - crease_shift)).min(yL).max(yU)  # the occlusal line follows the lip line's curve
     thick_u = yU - yOU
     thick_l = yOL - yL
@@ -554,10 +570,11 @@ def build_synth() -> onnx.ModelProto:
     d_low = d_bot + (jc - d_bot) * depth
     neck = step(y1 - d_low, y_chin + W * NECK_FALLOFF, y_chin)
     low_src = y1 - d_low * neck
-    # inside the opening: the portrait's own upper teeth stay, its lower part moves with the lower lip;
+    # inside the opening: the portrait's own upper teeth stay, its lower part moves with the lower lip (from
+    # past the dark under its occlusal line, cm_lo);
     # the new space in between samples the lips' inner edges (the drawn layer covers it, and its soft
     # edge shows lip there, not the crease)
-    in_src = where(y1 < yU, yU - cm, where(y1 < y_shut, y1, where(y1 < y_new_bot, yL + cm_lo + (y_occ - yL - cm_lo) * own, y1 - ldc)))
+    in_src = where(y1 < yU, yU - cm, where(y1 < y_shut, y1, where(y1 < y_new_bot, yL + cm_lo + (y_occ - yL - cm_lo) * own, y1 - ldc + cm_lo * own)))
     y_src = where(y1 < yOUo, up_src, where(y1 < yUo, ulip_src, where(y1 < yLo, in_src, where(y1 < yOLo, llip_src, low_src))))
     # the portrait's own upper teeth do not follow the corners either
     teeth_band = g.op('And', g.op('And', y1 > yU - W * 0.08, y1 < y_occ), own_teeth > 0.5)  # from a little above: the landmarks sit low there
