@@ -282,6 +282,10 @@ def build_palette() -> onnx.ModelProto:
     def flat(v):
         return v.reshape([0, -1])
 
+    def half_back(profile, at, rows, lo, hi):
+        """The first position `at` among `rows` where `profile` is back half way from lo to hi (2 if none is)."""
+        return where(g.op('And', rows, profile > lo + (hi - lo) * 0.5), at, 2.0).rmin()
+
     grid = concat([concat([flat(sx), flat(sy)], axis=1).reshape([0, 2, -1]) for sx, sy in samples], axis=2)
     grid = g.op('Transpose', grid, perm=[0, 2, 1]).reshape([0, 1, -1, 2]) * 2.0 - 1.0  # [N,1,P,2]
     sampled = g.op('GridSample', crop, grid, mode='bilinear', padding_mode='border', align_corners=0)  # [N,3,1,P]
@@ -309,40 +313,39 @@ def build_palette() -> onnx.ModelProto:
                 (side_l.gather(1, axis=3) + side_l.gather(0, axis=3) + 1e-3)).reshape([-1, 1, 1, 1]).clip(-0.5, 0.5)
     edge_l = lum(part(s_edge)).reshape([0, 3, rows]).mean([1]).reshape([0, 1, 1, rows])
     rise = sl(g, edge_l, [1], [rows], [3]) - sl(g, edge_l, [0], [rows - 1], [3])
-    rw = ((rise - rise.g.op("ReduceMax", rise, axes=[3], keepdims=1)) * 120.0).exp()
+    rw = ((rise - rise.rmax()) * 120.0).exp()
     fe_mid = (fe[:-1] + fe[1:]) * 0.5
     lip_edge_at = (rw * g.const(fe_mid.reshape(1, 1, 1, rows - 1))).sum([3], keepdims=1) / rw.sum([3], keepdims=1)  # W units
     # only a clear step (lip to teeth) counts
-    lip_edge_at = lip_edge_at * ((rise.g.op('ReduceMax', rise, axes=[3], keepdims=1) - 0.06) / 0.04).clip(0.0, 1.0)
+    lip_edge_at = lip_edge_at * ((rise.rmax() - 0.06) / 0.04).clip(0.0, 1.0)
     crease_l = lum(part(s_crease)).reshape([0, 3, rows]).mean([1]).reshape([0, 1, 1, rows])
-    cw_ = ((crease_l - crease_l.g.op('ReduceMin', crease_l, axes=[3], keepdims=1)) * -60.0).exp()
+    cw_ = ((crease_l - crease_l.rmin()) * -60.0).exp()
     crease_at = (cw_ * g.const(fc.reshape(1, 1, 1, rows))).sum([3], keepdims=1) / cw_.sum([3], keepdims=1)  # W units
-    c_lo = crease_l.g.op('ReduceMin', crease_l, axes=[3], keepdims=1)
-    c_hi = crease_l.g.op('ReduceMax', crease_l, axes=[3], keepdims=1)
+    c_lo = crease_l.rmin()
+    c_hi = crease_l.rmax()
     # the photograph's own blur, from the steepest step of the crease profile against its depth (a
     # step blurred by a Gaussian of sigma s rises at most depth / (2.5 s))
     dstep = sl(g, crease_l, [1], [rows], [3]) - sl(g, crease_l, [0], [rows - 1], [3])
-    steep = dstep.abs().g.op('ReduceMax', dstep.abs(), axes=[3], keepdims=1) / (W * float(0.14 / (rows - 1)) / px)  # per crop pixel
+    steep = dstep.abs().rmax() / (W * float(0.14 / (rows - 1)) / px)  # per crop pixel
     sigma_px = (c_hi - c_lo) / (steep * 2.5 + 1e-4)
     # where the lower lip's light begins below the crease: the first row under the darkest that is back
     # half way from the crease's dark to the lower lip's brightest (a soft photograph's crease is wide,
     # and a lip sampled from inside it shows a dark rim along the opening)
     flank_l = lum(part(s_flank)).reshape([0, 3, rows]).mean([1]).reshape([0, 1, 1, rows])
     fl_at = g.const(fl.reshape(1, 1, 1, rows))
-    under = (fl_at > crease_at).cast(TensorProto.FLOAT)
-    lo_hi = (flank_l * under).g.op('ReduceMax', flank_l * under, axes=[3], keepdims=1)
-    lit = g.op('And', flank_l > c_lo + (lo_hi - c_lo) * 0.5, fl_at > crease_at)
-    crease_lo = (where(lit, fl_at, 1.0).g.op('ReduceMin', where(lit, fl_at, 1.0), axes=[3], keepdims=1) - crease_at).clip(0.0, 0.14)
+    under = fl_at > crease_at
+    lo_hi = (flank_l * under.cast(TensorProto.FLOAT)).rmax()
+    crease_lo = (half_back(flank_l, fl_at, under, c_lo, lo_hi) - crease_at).clip(0.0, 0.14)
     # darkest of the between-lips samples (soft minimum)
     dark_l = lum(dark)  # [N,1,1,9]
-    wts = ((dark_l - dark_l.g.op('ReduceMin', dark_l, axes=[3], keepdims=1)) * -40.0).exp()
+    wts = ((dark_l - dark_l.rmin()) * -40.0).exp()
     dark_rgb = (dark * wts).sum([3], keepdims=1) / wts.sum([3], keepdims=1)  # [N,3,1,1]
     dark_ref = lum(dark_rgb)
 
     # The portrait's own teeth: the opening at the centre, if over 3 px and bright.
     own_l = lum(own_px).reshape([0, 3, rows]).mean([1])  # [N,rows] luma profile down the middle
     own_l = own_l.reshape([0, 1, 1, rows])
-    own_bright = own_l.g.op('ReduceMax', own_l, axes=[3], keepdims=1)
+    own_bright = own_l.rmax()
     own_teeth = ((own_gap / px - 3.0) / 3.0).clip(0.0, 1.0) * ((own_bright - 0.45) / 0.15).clip(0.0, 1.0)
     # The occlusal line, where the upper teeth end: the largest fall of luminance going down the
     # portrait's own opening (teeth to the dark between the jaws, or to the lower lip), between 25% and
@@ -360,7 +363,7 @@ def build_palette() -> onnx.ModelProto:
     occ_l = lum(g.op('GridSample', crop, grid2, mode='bilinear', padding_mode='border', align_corners=0))
     occ_l = occ_l.reshape([0, occ_cols, occ_rows]).mean([1]).reshape([0, 1, 1, occ_rows])
     fall = sl(g, occ_l, [0], [occ_rows - 1], [3]) - sl(g, occ_l, [1], [occ_rows], [3])
-    ow = ((fall - fall.g.op('ReduceMax', fall, axes=[3], keepdims=1)) * 120.0).exp()
+    ow = ((fall - fall.rmax()) * 120.0).exp()
     fo_mid = (fo[:-1] + fo[1:]) * 0.5
     occ_at = (ow * g.const(fo_mid.reshape(1, 1, 1, occ_rows - 1))).sum([3], keepdims=1) / ow.sum([3], keepdims=1)
     # under the occlusal line, the dark between the teeth (or of the upper teeth's shadow on the lower lip):
@@ -368,13 +371,12 @@ def build_palette() -> onnx.ModelProto:
     fo_at = g.const(fo.reshape(1, 1, 1, occ_rows))
     under_occ = fo_at > occ_at
     gap_dark = where(under_occ, occ_l, 2.0)
-    gap_lo = gap_dark.g.op('ReduceMin', gap_dark, axes=[3], keepdims=1)
+    gap_lo = gap_dark.rmin()
     at_lo = where(g.op('And', under_occ, gap_dark < gap_lo + 1e-4), fo_at, 2.0)
-    past_lo = fo_at > at_lo.g.op('ReduceMin', at_lo, axes=[3], keepdims=1)
+    past_lo = fo_at > at_lo.rmin()
     past_l = occ_l * past_lo.cast(TensorProto.FLOAT)
-    gap_hi = past_l.g.op('ReduceMax', past_l, axes=[3], keepdims=1)
-    back = where(g.op('And', past_lo, occ_l > gap_lo + (gap_hi - gap_lo) * 0.5), fo_at, 2.0)
-    gap_end = back.g.op('ReduceMin', back, axes=[3], keepdims=1)
+    gap_hi = past_l.rmax()
+    gap_end = half_back(occ_l, fo_at, past_lo, gap_lo, gap_hi)
     occ_gap = where(gap_end < 1.5, (gap_end - occ_at).relu() * (y_il - y_top).relu() / W, 0.0)
     bright_w = ((lum(own_px) - own_bright * 0.85) * 20.0).sigmoid()  # the brightest samples: teeth
     own_rgb = (own_px * bright_w).sum([3], keepdims=1) / (bright_w.sum([3], keepdims=1) + 1e-4)

@@ -119,6 +119,12 @@ class V:
     def mean(self, axes, keepdims=1):
         return self.g.op('ReduceMean', self, axes=list(axes), keepdims=keepdims)
 
+    def rmin(self, axis: int = 3):  # the least along one axis, kept
+        return self.g.op('ReduceMin', self, axes=[axis], keepdims=1)
+
+    def rmax(self, axis: int = 3):  # the greatest along one axis, kept
+        return self.g.op('ReduceMax', self, axes=[axis], keepdims=1)
+
     def cast(self, to):
         return self.g.op('Cast', self, to=to)
 
