@@ -52,6 +52,8 @@ interface Face {
   face: PreparedFace;
   /** The portrait shows its own teeth. */
   ownTeeth: boolean;
+  /** Its mouth is open, caught mid-speech: both rows of teeth, and the mouth's own dark between them. */
+  openMidSpeech: boolean;
 }
 
 let synth: MouthSynth;
@@ -72,7 +74,14 @@ beforeAll(async () => {
   for (const name of FIXTURE_FACES) {
     const frame = await portraitFrame(name);
     const rig = await rigOf(frame);
-    faces.push({ name, frame, rig, face: prepareFaceForSynth(rig), ownTeeth: rig.mouthOpenness > 0.12 });
+    faces.push({
+      name,
+      frame,
+      rig,
+      face: prepareFaceForSynth(rig),
+      ownTeeth: rig.mouthOpenness > 0.12,
+      openMidSpeech: rig.mouthOpenness > 0.3,
+    });
   }
 }, 120_000);
 
@@ -99,6 +108,28 @@ function pearson(xs: readonly number[], ys: readonly number[]): number {
 }
 
 const OPEN_SOUNDS: Viseme[] = ['aa', 'E', 'oh'];
+
+function lumaAt(frame: RgbaFrame, x: number, y: number): number {
+  const i = (y * frame.width + x) * 4;
+  return 0.299 * frame.data[i]! + 0.587 * frame.data[i + 1]! + 0.114 * frame.data[i + 2]!;
+}
+
+/**
+ * The runs of teeth down column x from row y0 to y1: light (L* 45 or more) and far less saturated than
+ * the skin (at most half its chroma; lips, skin and the mouth's inside are all red).
+ */
+function teethRuns(frame: RgbaFrame, face: PreparedFace, x: number, y0: number, y1: number) {
+  const skin = chroma(references(frame, face).skin);
+  const runs: { from: number; to: number }[] = [];
+  for (let y = y0; y < y1; y++) {
+    const lab = medianLab(frame, [y * frame.width + x]);
+    if (lab[0] < 45 || chroma(lab) > 0.5 * skin) continue;
+    const last = runs.at(-1);
+    if (last && last.to === y - 1) last.to = y;
+    else runs.push({ from: y, to: y });
+  }
+  return runs;
+}
 
 /** The frame pixels the drawn layer covers (nearly) opaquely. */
 function opaquePixels(coverage: Float32Array): number[] {
@@ -248,24 +279,19 @@ describe('the mouth on every fixture face', () => {
     SLOW,
     async () => {
       for (const f of faces.filter((x) => x.ownTeeth)) {
-        // the teeth the source shows above its lower lip: the bright pixels of two columns beside the
-        // middle (the middle one can run down the gap between the incisors) from a little above the
-        // inner upper lip (whose landmarks sit low on a broad smile) to just above the lower one
+        // the upper teeth the source shows: the bright pixels of two columns beside the middle (the middle
+        // one can run down the gap between the incisors) from a little above the inner upper lip (whose
+        // landmarks sit low on a broad smile) down the upper half of the opening (a mouth open mid-speech
+        // shows its lower teeth too, often the brighter ones, and they go down with the jaw)
         const W = f.face.mouthWidth;
         const [up, low] = [keyPoint(f.face, 5), keyPoint(f.face, 15)];
-        const luma = (frame: RgbaFrame, x: number, y: number) => {
-          const i = (y * frame.width + x) * 4;
-          return 0.299 * frame.data[i]! + 0.587 * frame.data[i + 1]! + 0.114 * frame.data[i + 2]!;
-        };
         const teeth: number[] = [];
         for (const dx of [-0.1 * W, 0.1 * W]) {
           const x = Math.round(up.x + dx);
-          const ys = Array.from(
-            { length: Math.max(0, Math.round(low.y - 0.06 * W - (up.y - 0.1 * W))) },
-            (_, k) => Math.round(up.y - 0.1 * W) + k,
-          );
-          const top = Math.max(...ys.map((y) => luma(f.frame, x, y)));
-          for (const y of ys) if (luma(f.frame, x, y) >= 0.8 * top) teeth.push(y * f.frame.width + x);
+          const [y0, y1] = [Math.round(up.y - 0.1 * W), Math.round((up.y + low.y) / 2)];
+          const ys = Array.from({ length: Math.max(0, y1 - y0) }, (_, k) => y0 + k);
+          const top = Math.max(...ys.map((y) => lumaAt(f.frame, x, y)));
+          for (const y of ys) if (lumaAt(f.frame, x, y) >= 0.8 * top) teeth.push(y * f.frame.width + x);
         }
         expect(teeth.length, `${f.name}: teeth pixels found`).toBeGreaterThanOrEqual(6);
         for (const v of OPEN_SOUNDS) {
@@ -273,8 +299,8 @@ describe('the mouth on every fixture face', () => {
           const moved = teeth.filter(
             (p) =>
               Math.abs(
-                luma(out, p % f.frame.width, Math.floor(p / f.frame.width)) -
-                  luma(f.frame, p % f.frame.width, Math.floor(p / f.frame.width)),
+                lumaAt(out, p % f.frame.width, Math.floor(p / f.frame.width)) -
+                  lumaAt(f.frame, p % f.frame.width, Math.floor(p / f.frame.width)),
               ) > 12,
           );
           expect(moved.length, `${f.name} ${v}: of ${teeth.length} teeth pixels, changed`).toBeLessThanOrEqual(
@@ -370,8 +396,9 @@ describe('the mouth on every fixture face', () => {
     // the lip sampled from inside a soft photograph's wide crease ended the opening in a dark rim under its
     // soft edge: 14 to 23 levels, seen from the opening's opaque inside; and a portrait showing its teeth
     // brought the dark under its upper teeth down with its lower part: a dark line along the top of the
-    // lower lip, 16 to 24 levels on the smiling fixture with the largest mouth)
-    for (const f of faces) {
+    // lower lip, 16 to 24 levels on the smiling fixture with the largest mouth). A mouth caught open
+    // mid-speech ends its opening in its own interior instead (the next test).
+    for (const f of faces.filter((x) => !x.openMidSpeech)) {
       for (const v of OPEN_SOUNDS) {
         const shape = speakingShape(v);
         const [out, coverage] = [await render(f, shape), await drawnCoverage(synth, f.frame, f.face, shape)];
@@ -382,6 +409,52 @@ describe('the mouth on every fixture face', () => {
       }
     }
   });
+
+  it(
+    'opens a mouth caught mid-speech under its upper teeth: its lower teeth come down with the jaw',
+    SLOW,
+    async () => {
+      // (its occlusal line was taken at the largest fall of light down its opening, there the lower teeth's
+      // edge on the lower lip: the lower teeth stayed, a one-pixel sliver of their edge went down with the
+      // lip, and a dark crescent opened between, 22 levels darker than the source under its lower teeth)
+      const open = faces.filter((x) => x.openMidSpeech);
+      expect(open.length, 'fixtures caught mid-speech').toBeGreaterThanOrEqual(1);
+      for (const f of open) {
+        const W = f.face.mouthWidth;
+        const [up, low] = [keyPoint(f.face, 5), keyPoint(f.face, 15)];
+        const [y0, y1] = [Math.round(up.y - 0.1 * W), Math.round(low.y + 0.4 * W)];
+        const span = Math.round(0.08 * W);
+        // the darkest under the lower teeth, within 0.08 mouth widths: the lip's own shadow, not a crescent
+        const under = (frame: RgbaFrame, x: number, teeth: { to: number }) =>
+          Math.min(...Array.from({ length: span }, (_, k) => lumaAt(frame, x, teeth.to + 1 + k)));
+        for (const dx of [-0.1 * W, 0.1 * W]) {
+          const x = Math.round(up.x + dx);
+          const source = teethRuns(f.frame, f.face, x, y0, y1);
+          expect(source.length, `${f.name}: teeth in the source's column`).toBeGreaterThanOrEqual(1);
+          const lower = source.at(-1)!;
+          for (const [v, drop] of [
+            ['aa', 0.05],
+            ['E', 0.02],
+            ['oh', 0.02],
+          ] as const) {
+            const out = await render(f, speakingShape(v));
+            const runs = teethRuns(out, f.face, x, y0, y1);
+            const what = `${f.name} ${v}, column ${x}`;
+            const moved = runs.at(-1)!;
+            expect(moved.from - lower.from, `${what}: px the lower teeth came down`).toBeGreaterThanOrEqual(drop * W);
+            expect(
+              Math.abs(moved.to - moved.from - (lower.to - lower.from)),
+              `${what}: px of teeth lost`,
+            ).toBeLessThanOrEqual(2);
+            expect(
+              under(f.frame, x, lower) - under(out, x, moved),
+              `${what}: levels darker under the lower teeth`,
+            ).toBeLessThan(12);
+          }
+        }
+      }
+    },
+  );
 
   it('moves the cheeks beside a smile as a whole: no step in the nasolabial folds', SLOW, async () => {
     // (a portrait's own upper teeth stay with the skull while a smile eases; when the whole rows of the

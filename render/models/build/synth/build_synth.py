@@ -57,7 +57,9 @@ mouth widths W (outer corner to outer corner). The shape is articulatory:
      moves onto its darkest row), the photograph's blur (its steepest step),
      and, when the portrait shows its teeth, where its upper lip really ends
      and where its upper teeth do (the largest fall of luminance down the
-     opening, over five columns). From these, the teeth's, cavity's and
+     opening, over five columns; in a mouth caught open mid-speech, where
+     the largest is the lower teeth's edge, the first large one from the
+     top). From these, the teeth's, cavity's and
      tongue's colours: the portrait's own teeth, or the skin's cast at a
      fixed small strength, a little lighter than the skin; the tongue redder
      than the lips.
@@ -80,7 +82,9 @@ mouth widths W (outer corner to outer corner). The shape is articulatory:
          photograph's blur), so the crease never rims them;
        - a portrait that shows its teeth keeps them: its upper teeth stay with
          the skull (following neither the lip nor the corners), the part of
-         its opening below the occlusal line goes down with the lower lip.
+         its opening below the occlusal line goes down with the lower lip (in
+         a mouth caught open mid-speech its own tongue and lower teeth, over
+         which nothing is drawn).
   4. A drawn layer in the new space, opaque, its edges as soft as the
      photograph's: a cavity from the portrait's own darks, warm, darkest at
      the back and towards the corners; the tongue behind the lower teeth, lit
@@ -352,20 +356,40 @@ def build_palette() -> onnx.ModelProto:
     # 100% of it from the upper lip's real edge: a second look, 16 rows of 5 columns (a single column
     # can run down the gap between two incisors).
     y_top = y_iu + W * lip_edge_at.min(0.0)
-    occ_rows, occ_cols = 16, 5
+    occ_rows, occ_cols, occ_above = 16, 5, 3
     fo = np.linspace(0.2, 1.05, occ_rows, dtype=np.float32)
+    # (and three rows above them, for a portrait open mid-speech, whose upper teeth end high in its opening)
+    fo_all = np.concatenate([0.2 - 0.05 * np.arange(occ_above, 0, -1, dtype=np.float32), fo])
+    n_all = occ_rows + occ_above
     cols5 = concat([xc + W * d for d in (-0.12, -0.06, 0.0, 0.06, 0.12)], axis=1)  # [N,5,1,1]
-    oy2 = (y_top + (y_il - y_top).relu() * g.const(fo.reshape(1, 1, occ_rows, 1))).reshape([0, 1, occ_rows, 1])
-    oy2 = concat([oy2] * occ_cols, axis=1).reshape([0, occ_cols * occ_rows, 1, 1])
-    ox2 = concat([cols5.reshape([0, occ_cols, 1, 1])] * occ_rows, axis=2).reshape([0, occ_cols * occ_rows, 1, 1])
+    oy2 = (y_top + (y_il - y_top).relu() * g.const(fo_all.reshape(1, 1, n_all, 1))).reshape([0, 1, n_all, 1])
+    oy2 = concat([oy2] * occ_cols, axis=1).reshape([0, occ_cols * n_all, 1, 1])
+    ox2 = concat([cols5.reshape([0, occ_cols, 1, 1])] * n_all, axis=2).reshape([0, occ_cols * n_all, 1, 1])
     grid2 = concat([flat(ox2), flat(oy2)], axis=1).reshape([0, 2, -1])
     grid2 = g.op('Transpose', grid2, perm=[0, 2, 1]).reshape([0, 1, -1, 2]) * 2.0 - 1.0
     occ_l = lum(g.op('GridSample', crop, grid2, mode='bilinear', padding_mode='border', align_corners=0))
-    occ_l = occ_l.reshape([0, occ_cols, occ_rows]).mean([1]).reshape([0, 1, 1, occ_rows])
-    fall = sl(g, occ_l, [0], [occ_rows - 1], [3]) - sl(g, occ_l, [1], [occ_rows], [3])
+    occ_all = occ_l.reshape([0, occ_cols, n_all]).mean([1]).reshape([0, 1, 1, n_all])
+    fall_all = sl(g, occ_all, [0], [n_all - 1], [3]) - sl(g, occ_all, [1], [n_all], [3])
+    occ_l = sl(g, occ_all, [occ_above], [n_all], [3])
+    fall = sl(g, fall_all, [occ_above], [n_all - 1], [3])
     ow = ((fall - fall.rmax()) * 120.0).exp()
     fo_mid = (fo[:-1] + fo[1:]) * 0.5
     occ_at = (ow * g.const(fo_mid.reshape(1, 1, 1, occ_rows - 1))).sum([3], keepdims=1) / ow.sum([3], keepdims=1)
+    # A portrait that shows its teeth: the first large fall from the top instead (the upper teeth's edge;
+    # in a mouth open mid-speech the largest can be the lower teeth's, onto the lower lip), a soft "first"
+    # so that a clip's frames do not jump between two falls of about the same size
+    rel = fall_all / (fall_all.rmax() + 1e-3)
+    low = rel.rmin() * 0.0 - 1.0  # (beyond the ends)
+    before = concat([low, sl(g, rel, [0], [n_all - 2], [3])], axis=3)
+    after = concat([sl(g, rel, [1], [n_all - 1], [3]), low], axis=3)
+    # a large fall at its steepest (a soft photograph's edge falls over two or three rows)
+    big = ((rel - 0.6) * 20.0).sigmoid() * ((rel - before + 0.05) * 40.0).sigmoid() * ((rel - after + 0.05) * 40.0).sigmoid()
+    none_above = g.op('CumSum', (1.0 - big + 1e-6).log(), i64(g, 3), exclusive=1).exp()
+    fw = big * none_above
+    fo_mid_all = (fo_all[:-1] + fo_all[1:]) * 0.5
+    first = (fw * g.const(fo_mid_all.reshape(1, 1, 1, n_all - 1))).sum([3], keepdims=1) / (fw.sum([3], keepdims=1) + 1e-6)
+    # (only when it lies well above the largest: a smile's upper teeth are its largest fall, and its line stays)
+    occ_at = lerp(occ_at, first, own_teeth * smoothstep(0.15, 0.3, occ_at - first))
     # under the occlusal line, the dark between the teeth (or of the upper teeth's shadow on the lower lip):
     # how far down it lasts, to the first row back half way from its darkest to the lightest below it
     fo_at = g.const(fo.reshape(1, 1, 1, occ_rows))
@@ -531,6 +555,9 @@ def build_synth() -> onnx.ModelProto:
     cm_lo_w = (W * crease_lo - (y_il - y_iu).relu() * 0.5).min((L.y_ol - y_il) * 0.15).max(cm_blur) * (1.0 - own)
     # a portrait showing its teeth: its own lower part comes down past the dark under its occlusal line
     skip_own = (W * occ_gap).min(W * 0.06) * own
+    # ... which in a portrait open mid-speech is its own mouth: its tongue and lower teeth come down with it,
+    # so none are drawn above them
+    own_inside = own * smoothstep(0.09, 0.14, occ_gap)
     cm_lo = (cm_lo_w.min((ldc + luc) * 0.5).max(cm_w) + skip_own.min(ldc * 0.5)) * s_open
     cmo_lo = cmo + ((cm_lo_w.min(aperture * W * 0.5) - cm_w).relu() + skip_own.min(aperture * W * 0.5)) * broad * open_c
     y_occ = (yU0 + (y_occ_c - y_iu - crease_shift)).min(yL).max(yU)  # the occlusal line follows the lip line's curve
@@ -674,7 +701,7 @@ def build_synth() -> onnx.ModelProto:
     # (a portrait that shows its teeth brings its own lower part of the opening down with the lower lip: whole
     # drawn lower teeth above it read as a second, grey row; their edges alone do not)
     # (their base stays behind the lower lip: drawn down to it, they read as a pale strip along its edge)
-    a_lt = inside(Yl - y_lt) * ((yLo - W * 0.01 - Yl) * (1.0 / (W * 0.035))).clip(0.0, 1.0) * (1.0 - smoothstep(14.0, 20.0, s_mm)) * (1.0 - own * smoothstep(W * 0.015, W * 0.03, Yl - y_lt))
+    a_lt = inside(Yl - y_lt) * ((yLo - W * 0.01 - Yl) * (1.0 / (W * 0.035))).clip(0.0, 1.0) * (1.0 - smoothstep(14.0, 20.0, s_mm)) * (1.0 - own * smoothstep(W * 0.015, W * 0.03, Yl - y_lt)) * (1.0 - own_inside)
     # lit at their edge, falling into the lower lip's shadow; separations a little clearer than the upper teeth's
     shade_lt = (0.8 - 0.35 * smoothstep(0.0, W * 0.06, Yl - y_lt)) * (1.0 - 0.15 * (1.0 - smoothstep(0.03, 0.15, e_lo)))
     shade_lt = shade_lt * (1.0 - 0.4 * smoothstep(6.0, 16.0, s_mm))
@@ -684,9 +711,10 @@ def build_synth() -> onnx.ModelProto:
     # (a small opening lets little light in: its floor and the lower lip's inside stay dark)
     lit = smoothstep(0.05, 0.15, aperture)
     cav_shade = (0.72 + (0.5 * smoothstep(y_te0, yLo, Yl) + 0.2 * near_lip) * lit) * (1.0 - 0.25 * smoothstep(0.2, 0.9, t_c.abs()))
+    cav_shade = cav_shade.max(0.08 / (cav_rgb * g.const(LUMA)).sum([1]).max(0.01))  # never below L* 5: a hole
     # tongue: a dome behind the lower teeth, lit at its front, darker at the back (its top)
     y_tg = y_lt - W * (0.06 * (1.0 - t_c.sq()).relu()) * smoothstep(0.03, 0.12, jc / W)
-    a_tg = inside(Yl - y_tg) * (1.0 - smoothstep(0.45, 0.8, t_c.abs()))
+    a_tg = inside(Yl - y_tg) * (1.0 - smoothstep(0.45, 0.8, t_c.abs())) * (1.0 - own_inside)
     tg_shade = 0.55 + 0.55 * smoothstep(0.0, W * 0.07, Yl - y_tg)  # lit at its front
     # grain: a fixed pattern attached to the face (crop pixels), about the photo's own
     hsh = ((Xpx * 12.9898 + Ypx * 78.233).cos() * 43758.547)

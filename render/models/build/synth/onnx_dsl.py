@@ -90,6 +90,7 @@ class V:
 
     # unary
     def exp(self): return self.g.op('Exp', self)
+    def log(self): return self.g.op('Log', self)
     def abs(self): return self.g.op('Abs', self)
     def relu(self): return self.g.op('Relu', self)
     def sigmoid(self): return self.g.op('Sigmoid', self)
