@@ -691,7 +691,8 @@ def build_synth() -> onnx.ModelProto:
     shade_ut = shade_ut * (1.0 - 0.6 * smoothstep(8.0, 22.0, s_mm))  # darker along the arch (buccal corridor)
     emb = (1.0 - smoothstep(0.3, 1.3, emb_px)) * (0.35 + 0.65 * smoothstep(-W * 0.03, 0.0, Yl - y_te))
     shade_ut = shade_ut * (1.0 - 0.2 * emb)  # embrasures: faint, clearest at the edge
-    shade_ut = shade_ut * (0.96 + 0.04 * (e_up * 2.0)) * (1.0 + light_lr * t_c * 0.4)
+    # each tooth rounded, turning away from the light towards its sides (flat, the row read as one strip)
+    shade_ut = shade_ut * (0.87 + 0.16 * (e_up * 2.0).sqrt()) * (1.0 + light_lr * t_c * 0.4)
     shade_ut = shade_ut * (1.0 - 0.08 * smoothstep(-W * 0.02, 0.0, Yl - y_te)) * (1.0 - 0.35 * rd)  # the incisal edge, thinner; rounded lips shade
     # lower teeth: on the jaw, smaller, in the upper teeth's shadow; shown only where the lip lets them
     y_lt = y_te_rest - W * OVERBITE + jc - W * 0.012 * t_c.sq()
@@ -715,7 +716,9 @@ def build_synth() -> onnx.ModelProto:
     # tongue: a dome behind the lower teeth, lit at its front, darker at the back (its top)
     y_tg = y_lt - W * (0.06 * (1.0 - t_c.sq()).relu()) * smoothstep(0.03, 0.12, jc / W)
     a_tg = inside(Yl - y_tg) * (1.0 - smoothstep(0.45, 0.8, t_c.abs())) * (1.0 - own_inside)
-    tg_shade = 0.55 + 0.55 * smoothstep(0.0, W * 0.07, Yl - y_tg)  # lit at its front
+    # lit at its front, falling into the lower lip's shade where it meets it (lit there, it drew a pale line
+    # along the opening's lower edge)
+    tg_shade = (0.55 + 0.55 * smoothstep(0.0, W * 0.07, Yl - y_tg)) * (1.0 - 0.45 * near_lip)
     # grain: a fixed pattern attached to the face (crop pixels), about the photo's own
     hsh = ((Xpx * 12.9898 + Ypx * 78.233).cos() * 43758.547)
     grain = (hsh - g.op('Floor', hsh) - 0.5) * 0.02
