@@ -36,10 +36,12 @@ import {
   lipContourEdges,
   lipPixels,
   lowerLipValley,
+  luma,
   medianLab,
   mouthPicture,
   references,
   skinShear,
+  toLab,
   warpPlanes,
 } from './quality.ts';
 
@@ -110,20 +112,19 @@ function pearson(xs: readonly number[], ys: readonly number[]): number {
 const OPEN_SOUNDS: Viseme[] = ['aa', 'E', 'oh'];
 
 function lumaAt(frame: RgbaFrame, x: number, y: number): number {
-  const i = (y * frame.width + x) * 4;
-  return 0.299 * frame.data[i]! + 0.587 * frame.data[i + 1]! + 0.114 * frame.data[i + 2]!;
+  return luma(frame.data, (y * frame.width + x) * 4);
 }
 
 /**
  * The runs of teeth down column x from row y0 to y1: light (L* 45 or more) and far less saturated than
- * the skin (at most half its chroma; lips, skin and the mouth's inside are all red).
+ * the skin (at most half its chroma, the source's; lips, skin and the mouth's inside are all red).
  */
-function teethRuns(frame: RgbaFrame, face: PreparedFace, x: number, y0: number, y1: number) {
-  const skin = chroma(references(frame, face).skin);
+function teethRuns(frame: RgbaFrame, skinChroma: number, x: number, y0: number, y1: number) {
   const runs: { from: number; to: number }[] = [];
   for (let y = y0; y < y1; y++) {
-    const lab = medianLab(frame, [y * frame.width + x]);
-    if (lab[0] < 45 || chroma(lab) > 0.5 * skin) continue;
+    const i = (y * frame.width + x) * 4;
+    const lab = toLab(frame.data[i]!, frame.data[i + 1]!, frame.data[i + 2]!);
+    if (lab[0] < 45 || chroma(lab) > 0.5 * skinChroma) continue;
     const last = runs.at(-1);
     if (last && last.to === y - 1) last.to = y;
     else runs.push({ from: y, to: y });
@@ -180,7 +181,7 @@ describe('the mouth on every fixture face', () => {
     // Each lip of the source (the rig's lip region, its middle 30%, the middle half of its rows) against
     // the output's pixels at the vertical shift that matches each column best (the lip moved, not
     // redrawn): the match must be close, and the colour and the grain the lip's own.
-    const luma = (d: ArrayLike<number>, p: number) => 0.299 * d[p * 4]! + 0.587 * d[p * 4 + 1]! + 0.114 * d[p * 4 + 2]!;
+    const lumaOf = (d: ArrayLike<number>, p: number) => luma(d, p * 4);
     for (const f of faces.filter((x) => !x.ownTeeth)) {
       const W = f.face.mouthWidth;
       const [up, low] = [keyPoint(f.face, 5), keyPoint(f.face, 15)];
@@ -211,7 +212,7 @@ describe('the mouth on every fixture face', () => {
           // profile drops the lip a little less towards the corners)
           const error = (pixels: number[], shift: number) =>
             pixels.reduce(
-              (sum, p) => sum + Math.abs(luma(out.data, p + shift * f.frame.width) - luma(f.frame.data, p)),
+              (sum, p) => sum + Math.abs(lumaOf(out.data, p + shift * f.frame.width) - lumaOf(f.frame.data, p)),
               0,
             ) / pixels.length;
           const [lo, hi] = name === 'upper' ? [Math.round(-0.12 * W), Math.round(0.05 * W)] : [0, Math.round(0.4 * W)];
@@ -424,23 +425,22 @@ describe('the mouth on every fixture face', () => {
         const [up, low] = [keyPoint(f.face, 5), keyPoint(f.face, 15)];
         const [y0, y1] = [Math.round(up.y - 0.1 * W), Math.round(low.y + 0.4 * W)];
         const span = Math.round(0.08 * W);
+        const skin = chroma(references(f.frame, f.face).skin);
         // the darkest under the lower teeth, within 0.08 mouth widths: the lip's own shadow, not a crescent
         const under = (frame: RgbaFrame, x: number, teeth: { to: number }) =>
           Math.min(...Array.from({ length: span }, (_, k) => lumaAt(frame, x, teeth.to + 1 + k)));
-        for (const dx of [-0.1 * W, 0.1 * W]) {
-          const x = Math.round(up.x + dx);
-          const source = teethRuns(f.frame, f.face, x, y0, y1);
-          expect(source.length, `${f.name}: teeth in the source's column`).toBeGreaterThanOrEqual(1);
-          const lower = source.at(-1)!;
-          for (const [v, drop] of [
-            ['aa', 0.05],
-            ['E', 0.02],
-            ['oh', 0.02],
-          ] as const) {
-            const out = await render(f, speakingShape(v));
-            const runs = teethRuns(out, f.face, x, y0, y1);
+        for (const [v, drop] of [
+          ['aa', 0.05],
+          ['E', 0.02],
+          ['oh', 0.02],
+        ] as const) {
+          const out = await render(f, speakingShape(v));
+          for (const dx of [-0.1 * W, 0.1 * W]) {
+            const x = Math.round(up.x + dx);
+            const source = teethRuns(f.frame, skin, x, y0, y1);
+            expect(source.length, `${f.name}: teeth in the source's column`).toBeGreaterThanOrEqual(1);
+            const [lower, moved] = [source.at(-1)!, teethRuns(out, skin, x, y0, y1).at(-1)!];
             const what = `${f.name} ${v}, column ${x}`;
-            const moved = runs.at(-1)!;
             expect(moved.from - lower.from, `${what}: px the lower teeth came down`).toBeGreaterThanOrEqual(drop * W);
             expect(
               Math.abs(moved.to - moved.from - (lower.to - lower.from)),
@@ -644,7 +644,7 @@ describe('the mouth on every fixture face', () => {
       let [n, sum] = [0, 0];
       for (let p = 0; p < covs[0]!.length; p++) {
         if (!covs.every((c) => c[p]! >= 0.99)) continue;
-        const l = outs.map((o) => 0.299 * o.data[p * 4]! + 0.587 * o.data[p * 4 + 1]! + 0.114 * o.data[p * 4 + 2]!);
+        const l = outs.map((o) => luma(o.data, p * 4));
         const m = l.reduce((s, v) => s + v, 0) / l.length;
         sum += Math.sqrt(l.reduce((s, v) => s + (v - m) ** 2, 0) / l.length);
         n++;

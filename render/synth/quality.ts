@@ -23,7 +23,8 @@ function linear(c: number): number {
   return v <= 0.04045 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4;
 }
 
-function toLab(r: number, g: number, b: number): Lab {
+/** CIE L*a*b* (D65) of an sRGB pixel. */
+export function toLab(r: number, g: number, b: number): Lab {
   const [R, G, B] = [linear(r), linear(g), linear(b)];
   const f = (t: number) => (t > 216 / 24389 ? Math.cbrt(t) : (t * 24389) / 27 / 116 + 16 / 116);
   const x = f((0.4124 * R + 0.3576 * G + 0.1805 * B) / 0.95047);
@@ -66,7 +67,8 @@ function mouthBox(face: PreparedFace, grow = 0.2): Rect {
   };
 }
 
-const luma = (d: ArrayLike<number>, i: number): number => 0.299 * d[i]! + 0.587 * d[i + 1]! + 0.114 * d[i + 2]!;
+/** Rec. 601 luma of the pixel at byte offset i of RGBA data. */
+export const luma = (d: ArrayLike<number>, i: number): number => 0.299 * d[i]! + 0.587 * d[i + 1]! + 0.114 * d[i + 2]!;
 
 /** Sobel magnitude of luma at each pixel of `rect` (row-major, rect-sized). */
 function sobel(frame: RgbaFrame, rect: Rect): Float32Array {

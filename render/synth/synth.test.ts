@@ -17,6 +17,7 @@ import { SYNTH_KEYPOINT_COUNT, synthReadRegion } from './contract.ts';
 import { cropToRgba } from './image.ts';
 import { createMouthSynth, MOUTH_PALETTE_MODEL, prepareFaceForSynth, toCrop } from './index.ts';
 import type { MouthShape, MouthSynth, PreparedFace, RgbaFrame } from './index.ts';
+import { luma } from './quality.ts';
 
 const SLOW = { timeout: 120_000 };
 
@@ -340,8 +341,7 @@ function darkPixelsInMouth(
   for (let y = Math.max(0, Math.floor(face.box.cy - r)); y < Math.min(face.imageSize.height, face.box.cy + r); y++) {
     for (let x = Math.max(0, Math.floor(cx - r)); x < Math.min(width, cx + r); x++) {
       const i = (y * width + x) * 4;
-      const lo = 0.299 * out[i]! + 0.587 * out[i + 1]! + 0.114 * out[i + 2]!;
-      const ls = 0.299 * src[i]! + 0.587 * src[i + 1]! + 0.114 * src[i + 2]!;
+      const [lo, ls] = [luma(out, i), luma(src, i)];
       if (lo < 0.6 * ls && lo < 90) n++;
     }
   }
