@@ -111,6 +111,7 @@ from onnx import TensorProto
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from onnx_dsl import Graph, concat, lerp, smoothstep, where  # noqa: E402
+from hoist import hoist_face_constants  # noqa: E402
 
 K = 42
 SHAPE_PARAMS = 6
@@ -783,7 +784,8 @@ def main() -> None:
     # an argument writes the pair elsewhere (an experiment beside the shipped graphs)
     out_dir = sys.argv[1] if len(sys.argv) > 1 else os.path.normpath(os.path.join(here, '..', '..', 'synth'))
     os.makedirs(out_dir, exist_ok=True)
-    for name, model in (('mouth_palette.onnx', build_palette()), ('mouth_synth.onnx', build_synth())):
+    palette, synth = hoist_face_constants(build_palette(), build_synth())
+    for name, model in (('mouth_palette.onnx', palette), ('mouth_synth.onnx', synth)):
         path = os.path.join(out_dir, name)
         onnx.save(model, path)
         print(f'wrote {path} ({os.path.getsize(path)} bytes, {len(model.graph.node)} nodes)')
