@@ -45,7 +45,8 @@ mouth widths W (outer corner to outer corner). The shape is articulatory:
   wide   the corners move out (spread, ee) or in (negative);
   round  the corners move in, the lips get fuller (pushed forward) and the
          opening narrows to a small round one (oo, w);
-  press  the lips press together and thin (m, b, p);
+  press  the lips press together and thin (m, b, p); a portrait that shows its
+         teeth (or is caught open mid-speech) closes its lips over them;
   tuck   the upper lip lifts and the lower lip rises under the upper teeth (f, v);
   relax  a smiling portrait's corners come down towards neutral while it
          talks (the caller raises it over an utterance and lets it fall in silence).
@@ -570,10 +571,23 @@ def build_synth() -> onnx.ModelProto:
     yUo = yU - luc
     yLo = yL + ldc
     yOLo = yOL + wld * where(ld > 0.0, broad, prof) + thick_l * lip_full  # (a rise, f's, keeps the lip's own)
+    # m, b, p on a portrait that shows its teeth (or is caught open mid-speech): the lips close over what it
+    # shows between them, each as one piece, the upper coming down a little and the lower up to meet it; the
+    # teeth stay where they are, covered (pressed lips, from half the press on)
+    shut_k = (pr * 2.5 - 0.25).clip(0.0, 1.0) * own
+    gap_k = (yL - yU).relu() * shut_k * ((1.1 - t_c.abs()) * (1.0 / 0.15)).clip(0.0, 1.0)  # (not past the corners: the cheeks)
+    close_u = gap_k * 0.4
+    close_l = gap_k * 0.6
+    # (their edges sampled two pixels inside: the photograph blurs them into the teeth, a pale seam)
+    ins = shut_k * px * 2.0
+    yOUo = yOUo + close_u
+    yUo = yUo + close_u
+    yLo = yLo - close_l
+    yOLo = yOLo - close_l
     # what the portrait shows between its lips (its closure, or its upper teeth) ends here, and the new
     # space below it ends lower by the lower lip's drop (at yLo for a closed portrait)
     y_shut = y_occ + (yL - y_occ) * (1.0 - own)
-    y_new_bot = y_shut + ldc
+    y_new_bot = (y_shut + ldc).min(yLo)
     # the portrait's own closure stays (not drawn over) until the lips are a pixel or two apart here
     shut = own.max(((0.7 - open_px) * 2.0).clip(0.0, 1.0))
 
@@ -592,8 +606,8 @@ def build_synth() -> onnx.ModelProto:
     # the skin above and below takes up the difference
     d_top = yOU - cmo - yOUo
     up_src = y1 + d_top * step(y1, y_nose, yOUo)
-    ulip_src = yOU - cmo + (y1 - yOUo) * ((yU - cm - yOU + cmo) / (yUo - yOUo).max(1e-4))
-    llip_src = yL + cm_lo + (y1 - yLo) * ((yOL + cmo_lo - yL - cm_lo) / (yOLo - yLo).max(1e-4))
+    ulip_src = yOU - cmo + (y1 - yOUo) * ((yU - cm - ins - yOU + cmo) / (yUo - yOUo).max(1e-4))
+    llip_src = yL + cm_lo + ins + (y1 - yLo) * ((yOL + cmo_lo - yL - cm_lo - ins) / (yOLo - yLo).max(1e-4))
     # below the lower lip: its drop blends into the jaw's towards the chin, then fades over the neck
     d_bot = yOLo - yOL - cmo_lo
     depth = step(y1 - d_bot, yOL, y_chin)
@@ -604,13 +618,14 @@ def build_synth() -> onnx.ModelProto:
     # past the dark under its occlusal line, cm_lo);
     # the new space in between samples the lips' inner edges (the drawn layer covers it, and its soft
     # edge shows lip there, not the crease)
-    in_src = where(y1 < yU, yU - cm, where(y1 < y_shut, y1, where(y1 < y_new_bot, yL + cm_lo + (y_occ - yL - cm_lo) * own, y1 - ldc + cm_lo * own)))
+    in_src = where(y1 < yU, yU - cm, where(y1 < y_shut, y1, where(y1 < y_new_bot, yL + cm_lo + (y_occ - yL - cm_lo) * own, y1 - ldc + close_l + cm_lo * own)))
     y_src = where(y1 < yOUo, up_src, where(y1 < yUo, ulip_src, where(y1 < yLo, in_src, where(y1 < yOLo, llip_src, low_src))))
     # the portrait's own upper teeth do not follow the corners either
     teeth_band = g.op('And', g.op('And', y1 > yU - W * 0.08, y1 < y_occ), own_teeth > 0.5)  # from a little above: the landmarks sit low there
     # (only between the corners: beside them the cheeks follow the corners' field on every row, or a
     # smile's nasolabial folds break into steps where the band begins and ends)
-    x_src = X - where(teeth_band, dx_line * smoothstep(0.8, 1.0, t_c.abs()), dx_line) * vfall
+    # (lips closed over them follow the corners as the rest of the lips do)
+    x_src = X - where(teeth_band, dx_line * lerp(smoothstep(0.8, 1.0, t_c.abs()), 1.0, shut_k), dx_line) * vfall
 
     # keep the crop's border untouched
     bx = smoothstep(0.1, 0.17, X.min(1.0 - X))  # 0 outside the window, so padding back is seamless
@@ -648,8 +663,8 @@ def build_synth() -> onnx.ModelProto:
     ra1, rb1, ca1, cb1 = (v.reshape([1]) for v in (ra, rb, ca, cb))
     Ys = sl(g, Y, [ra1], [rb1], [2])
     Xs = sl(g, X, [ca1], [cb1], [3])
-    (yU, yUo, yLo, y_occ, y_shut, y_new_bot, t_c, ldc, jc, s_open, dyc_line, prof_s, shut) = [
-        sl(g, v, [ca1], [cb1], [3]) for v in (yU, yUo, yLo, y_occ, y_shut, y_new_bot, t_c, ldc, jc, s_open, dyc_line, prof, shut)]
+    (yU, yUo, yLo, y_occ, y_shut, y_new_bot, t_c, ldc, jc, s_open, dyc_line, prof_s, shut, gap_k) = [
+        sl(g, v, [ca1], [cb1], [3]) for v in (yU, yUo, yLo, y_occ, y_shut, y_new_bot, t_c, ldc, jc, s_open, dyc_line, prof, shut, gap_k)]
     Yl = Ys - dyc_line  # in the lip curves' space
     Xpx = Xs * s_f
     Ypx = Ys * s_f
@@ -731,6 +746,11 @@ def build_synth() -> onnx.ModelProto:
     # their contact shadow on the lip, just below
     a_fs = (1.0 - (Yl - y_fe).relu() / (W * 0.025)).relu().sq() * inside(Yl - y_fe) * tuck_k * 0.6
     alpha = a_open.max(a_tuck)
+    # closed over the portrait's teeth, the lips meet in a crease of the mouth's own dark, opaque for a pixel:
+    # the frame's pixels between the warp's last row of the upper lip and first of the lower one would
+    # take the teeth between them, a pale seam (only once the lips have met: no line across the teeth)
+    a_cr = ((Yl - (yUo + yLo) * 0.5).abs() / soft * -1.0 + 1.5).clip(0.0, 1.0) \
+        * (gap_k / (W * 0.02) - (yLo - yUo) / (px * 2.0)).clip(0.0, 1.0)
     # the lips' wet inner faces at the opening's edges (the lower one rolls out as the jaw drops):
     # each lip's own colour, darkened (the lower one towards the mouth's warm dark, opaque at its edge),
     # fading into the mouth, so the lips end in neither a hard line nor a pale one
@@ -768,8 +788,8 @@ def build_synth() -> onnx.ModelProto:
     m = 1.0 - alpha  # the margins show where the opening does not
     pm = (cav_rgb * ((w_cav * keep + w_lc) * opaque) + tongue_rgb * (w_tg * keep * opaque) + teeth_rgb * (w_teeth * keep * opaque)
           + lip_lo_rgb * (w_lo * opaque + a_ld * m * 0.72) + lip_up_rgb * (w_up * opaque)
-          + lip_rgb * ((a_us + a_lw) * m * 0.6) + a_lw * m * 0.4 + cav_rgb * (a_fs * m))
-    total = alpha + m * (a_us + a_lw + a_ld + a_fs)
+          + lip_rgb * ((a_us + a_lw) * m * 0.6) + a_lw * m * 0.4 + cav_rgb * (a_fs * m) + (cav_rgb * 0.6 + lip_rgb * 0.4) * (a_cr * m))
+    total = alpha + m * (a_us + a_lw + a_ld + a_fs + a_cr)
     inner_pm = concat([pm.clip(0.0, 1.0) * 255.0, total], axis=1)  # [N,4,h,k]
     inner_at = concat([(b0 + ra).reshape([1]), (b0 + ca).reshape([1])], 0)
 
