@@ -468,35 +468,55 @@ describe('the mouth on every fixture face', () => {
     },
   );
 
-  it("closes the lips over a portrait's own teeth for m, b, p", SLOW, async () => {
-    // (the lips each move as one piece over the teeth, which stay, and meet in a crease; the graph
-    // before could not press a mouth that shows its teeth: it kept every row of them)
-    const showing = faces.filter((x) => x.ownTeeth);
-    expect(showing.length, 'fixtures showing their teeth').toBeGreaterThanOrEqual(2);
-    for (const f of showing) {
-      const W = f.face.mouthWidth;
-      const [up, low] = [keyPoint(f.face, 5), keyPoint(f.face, 15)];
-      const [y0, y1] = [Math.round(up.y - 0.1 * W), Math.round(low.y + 0.1 * W)];
-      const skin = chroma(references(f.frame, f.face).skin);
-      // (light and far less saturated than the skin; a bright, warm photograph's teeth are warmer)
-      const teethRows = (frame: RgbaFrame, x: number) =>
-        teethRuns(frame, skin, x, y0, y1, { minL: 70, chromaShare: 0.7 }).reduce((n, r) => n + r.to - r.from + 1, 0);
-      const pressed = await render(f, speakingShape('PP'));
-      let columns = 0;
-      for (const dx of [-0.1, 0, 0.1]) {
-        const x = Math.round(up.x + dx * W);
-        if (teethRows(f.frame, x) < 3) continue; // (no teeth in the portrait's column)
-        columns++;
-        expect(teethRows(pressed, x), `${f.name} m/b/p, column ${x}: rows of teeth left`).toBeLessThanOrEqual(1);
+  it(
+    "closes the lips over a portrait's own teeth for m, b, p, and brings the lower lip up to them for f, v",
+    SLOW,
+    async () => {
+      // (the lips each move as one piece over the teeth, which stay, and meet in a crease; the graph
+      // before could not press a mouth that shows its teeth: it kept every row of them)
+      const showing = faces.filter((x) => x.ownTeeth);
+      expect(showing.length, 'fixtures showing their teeth').toBeGreaterThanOrEqual(2);
+      for (const f of showing) {
+        const W = f.face.mouthWidth;
+        const [up, low] = [keyPoint(f.face, 5), keyPoint(f.face, 15)];
+        const [y0, y1] = [Math.round(up.y - 0.1 * W), Math.round(low.y + 0.1 * W)];
+        const skin = chroma(references(f.frame, f.face).skin);
+        // (light and far less saturated than the skin; a bright, warm photograph's teeth are warmer)
+        const teethRows = (frame: RgbaFrame, x: number) =>
+          teethRuns(frame, skin, x, y0, y1, { minL: 70, chromaShare: 0.7 }).reduce((n, r) => n + r.to - r.from + 1, 0);
+        const pressed = await render(f, speakingShape('PP'));
+        let columns = 0;
+        for (const dx of [-0.1, 0, 0.1]) {
+          const x = Math.round(up.x + dx * W);
+          if (teethRows(f.frame, x) < 3) continue; // (no teeth in the portrait's column)
+          columns++;
+          expect(teethRows(pressed, x), `${f.name} m/b/p, column ${x}: rows of teeth left`).toBeLessThanOrEqual(1);
+        }
+        expect(columns, `${f.name}: columns with teeth in the portrait`).toBeGreaterThanOrEqual(2);
+        // (the rig reads the mouth shut: a closed portrait's openness is under 0.05)
+        const [rest, shut] = [f.rig.mouthOpenness, (await rigOf(pressed)).mouthOpenness];
+        expect(shut, `${f.name}: the rig's openness, the portrait ${rest.toFixed(3)}, pressed`).toBeLessThan(
+          Math.min(0.08, rest * 0.25),
+        );
+        if (!f.openMidSpeech) continue;
+        // f, v: the upper teeth stay, the lower lip comes up to them over the lower teeth and the inside
+        const fv = await render(f, speakingShape('FF'));
+        const below = Math.round(low.y + 0.4 * W); // (as far down as the mid-speech test looks)
+        for (const dx of [-0.1, 0.1]) {
+          const x = Math.round(up.x + dx * W);
+          const [source, out] = [teethRuns(f.frame, skin, x, y0, below), teethRuns(fv, skin, x, y0, below)];
+          const what = `${f.name} f/v, column ${x}`;
+          expect(source.length, `${what}: teeth in the portrait's column`).toBeGreaterThanOrEqual(1);
+          const lower = source.at(-1)!; // (the lower teeth, as the mid-speech test takes them)
+          expect(
+            out.filter((r) => r.to >= lower.from - 2),
+            `${what}: teeth left where the lower teeth were (rows ${lower.from}-${lower.to})`,
+          ).toEqual([]);
+          if (source.length >= 2) expect(out[0], `${what}: the upper teeth, where they were`).toEqual(source[0]);
+        }
       }
-      expect(columns, `${f.name}: columns with teeth in the portrait`).toBeGreaterThanOrEqual(2);
-      const [rest, shut] = [f.rig.mouthOpenness, (await rigOf(pressed)).mouthOpenness];
-      // (the rig reads the mouth shut: a closed portrait's openness is under 0.05)
-      expect(shut, `${f.name}: the rig's openness, the portrait ${rest.toFixed(3)}, pressed`).toBeLessThan(
-        Math.min(0.08, rest * 0.25),
-      );
-    }
-  });
+    },
+  );
 
   it('moves the cheeks beside a smile as a whole: no step in the nasolabial folds', SLOW, async () => {
     // (a portrait's own upper teeth stay with the skull while a smile eases; when the whole rows of the

@@ -48,6 +48,7 @@ mouth widths W (outer corner to outer corner). The shape is articulatory:
   press  the lips press together and thin (m, b, p); a portrait that shows its
          teeth (or is caught open mid-speech) closes its lips over them;
   tuck   the upper lip lifts and the lower lip rises under the upper teeth (f, v);
+         on a portrait that shows its teeth, up to their edge;
   relax  a smiling portrait's corners come down towards neutral while it
          talks (the caller raises it over an utterance and lets it fall in silence).
 
@@ -575,9 +576,12 @@ def build_synth() -> onnx.ModelProto:
     # shows between them, each as one piece, the upper coming down a little and the lower up to meet it; the
     # teeth stay where they are, covered (pressed lips, from half the press on)
     shut_k = (pr * 2.5 - 0.25).clip(0.0, 1.0) * own
-    gap_k = (yL - yU).relu() * shut_k * ((1.1 - t_c.abs()) * (1.0 / 0.15)).clip(0.0, 1.0)  # (not past the corners: the cheeks)
+    corners = ((1.1 - t_c.abs()) * (1.0 / 0.15)).clip(0.0, 1.0)  # (not past the corners: the cheeks)
+    gap_k = (yL - yU).relu() * shut_k * corners
+    # f, v on such a portrait: the lower lip comes up to its upper teeth's edge (its own occlusal line)
+    close_f = (yL + ldc - y_occ - W * 0.01).relu() * ((tk * 2.5 - 0.25).clip(0.0, 1.0) * own) * corners
     close_u = gap_k * 0.4
-    close_l = gap_k * 0.6
+    close_l = (gap_k * 0.6).max(close_f)
     # (their edges sampled two pixels inside: the photograph blurs them into the teeth, a pale seam)
     ins = shut_k * px * 2.0
     yOUo = yOUo + close_u
@@ -611,7 +615,9 @@ def build_synth() -> onnx.ModelProto:
     # below the lower lip: its drop blends into the jaw's towards the chin, then fades over the neck
     d_bot = yOLo - yOL - cmo_lo
     depth = step(y1 - d_bot, yOL, y_chin)
-    d_low = d_bot + (jc - d_bot) * depth
+    # (a mouth caught open mid-speech closes with its jaw: the chin comes up with the lower lip, half as far;
+    # all the way, the neck below stretched into streaks)
+    d_low = d_bot + (jc - close_l * (own_inside * 0.5) - d_bot) * depth
     neck = step(y1 - d_low, y_chin + W * NECK_FALLOFF, y_chin)
     low_src = y1 - d_low * neck
     # inside the opening: the portrait's own upper teeth stay, its lower part moves with the lower lip (from
@@ -663,8 +669,8 @@ def build_synth() -> onnx.ModelProto:
     ra1, rb1, ca1, cb1 = (v.reshape([1]) for v in (ra, rb, ca, cb))
     Ys = sl(g, Y, [ra1], [rb1], [2])
     Xs = sl(g, X, [ca1], [cb1], [3])
-    (yU, yUo, yLo, y_occ, y_shut, y_new_bot, t_c, ldc, jc, s_open, dyc_line, prof_s, shut, gap_k) = [
-        sl(g, v, [ca1], [cb1], [3]) for v in (yU, yUo, yLo, y_occ, y_shut, y_new_bot, t_c, ldc, jc, s_open, dyc_line, prof, shut, gap_k)]
+    (yU, yUo, yLo, y_occ, y_shut, y_new_bot, t_c, ldc, jc, s_open, dyc_line, prof_s, shut, gap_k, close_f) = [
+        sl(g, v, [ca1], [cb1], [3]) for v in (yU, yUo, yLo, y_occ, y_shut, y_new_bot, t_c, ldc, jc, s_open, dyc_line, prof, shut, gap_k, close_f)]
     Yl = Ys - dyc_line  # in the lip curves' space
     Xpx = Xs * s_f
     Ypx = Ys * s_f
@@ -748,9 +754,12 @@ def build_synth() -> onnx.ModelProto:
     alpha = a_open.max(a_tuck)
     # closed over the portrait's teeth, the lips meet in a crease of the mouth's own dark, opaque for a pixel:
     # the frame's pixels between the warp's last row of the upper lip and first of the lower one would
-    # take the teeth between them, a pale seam (only once the lips have met: no line across the teeth)
+    # take the teeth between them, a pale seam (only once the lips have met: no line across the teeth);
+    # so does the lower lip where it comes up to the teeth for f, v
     a_cr = ((Yl - (yUo + yLo) * 0.5).abs() / soft * -1.0 + 1.5).clip(0.0, 1.0) \
         * (gap_k / (W * 0.02) - (yLo - yUo) / (px * 2.0)).clip(0.0, 1.0)
+    a_cr = a_cr.max(((Yl - yLo).abs() / soft * -1.0 + 1.5).clip(0.0, 1.0)
+                    * ((close_f / (W * 0.02)).clip(0.0, 1.0) * ((0.9 - t_c.abs()) * 10.0).clip(0.0, 1.0)))  # (short of the corners)
     # the lips' wet inner faces at the opening's edges (the lower one rolls out as the jaw drops):
     # each lip's own colour, darkened (the lower one towards the mouth's warm dark, opaque at its edge),
     # fading into the mouth, so the lips end in neither a hard line nor a pale one
