@@ -139,6 +139,17 @@ function teethRuns(
   return runs;
 }
 
+/**
+ * Down the middle of a face's mouth: its width W, the inner lips' midpoints, the rows from 0.1 W above the
+ * upper one to `below` W under the lower one, and the skin's chroma (teethRuns' reference).
+ */
+function mouthSpan(f: Face, below: number) {
+  const W = f.face.mouthWidth;
+  const [up, low] = [keyPoint(f.face, 5), keyPoint(f.face, 15)];
+  const [y0, y1] = [Math.round(up.y - 0.1 * W), Math.round(low.y + below * W)];
+  return { W, up, y0, y1, skin: chroma(references(f.frame, f.face).skin) };
+}
+
 /** The frame pixels the drawn layer covers (nearly) opaquely. */
 function opaquePixels(coverage: Float32Array): number[] {
   const drawn: number[] = [];
@@ -433,11 +444,8 @@ describe('the mouth on every fixture face', () => {
       const open = faces.filter((x) => x.openMidSpeech);
       expect(open.length, 'fixtures caught mid-speech').toBeGreaterThanOrEqual(1);
       for (const f of open) {
-        const W = f.face.mouthWidth;
-        const [up, low] = [keyPoint(f.face, 5), keyPoint(f.face, 15)];
-        const [y0, y1] = [Math.round(up.y - 0.1 * W), Math.round(low.y + 0.4 * W)];
+        const { W, up, y0, y1, skin } = mouthSpan(f, 0.4);
         const span = Math.round(0.08 * W);
-        const skin = chroma(references(f.frame, f.face).skin);
         // the darkest under the lower teeth, within 0.08 mouth widths: the lip's own shadow, not a crescent
         const under = (frame: RgbaFrame, x: number, teeth: { to: number }) =>
           Math.min(...Array.from({ length: span }, (_, k) => lumaAt(frame, x, teeth.to + 1 + k)));
@@ -477,10 +485,7 @@ describe('the mouth on every fixture face', () => {
       const showing = faces.filter((x) => x.ownTeeth);
       expect(showing.length, 'fixtures showing their teeth').toBeGreaterThanOrEqual(2);
       for (const f of showing) {
-        const W = f.face.mouthWidth;
-        const [up, low] = [keyPoint(f.face, 5), keyPoint(f.face, 15)];
-        const [y0, y1] = [Math.round(up.y - 0.1 * W), Math.round(low.y + 0.1 * W)];
-        const skin = chroma(references(f.frame, f.face).skin);
+        const { W, up, y0, y1, skin } = mouthSpan(f, 0.1);
         // (light and far less saturated than the skin; a bright, warm photograph's teeth are warmer)
         const teethRows = (frame: RgbaFrame, x: number) =>
           teethRuns(frame, skin, x, y0, y1, { minL: 70, chromaShare: 0.7 }).reduce((n, r) => n + r.to - r.from + 1, 0);
@@ -501,7 +506,7 @@ describe('the mouth on every fixture face', () => {
         if (!f.openMidSpeech) continue;
         // f, v: the upper teeth stay, the lower lip comes up to them over the lower teeth and the inside
         const fv = await render(f, speakingShape('FF'));
-        const below = Math.round(low.y + 0.4 * W); // (as far down as the mid-speech test looks)
+        const below = mouthSpan(f, 0.4).y1; // (as far down as the mid-speech test looks)
         for (const dx of [-0.1, 0.1]) {
           const x = Math.round(up.x + dx * W);
           const [source, out] = [teethRuns(f.frame, skin, x, y0, below), teethRuns(fv, skin, x, y0, below)];

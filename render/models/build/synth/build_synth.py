@@ -575,11 +575,14 @@ def build_synth() -> onnx.ModelProto:
     # m, b, p on a portrait that shows its teeth (or is caught open mid-speech): the lips close over what it
     # shows between them, each as one piece, the upper coming down a little and the lower up to meet it; the
     # teeth stay where they are, covered (pressed lips, from half the press on)
-    shut_k = (pr * 2.5 - 0.25).clip(0.0, 1.0) * own
+    def engaged(v):  # 0 up to 0.1, 1 from 0.5 on
+        return (v * 2.5 - 0.25).clip(0.0, 1.0)
+
+    shut_k = engaged(pr) * own
     corners = ((1.1 - t_c.abs()) * (1.0 / 0.15)).clip(0.0, 1.0)  # (not past the corners: the cheeks)
     gap_k = (yL - yU).relu() * shut_k * corners
     # f, v on such a portrait: the lower lip comes up to its upper teeth's edge (its own occlusal line)
-    close_f = (yL + ldc - y_occ - W * 0.01).relu() * ((tk * 2.5 - 0.25).clip(0.0, 1.0) * own) * corners
+    close_f = (yL + ldc - y_occ - W * 0.01).relu() * (engaged(tk) * own) * corners
     close_u = gap_k * 0.4
     close_l = (gap_k * 0.6).max(close_f)
     # (their edges sampled two pixels inside: the photograph blurs them into the teeth, a pale seam)
@@ -756,10 +759,11 @@ def build_synth() -> onnx.ModelProto:
     # the frame's pixels between the warp's last row of the upper lip and first of the lower one would
     # take the teeth between them, a pale seam (only once the lips have met: no line across the teeth);
     # so does the lower lip where it comes up to the teeth for f, v
-    a_cr = ((Yl - (yUo + yLo) * 0.5).abs() / soft * -1.0 + 1.5).clip(0.0, 1.0) \
-        * (gap_k / (W * 0.02) - (yLo - yUo) / (px * 2.0)).clip(0.0, 1.0)
-    a_cr = a_cr.max(((Yl - yLo).abs() / soft * -1.0 + 1.5).clip(0.0, 1.0)
-                    * ((close_f / (W * 0.02)).clip(0.0, 1.0) * ((0.9 - t_c.abs()) * 10.0).clip(0.0, 1.0)))  # (short of the corners)
+    def crease(at):  # opaque within half a soft edge of row `at`, none past one and a half
+        return ((Yl - at).abs() / soft * -1.0 + 1.5).clip(0.0, 1.0)
+
+    a_cr = crease((yUo + yLo) * 0.5) * (gap_k / (W * 0.02) - (yLo - yUo) / (px * 2.0)).clip(0.0, 1.0)
+    a_cr = a_cr.max(crease(yLo) * ((close_f / (W * 0.02)).clip(0.0, 1.0) * ((0.9 - t_c.abs()) * 10.0).clip(0.0, 1.0)))  # (short of the corners)
     # the lips' wet inner faces at the opening's edges (the lower one rolls out as the jaw drops):
     # each lip's own colour, darkened (the lower one towards the mouth's warm dark, opaque at its edge),
     # fading into the mouth, so the lips end in neither a hard line nor a pale one

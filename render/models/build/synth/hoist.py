@@ -50,17 +50,9 @@ def hoist_face_constants(palette: onnx.ModelProto, synth: onnx.ModelProto) -> tu
     # the nodes that stay: every per-frame one, and the per-face ones computing what cannot move
     stay = {id(n) for n in sg.node if any(o in per_frame for o in n.output) or not any(o in per_face for o in n.output)}
     stay |= {id(producer[o.name]) for o in sg.output}
-    changed = True
-    while changed:
-        changed = False
-        for n in sg.node:
-            if id(n) not in stay:
-                continue
-            for i in n.input:
-                p = producer.get(i)
-                if p is not None and id(p) not in stay and not movable(i):
-                    stay.add(id(p))
-                    changed = True
+    for n in reversed(sg.node):  # (in graph order, so a node's producers come after it here)
+        if id(n) in stay:
+            stay.update(id(producer[i]) for i in n.input if i in producer and not movable(i))
     read_by_stay = {i for n in sg.node if id(n) in stay for i in n.input}
     # the moved values the staying nodes read, in graph order
     handed = [o for n in sg.node if id(n) not in stay for o in n.output if o and o in read_by_stay]
@@ -75,9 +67,8 @@ def hoist_face_constants(palette: onnx.ModelProto, synth: onnx.ModelProto) -> tu
 
     # the palette graph: its own fields, then the moved nodes (renamed apart) computing the handed values
     (fields_out,) = [n for n in pg.node if n.op_type == 'Identity' and n.output[0] == 'palette']
-    rename = {'palette': 'fields', 'lips': 'lips', 'size': 'h_size'}
+    rename = {'palette': fields_out.input[0], 'lips': 'lips', 'size': 'h_size'}
     p_nodes = [n for n in pg.node if n is not fields_out]
-    p_nodes.append(helper.make_node('Identity', [fields_out.input[0]], ['fields']))
     p_inits = list(pg.initializer)
     p_nodes.append(helper.make_node('Shape', ['crop'], ['h_size'], start=1, end=2))
     used = set()
@@ -92,8 +83,7 @@ def hoist_face_constants(palette: onnx.ModelProto, synth: onnx.ModelProto) -> tu
         p_nodes.append(helper.make_node(n.op_type, ins, [f'h_{o}' if o else '' for o in n.output], **{
             a.name: helper.get_attribute_value(a) for a in n.attribute}))
     p_inits += [numpy_helper.from_array(numpy_helper.to_array(inits[i]), f'h_{i}') for i in sorted(used)]
-    flat = helper.make_tensor('h_flat', TensorProto.INT64, [2], [0, -1])
-    p_inits.append(flat)
+    p_inits.append(helper.make_tensor('h_flat', TensorProto.INT64, [2], [0, -1]))
     width = sum(shapes[t][1][1] for t in handed)
     p_nodes.append(helper.make_node('Concat', [f'h_{t}' for t in handed], ['h_handed'], axis=1))  # [N,width,1,1]
     p_nodes.append(helper.make_node('Reshape', ['h_handed', 'h_flat'], ['palette']))
