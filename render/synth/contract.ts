@@ -11,7 +11,7 @@
  *   palette  float32 [N,P]      colours (the lips, each lip's inner edge, the teeth, the cavity, the
  *                               tongue) and measures (the light's side, the portrait's own teeth and
  *                               occlusal line and the dark under it, the crease and its lower flank,
- *                               the upper lip's real edge, the photograph's blur), and whatever the
+ *                               the upper lip's real edge, the photograph's blur and grain), and whatever the
  *                               synthesis graph derives from them and the key points alone (the same
  *                               for every frame of the face, so computed here once: hoist.py), in the
  *                               order the builder lays out; P is fixed by the graph pair

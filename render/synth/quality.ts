@@ -114,6 +114,49 @@ export function grain(frame: RgbaFrame, pixels: readonly number[]): number {
   return Math.sqrt(r.reduce((s, v) => s + (v - mean) ** 2, 0) / Math.max(1, r.length));
 }
 
+/**
+ * Fine grain, robustly: the median absolute difference of luma from its 3x3 mean over the given pixels, as a
+ * standard deviation (x 1.4826), so that a few edges among them do not count.
+ */
+export function fineGrain(frame: RgbaFrame, pixels: readonly number[]): number {
+  const { width, height, data } = frame;
+  const r: number[] = [];
+  for (const p of pixels) {
+    const [x, y] = [p % width, Math.floor(p / width)];
+    if (x < 1 || y < 1 || x >= width - 1 || y >= height - 1) continue;
+    let m = 0;
+    for (let dy = -1; dy <= 1; dy++) for (let dx = -1; dx <= 1; dx++) m += luma(data, ((y + dy) * width + x + dx) * 4);
+    r.push(Math.abs(luma(data, p * 4) - m / 9));
+  }
+  return quantile(r, 0.5) * 1.4826;
+}
+
+/**
+ * The photograph's own grain at the light of skin (luma 255): the least fineGrain over the root of the light
+ * among five 8x8 skin patches, below the lower lip and beside the corners (the others hold pores, wrinkles, a
+ * beard, an edge). A photograph's grain grows with the root of the light, so at luma L it is this x sqrt(L / 255).
+ */
+export function photoGrain(frame: RgbaFrame, face: PreparedFace): number {
+  const W = face.mouthWidth;
+  const [right, left, lower, chin] = [20, 30, 35, 40].map((k) => keyPoint(face, k));
+  const [xc, ym, ySkin] = [(right!.x + left!.x) / 2, (right!.y + left!.y) / 2, lower!.y + 0.45 * (chin!.y - lower!.y)];
+  const [x0, x1] = [Math.min(right!.x, left!.x), Math.max(right!.x, left!.x)];
+  const centres = [
+    [xc, ySkin],
+    [xc - 0.15 * W, ySkin],
+    [xc + 0.15 * W, ySkin],
+    [x0 - 0.17 * W, ym + 0.1 * W],
+    [x1 + 0.17 * W, ym + 0.1 * W],
+  ] as const;
+  return Math.min(
+    ...centres.map(([cx, cy]) => {
+      const patch = rectPixels(frame, { left: Math.round(cx) - 4, top: Math.round(cy) - 4, width: 8, height: 8 });
+      const light = patch.reduce((s, p) => s + luma(frame.data, p * 4), 0) / patch.length;
+      return fineGrain(frame, patch) / Math.sqrt(Math.max(light, 10) / 255);
+    }),
+  );
+}
+
 /** Median Lab of the given pixels. */
 export function medianLab(frame: RgbaFrame, pixels: readonly number[]): Lab {
   const labs = pixels.map((p) => toLab(frame.data[p * 4]!, frame.data[p * 4 + 1]!, frame.data[p * 4 + 2]!));

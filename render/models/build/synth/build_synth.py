@@ -215,6 +215,7 @@ PALETTE_FIELDS = [
     ('blur', 1),         # the photograph's blur (a Gaussian's sigma), in mouth widths
     ('crease_lo', 1),    # the crease's lower flank: from its darkest row down to the lower lip's light, in mouth widths
     ('occ_gap', 1),      # own teeth: the dark under the occlusal line, down to what lies below it (lower teeth, lip), in mouth widths
+    ('grain', 1),        # the photograph's own fine grain: its luma's standard deviation over the root of the light, where the skin is smoothest
 ]
 PALETTE = sum(n for _, n in PALETTE_FIELDS)
 
@@ -285,6 +286,15 @@ def build_palette() -> onnx.ModelProto:
     fy_ = (y_mouth + W * g.const(fl.reshape(1, 1, rows, 1))).reshape([0, 1, rows, 1])
     fy_ = concat([fy_] * 3, axis=1).reshape([0, 3 * rows, 1, 1])
     s_flank = add(ox, fy_)
+    # the photograph's grain: 8x8 crop pixels (their centres) at each of the skin samples (below the
+    # lower lip and beside the corners)
+    gp = 8
+    k_px = g.const((np.arange(gp, dtype=np.float32) - (gp / 2 - 0.5)))
+    pcx = concat([xc, xc - W * 0.15, xc + W * 0.15, xa - W * 0.17, xb + W * 0.17], axis=1)  # [N,5,1,1]
+    pcy = concat([y_sk, y_sk, y_sk, y_mouth + W * 0.1, y_mouth + W * 0.1], axis=1)
+    gx_ = (g.op('Floor', pcx / px) + k_px.reshape([1, 1, 1, gp])) * px  # [N,5,1,8]
+    gy_ = (g.op('Floor', pcy / px) + k_px.reshape([1, 1, gp, 1])) * px  # [N,5,8,1]
+    s_grain = add(gx_ + gy_ * 0.0, gy_ + gx_ * 0.0)
 
     def flat(v):
         return v.reshape([0, -1])
@@ -296,7 +306,7 @@ def build_palette() -> onnx.ModelProto:
     grid = concat([concat([flat(sx), flat(sy)], axis=1).reshape([0, 2, -1]) for sx, sy in samples], axis=2)
     grid = g.op('Transpose', grid, perm=[0, 2, 1]).reshape([0, 1, -1, 2]) * 2.0 - 1.0  # [N,1,P,2]
     sampled = g.op('GridSample', crop, grid, mode='bilinear', padding_mode='border', align_corners=0)  # [N,3,1,P]
-    counts = [10, 3, 3, 3, 2, len(gap_pairs), 3 * rows, 3 * rows, 3 * rows, 3 * rows]
+    counts = [10, 3, 3, 3, 2, len(gap_pairs), 3 * rows, 3 * rows, 3 * rows, 3 * rows, 5 * gp * gp]
     offs = np.cumsum([0] + counts)
 
     def part(k):
@@ -424,9 +434,17 @@ def build_palette() -> onnx.ModelProto:
     tongue_y = lum(lip_rgb * 0.85 + skin_rgb * 0.15)
     tongue_rgb = (tongue_y + (lip_rgb - lip_y) * 1.35).clip(0.0, 1.0)
     blur = sigma_px * px / W
+    # the grain: each patch's luma against its 3x3 mean (white noise of deviation s leaves 0.943 s), over the
+    # root of its light (a photograph's grain grows with it), in the least textured patch (the others hold
+    # pores, wrinkles, a beard, an edge); seven tenths of it (even the least textured patch holds some of the
+    # skin's own texture: so much matches the photograph's grain on the fixtures, by its median deviation)
+    patch = lum(part(s_grain)).reshape([-1, 1, gp, gp])  # [N*5,1,8,8]
+    resid = sl(g, patch, [1, 1], [gp - 1, gp - 1], [2, 3]) - g.op('AveragePool', patch, kernel_shape=[3, 3])
+    dev = (resid.sq().mean([2, 3]) - resid.mean([2, 3]).sq()).relu().sqrt() / patch.mean([2, 3]).max(0.04).sqrt()
+    grain = (dev.reshape([-1, 5]).rmin(1) * (0.7 / 0.943)).clip(0.0, 0.03)
     fields = dict(lip_rgb=lip_rgb, lip_up_rgb=lip_up_rgb, lip_lo_rgb=lip_lo_rgb, teeth_rgb=teeth_rgb, cav_rgb=cav_rgb,
                   tongue_rgb=tongue_rgb, light_lr=light_lr, own_teeth=own_teeth, occ_at=occ_at, crease_at=crease_at,
-                  lip_edge_at=lip_edge_at, blur=blur, crease_lo=crease_lo, occ_gap=occ_gap)
+                  lip_edge_at=lip_edge_at, blur=blur, crease_lo=crease_lo, occ_gap=occ_gap, grain=grain)
     palette = concat([fields[name].reshape([0, n]) for name, n in PALETTE_FIELDS], axis=1)
     g.output(palette, 'palette', ['N', PALETTE])
     return g.model(doc='The mouth synthesis palette for avatar-platform (measured once per frame); see build_synth.py')
@@ -465,7 +483,7 @@ def build_synth() -> onnx.ModelProto:
     teeth_rgb, cav_rgb, tongue_rgb = fields['teeth_rgb'], fields['cav_rgb'], fields['tongue_rgb']
     light_lr, own_teeth, occ_at = fields['light_lr'], fields['own_teeth'], fields['occ_at']
     crease_at, lip_edge_at, blur = fields['crease_at'], fields['lip_edge_at'], fields['blur']
-    crease_lo, occ_gap = fields['crease_lo'], fields['occ_gap']
+    crease_lo, occ_gap, grain_dev = fields['crease_lo'], fields['occ_gap'], fields['grain']
     sigma_px = blur * W / px
     y_top = y_iu + W * lip_edge_at.min(0.0)
     y_occ_c = y_top + (y_il - y_top).relu() * occ_at  # the occlusal line at the centre, in crop coordinates
@@ -744,9 +762,11 @@ def build_synth() -> onnx.ModelProto:
     # lit at its front, falling into the lower lip's shade where it meets it (lit there, it drew a pale line
     # along the opening's lower edge)
     tg_shade = (0.55 + 0.55 * smoothstep(0.0, W * 0.07, Yl - y_tg)) * (1.0 - 0.45 * near_lip)
-    # grain: a fixed pattern attached to the face (crop pixels), about the photo's own
+    # grain: a fixed pattern attached to the face (crop pixels), as strong as the photograph's own where it
+    # is as light as the skin, and weaker in the dark as a photograph's is (its deviation in proportion to
+    # the square root of the light: uniform noise, added to every channel)
     hsh = ((Xpx * 12.9898 + Ypx * 78.233).cos() * 43758.547)
-    grain = (hsh - g.op('Floor', hsh) - 0.5) * 0.02
+    grain = (hsh - g.op('Floor', hsh) - 0.5) * (grain_dev * float(np.sqrt(12.0)))
 
     # f, v: the upper teeth rest on the lower lip (drawn over its top)
     tuck_k = smoothstep(0.05, 0.4, tk) * (1.0 - own) * prof_s.sqrt()
@@ -797,10 +817,12 @@ def build_synth() -> onnx.ModelProto:
     w_lo = inner_lo * 0.62 * (1.0 - inner_up)
     w_lc = inner_lo * 0.38 * (1.0 - inner_up)  # (in the cavity's colour)
     w_up = inner_up * 0.6
-    opaque = alpha * (grain + 1.0)
+    opaque = alpha
     m = 1.0 - alpha  # the margins show where the opening does not
-    pm = (cav_rgb * ((w_cav * keep + w_lc) * opaque) + tongue_rgb * (w_tg * keep * opaque) + teeth_rgb * (w_teeth * keep * opaque)
-          + lip_lo_rgb * (w_lo * opaque + a_ld * m * 0.72) + lip_up_rgb * (w_up * opaque)
+    drawn = (cav_rgb * ((w_cav * keep + w_lc) * opaque) + tongue_rgb * (w_tg * keep * opaque) + teeth_rgb * (w_teeth * keep * opaque)
+             + lip_lo_rgb * (w_lo * opaque) + lip_up_rgb * (w_up * opaque))
+    drawn = drawn + grain * ((drawn * g.const(LUMA)).sum([1]).relu().sqrt())
+    pm = (drawn + lip_lo_rgb * (a_ld * m * 0.72)
           + lip_rgb * ((a_us + a_lw) * m * 0.6) + a_lw * m * 0.4 + cav_rgb * (a_fs * m) + (cav_rgb * 0.6 + lip_rgb * 0.4) * (a_cr * m))
     total = alpha + m * (a_us + a_lw + a_ld + a_fs + a_cr)
     inner_pm = concat([pm.clip(0.0, 1.0) * 255.0, total], axis=1)  # [N,4,h,k]
