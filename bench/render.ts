@@ -122,7 +122,9 @@ async function benchLiveI420(seconds: number) {
 /**
  * The mouth's cost, this graph beside the previous one (render/synth/fixtures/mouth_synth_v1.onnx),
  * on the same frames and sounds (each graph its own viseme table), one thread: a live call's I420
- * frames in batches of 8 (the live path) and single RGBA frames (a render's path). The two take
+ * frames in batches of 8 (the live path), RGBA frames in batches of 8 (a render's path: POST /lipsync
+ * draws 8 at a time, an HTTP turn up to 8 once under way, `npm run render` 8) and single RGBA frames
+ * (a turn's first frame). The two take
  * turns call by call (which goes first alternates), so a busy moment of the machine falls on both;
  * each figure is the median of its calls, the ratio that of the medians. `againstModel`, another build
  * of this graph's contract (say, an earlier commit's), joins the turns with the current viseme table.
@@ -137,6 +139,7 @@ async function benchMouthBeforeAfter(seconds: number, againstModel?: string) {
       synth: await createMouthSynth({ intraOpNumThreads: 1 }),
       shape: speakingShape,
       live: [] as number[],
+      render: [] as number[],
       single: [] as number[],
     },
     {
@@ -144,6 +147,7 @@ async function benchMouthBeforeAfter(seconds: number, againstModel?: string) {
       synth: await createMouthSynth({ modelPath: PREVIOUS_SYNTH_MODEL, intraOpNumThreads: 1 }),
       shape: previousShape,
       live: [] as number[],
+      render: [] as number[],
       single: [] as number[],
     },
     ...(againstModel
@@ -153,6 +157,7 @@ async function benchMouthBeforeAfter(seconds: number, againstModel?: string) {
             synth: await createMouthSynth({ modelPath: againstModel, intraOpNumThreads: 1 }),
             shape: speakingShape,
             live: [] as number[],
+            render: [] as number[],
             single: [] as number[],
           },
         ]
@@ -162,6 +167,7 @@ async function benchMouthBeforeAfter(seconds: number, againstModel?: string) {
     const face = prepareFaceForSynth(rig);
     const frames = sounds.map(() => ({ width: 512, height: 512, data: new Uint8Array(i420Size(512, 512)) }));
     const target = new Uint8Array(frame.data.length);
+    const targets = sounds.map(() => new Uint8Array(frame.data.length));
     const timed = async (fn: () => Promise<unknown>) => {
       const t0 = performance.now();
       await fn();
@@ -176,18 +182,29 @@ async function benchMouthBeforeAfter(seconds: number, againstModel?: string) {
             frames.map((f, j) => ({ frame: f, face, shape: g.shape(sounds[(i + j) % sounds.length]!) })),
           ),
         );
+        const render = await timed(() =>
+          g.synth.renderFrames(
+            targets.map((t, j) => ({ frame, face, shape: g.shape(sounds[(i + j) % sounds.length]!), target: t })),
+          ),
+        );
         const single = await timed(() => g.synth.renderFrame(frame, face, g.shape(sounds[i % sounds.length]!), target));
         if (i < 4) continue; // the first calls warm up
         g.live.push(live / frames.length);
+        g.render.push(render / targets.length);
         g.single.push(single);
       }
     }
     const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-    const [cur, prev, other] = graphs.map((g) => ({ live: median(g.live), single: median(g.single) }));
+    const [cur, prev, other] = graphs.map((g) => ({
+      live: median(g.live),
+      render: median(g.render),
+      single: median(g.single),
+    }));
     return {
       current: cur!,
       previous: prev!,
       liveRatio: cur!.live / prev!.live,
+      renderRatio: cur!.render / prev!.render,
       singleRatio: cur!.single / prev!.single,
       calls: graphs[0]!.live.length,
       ...(other && againstModel
@@ -196,6 +213,7 @@ async function benchMouthBeforeAfter(seconds: number, againstModel?: string) {
               model: againstModel,
               ...other,
               liveRatio: cur!.live / other.live,
+              renderRatio: cur!.render / other.render,
               singleRatio: cur!.single / other.single,
             },
           }
@@ -292,11 +310,12 @@ export const render: BenchModule = {
       '',
       `the mouth, this graph beside the previous one (render/synth/fixtures/mouth_synth_v1.onnx), same frames and sounds, taking turns (${mouth.calls} calls each), median ms per frame, one thread:`,
       `  a live call's I420 frames, batch 8: ${f(mouth.current.live)} against ${f(mouth.previous.live)}, ratio ${f(mouth.liveRatio)}`,
-      `  single RGBA frames (a render): ${f(mouth.current.single)} against ${f(mouth.previous.single)}, ratio ${f(mouth.singleRatio)}`,
+      `  a render's RGBA frames, batch 8: ${f(mouth.current.render)} against ${f(mouth.previous.render)}, ratio ${f(mouth.renderRatio)}`,
+      `  single RGBA frames (a turn's first): ${f(mouth.current.single)} against ${f(mouth.previous.single)}, ratio ${f(mouth.singleRatio)}`,
       '  target: ratio <= 1.25',
       ...(mouth.against
         ? [
-            `  beside ${mouth.against.model} (the same turns): live batch 8 ${f(mouth.against.live)}, ratio ${f(mouth.against.liveRatio)}; single ${f(mouth.against.single)}, ratio ${f(mouth.against.singleRatio)}`,
+            `  beside ${mouth.against.model} (the same turns): live batch 8 ${f(mouth.against.live)}, ratio ${f(mouth.against.liveRatio)}; render batch 8 ${f(mouth.against.render)}, ratio ${f(mouth.against.renderRatio)}; single ${f(mouth.against.single)}, ratio ${f(mouth.against.singleRatio)}`,
           ]
         : []),
       '',

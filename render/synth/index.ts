@@ -4,7 +4,7 @@
  * frame. See engine.ts for use and contract.ts for the graph's I/O.
  */
 export { createMouthSynth, isNeutral, MOUTH_PALETTE_MODEL } from './engine.ts';
-export type { MouthSynth } from './engine.ts';
+export type { MouthSynth, SynthItem } from './engine.ts';
 export { prepareFaceForSynth, toCrop, fromCrop } from './prepare.ts';
 export type { PreparedFace } from './prepare.ts';
 export type { RgbaFrame } from './image.ts';

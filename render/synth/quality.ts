@@ -99,8 +99,8 @@ function sobel(frame: RgbaFrame, rect: Rect): Float32Array {
   return out;
 }
 
-/** Grain: the standard deviation of luma minus its 3x3 mean, over the given pixel indices (y * width + x). */
-export function grain(frame: RgbaFrame, pixels: readonly number[]): number {
+/** Luma minus its 3x3 mean at each of the given pixel indices (y * width + x), the frame's edge skipped. */
+function residuals(frame: RgbaFrame, pixels: readonly number[]): number[] {
   const { width, height, data } = frame;
   const r: number[] = [];
   for (const p of pixels) {
@@ -110,6 +110,12 @@ export function grain(frame: RgbaFrame, pixels: readonly number[]): number {
     for (let dy = -1; dy <= 1; dy++) for (let dx = -1; dx <= 1; dx++) m += luma(data, ((y + dy) * width + x + dx) * 4);
     r.push(luma(data, p * 4) - m / 9);
   }
+  return r;
+}
+
+/** Grain: the standard deviation of luma minus its 3x3 mean, over the given pixel indices (y * width + x). */
+export function grain(frame: RgbaFrame, pixels: readonly number[]): number {
+  const r = residuals(frame, pixels);
   const mean = r.reduce((s, v) => s + v, 0) / Math.max(1, r.length);
   return Math.sqrt(r.reduce((s, v) => s + (v - mean) ** 2, 0) / Math.max(1, r.length));
 }
@@ -119,16 +125,7 @@ export function grain(frame: RgbaFrame, pixels: readonly number[]): number {
  * standard deviation (x 1.4826), so that a few edges among them do not count.
  */
 export function fineGrain(frame: RgbaFrame, pixels: readonly number[]): number {
-  const { width, height, data } = frame;
-  const r: number[] = [];
-  for (const p of pixels) {
-    const [x, y] = [p % width, Math.floor(p / width)];
-    if (x < 1 || y < 1 || x >= width - 1 || y >= height - 1) continue;
-    let m = 0;
-    for (let dy = -1; dy <= 1; dy++) for (let dx = -1; dx <= 1; dx++) m += luma(data, ((y + dy) * width + x + dx) * 4);
-    r.push(Math.abs(luma(data, p * 4) - m / 9));
-  }
-  return quantile(r, 0.5) * 1.4826;
+  return quantile(residuals(frame, pixels).map(Math.abs), 0.5) * 1.4826;
 }
 
 /**

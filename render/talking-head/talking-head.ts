@@ -1,10 +1,18 @@
 import { Mp4Writer, type Mp4Result } from '../encode/index.ts';
 import { generateIdleLoop, preparePortrait, type GeneratedMotion, type PortraitInput } from '../generate/index.ts';
 import { rigFromLandmarks } from '../rig/index.ts';
-import { createMouthSynth, prepareFaceForSynth, type MouthShape, type MouthSynth } from '../synth/index.ts';
+import {
+  createMouthSynth,
+  prepareFaceForSynth,
+  type MouthShape,
+  type MouthSynth,
+  type SynthItem,
+} from '../synth/index.ts';
 import type { MouthFrame } from '../visemes/index.ts';
 import { TalkingHeadError } from './errors.ts';
 import type { Speech } from './speech.ts';
+
+const BATCH = 8;
 
 /** The synth's mouth shape for a viseme frame: lips shut means shut, whatever the smoothing left. */
 export function mouthShape(m: MouthFrame): MouthShape {
@@ -39,12 +47,20 @@ async function* talkingHeadFrames(
   const { width, height } = idle;
   const detection = idle.rig.detection;
   try {
-    for (let i = 0; i < o.speech.mouth.length; i++) {
-      const frame = idle.renderFrame(i % idle.frameCount);
-      const rig = rigFromLandmarks(frame.landmarks, { width, height }, detection, idle.rig.presence);
-      const face = prepareFaceForSynth(rig);
-      const rgba = await synth.renderFrame({ width, height, data: frame.rgba }, face, mouthShape(o.speech.mouth[i]!));
-      yield { index: i, rgba: rgba as Uint8Array, width, height };
+    // A batch of frames per graph run, as POST /lipsync draws them (a run's fixed cost shared).
+    for (let start = 0; start < o.speech.mouth.length; start += BATCH) {
+      const items: SynthItem[] = [];
+      for (let i = start; i < Math.min(o.speech.mouth.length, start + BATCH); i++) {
+        const frame = idle.renderFrame(i % idle.frameCount);
+        const rig = rigFromLandmarks(frame.landmarks, { width, height }, detection, idle.rig.presence);
+        items.push({
+          frame: { width, height, data: frame.rgba },
+          face: prepareFaceForSynth(rig),
+          shape: mouthShape(o.speech.mouth[i]!),
+        });
+      }
+      const drawn = await synth.renderFrames(items);
+      for (const [k, rgba] of drawn.entries()) yield { index: start + k, rgba: rgba as Uint8Array, width, height };
     }
   } finally {
     if (!o.synth) await synth.release();

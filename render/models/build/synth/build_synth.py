@@ -97,7 +97,8 @@ mouth widths W (outer corner to outer corner). The shape is articulatory:
      the jaw, shown only at wide openings, lit at their edge; each lip's wet
      inner face at the opening's edge in its own colour, darker. A fixed
      grain, attached to the face, matches the drawn pixels to the
-     photograph's.
+     photograph's (as strong as its own on its smoothest skin, weaker in
+     the dark).
   5. The inner lip margins: a soft shadow inside the upper lip's edge, a
      moist highlight along the lower lip's, which turns inward in shade at its
      edge, only where the lips are apart.
@@ -149,6 +150,13 @@ OVERBITE = 0.015         # the lower incisors' edge above the upper ones' with t
                          # them as a second pale band along the lower lip at every opening)
 MM = 50.0                # a mouth width in mm, for tooth sizes
 ARCH_R = 20.0            # dental arch radius, mm (frontal projection of the teeth widths)
+
+
+# The drawn layer's grain: keys for a hash of the crop pixel (row key x column key mod a prime, every product
+# under 2^24, exact in float32), 1024 distinct non-zero residues (no row or column of zeros, none alike), the
+# same on every build (the legacy generator's stream is fixed).
+GRAIN_PRIME = 4093
+GRAIN_KEYS = (np.random.RandomState(20261128).permutation(GRAIN_PRIME - 1)[:1024] + 1).reshape(2, 512).astype(np.float32)
 
 
 class Lips:
@@ -693,8 +701,6 @@ def build_synth() -> onnx.ModelProto:
     (yU, yUo, yLo, y_occ, y_shut, y_new_bot, t_c, ldc, jc, s_open, dyc_line, prof_s, shut, gap_k, close_f) = [
         sl(g, v, [ca1], [cb1], [3]) for v in (yU, yUo, yLo, y_occ, y_shut, y_new_bot, t_c, ldc, jc, s_open, dyc_line, prof, shut, gap_k, close_f)]
     Yl = Ys - dyc_line  # in the lip curves' space
-    Xpx = Xs * s_f
-    Ypx = Ys * s_f
 
     # the drawn edges are as soft as the photograph's own lip line (its crease), at least a pixel
     soft = (sigma_px * 2.0 * (1.0 - own) + own).clip(1.0, 4.0) * px
@@ -762,11 +768,18 @@ def build_synth() -> onnx.ModelProto:
     # lit at its front, falling into the lower lip's shade where it meets it (lit there, it drew a pale line
     # along the opening's lower edge)
     tg_shade = (0.55 + 0.55 * smoothstep(0.0, W * 0.07, Yl - y_tg)) * (1.0 - 0.45 * near_lip)
-    # grain: a fixed pattern attached to the face (crop pixels), as strong as the photograph's own where it
-    # is as light as the skin, and weaker in the dark as a photograph's is (its deviation in proportion to
-    # the square root of the light: uniform noise, added to every channel)
-    hsh = ((Xpx * 12.9898 + Ypx * 78.233).cos() * 43758.547)
-    grain = (hsh - g.op('Floor', hsh) - 0.5) * (grain_dev * float(np.sqrt(12.0)))
+    # grain: a fixed pattern attached to the face (crop pixels), as strong as the photograph's own at each
+    # layer's light and so weaker in the dark, as a photograph's is (its deviation in proportion to the root of
+    # the light): multiplicative, one amplitude for the teeth and one for the rest (cavity, tongue, lips' faces)
+    # (a hash of the crop pixel in whole numbers that float32 holds exactly, a random key per row times one
+    # per column modulo a prime, so every device draws the same grain to the bit: a hash through cos() is not
+    # the same to the last bit on the GPU, and the fraction taken of it jumps)
+    row_key = sl(g, g.const(GRAIN_KEYS[0].reshape(1, 1, -1, 1)), [(b0 + ra).reshape([1])], [(b0 + rb).reshape([1])], [2])
+    col_key = sl(g, g.const(GRAIN_KEYS[1].reshape(1, 1, 1, -1)), [(b0 + ca).reshape([1])], [(b0 + cb).reshape([1])], [3])
+    noise = g.op('Mod', row_key * col_key, g.const(np.float32(GRAIN_PRIME)), fmod=1)  # [1,1,h,k], 0..GRAIN_PRIME-1
+
+    def grain_on(rgb):  # the noise's scale over a colour of this light (uniform in [-0.5, 0.5) of deviation 1/sqrt(12))
+        return grain_dev * float(np.sqrt(12.0) / GRAIN_PRIME) / (rgb * g.const(LUMA)).sum([1]).max(0.01).sqrt()
 
     # f, v: the upper teeth rest on the lower lip (drawn over its top)
     tuck_k = smoothstep(0.05, 0.4, tk) * (1.0 - own) * prof_s.sqrt()
@@ -817,12 +830,11 @@ def build_synth() -> onnx.ModelProto:
     w_lo = inner_lo * 0.62 * (1.0 - inner_up)
     w_lc = inner_lo * 0.38 * (1.0 - inner_up)  # (in the cavity's colour)
     w_up = inner_up * 0.6
-    opaque = alpha
+    opaque = alpha * (noise * grain_on(cav_rgb) + (1.0 - grain_on(cav_rgb) * (GRAIN_PRIME - 1) * 0.5))
+    opaque_t = alpha * (noise * grain_on(teeth_rgb) + (1.0 - grain_on(teeth_rgb) * (GRAIN_PRIME - 1) * 0.5))
     m = 1.0 - alpha  # the margins show where the opening does not
-    drawn = (cav_rgb * ((w_cav * keep + w_lc) * opaque) + tongue_rgb * (w_tg * keep * opaque) + teeth_rgb * (w_teeth * keep * opaque)
-             + lip_lo_rgb * (w_lo * opaque) + lip_up_rgb * (w_up * opaque))
-    drawn = drawn + grain * ((drawn * g.const(LUMA)).sum([1]).relu().sqrt())
-    pm = (drawn + lip_lo_rgb * (a_ld * m * 0.72)
+    pm = (cav_rgb * ((w_cav * keep + w_lc) * opaque) + tongue_rgb * (w_tg * keep * opaque) + teeth_rgb * (w_teeth * keep * opaque_t)
+          + lip_lo_rgb * (w_lo * opaque + a_ld * m * 0.72) + lip_up_rgb * (w_up * opaque)
           + lip_rgb * ((a_us + a_lw) * m * 0.6) + a_lw * m * 0.4 + cav_rgb * (a_fs * m) + (cav_rgb * 0.6 + lip_rgb * 0.4) * (a_cr * m))
     total = alpha + m * (a_us + a_lw + a_ld + a_fs + a_cr)
     inner_pm = concat([pm.clip(0.0, 1.0) * 255.0, total], axis=1)  # [N,4,h,k]
