@@ -123,7 +123,7 @@ async function benchLiveI420(seconds: number) {
  * The mouth's cost, this graph beside the previous one (render/synth/fixtures/mouth_synth_v1.onnx),
  * on the same frames and sounds (each graph its own viseme table), one thread: a live call's I420
  * frames in batches of 8 (the live path), RGBA frames in batches of 8 (a render's path: POST /lipsync
- * draws 8 at a time, an HTTP turn up to 8 once under way, `npm run render` 8) and single RGBA frames
+ * draws 8 at a time, `npm run render` 8; an HTTP turn 1, 2, then 4) and single RGBA frames
  * (a turn's first frame). The two take
  * turns call by call (which goes first alternates), so a busy moment of the machine falls on both;
  * each figure is the median of its calls, the ratio that of the medians. `againstModel`, another build
