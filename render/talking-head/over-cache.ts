@@ -9,7 +9,7 @@ import {
   type LipSyncItem,
 } from '../lipsync/index.ts';
 import { decodeAudio, speechFromAudioFile } from './speech.ts';
-import { mouthShape } from './talking-head.ts';
+import { mouthShape, RENDER_BATCH } from './talking-head.ts';
 import { TalkingHeadError } from './errors.ts';
 
 export interface CacheTalkingHeadOptions {
@@ -31,9 +31,6 @@ export interface CacheTalkingHeadResult extends Mp4Result {
   height: number;
 }
 
-/** Frames one lip-sync engine call draws: enough to amortise the graph run, small enough to stream. */
-const BATCH = 8;
-
 /**
  * Given audio lip-synced over a stored idle loop (a frame cache with the face rig of every frame),
  * written as an H.264 + AAC MP4 at the loop's frame rate and size. The loop plays on from frame 0,
@@ -41,7 +38,7 @@ const BATCH = 8;
  * speech. Used by the lipsync API (in a child process: render/cli/lipsync-job.ts).
  */
 export async function renderTalkingHeadOverCache(o: CacheTalkingHeadOptions): Promise<CacheTalkingHeadResult> {
-  const cache = await openFrameCache(o.cacheDir, { lruFrames: BATCH * 2 });
+  const cache = await openFrameCache(o.cacheDir, { lruFrames: RENDER_BATCH * 2 });
   const { fps, width, height } = cache.manifest;
   if (!Number.isInteger(fps) || fps <= 0)
     throw new TalkingHeadError(
@@ -65,9 +62,9 @@ export async function renderTalkingHeadOverCache(o: CacheTalkingHeadOptions): Pr
     const perFrame = speech.sampleRate / fps;
     let audioAt = 0;
     const frames = speech.mouth.length;
-    for (let start = 0; start < frames; start += BATCH) {
+    for (let start = 0; start < frames; start += RENDER_BATCH) {
       const items: LipSyncItem[] = [];
-      for (let i = start; i < Math.min(frames, start + BATCH); i++) {
+      for (let i = start; i < Math.min(frames, start + RENDER_BATCH); i++) {
         const at = i % cache.frameCount;
         items.push({
           frame: { data: await cache.frame(at), width, height },

@@ -12,7 +12,8 @@ import type { MouthFrame } from '../visemes/index.ts';
 import { TalkingHeadError } from './errors.ts';
 import type { Speech } from './speech.ts';
 
-const BATCH = 8;
+/** Frames one lip-sync engine call draws in a render (`npm run render`, POST /lipsync): enough to amortise the graph run, small enough to stream. */
+export const RENDER_BATCH = 8;
 
 /** The synth's mouth shape for a viseme frame: lips shut means shut, whatever the smoothing left. */
 export function mouthShape(m: MouthFrame): MouthShape {
@@ -47,10 +48,9 @@ async function* talkingHeadFrames(
   const { width, height } = idle;
   const detection = idle.rig.detection;
   try {
-    // A batch of frames per graph run, as POST /lipsync draws them (a run's fixed cost shared).
-    for (let start = 0; start < o.speech.mouth.length; start += BATCH) {
+    for (let start = 0; start < o.speech.mouth.length; start += RENDER_BATCH) {
       const items: SynthItem[] = [];
-      for (let i = start; i < Math.min(o.speech.mouth.length, start + BATCH); i++) {
+      for (let i = start; i < Math.min(o.speech.mouth.length, start + RENDER_BATCH); i++) {
         const frame = idle.renderFrame(i % idle.frameCount);
         const rig = rigFromLandmarks(frame.landmarks, { width, height }, detection, idle.rig.presence);
         items.push({

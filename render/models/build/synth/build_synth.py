@@ -778,8 +778,9 @@ def build_synth() -> onnx.ModelProto:
     col_key = sl(g, g.const(GRAIN_KEYS[1].reshape(1, 1, 1, -1)), [(b0 + ca).reshape([1])], [(b0 + cb).reshape([1])], [3])
     noise = g.op('Mod', row_key * col_key, g.const(np.float32(GRAIN_PRIME)), fmod=1)  # [1,1,h,k], 0..GRAIN_PRIME-1
 
-    def grain_on(rgb):  # the noise's scale over a colour of this light (uniform in [-0.5, 0.5) of deviation 1/sqrt(12))
-        return grain_dev * float(np.sqrt(12.0) / GRAIN_PRIME) / (rgb * g.const(LUMA)).sum([1]).max(0.01).sqrt()
+    def grained(rgb):  # the coverage with the grain of a colour of this light (the noise centred: [-0.5, 0.5) of GRAIN_PRIME)
+        scale = grain_dev * float(np.sqrt(12.0) / GRAIN_PRIME) / (rgb * g.const(LUMA)).sum([1]).max(0.01).sqrt()
+        return alpha * (noise * scale + (1.0 - scale * ((GRAIN_PRIME - 1) * 0.5)))
 
     # f, v: the upper teeth rest on the lower lip (drawn over its top)
     tuck_k = smoothstep(0.05, 0.4, tk) * (1.0 - own) * prof_s.sqrt()
@@ -830,8 +831,8 @@ def build_synth() -> onnx.ModelProto:
     w_lo = inner_lo * 0.62 * (1.0 - inner_up)
     w_lc = inner_lo * 0.38 * (1.0 - inner_up)  # (in the cavity's colour)
     w_up = inner_up * 0.6
-    opaque = alpha * (noise * grain_on(cav_rgb) + (1.0 - grain_on(cav_rgb) * (GRAIN_PRIME - 1) * 0.5))
-    opaque_t = alpha * (noise * grain_on(teeth_rgb) + (1.0 - grain_on(teeth_rgb) * (GRAIN_PRIME - 1) * 0.5))
+    opaque = grained(cav_rgb)
+    opaque_t = grained(teeth_rgb)
     m = 1.0 - alpha  # the margins show where the opening does not
     pm = (cav_rgb * ((w_cav * keep + w_lc) * opaque) + tongue_rgb * (w_tg * keep * opaque) + teeth_rgb * (w_teeth * keep * opaque_t)
           + lip_lo_rgb * (w_lo * opaque + a_ld * m * 0.72) + lip_up_rgb * (w_up * opaque)

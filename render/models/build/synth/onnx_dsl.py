@@ -96,7 +96,6 @@ class V:
     def sigmoid(self): return self.g.op('Sigmoid', self)
     def sqrt(self): return self.g.op('Sqrt', self)
     def cos(self): return self.g.op('Cos', self)
-    def sin(self): return self.g.op('Sin', self)
     def asin(self): return self.g.op('Asin', self)
     def sq(self): return self * self
 
