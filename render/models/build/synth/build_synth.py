@@ -113,7 +113,7 @@ import onnx
 from onnx import TensorProto
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from onnx_dsl import Graph, concat, lerp, smoothstep, where  # noqa: E402
+from onnx_dsl import Graph, concat, lerp, smoothstep, smoothsteps, where  # noqa: E402
 from hoist import hoist_face_constants  # noqa: E402
 
 K = 42
@@ -496,13 +496,10 @@ def build_synth() -> onnx.ModelProto:
     y_top = y_iu + W * lip_edge_at.min(0.0)
     y_occ_c = y_top + (y_il - y_top).relu() * occ_at  # the occlusal line at the centre, in crop coordinates
 
-    par = g.op('Split', shape.reshape([0, -1, 1, 1]), axis=1, n_out=6)  # [N,1,1,1] each
-    o = par[0].clip(0.0, 1.25)
-    wd = par[1].clip(-1.0, 1.0)
-    rd = par[2].clip(0.0, 1.0)
-    pr = par[3].clip(0.0, 1.0)
-    tk = par[4].clip(0.0, 1.0)
-    rx = par[5].clip(0.0, 1.0)
+    # open, wide, round, press, tuck, relax: [N,1,1,1] each, clipped to their ranges (one node for all six)
+    shape_lo = g.const(np.asarray([0.0, -1.0, 0.0, 0.0, 0.0, 0.0], np.float32).reshape(1, SHAPE_PARAMS, 1, 1))
+    shape_hi = g.const(np.asarray([1.25, 1.0, 1.0, 1.0, 1.0, 1.0], np.float32).reshape(1, SHAPE_PARAMS, 1, 1))
+    o, wd, rd, pr, tk, rx = g.op('Split', shape.reshape([0, -1, 1, 1]).max(shape_lo).min(shape_hi), axis=1, n_out=SHAPE_PARAMS)
     wdp = wd.relu()
 
     # --- amounts (W units unless noted) ---
@@ -537,20 +534,21 @@ def build_synth() -> onnx.ModelProto:
     sigma = W / 14.0
     inv2s2 = 1.0 / (sigma.sq() * 2.0)
 
-    def curve(indices):
-        cx = lx.take(indices, axis=1).reshape([0, -1, 1, 1])  # [N,M,1,1]
-        cy = ly.take(indices, axis=1).reshape([0, -1, 1, 1])
-        w = ((xs_line - cx).sq() * -inv2s2).exp() + 1e-12  # [N,M,1,w]
-        return (w * cy).sum([1]) / w.sum([1])  # [N,1,1,w]
+    # (the four curves at once, [N,4,11,w]: their key points a face's constants, [N,44,1,1], then regrouped)
+    lip_lines = [INNER_UPPER, INNER_LOWER, OUTER_UPPER, OUTER_LOWER]
+    cx = lx.take(sum(lip_lines, []), axis=1).reshape([0, -1, 1, 1]).reshape([0, len(lip_lines), -1, 1])
+    cy = ly.take(sum(lip_lines, []), axis=1).reshape([0, -1, 1, 1]).reshape([0, len(lip_lines), -1, 1])
+    w = ((xs_line - cx).sq() * -inv2s2).exp() + 1e-12
+    inner_upper, inner_lower, outer_upper, outer_lower = g.op('Split', (w * cy).sum([2]) / w.sum([2]), axis=1, n_out=len(lip_lines))
 
     # a closed mouth's lip line moves onto its crease (an open one keeps its landmarks)
     crease_shift = W * crease_at * (1.0 - own_teeth)
     upper_shift = W * lip_edge_at.min(0.0) * own_teeth  # only ever up
-    yU0 = curve(INNER_UPPER) + crease_shift
+    yU0 = inner_upper + crease_shift
     yU = yU0 + upper_shift
-    yL = (curve(INNER_LOWER) + crease_shift).max(yU0)
-    yOU = (curve(OUTER_UPPER) + upper_shift).min(yU - px)
-    yOL = curve(OUTER_LOWER).max(yL + px)
+    yL = (inner_lower + crease_shift).max(yU0)
+    yOU = (outer_upper + upper_shift).min(yU - px)
+    yOL = outer_lower.max(yL + px)
 
     prof = (1.0 - (t_c / ext).sq()).relu() ** p_exp  # 1 at the centre, 0 beyond ext (sealed corners)
     # the lips' outer edges and the skin beyond them follow a broader profile that reaches 0 at the
@@ -664,49 +662,44 @@ def build_synth() -> onnx.ModelProto:
 
     # keep the crop's border untouched
     bx = smoothstep(0.1, 0.17, X.min(1.0 - X))  # 0 outside the window, so padding back is seamless
-    by = smoothstep(0.1, 0.17, Y.min(1.0 - Y))
+    by = bx.reshape([1, 1, -1, 1])  # (rows and columns of the window are the same ramp)
     border = bx * by
-    dxs = (x_src - X) * border
-    dys = (y_src - Y) * border
+    offsets = concat([x_src - X, y_src - Y], axis=1) * border  # [N,2,w,w]
     # Under 0.05 px of motion counts as none, fading in up to 0.5 px (keeps the changed region small
     # and exactly zero where nothing visibly moves).
-    moved = (dxs.abs() + dys.abs()) / px
+    moved = offsets.abs().sum([1]) / px
     gate = ((moved - 0.05) / 0.45).clip(0.0, 1.0) * s_f  # normalised -> crop pixels
-    warp = concat([dxs * gate, dys * gate], axis=1)  # [N,2,w,w], source offset in crop pixels
+    warp = offsets * gate  # [N,2,w,w], source offset in crop pixels
 
     # --- inner mouth layer, on the sub-window that holds every opening of the batch and its lip margins ---
-    def reduce_all(op, x):
-        return g.op(op, x, keepdims=0)
+    def reduce_all(op, x):  # over the whole batch: one window for all of it, [1,1,1,1]
+        return g.op(op, x, keepdims=1)
 
     margin = W * 0.06  # the lip margins' shading falls to 0 within it
-    row_lo = reduce_all('ReduceMin', yUo + dyc_line - margin) * s_f - 2.0
-    row_hi = reduce_all('ReduceMax', yLo.max(yU + W * (TOOTH_LEN + 0.03) * (tk > 0.05).cast(TensorProto.FLOAT)) + dyc_line + margin) * s_f + 2.0
-    col_lo = reduce_all('ReduceMin', xa - corner.abs()) * s_f - 2.0
-    col_hi = reduce_all('ReduceMax', xb + corner.abs()) * s_f + 2.0
-
-    def to_win(v, lo):
-        i = g.op('Floor', v).cast(TensorProto.INT64) - b0
-        return g.op('Max', g.op('Min', i, win), lo)
-
-    zero = i64(g, 0)
-    ra = to_win(row_lo, zero)
-    rb = g.op('Min', g.op('Max', to_win(row_hi, zero), ra + i64(g, 1)), win)
-    ra = g.op('Min', ra, rb - i64(g, 1))
-    ca = to_win(col_lo, zero)
-    cb = g.op('Min', g.op('Max', to_win(col_hi, zero), ca + i64(g, 1)), win)
-    ca = g.op('Min', ca, cb - i64(g, 1))
-    ra1, rb1, ca1, cb1 = (v.reshape([1]) for v in (ra, rb, ca, cb))
+    # the window's first and last row and column, in crop pixels (a vector: one node a step for all four)
+    edges = concat([
+        reduce_all('ReduceMin', yUo + dyc_line - margin),
+        reduce_all('ReduceMin', xa - corner.abs()),
+        reduce_all('ReduceMax', yLo.max(yU + W * (TOOTH_LEN + 0.03) * (tk > 0.05).cast(TensorProto.FLOAT)) + dyc_line + margin),
+        reduce_all('ReduceMax', xb + corner.abs()),
+    ], axis=3).reshape([4]) * s_f + g.const(np.asarray([-2.0, -2.0, 2.0, 2.0], np.float32))
+    edges = g.op('Max', g.op('Min', g.op('Floor', edges).cast(TensorProto.INT64) - b0, win), i64(g, 0))  # in the window
+    first, last = g.op('Split', edges, axis=0, n_out=2)  # [row, column] each
+    last = g.op('Min', g.op('Max', last, first + i64(g, 1)), win)  # at least one row and one column
+    first = g.op('Min', first, last - i64(g, 1))
+    ra1, ca1 = g.op('Split', first, axis=0, n_out=2)
+    rb1, cb1 = g.op('Split', last, axis=0, n_out=2)
+    inner_at = first + b0  # in the crop
+    (r0, c0), (r1, c1) = (g.op('Split', v, axis=0, n_out=2) for v in (inner_at, last + b0))
     Ys = sl(g, Y, [ra1], [rb1], [2])
     Xs = sl(g, X, [ca1], [cb1], [3])
-    (yU, yUo, yLo, y_occ, y_shut, y_new_bot, t_c, ldc, jc, s_open, dyc_line, prof_s, shut, gap_k, close_f) = [
-        sl(g, v, [ca1], [cb1], [3]) for v in (yU, yUo, yLo, y_occ, y_shut, y_new_bot, t_c, ldc, jc, s_open, dyc_line, prof, shut, gap_k, close_f)]
+    columns = (yU, yUo, yLo, y_occ, y_shut, y_new_bot, t_c, ldc, jc, s_open, dyc_line, prof, shut, gap_k, close_f)
+    (yU, yUo, yLo, y_occ, y_shut, y_new_bot, t_c, ldc, jc, s_open, dyc_line, prof_s, shut, gap_k, close_f) = g.op(
+        'Split', sl(g, concat(list(columns), axis=1), [ca1], [cb1], [3]), axis=1, n_out=len(columns))  # (one slice for all)
     Yl = Ys - dyc_line  # in the lip curves' space
 
     # the drawn edges are as soft as the photograph's own lip line (its crease), at least a pixel
     soft = (sigma_px * 2.0 * (1.0 - own) + own).clip(1.0, 4.0) * px
-
-    def inside(d):  # coverage of a pixel at signed distance d (normalised) inside an edge, anti-aliased
-        return (d / soft + 0.5).clip(0.0, 1.0)
 
     half = soft * 0.5
 
@@ -733,61 +726,92 @@ def build_synth() -> onnx.ModelProto:
     # rounded lips come forward over the upper teeth: "oo" is a small dark opening, not a pale oval of teeth
     y_te0 = y_te_rest - W * ROUND_HIDE * rd * (1.0 - own)
     y_te = y_te0 - W * (0.018 * t_c.sq() + 0.01 * (1.0 - smoothstep(0.0, 0.3, e_up)))
-    a_ut = ((y_te - Yl) / (px * 1.6) + 0.5).clip(0.0, 1.0) * (1.0 - own) + inside(yU + px - Yl) * own  # a soft incisal edge
-    # the upper lip's shadow, a narrow band (at least 3 px: a small face's lip edge covers a pixel or two);
-    # with f, v the lifted lip lets the light onto the teeth
-    shade_ut = (0.45 + 0.3 * tk + (0.55 - 0.3 * tk) * smoothstep(0.0, (W * 0.045).max(px * 3.0), Yl - yUo))
-    shade_ut = shade_ut * (1.0 - 0.6 * smoothstep(8.0, 22.0, s_mm))  # darker along the arch (buccal corridor)
-    emb = (1.0 - smoothstep(0.3, 1.3, emb_px)) * (0.35 + 0.65 * smoothstep(-W * 0.03, 0.0, Yl - y_te))
-    shade_ut = shade_ut * (1.0 - 0.2 * emb)  # embrasures: faint, clearest at the edge
-    # each tooth rounded, turning away from the light towards its sides (flat, the row read as one strip)
-    shade_ut = shade_ut * (0.87 + 0.16 * (e_up * 2.0).sqrt()) * (1.0 + light_lr * t_c * 0.4)
-    shade_ut = shade_ut * (1.0 - 0.08 * smoothstep(-W * 0.02, 0.0, Yl - y_te)) * (1.0 - 0.35 * rd)  # the incisal edge, thinner; rounded lips shade
     # lower teeth: on the jaw, smaller, in the upper teeth's shadow; shown only where the lip lets them
     y_lt = y_te_rest - W * OVERBITE + jc - W * 0.012 * t_c.sq()
     u_lo = s_mm / 5.5
     f_lo = u_lo - g.op('Floor', u_lo)
     e_lo = f_lo.min(1.0 - f_lo)
+    # tongue: a dome behind the lower teeth, lit at its front, darker at the back (its top)
+    y_tg = y_lt - W * (0.06 * (1.0 - t_c.sq()).relu()) * smoothstep(0.03, 0.12, jc / W)
+    # f, v: the upper teeth rest on the lower lip (drawn over its top)
+    tuck_k = smoothstep(0.05, 0.4, tk) * (1.0 - own) * prof_s.sqrt()
+    y_fe = yLo + W * 0.03 * prof_s  # where the teeth rest on the lower lip
+
+    # The layers' edges across the window, all at once (one channel each, [N,n,h,k]): a row's distance
+    # from each edge's column of rows (signed: +1 below it, -1 above it) over that edge's width
+    def across(edges):
+        at = concat([row for row, _, _ in edges], axis=1)
+        sign = g.const(np.asarray([s for _, s, _ in edges], np.float32).reshape(1, -1, 1, 1))
+        d = Yl - at
+        d = d if all(s == 1 for _, s, _ in edges) else d * sign
+        return d / concat([w for _, _, w in edges], axis=1)
+
+    # a pixel's anti-aliased coverage inside each edge (its own softness: the photograph's lip line, or
+    # the incisal edge's)
+    incisal_soft = g.op('Expand', px * 1.6, g.op('Shape', soft))
+    (in_lt, in_own_ut, in_tuck_top, in_tuck_bot, in_fs, in_us, in_lo, in_tg, in_ut) = g.op('Split', (across([
+        (y_lt, 1, soft), (yU + px, -1, soft), (yUo, 1, soft), (y_fe, -1, soft), (y_fe, 1, soft), (yUo, -1, soft),
+        (yLo, 1, soft), (y_tg, 1, soft), (y_te, -1, incisal_soft),
+    ]) + 0.5).clip(0.0, 1.0), axis=1, n_out=9)
+    # smooth steps down from an edge, over a width (each channel's own light: offset + scale * step)
+    steps = across([
+        (y_lt, 1, W * 0.06), (y_te - W * 0.03, 1, W * 0.03), (y_te - W * 0.02, 1, W * 0.02), (y_tg, 1, W * 0.07),
+        (yUo, 1, (W * 0.045).max(px * 3.0)), (y_lt + W * 0.015, 1, W * 0.015),
+    ]).clip(0.0, 1.0)
+    steps = g.const(np.asarray([0.8, 0.35, 1.0, 0.55, 0.0, 0.0], np.float32).reshape(1, -1, 1, 1)) \
+        + g.const(np.asarray([-0.35, 0.65, -0.08, 0.55, 1.0, 1.0], np.float32).reshape(1, -1, 1, 1)) * (steps * steps * (3.0 - 2.0 * steps))
+    lit_lt, emb_edge, incisal, lit_tg, lip_shadow, own_lt_below = g.op('Split', steps, axis=1, n_out=6)
+
+    a_ut = in_ut * (1.0 - own) + in_own_ut * own  # a soft incisal edge
+    # the upper lip's shadow, a narrow band (at least 3 px: a small face's lip edge covers a pixel or two);
+    # with f, v the lifted lip lets the light onto the teeth
+    shade_ut = (0.45 + 0.3 * tk + (0.55 - 0.3 * tk) * lip_shadow)
+    # along the arch: the upper teeth darker (the buccal corridor), the lower ones shown less and darker
+    arch_ut, arch_lt, arch_shade_lt = smoothsteps(s_mm, [(8.0, 22.0), (14.0, 20.0), (6.0, 16.0)], [1.0, 1.0, 1.0], [-0.6, -1.0, -0.4])
+    shade_ut = shade_ut * arch_ut
+    emb = (1.0 - smoothstep(0.3, 1.3, emb_px)) * emb_edge
+    shade_ut = shade_ut * (1.0 - 0.2 * emb)  # embrasures: faint, clearest at the edge
+    # each tooth rounded, turning away from the light towards its sides (flat, the row read as one strip)
+    shade_ut = shade_ut * (0.87 + 0.16 * (e_up * 2.0).sqrt()) * (1.0 + light_lr * t_c * 0.4)
+    shade_ut = shade_ut * incisal * (1.0 - 0.35 * rd)  # the incisal edge, thinner; rounded lips shade
     # (a portrait that shows its teeth brings its own lower part of the opening down with the lower lip: whole
     # drawn lower teeth above it read as a second, grey row; their edges alone do not)
     # (their base stays behind the lower lip: drawn down to it, they read as a pale strip along its edge)
-    a_lt = inside(Yl - y_lt) * ((yLo - W * 0.01 - Yl) * (1.0 / (W * 0.035))).clip(0.0, 1.0) * (1.0 - smoothstep(14.0, 20.0, s_mm)) * (1.0 - own * smoothstep(W * 0.015, W * 0.03, Yl - y_lt)) * (1.0 - own_inside)
+    a_lt = in_lt * ((yLo - W * 0.01 - Yl) * (1.0 / (W * 0.035))).clip(0.0, 1.0) * arch_lt * (1.0 - own * own_lt_below) * (1.0 - own_inside)
     # lit at their edge, falling into the lower lip's shadow; separations a little clearer than the upper teeth's
-    shade_lt = (0.8 - 0.35 * smoothstep(0.0, W * 0.06, Yl - y_lt)) * (1.0 - 0.15 * (1.0 - smoothstep(0.03, 0.15, e_lo)))
-    shade_lt = shade_lt * (1.0 - 0.4 * smoothstep(6.0, 16.0, s_mm))
+    shade_lt = lit_lt * (1.0 - 0.15 * (1.0 - smoothstep(0.03, 0.15, e_lo)))
+    shade_lt = shade_lt * arch_shade_lt
     # cavity: the portrait's own darks in the lips' hue, darkest at the back and towards the corners
     near_lip = ((yLo - Yl).relu() / (W * 0.05) * -1.0).exp()
     # darkest just behind the upper teeth (the back of the mouth), lighter towards the lower lip
     # (a small opening lets little light in: its floor and the lower lip's inside stay dark)
     lit = smoothstep(0.05, 0.15, aperture)
-    cav_shade = (0.72 + (0.5 * smoothstep(y_te0, yLo, Yl) + 0.2 * near_lip) * lit) * (1.0 - 0.25 * smoothstep(0.2, 0.9, t_c.abs()))
+    # towards the corners the cavity darkens, and the tongue goes
+    sides_cav, sides_tg = smoothsteps(t_c.abs(), [(0.2, 0.9), (0.45, 0.8)], [1.0, 1.0], [-0.25, -1.0])
+    cav_shade = (0.72 + (0.5 * smoothstep(y_te0, yLo, Yl) + 0.2 * near_lip) * lit) * sides_cav
     cav_shade = cav_shade.max(0.08 / (cav_rgb * g.const(LUMA)).sum([1]).max(0.01))  # never below L* 5: a hole
-    # tongue: a dome behind the lower teeth, lit at its front, darker at the back (its top)
-    y_tg = y_lt - W * (0.06 * (1.0 - t_c.sq()).relu()) * smoothstep(0.03, 0.12, jc / W)
-    a_tg = inside(Yl - y_tg) * (1.0 - smoothstep(0.45, 0.8, t_c.abs())) * (1.0 - own_inside)
-    # lit at its front, falling into the lower lip's shade where it meets it (lit there, it drew a pale line
-    # along the opening's lower edge)
-    tg_shade = (0.55 + 0.55 * smoothstep(0.0, W * 0.07, Yl - y_tg)) * (1.0 - 0.45 * near_lip)
+    a_tg = in_tg * sides_tg * (1.0 - own_inside)
+    # the tongue lit at its front, falling into the lower lip's shade where it meets it (lit there, it drew a
+    # pale line along the opening's lower edge)
+    tg_shade = lit_tg * (1.0 - 0.45 * near_lip)
     # grain: a fixed pattern attached to the face (crop pixels), as strong as the photograph's own at each
     # layer's light and so weaker in the dark, as a photograph's is (its deviation in proportion to the root of
     # the light): multiplicative, one amplitude for the teeth and one for the rest (cavity, tongue, lips' faces)
     # (a hash of the crop pixel in whole numbers that float32 holds exactly, a random key per row times one
     # per column modulo a prime, so every device draws the same grain to the bit: a hash through cos() is not
     # the same to the last bit on the GPU, and the fraction taken of it jumps)
-    row_key = sl(g, g.const(GRAIN_KEYS[0].reshape(1, 1, -1, 1)), [(b0 + ra).reshape([1])], [(b0 + rb).reshape([1])], [2])
-    col_key = sl(g, g.const(GRAIN_KEYS[1].reshape(1, 1, 1, -1)), [(b0 + ca).reshape([1])], [(b0 + cb).reshape([1])], [3])
+    row_key = sl(g, g.const(GRAIN_KEYS[0].reshape(1, 1, -1, 1)), [r0], [r1], [2])
+    col_key = sl(g, g.const(GRAIN_KEYS[1].reshape(1, 1, 1, -1)), [c0], [c1], [3])
     noise = g.op('Mod', row_key * col_key, g.const(np.float32(GRAIN_PRIME)), fmod=1)  # [1,1,h,k], 0..GRAIN_PRIME-1
 
     def grained(rgb):  # the coverage with the grain of a colour of this light (the noise centred: [-0.5, 0.5) of GRAIN_PRIME)
         scale = grain_dev * float(np.sqrt(12.0) / GRAIN_PRIME) / (rgb * g.const(LUMA)).sum([1]).max(0.01).sqrt()
         return alpha * (noise * scale + (1.0 - scale * ((GRAIN_PRIME - 1) * 0.5)))
 
-    # f, v: the upper teeth rest on the lower lip (drawn over its top)
-    tuck_k = smoothstep(0.05, 0.4, tk) * (1.0 - own) * prof_s.sqrt()
-    y_fe = yLo + W * 0.03 * prof_s  # where the teeth rest on the lower lip
-    a_tuck = a_ut * inside(Yl - yUo) * inside(y_fe - Yl) * tuck_k
+    # f, v: the upper teeth over the top of the lower lip
+    a_tuck = a_ut * in_tuck_top * in_tuck_bot * tuck_k
     # their contact shadow on the lip, just below
-    a_fs = (1.0 - (Yl - y_fe).relu() / (W * 0.025)).relu().sq() * inside(Yl - y_fe) * tuck_k * 0.6
+    a_fs = (1.0 - (Yl - y_fe).relu() / (W * 0.025)).relu().sq() * in_fs * tuck_k * 0.6
     alpha = a_open.max(a_tuck)
     # closed over the portrait's teeth, the lips meet in a crease of the mouth's own dark, opaque for a pixel:
     # the frame's pixels between the warp's last row of the upper lip and first of the lower one would
@@ -807,11 +831,11 @@ def build_synth() -> onnx.ModelProto:
     # highlight along the lower lip's, which turns inward in shade at its edge (each falls to exactly 0
     # within the layer's margin, so a batch's larger window changes nothing)
     d_up = (yUo - Yl).relu()
-    a_us = (1.0 - d_up / (W * 0.05)).relu().sq().sq() * 0.3 * s_open * inside(yUo - Yl) * (1.0 - own)
+    a_us = (1.0 - d_up / (W * 0.05)).relu().sq().sq() * 0.3 * s_open * in_us * (1.0 - own)
     d_lo = (Yl - yLo).relu()
-    a_lw = (1.0 - ((d_lo - W * 0.03) / (W * 0.025)).sq()).relu().sq() * 0.15 * s_open * inside(Yl - yLo)
+    a_lw = (1.0 - ((d_lo - W * 0.03) / (W * 0.025)).sq()).relu().sq() * 0.15 * s_open * in_lo
     a_ld = (1.0 - d_lo / (W * 0.035)).relu()
-    a_ld = a_ld * a_ld * a_ld * 0.3 * s_open * inside(Yl - yLo) * (1.0 - own)
+    a_ld = a_ld * a_ld * a_ld * 0.3 * s_open * in_lo * (1.0 - own)
 
     # Layers, back to front: the cavity, the tongue, the lower teeth, the upper teeth (shaded teeth turn
     # towards the mouth's own warm dark, never grey), the lips' inner faces; then, outside the opening,
@@ -839,7 +863,6 @@ def build_synth() -> onnx.ModelProto:
           + lip_rgb * ((a_us + a_lw) * m * 0.6) + a_lw * m * 0.4 + cav_rgb * (a_fs * m) + (cav_rgb * 0.6 + lip_rgb * 0.4) * (a_cr * m))
     total = alpha + m * (a_us + a_lw + a_ld + a_fs + a_cr)
     inner_pm = concat([pm.clip(0.0, 1.0) * 255.0, total], axis=1)  # [N,4,h,k]
-    inner_at = concat([(b0 + ra).reshape([1]), (b0 + ca).reshape([1])], 0)
 
     g.output(warp, 'warp', ['N', 2, 'w', 'w'])
     g.output(inner_pm, 'inner', ['N', 4, 'h', 'k'])

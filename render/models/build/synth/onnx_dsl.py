@@ -145,5 +145,15 @@ def smoothstep(e0, e1, x: V) -> V:
     return t * t * (3.0 - 2.0 * t)
 
 
+def smoothsteps(x: V, edges, offset, scale) -> list[V]:
+    """offset[i] + scale[i] * smoothstep(e0_i, e1_i, x) for each (e0_i, e1_i) of `edges`, at once: x is [N,1,h,w],
+    the i-th result channel i of one chain of nodes, split out (each the same to the bit as computed alone)."""
+    def channels(vs):
+        return x.g.const(np.asarray(vs, np.float32).reshape(1, -1, 1, 1))
+    t = ((x - channels([e0 for e0, _ in edges])) / channels([np.float32(e1) - np.float32(e0) for e0, e1 in edges])).clip(0.0, 1.0)
+    out = channels(offset) + channels(scale) * (t * t * (3.0 - 2.0 * t))
+    return x.g.op('Split', out, axis=1, n_out=len(edges)) if len(edges) > 1 else [out]
+
+
 def concat(vs, axis: int) -> V:
     return vs[0].g.op('Concat', *vs, axis=axis)
