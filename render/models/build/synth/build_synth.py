@@ -769,7 +769,9 @@ def build_synth() -> onnx.ModelProto:
     # along the arch: the upper teeth darker (the buccal corridor), the lower ones shown less and darker
     arch_ut, arch_lt, arch_shade_lt = smoothsteps(s_mm, [(8.0, 22.0), (14.0, 20.0), (6.0, 16.0)], [1.0, 1.0, 1.0], [-0.6, -1.0, -0.4])
     shade_ut = shade_ut * arch_ut
-    emb = (1.0 - smoothstep(0.3, 1.3, emb_px)) * emb_edge
+    # (f, v show the teeth above their edge, on the lower lip: there too a little clearer, or the row reads as one
+    # pale strip)
+    emb = (1.0 - smoothstep(0.3, 1.3, emb_px)) * (emb_edge + (1.0 - emb_edge) * tuck_k * 0.6)
     shade_ut = shade_ut * (1.0 - 0.2 * emb)  # embrasures: faint, clearest at the edge
     # each tooth rounded, turning away from the light towards its sides (flat, the row read as one strip)
     shade_ut = shade_ut * (0.87 + 0.16 * (e_up * 2.0).sqrt()) * (1.0 + light_lr * t_c * 0.4)
