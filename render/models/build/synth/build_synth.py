@@ -677,14 +677,14 @@ def build_synth() -> onnx.ModelProto:
 
     margin = W * 0.06  # the lip margins' shading falls to 0 within it
     # the window's first and last row and column, in crop pixels (a vector: one node a step for all four)
-    edges = concat([
+    window = concat([
         reduce_all('ReduceMin', yUo + dyc_line - margin),
         reduce_all('ReduceMin', xa - corner.abs()),
         reduce_all('ReduceMax', yLo.max(yU + W * (TOOTH_LEN + 0.03) * (tk > 0.05).cast(TensorProto.FLOAT)) + dyc_line + margin),
         reduce_all('ReduceMax', xb + corner.abs()),
     ], axis=3).reshape([4]) * s_f + g.const(np.asarray([-2.0, -2.0, 2.0, 2.0], np.float32))
-    edges = g.op('Max', g.op('Min', g.op('Floor', edges).cast(TensorProto.INT64) - b0, win), i64(g, 0))  # in the window
-    first, last = g.op('Split', edges, axis=0, n_out=2)  # [row, column] each
+    window = g.op('Max', g.op('Min', g.op('Floor', window).cast(TensorProto.INT64) - b0, win), i64(g, 0))  # in the window
+    first, last = g.op('Split', window, axis=0, n_out=2)  # [row, column] each
     last = g.op('Min', g.op('Max', last, first + i64(g, 1)), win)  # at least one row and one column
     first = g.op('Min', first, last - i64(g, 1))
     ra1, ca1 = g.op('Split', first, axis=0, n_out=2)
