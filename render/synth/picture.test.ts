@@ -384,6 +384,31 @@ describe('the mouth on every fixture face', () => {
     }
   });
 
+  it("opens under a portrait's own teeth in a curve, not a box", SLOW, async () => {
+    // The new space between its upper teeth and its lower part, which comes down with the lip: column
+    // by column, its height at 0.7 of the way from the middle to its ends against the middle's. The
+    // graph before this one sagged bluntly (0.63-0.72 on these faces): under the teeth, a dark box with
+    // straight sides, the portrait's own tongue and lower teeth sheared down inside it.
+    const ownFaces = faces.filter((x) => x.ownTeeth);
+    expect(ownFaces.length).toBeGreaterThanOrEqual(2);
+    for (const f of ownFaces) {
+      for (const v of OPEN_SOUNDS) {
+        const coverage = await drawnCoverage(synth, f.frame, f.face, speakingShape(v));
+        const { width, height } = f.frame;
+        const columns = Array.from({ length: width }, (_, x) => {
+          let n = 0;
+          for (let y = 0; y < height; y++) if (coverage[y * width + x]! >= 0.5) n++;
+          return n;
+        });
+        const drawn = columns.flatMap((n, x) => (n > 0 ? [x] : []));
+        const [mid, half] = [(drawn[0]! + drawn.at(-1)!) / 2, (drawn.at(-1)! - drawn[0]!) / 2];
+        const at = (t: number) => (columns[Math.round(mid - t * half)]! + columns[Math.round(mid + t * half)]!) / 2;
+        expect(at(0), `${f.name} ${v}: height at the middle`).toBeGreaterThanOrEqual(6);
+        expect(at(0.7) / at(0), `${f.name} ${v}: heights ${at(0)} and ${at(0.7)}`).toBeLessThanOrEqual(0.6);
+      }
+    }
+  });
+
   it(
     "shades the opening from the portrait's own darks: no darker than they are, in the lips' warm hue",
     SLOW,
