@@ -436,6 +436,25 @@ describe('the mouth on every fixture face', () => {
     },
   );
 
+  it('gives a small opening the deep red of the lips in shade, not a grey-blue blob', SLOW, async () => {
+    // "u" and "ch" show mostly the lips' inner faces and the dark behind them. Their median chroma against
+    // the portrait's own darks (its crease or nostrils): 0.62 on both colour faces with the graph before
+    // this one, whose mix of the lips' light colour with the cavity's dark read grey-blue between red lips.
+    const colourFaces = faces.filter((x) => !x.ownTeeth && chroma(references(x.frame, x.face).dark) >= 10);
+    expect(colourFaces.length).toBeGreaterThanOrEqual(2);
+    for (const f of colourFaces) {
+      const { dark } = references(f.frame, f.face);
+      for (const v of ['ou', 'CH'] as const) {
+        const shape = speakingShape(v);
+        const out = await render(f, shape);
+        const lab = medianLab(out, opaquePixels(await drawnCoverage(synth, f.frame, f.face, shape)));
+        const what = `${f.name} ${v}: opening ${lab.map((x) => x.toFixed(1)).join(' ')}, own darks ${dark.map((x) => x.toFixed(1)).join(' ')}`;
+        expect(chroma(lab), what).toBeGreaterThanOrEqual(0.75 * chroma(dark));
+        expect(hue(lab), what).toBeLessThan(60);
+      }
+    }
+  });
+
   it(
     "draws the opening's lip edges no harder than the previous renderer, and within twice the portrait's own lip lines",
     SLOW,

@@ -790,6 +790,18 @@ def build_synth() -> onnx.ModelProto:
     # darkest just behind the upper teeth (the back of the mouth), lighter towards the lower lip
     # (a small opening lets little light in: its floor and the lower lip's inside stay dark)
     lit = smoothstep(0.05, 0.15, aperture)
+    # A small opening shows mostly the lips' inner faces and the dark behind them, in shade, where tissue's
+    # colour deepens at the same light (as in the portrait's own crease): mixed plainly with the cavity's dark,
+    # they read as a grey-blue blob between red lips (Grace Hopper's "u"). So there the cavity's chroma grows
+    # 1.7 times and the inner faces' 1.35 times, a third darker (at their own light, and as deep as the
+    # cavity, they drew a red line along a narrow slit); the teeth dim a little (more, they read murky on a
+    # small face), but for f, v, whose lifted lip lets the light onto them. (A portrait showing its teeth keeps its cavity: deeper, the rig read the
+    # astronaut's small opening as less open than her smile.)
+    shade_ut = shade_ut * (0.8 + 0.2 * lit.max(tk))
+
+    def wet(rgb, k):  # a colour at the same light and hue, its chroma 1 + 0.7 k times
+        return rgb + (rgb - (rgb * g.const(LUMA)).sum([1])) * (k * 0.7)
+    cav_rgb = wet(cav_rgb, (1.0 - lit) * (1.0 - own))
     # towards the corners the cavity darkens, and the tongue goes
     sides_cav, sides_tg = smoothsteps(t_c.abs(), [(0.2, 0.9), (0.45, 0.8)], [1.0, 1.0], [-0.25, -1.0])
     cav_shade = (0.72 + (0.5 * smoothstep(y_te0, yLo, Yl) + 0.2 * near_lip) * lit) * sides_cav
@@ -863,7 +875,7 @@ def build_synth() -> onnx.ModelProto:
     opaque_t = grained(teeth_rgb)
     m = 1.0 - alpha  # the margins show where the opening does not
     pm = (cav_rgb * ((w_cav * keep + w_lc) * opaque) + tongue_rgb * (w_tg * keep * opaque) + teeth_rgb * (w_teeth * keep * opaque_t)
-          + lip_lo_rgb * (w_lo * opaque + a_ld * m * 0.72) + lip_up_rgb * (w_up * opaque)
+          + lip_lo_rgb * (a_ld * m * 0.72) + (wet(lip_lo_rgb, (1.0 - lit) * 0.5) * w_lo + wet(lip_up_rgb, (1.0 - lit) * 0.5) * w_up) * (opaque * (0.65 + 0.35 * lit))
           + lip_rgb * ((a_us + a_lw) * m * 0.6) + a_lw * m * 0.4 + cav_rgb * (a_fs * m) + (cav_rgb * 0.6 + lip_rgb * 0.4) * (a_cr * m))
     total = alpha + m * (a_us + a_lw + a_ld + a_fs + a_cr)
     inner_pm = concat([pm.clip(0.0, 1.0) * 255.0, total], axis=1)  # [N,4,h,k]
