@@ -207,6 +207,11 @@ def sl(g: Graph, x, starts, ends, axes):
 
 LUMA = np.asarray([0.299, 0.587, 0.114], np.float32).reshape(1, 3, 1, 1)
 
+
+def luma(g: Graph, rgb):
+    """A colour's luminance, [N,1,...] of [N,3,...]."""
+    return (rgb * g.const(LUMA)).sum([1])
+
 # The palette: what the synthesis graph needs of the portrait's pixels, [N, PALETTE] in this order.
 PALETTE_FIELDS = [
     ('lip_rgb', 3),      # the lips' colour
@@ -241,7 +246,6 @@ def build_palette() -> onnx.ModelProto:
     lx, ly, xa, xb, xc, W = L.lx, L.ly, L.xa, L.xb, L.xc, L.W
     y_chin, y_iu, y_il, y_ol, y_mouth = L.y_chin, L.y_iu, L.y_il, L.y_ol, L.y_mouth
     # --- colours sampled from the crop itself: one GridSample for all of them ---
-    lum_w = g.const(LUMA)
     own_gap = (y_il - y_iu).relu()  # the portrait's own opening at the centre
     samples = []  # (x, y) pairs of [N,1,1,1] or [N,M,1,1]
 
@@ -329,7 +333,7 @@ def build_palette() -> onnx.ModelProto:
     own_px = part(s_own)  # [N,3,1,36]: 12 rows for each of 3 columns
 
     def lum(v):
-        return (v * lum_w).sum([1])  # [N,1,...]
+        return luma(g, v)
 
     skin_l = lum(skin_rgb).max(0.04)
     lip_l = lum(lip_rgb).max(0.03)
@@ -795,17 +799,19 @@ def build_synth() -> onnx.ModelProto:
     # they read as a grey-blue blob between red lips (Grace Hopper's "u"). So there the cavity's chroma grows
     # 1.7 times and the inner faces' 1.35 times, a third darker (at their own light, and as deep as the
     # cavity, they drew a red line along a narrow slit); the teeth dim a little (more, they read murky on a
-    # small face), but for f, v, whose lifted lip lets the light onto them. (A portrait showing its teeth keeps its cavity: deeper, the rig read the
-    # astronaut's small opening as less open than her smile.)
+    # small face), but for f, v, whose lifted lip lets the light onto them. (A portrait showing its teeth
+    # keeps its cavity: deeper, the rig read the astronaut's small opening as less open than her smile.)
     shade_ut = shade_ut * (0.8 + 0.2 * lit.max(tk))
+    small = 1.0 - lit
 
-    def wet(rgb, k):  # a colour at the same light and hue, its chroma 1 + 0.7 k times
-        return rgb + (rgb - (rgb * g.const(LUMA)).sum([1])) * (k * 0.7)
-    cav_rgb = wet(cav_rgb, (1.0 - lit) * (1.0 - own))
+    def wet(rgb, k):  # a colour at the same light and hue, its chroma 1 + k times
+        return rgb + (rgb - luma(g, rgb)) * k
+    cav_l = luma(g, cav_rgb)  # (the face's: the deeper colour has the same light)
+    cav_rgb = wet(cav_rgb, small * ((1.0 - own) * 0.7))
     # towards the corners the cavity darkens, and the tongue goes
     sides_cav, sides_tg = smoothsteps(t_c.abs(), [(0.2, 0.9), (0.45, 0.8)], [1.0, 1.0], [-0.25, -1.0])
     cav_shade = (0.72 + (0.5 * smoothstep(y_te0, yLo, Yl) + 0.2 * near_lip) * lit) * sides_cav
-    cav_shade = cav_shade.max(0.08 / (cav_rgb * g.const(LUMA)).sum([1]).max(0.01))  # never below L* 5: a hole
+    cav_shade = cav_shade.max(0.08 / cav_l.max(0.01))  # never below L* 5: a hole
     a_tg = in_tg * sides_tg * (1.0 - own_inside)
     # the tongue lit at its front, falling into the lower lip's shade where it meets it (lit there, it drew a
     # pale line along the opening's lower edge)
@@ -820,8 +826,8 @@ def build_synth() -> onnx.ModelProto:
     col_key = sl(g, g.const(GRAIN_KEYS[1].reshape(1, 1, 1, -1)), [c0], [c1], [3])
     noise = g.op('Mod', row_key * col_key, g.const(np.float32(GRAIN_PRIME)), fmod=1)  # [1,1,h,k], 0..GRAIN_PRIME-1
 
-    def grained(rgb):  # the coverage with the grain of a colour of this light (the noise centred: [-0.5, 0.5) of GRAIN_PRIME)
-        scale = grain_dev * float(np.sqrt(12.0) / GRAIN_PRIME) / (rgb * g.const(LUMA)).sum([1]).max(0.01).sqrt()
+    def grained(light):  # the coverage with the grain of a colour of this light (the noise centred: [-0.5, 0.5) of GRAIN_PRIME)
+        scale = grain_dev * float(np.sqrt(12.0) / GRAIN_PRIME) / light.max(0.01).sqrt()
         return alpha * (noise * scale + (1.0 - scale * ((GRAIN_PRIME - 1) * 0.5)))
 
     # f, v: the upper teeth over the top of the lower lip
@@ -871,11 +877,11 @@ def build_synth() -> onnx.ModelProto:
     w_lo = inner_lo * 0.62 * (1.0 - inner_up)
     w_lc = inner_lo * 0.38 * (1.0 - inner_up)  # (in the cavity's colour)
     w_up = inner_up * 0.6
-    opaque = grained(cav_rgb)
-    opaque_t = grained(teeth_rgb)
+    opaque = grained(cav_l)
+    opaque_t = grained(luma(g, teeth_rgb))
     m = 1.0 - alpha  # the margins show where the opening does not
     pm = (cav_rgb * ((w_cav * keep + w_lc) * opaque) + tongue_rgb * (w_tg * keep * opaque) + teeth_rgb * (w_teeth * keep * opaque_t)
-          + lip_lo_rgb * (a_ld * m * 0.72) + (wet(lip_lo_rgb, (1.0 - lit) * 0.5) * w_lo + wet(lip_up_rgb, (1.0 - lit) * 0.5) * w_up) * (opaque * (0.65 + 0.35 * lit))
+          + lip_lo_rgb * (a_ld * m * 0.72) + (wet(lip_lo_rgb, small * 0.35) * w_lo + wet(lip_up_rgb, small * 0.35) * w_up) * (opaque * (0.65 + 0.35 * lit))
           + lip_rgb * ((a_us + a_lw) * m * 0.6) + a_lw * m * 0.4 + cav_rgb * (a_fs * m) + (cav_rgb * 0.6 + lip_rgb * 0.4) * (a_cr * m))
     total = alpha + m * (a_us + a_lw + a_ld + a_fs + a_cr)
     inner_pm = concat([pm.clip(0.0, 1.0) * 255.0, total], axis=1)  # [N,4,h,k]
