@@ -735,6 +735,32 @@ describe('the mouth on every fixture face', () => {
     },
   );
 
+  it('opens "o" as an oval, not a wide D under a level upper lip', SLOW, async () => {
+    // The drawn opening's width (its widest extent of pixels at least half covered) against its height
+    // at the middle. The graph before this one lifted the upper lip of a rounded "o" no more than a
+    // small one's and dropped the jaw's whole way below it: a level top over a wide bowl, 1.32 to 1.94
+    // times as wide as tall on these faces (1.65 on average), which blind reviewers read as a hole cut in.
+    const ratios: string[] = [];
+    let sum = 0;
+    const plain = faces.filter((x) => !x.ownTeeth);
+    for (const f of plain) {
+      const coverage = await drawnCoverage(synth, f.frame, f.face, speakingShape('oh'));
+      const { width, height } = f.frame;
+      const [top, bottom] = [new Array<number>(width).fill(-1), new Array<number>(width).fill(-1)];
+      for (let x = 0; x < width; x++)
+        for (let y = 0; y < height; y++)
+          if (coverage[y * width + x]! >= 0.5) [top[x], bottom[x]] = [top[x]! < 0 ? y : top[x]!, y];
+      const drawn = top.flatMap((t, x) => (t >= 0 ? [x] : []));
+      const middle = Math.round((drawn[0]! + drawn.at(-1)!) / 2);
+      const [across, tall] = [drawn.at(-1)! - drawn[0]! + 1, bottom[middle]! - top[middle]! + 1];
+      expect(tall, `${f.name}: "o" ${tall} px tall at the middle`).toBeGreaterThanOrEqual(8);
+      expect(across / tall, `${f.name}: "o" ${across} px across, ${tall} tall`).toBeLessThanOrEqual(1.55);
+      ratios.push(`${f.name} ${(across / tall).toFixed(2)}`);
+      sum += across / tall;
+    }
+    expect(sum / plain.length, ratios.join(', ')).toBeLessThanOrEqual(1.4);
+  });
+
   it('keeps "oo" a small dark opening: rounded lips come forward over the upper teeth', SLOW, async () => {
     // Where the drawn interior's median lightness at "oo" sits between the face's own cavity (at "ah",
     // its 10th percentile) and its drawn teeth (at "eh"): 0 is all cavity, 1 all teeth. The graph

@@ -134,6 +134,9 @@ LIPS_PART_AT = 0.3
 SPREAD_LIFT = 0.02       # extra lift of the upper lip and drop of the lower at wide = 1
 ROUND_LIFT = 0.02        # rounded lips flare: upper lip up
 ROUND_CLOSE = 0.0        # ... and the lower lip comes up a little
+ROUND_ARCH = 0.37        # rounded and open ("o"): of the jaw's drop, the upper lip lifts this much more at the
+ROUND_ARCH_LOWER = 0.13  # centre, and the lower lip drops this much less (an oval, not a D under a level lip)
+ROUND_NARROW = 0.7       # the opening's reach towards the corners, less by this at round = 1
 TUCK_LIFT = 0.065        # f, v: upper lip up (the upper incisors show, resting on the lower lip)
 TUCK_RISE = 0.035        # f, v: lower lip up (under the upper teeth)
 CORNER_WIDE = 0.12       # each corner outwards at wide = 1
@@ -509,12 +512,21 @@ def build_synth() -> onnx.ModelProto:
     # --- amounts (W units unless noted) ---
     part_o = (o / LIPS_PART_AT).clip(0.0, 1.0)
     jaw = (o - JAW_FROM).relu() * (JAW_DROP / (1.0 - JAW_FROM))
+    # (an "o" with the upper lip only at its small rounded lift, and the jaw's whole drop below, opened as a
+    # wide D: a level top with a bowl under it, read as a hole cut in; the arch grows with the jaw, so the
+    # small rounded openings, "oo", sh, keep their size and show no more teeth)
+    round_arch = rd * jaw
     ld = jaw + part_o * (LOWER_LIP_DROP * (1.0 - 0.5 * rd)) + part_o * wdp * SPREAD_LIFT - rd * ROUND_CLOSE * part_o \
-        - tk * TUCK_RISE
-    lu = part_o * UPPER_LIP_LIFT + part_o * wdp * SPREAD_LIFT + rd * ROUND_LIFT * part_o + tk * TUCK_LIFT
+        - tk * TUCK_RISE - round_arch * ROUND_ARCH_LOWER
+    lu = part_o * UPPER_LIP_LIFT + part_o * wdp * SPREAD_LIFT + rd * ROUND_LIFT * part_o + tk * TUCK_LIFT \
+        + round_arch * ROUND_ARCH
     aperture = (ld + lu).relu()
-    # how far the opening reaches towards the corners (in half widths): the centre first
-    ext = ((aperture * 1.6 + 0.45).clip(0.0, 0.84) * (1.0 - 0.5 * rd)).max(0.05)
+    # how far the opening reaches towards the corners (in half widths): the centre first, and a rounded
+    # one less far (an oval); the lips' outer edges ease out over the reach of the rounded one before it
+    # (ext_lips: over the narrower reach, the skin under "oo" sheared at the opening's ends)
+    reach = (aperture * 1.6 + 0.45).clip(0.0, 0.84)
+    ext = (reach * (1.0 - ROUND_NARROW * rd)).max(0.05)
+    ext_lips = (reach * (1.0 - 0.5 * rd)).max(0.05)
     # (a portrait that shows its teeth: the lower part of its opening, coming down with the lip, sags in a curve;
     # blunt, it came down as a box with straight sides under the upper teeth)
     p_exp = 0.8 - 0.3 * rd + 0.7 * own_teeth
@@ -579,7 +591,7 @@ def build_synth() -> onnx.ModelProto:
     # of the opening by up to cm_w and none beside it, a vertical seam from the lips down to the chin
     # (plain at the narrow ends of "oo")
     open_c = ((aperture * W / px) * 0.5 - 0.25).clip(0.0, 1.0)  # the lips are apart at the centre
-    s_out = (1.0 - smoothstep(ext * 0.5, ext * 1.2, t_c.abs())) * open_c
+    s_out = (1.0 - smoothstep(ext_lips * 0.5, ext_lips * 1.2, t_c.abs())) * open_c
     cmo = cm_w * s_out
     # the lower lip's inner edge is sampled past the crease's measured lower flank (a soft photograph's
     # crease is wider than its blur says, and sampled from inside it the lip ends the opening in a dark
@@ -730,7 +742,8 @@ def build_synth() -> onnx.ModelProto:
     # the incisal edge: a smile arc (the centrals longest), rounded tooth corners
     y_te_rest = y_occ + W * TOOTH_LEN * (1.0 - own)
     # rounded lips come forward over the upper teeth: "oo" is a small dark opening, not a pale oval of teeth
-    y_te0 = y_te_rest - W * ROUND_HIDE * rd * (1.0 - own)
+    # (and the arch of an "o" shows none more: they go up with it)
+    y_te0 = y_te_rest - W * (ROUND_HIDE * rd + round_arch * ROUND_ARCH * prof_s) * (1.0 - own)
     y_te = y_te0 - W * (0.018 * t_c.sq() + 0.01 * (1.0 - smoothstep(0.0, 0.3, e_up)))
     # lower teeth: on the jaw, smaller, in the upper teeth's shadow; shown only where the lip lets them
     y_lt = y_te_rest - W * OVERBITE + jc - W * 0.012 * t_c.sq()
