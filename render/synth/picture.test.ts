@@ -455,6 +455,31 @@ describe('the mouth on every fixture face', () => {
     }
   });
 
+  it("gives an open mouth's cavity the warm depth of the portrait's own darks, not a grey-mauve", SLOW, async () => {
+    // The cavity's median chroma (the opening's darkest pixels, `mouthPicture`) at "ah", "eh" and "o"
+    // against the portrait's own darks: 0.55-0.59 on the colour faces with the graph before this one, which
+    // kept the lips' hue at the cavity's light but not the depth of colour tissue takes in shade; a blind
+    // reviewer read it as grey-mauve beside warm skin.
+    const colourFaces = faces.filter((x) => !x.ownTeeth && chroma(references(x.frame, x.face).dark) >= 10);
+    expect(colourFaces.length).toBeGreaterThanOrEqual(2);
+    for (const f of colourFaces) {
+      const { dark } = references(f.frame, f.face);
+      for (const v of ['aa', 'E', 'oh'] as const) {
+        const shape = speakingShape(v);
+        const picture = mouthPicture(
+          await render(f, shape),
+          f.frame,
+          f.face,
+          await drawnCoverage(synth, f.frame, f.face, shape),
+        );
+        const lab = picture.cavity!.lab;
+        const what = `${f.name} ${v}: cavity ${lab.map((x) => x.toFixed(1)).join(' ')}, own darks ${dark.map((x) => x.toFixed(1)).join(' ')}`;
+        expect(chroma(lab), what).toBeGreaterThanOrEqual(0.7 * chroma(dark));
+        expect(hue(lab), what).toBeLessThan(60);
+      }
+    }
+  });
+
   it(
     "draws the opening's lip edges no harder than the previous renderer, and within twice the portrait's own lip lines",
     SLOW,

@@ -810,7 +810,8 @@ def build_synth() -> onnx.ModelProto:
     # A small opening shows mostly the lips' inner faces and the dark behind them, in shade, where tissue's
     # colour deepens at the same light (as in the portrait's own crease): mixed plainly with the cavity's dark,
     # they read as a grey-blue blob between red lips (Grace Hopper's "u"). So there the cavity's chroma grows
-    # 1.7 times and the inner faces' 1.35 times, a third darker (at their own light, and as deep as the
+    # 1.7 times (1.4 times in a larger opening, read grey-mauve beside warm skin at the lips' chroma) and the
+    # inner faces' 1.35 times, a third darker (at their own light, and as deep as the
     # cavity, they drew a red line along a narrow slit); the teeth dim a little (more, they read murky on a
     # small face), but for f, v, whose lifted lip lets the light onto them. (A portrait showing its teeth
     # keeps its cavity: deeper, the rig read the astronaut's small opening as less open than her smile.)
@@ -820,7 +821,7 @@ def build_synth() -> onnx.ModelProto:
     def wet(rgb, k):  # a colour at the same light and hue, its chroma 1 + k times
         return rgb + (rgb - luma(g, rgb)) * k
     cav_l = luma(g, cav_rgb)  # (the face's: the deeper colour has the same light)
-    cav_rgb = wet(cav_rgb, small * ((1.0 - own) * 0.7))
+    cav_rgb = wet(cav_rgb, (small * 0.7 + lit * 0.4) * (1.0 - own))
     # towards the corners the cavity darkens, and the tongue goes
     sides_cav, sides_tg = smoothsteps(t_c.abs(), [(0.2, 0.9), (0.45, 0.8)], [1.0, 1.0], [-0.25, -1.0])
     cav_shade = (0.72 + (0.5 * smoothstep(y_te0, yLo, Yl) + 0.2 * near_lip) * lit) * sides_cav
