@@ -760,6 +760,32 @@ describe('the mouth on every fixture face', () => {
     },
   );
 
+  it('rolls the lower lip in under the upper teeth for f, v: thinner, not a relaxed lip under them', SLOW, async () => {
+    // Down the middle column of the warp, the output rows that sample the portrait's lower lip (between
+    // its inner and outer key points), against the lip's own thickness. The graph before this one kept
+    // the lip whole under the teeth (0.73-0.93, 0.84 on average), which a blind reviewer read as a relaxed
+    // lip with teeth laid over it.
+    const shares: string[] = [];
+    let sum = 0;
+    const plain = faces.filter((x) => !x.ownTeeth);
+    for (const f of plain) {
+      const planes = (await warpPlanes(synth, f.frame, f.face, speakingShape('FF')))!;
+      const [inner, outer] = [planes.point(15), planes.point(35)];
+      const column = Math.round((inner.x + outer.x) / 2 - planes.warpAt - 0.5);
+      let rows = 0;
+      for (let r = 0; r < planes.w; r++) {
+        const from = r + planes.warpAt + 0.5 + planes.dv[r * planes.w + column]!;
+        if (from >= inner.y && from <= outer.y) rows++;
+      }
+      const share = rows / (outer.y - inner.y);
+      shares.push(`${f.name} ${share.toFixed(2)}`);
+      sum += share;
+      expect(share, `${f.name}: the lower lip at f, of its thickness`).toBeGreaterThanOrEqual(0.4);
+      expect(share, `${f.name}: the lower lip at f, of its thickness`).toBeLessThanOrEqual(0.8);
+    }
+    expect(sum / plain.length, shares.join(', ')).toBeLessThanOrEqual(0.7);
+  });
+
   it('opens "o" as an oval, not a wide D under a level upper lip', SLOW, async () => {
     // The drawn opening's width (its widest extent of pixels at least half covered) against its height
     // at the middle. The graph before this one lifted the upper lip of a rounded "o" no more than a

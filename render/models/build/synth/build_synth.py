@@ -139,6 +139,7 @@ ROUND_ARCH_LOWER = 0.13  # centre, and the lower lip drops this much less (an ov
 ROUND_NARROW = 0.7       # the opening's reach towards the corners, less by this at round = 1
 TUCK_LIFT = 0.065        # f, v: upper lip up (the upper incisors show, resting on the lower lip)
 TUCK_RISE = 0.035        # f, v: lower lip up (under the upper teeth)
+TUCK_THIN = 0.3          # f, v: the lower lip thinner by this share of its thickness (its top rolled in under the teeth)
 CORNER_WIDE = 0.12       # each corner outwards at wide = 1
 CORNER_ROUND = 0.18      # each corner inwards at round = 1
 CORNER_PRESS = 0.02
@@ -613,7 +614,9 @@ def build_synth() -> onnx.ModelProto:
     yOUo = yOU - wlu * broad - thick_u * lip_full * (1.0 - own)  # a broad smile's upper lip stays as it is
     yUo = yU - luc
     yLo = yL + ldc
-    yOLo = yOL + wld * where(ld > 0.0, broad, prof) + thick_l * lip_full  # (a rise, f's, keeps the lip's own)
+    # (a rise, f's, keeps the lip's own profile; and f's lip, its top rolled in under the teeth, is thinner: at its
+    # full thickness it read as a relaxed lip with teeth laid over it)
+    yOLo = yOL + wld * where(ld > 0.0, broad, prof) + thick_l * (lip_full - TUCK_THIN * tk * (1.0 - own))
     # m, b, p on a portrait that shows its teeth (or is caught open mid-speech): the lips close over what it
     # shows between them, each as one piece, the upper coming down a little and the lower up to meet it; the
     # teeth stay where they are, covered (pressed lips, from half the press on)
