@@ -515,8 +515,10 @@ def build_synth() -> onnx.ModelProto:
     jaw = (o - JAW_FROM).relu() * (JAW_DROP / (1.0 - JAW_FROM))
     # (an "o" with the upper lip only at its small rounded lift, and the jaw's whole drop below, opened as a
     # wide D: a level top with a bowl under it, read as a hole cut in; the arch grows with the jaw, so the
-    # small rounded openings, "oo", sh, keep their size and show no more teeth)
-    round_arch = rd * jaw
+    # small rounded openings, "oo", sh, keep their size and show no more teeth; a portrait showing its teeth
+    # keeps its upper lip, and so its "o" as it was: under its broad row of teeth, narrower and shallower, it
+    # read as a dark wedge)
+    round_arch = rd * jaw * (1.0 - own_teeth)
     ld = jaw + part_o * (LOWER_LIP_DROP * (1.0 - 0.5 * rd)) + part_o * wdp * SPREAD_LIFT - rd * ROUND_CLOSE * part_o \
         - tk * TUCK_RISE - round_arch * ROUND_ARCH_LOWER
     lu = part_o * UPPER_LIP_LIFT + part_o * wdp * SPREAD_LIFT + rd * ROUND_LIFT * part_o + tk * TUCK_LIFT \
@@ -526,7 +528,7 @@ def build_synth() -> onnx.ModelProto:
     # one less far (an oval); the lips' outer edges ease out over the reach of the rounded one before it
     # (ext_lips: over the narrower reach, the skin under "oo" sheared at the opening's ends)
     reach = (aperture * 1.6 + 0.45).clip(0.0, 0.84)
-    ext = (reach * (1.0 - ROUND_NARROW * rd)).max(0.05)
+    ext = (reach * (1.0 - lerp(ROUND_NARROW, 0.5, own_teeth) * rd)).max(0.05)
     ext_lips = (reach * (1.0 - 0.5 * rd)).max(0.05)
     # (a portrait that shows its teeth: the lower part of its opening, coming down with the lip, sags in a curve;
     # blunt, it came down as a box with straight sides under the upper teeth)
