@@ -45,6 +45,7 @@ import {
   skinShear,
   toLab,
   warpPlanes,
+  type Lab,
 } from './quality.ts';
 
 const SLOW = { timeout: 180_000 };
@@ -98,6 +99,14 @@ async function render(f: Face, shape: MouthShape, engine = synth): Promise<RgbaF
   return { ...f.frame, data: Buffer.from(await engine.renderFrame(f.frame, f.face, shape)) };
 }
 
+/** A face's mouth at a sound: the frame, what the graph drew of it, and the picture's measures. */
+async function pictureAt(f: Face, v: Viseme) {
+  const shape = speakingShape(v);
+  const out = await render(f, shape);
+  const coverage = await drawnCoverage(synth, f.frame, f.face, shape);
+  return { out, coverage, picture: mouthPicture(out, f.frame, f.face, coverage) };
+}
+
 function pearson(xs: readonly number[], ys: readonly number[]): number {
   const n = xs.length;
   const mx = xs.reduce((s, v) => s + v, 0) / n;
@@ -112,6 +121,43 @@ function pearson(xs: readonly number[], ys: readonly number[]): number {
 }
 
 const OPEN_SOUNDS: Viseme[] = ['aa', 'E', 'oh'];
+
+/**
+ * A measure on every face without teeth of its own, each value checked by `each`; their mean, and every
+ * face's value listed for the message.
+ */
+async function onPlainFaces(
+  measure: (f: Face) => Promise<number>,
+  each: (value: number, f: Face) => void,
+): Promise<{ mean: number; listed: string }> {
+  const plain = faces.filter((x) => !x.ownTeeth);
+  const values: string[] = [];
+  let sum = 0;
+  for (const f of plain) {
+    const value = await measure(f);
+    values.push(`${f.name} ${value.toFixed(2)}`);
+    sum += value;
+    each(value, f);
+  }
+  return { mean: sum / plain.length, listed: values.join(', ') };
+}
+
+/** The colour faces without teeth of their own (their darks' chroma 10 or more), with those darks. */
+function colourFaces(): { f: Face; dark: Lab }[] {
+  const found = faces
+    .filter((x) => !x.ownTeeth)
+    .map((f) => ({ f, dark: references(f.frame, f.face).dark }))
+    .filter(({ dark }) => chroma(dark) >= 10);
+  expect(found.length).toBeGreaterThanOrEqual(2);
+  return found;
+}
+
+/** A colour drawn in the mouth as deep as the portrait's own darks: at least `share` of their chroma, warm. */
+function expectAsDeepAsOwnDarks(lab: Lab, dark: Lab, share: number, what: string): void {
+  const message = `${what} ${lab.map((x) => x.toFixed(1)).join(' ')}, own darks ${dark.map((x) => x.toFixed(1)).join(' ')}`;
+  expect(chroma(lab), message).toBeGreaterThanOrEqual(share * chroma(dark));
+  expect(hue(lab), message).toBeLessThan(60);
+}
 
 function lumaAt(frame: RgbaFrame, x: number, y: number): number {
   return luma(frame.data, (y * frame.width + x) * 4);
@@ -416,14 +462,7 @@ describe('the mouth on every fixture face', () => {
       for (const f of faces) {
         const { dark } = references(f.frame, f.face);
         for (const v of OPEN_SOUNDS) {
-          const shape = speakingShape(v);
-          const pic = mouthPicture(
-            await render(f, shape),
-            f.frame,
-            f.face,
-            await drawnCoverage(synth, f.frame, f.face, shape),
-          );
-          const c = pic.cavity;
+          const c = (await pictureAt(f, v)).picture.cavity;
           const what = `${f.name} ${v}: cavity ${JSON.stringify(c)} own darks ${JSON.stringify(dark)}`;
           expect(c, what).not.toBeNull();
           expect(c!.p10, what).toBeGreaterThanOrEqual(Math.max(5, Math.min(dark[0], 25) - 5));
@@ -440,17 +479,10 @@ describe('the mouth on every fixture face', () => {
     // "u" and "ch" show mostly the lips' inner faces and the dark behind them. Their median chroma against
     // the portrait's own darks (its crease or nostrils): 0.62 on both colour faces with the graph before
     // this one, whose mix of the lips' light colour with the cavity's dark read grey-blue between red lips.
-    const colourFaces = faces.filter((x) => !x.ownTeeth && chroma(references(x.frame, x.face).dark) >= 10);
-    expect(colourFaces.length).toBeGreaterThanOrEqual(2);
-    for (const f of colourFaces) {
-      const { dark } = references(f.frame, f.face);
+    for (const { f, dark } of colourFaces()) {
       for (const v of ['ou', 'CH'] as const) {
-        const shape = speakingShape(v);
-        const out = await render(f, shape);
-        const lab = medianLab(out, opaquePixels(await drawnCoverage(synth, f.frame, f.face, shape)));
-        const what = `${f.name} ${v}: opening ${lab.map((x) => x.toFixed(1)).join(' ')}, own darks ${dark.map((x) => x.toFixed(1)).join(' ')}`;
-        expect(chroma(lab), what).toBeGreaterThanOrEqual(0.75 * chroma(dark));
-        expect(hue(lab), what).toBeLessThan(60);
+        const { out, coverage } = await pictureAt(f, v);
+        expectAsDeepAsOwnDarks(medianLab(out, opaquePixels(coverage)), dark, 0.75, `${f.name} ${v}: opening`);
       }
     }
   });
@@ -460,22 +492,10 @@ describe('the mouth on every fixture face', () => {
     // against the portrait's own darks: 0.55-0.59 on the colour faces with the graph before this one, which
     // kept the lips' hue at the cavity's light but not the depth of colour tissue takes in shade; a blind
     // reviewer read it as grey-mauve beside warm skin.
-    const colourFaces = faces.filter((x) => !x.ownTeeth && chroma(references(x.frame, x.face).dark) >= 10);
-    expect(colourFaces.length).toBeGreaterThanOrEqual(2);
-    for (const f of colourFaces) {
-      const { dark } = references(f.frame, f.face);
-      for (const v of ['aa', 'E', 'oh'] as const) {
-        const shape = speakingShape(v);
-        const picture = mouthPicture(
-          await render(f, shape),
-          f.frame,
-          f.face,
-          await drawnCoverage(synth, f.frame, f.face, shape),
-        );
-        const lab = picture.cavity!.lab;
-        const what = `${f.name} ${v}: cavity ${lab.map((x) => x.toFixed(1)).join(' ')}, own darks ${dark.map((x) => x.toFixed(1)).join(' ')}`;
-        expect(chroma(lab), what).toBeGreaterThanOrEqual(0.7 * chroma(dark));
-        expect(hue(lab), what).toBeLessThan(60);
+    for (const { f, dark } of colourFaces()) {
+      for (const v of OPEN_SOUNDS) {
+        const { picture } = await pictureAt(f, v);
+        expectAsDeepAsOwnDarks(picture.cavity!.lab, dark, 0.7, `${f.name} ${v}: cavity`);
       }
     }
   });
@@ -765,25 +785,24 @@ describe('the mouth on every fixture face', () => {
     // its inner and outer key points), against the lip's own thickness. The graph before this one kept
     // the lip whole under the teeth (0.73-0.93, 0.84 on average), which a blind reviewer read as a relaxed
     // lip with teeth laid over it.
-    const shares: string[] = [];
-    let sum = 0;
-    const plain = faces.filter((x) => !x.ownTeeth);
-    for (const f of plain) {
-      const planes = (await warpPlanes(synth, f.frame, f.face, speakingShape('FF')))!;
-      const [inner, outer] = [planes.point(15), planes.point(35)];
-      const column = Math.round((inner.x + outer.x) / 2 - planes.warpAt - 0.5);
-      let rows = 0;
-      for (let r = 0; r < planes.w; r++) {
-        const from = r + planes.warpAt + 0.5 + planes.dv[r * planes.w + column]!;
-        if (from >= inner.y && from <= outer.y) rows++;
-      }
-      const share = rows / (outer.y - inner.y);
-      shares.push(`${f.name} ${share.toFixed(2)}`);
-      sum += share;
-      expect(share, `${f.name}: the lower lip at f, of its thickness`).toBeGreaterThanOrEqual(0.4);
-      expect(share, `${f.name}: the lower lip at f, of its thickness`).toBeLessThanOrEqual(0.8);
-    }
-    expect(sum / plain.length, shares.join(', ')).toBeLessThanOrEqual(0.7);
+    const { mean, listed } = await onPlainFaces(
+      async (f) => {
+        const planes = (await warpPlanes(synth, f.frame, f.face, speakingShape('FF')))!;
+        const [inner, outer] = [planes.point(15), planes.point(35)];
+        const column = Math.round((inner.x + outer.x) / 2 - planes.warpAt - 0.5);
+        let rows = 0;
+        for (let r = 0; r < planes.w; r++) {
+          const from = r + planes.warpAt + 0.5 + planes.dv[r * planes.w + column]!;
+          if (from >= inner.y && from <= outer.y) rows++;
+        }
+        return rows / (outer.y - inner.y);
+      },
+      (share, f) => {
+        expect(share, `${f.name}: the lower lip at f, of its thickness`).toBeGreaterThanOrEqual(0.4);
+        expect(share, `${f.name}: the lower lip at f, of its thickness`).toBeLessThanOrEqual(0.8);
+      },
+    );
+    expect(mean, listed).toBeLessThanOrEqual(0.7);
   });
 
   it('opens "o" as an oval, not a wide D under a level upper lip', SLOW, async () => {
@@ -791,53 +810,39 @@ describe('the mouth on every fixture face', () => {
     // at the middle. The graph before this one lifted the upper lip of a rounded "o" no more than a
     // small one's and dropped the jaw's whole way below it: a level top over a wide bowl, 1.32 to 1.94
     // times as wide as tall on these faces (1.65 on average), which blind reviewers read as a hole cut in.
-    const ratios: string[] = [];
-    let sum = 0;
-    const plain = faces.filter((x) => !x.ownTeeth);
-    for (const f of plain) {
-      const coverage = await drawnCoverage(synth, f.frame, f.face, speakingShape('oh'));
-      const { width, height } = f.frame;
-      const [top, bottom] = [new Array<number>(width).fill(-1), new Array<number>(width).fill(-1)];
-      for (let x = 0; x < width; x++)
-        for (let y = 0; y < height; y++)
-          if (coverage[y * width + x]! >= 0.5) [top[x], bottom[x]] = [top[x]! < 0 ? y : top[x]!, y];
-      const drawn = top.flatMap((t, x) => (t >= 0 ? [x] : []));
-      const middle = Math.round((drawn[0]! + drawn.at(-1)!) / 2);
-      const [across, tall] = [drawn.at(-1)! - drawn[0]! + 1, bottom[middle]! - top[middle]! + 1];
-      expect(tall, `${f.name}: "o" ${tall} px tall at the middle`).toBeGreaterThanOrEqual(8);
-      expect(across / tall, `${f.name}: "o" ${across} px across, ${tall} tall`).toBeLessThanOrEqual(1.55);
-      ratios.push(`${f.name} ${(across / tall).toFixed(2)}`);
-      sum += across / tall;
-    }
-    expect(sum / plain.length, ratios.join(', ')).toBeLessThanOrEqual(1.4);
+    const { mean, listed } = await onPlainFaces(
+      async (f) => {
+        const coverage = await drawnCoverage(synth, f.frame, f.face, speakingShape('oh'));
+        const { width, height } = f.frame;
+        const [top, bottom] = [new Array<number>(width).fill(-1), new Array<number>(width).fill(-1)];
+        for (let x = 0; x < width; x++)
+          for (let y = 0; y < height; y++)
+            if (coverage[y * width + x]! >= 0.5) [top[x], bottom[x]] = [top[x]! < 0 ? y : top[x]!, y];
+        const drawn = top.flatMap((t, x) => (t >= 0 ? [x] : []));
+        const middle = Math.round((drawn[0]! + drawn.at(-1)!) / 2);
+        const [across, tall] = [drawn.at(-1)! - drawn[0]! + 1, bottom[middle]! - top[middle]! + 1];
+        expect(tall, `${f.name}: "o" ${tall} px tall at the middle`).toBeGreaterThanOrEqual(8);
+        return across / tall;
+      },
+      (ratio, f) => expect(ratio, `${f.name}: "o" across / tall`).toBeLessThanOrEqual(1.55),
+    );
+    expect(mean, listed).toBeLessThanOrEqual(1.4);
   });
 
   it('keeps "oo" a small dark opening: rounded lips come forward over the upper teeth', SLOW, async () => {
     // Where the drawn interior's median lightness at "oo" sits between the face's own cavity (at "ah",
     // its 10th percentile) and its drawn teeth (at "eh"): 0 is all cavity, 1 all teeth. The graph
     // before this one showed the teeth through the small opening, a pale oval: 0.64-0.77 on these faces.
-    const shares: string[] = [];
-    let sum = 0;
-    const plain = faces.filter((x) => !x.ownTeeth);
-    for (const f of plain) {
-      const picture = async (v: Viseme) => {
-        const shape = speakingShape(v);
-        const out = await render(f, shape);
-        const coverage = await drawnCoverage(synth, f.frame, f.face, shape);
-        const drawn = opaquePixels(coverage);
-        return { ...mouthPicture(out, f.frame, f.face, coverage), median: medianLab(out, drawn)[0] };
-      };
-      const [teeth, cavity, round] = [
-        (await picture('E')).teeth!.lab[0],
-        (await picture('aa')).cavity!.p10,
-        await picture('ou'),
-      ];
-      const share = (round.median - cavity) / (teeth - cavity);
-      shares.push(`${f.name} ${share.toFixed(2)}`);
-      sum += share;
-      expect(share, `${f.name}: "oo" between cavity and teeth`).toBeLessThan(0.7);
-    }
-    expect(sum / plain.length, shares.join(', ')).toBeLessThan(0.55);
+    const { mean, listed } = await onPlainFaces(
+      async (f) => {
+        const teeth = (await pictureAt(f, 'E')).picture.teeth!.lab[0];
+        const cavity = (await pictureAt(f, 'aa')).picture.cavity!.p10;
+        const round = await pictureAt(f, 'ou');
+        return (medianLab(round.out, opaquePixels(round.coverage))[0] - cavity) / (teeth - cavity);
+      },
+      (share, f) => expect(share, `${f.name}: "oo" between cavity and teeth`).toBeLessThan(0.7),
+    );
+    expect(mean, listed).toBeLessThan(0.55);
   });
 
   it('relaxes a smile while talking and gives it back in silence', SLOW, async () => {
