@@ -42,6 +42,7 @@ import {
   mouthPicture,
   photoGrain,
   references,
+  skinSeam,
   skinShear,
   toLab,
   warpPlanes,
@@ -725,11 +726,14 @@ describe('the mouth on every fixture face', () => {
     SLOW,
     async () => {
       // (each column of the opening once took its lips' inner crease off its own, up to 2.5 pixels, and the
-      // columns beside it none: a vertical line from the lower lip down to the chin at each end of "oo")
+      // columns beside it none: a vertical line from the lower lip down to the chin at each end of "oo",
+      // a step of 0.36-0.41 on Charles Barkla; the fuller rounded lower lip stretches the skin below it
+      // evenly instead, up to about 0.36 px per px and no step)
       for (const f of faces) {
         for (const v of ['ou', 'CH', 'RR'] as const) {
-          const shear = skinShear(await warpPlanes(synth, f.frame, f.face, speakingShape(v)));
-          expect(shear, `${f.name} ${v}: px of vertical motion per px across`).toBeLessThan(0.3);
+          const planes = await warpPlanes(synth, f.frame, f.face, speakingShape(v));
+          expect(skinSeam(planes), `${f.name} ${v}: a step of px of vertical motion per px across`).toBeLessThan(0.3);
+          expect(skinShear(planes), `${f.name} ${v}: px of vertical motion per px across`).toBeLessThan(0.45);
         }
       }
     },

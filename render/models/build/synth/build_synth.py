@@ -145,7 +145,7 @@ CORNER_ROUND = 0.18      # each corner inwards at round = 1
 CORNER_PRESS = 0.02
 RELAX_DOWN = 0.6         # of the smile's corner elevation, taken back at relax = 1
 RELAX_IN = 0.1           # corners inwards per unit of smile elevation at relax = 1
-ROUND_FULL = 0.14        # lips thicker (outer edges out) at round = 1, of their thickness
+ROUND_FULL = 0.32        # lips thicker (outer edges out, pushed forward) at round = 1, of their thickness
 PRESS_THIN = 0.35        # lips thinner at press = 1, of their thickness
 NECK_FALLOFF = 0.40      # below the chin the drop fades over this distance
 TOOTH_LEN = 0.05         # visible upper incisor below the resting lip line (at the centre)
