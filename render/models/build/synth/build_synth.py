@@ -141,7 +141,7 @@ TUCK_LIFT = 0.065        # f, v: upper lip up (the upper incisors show, resting 
 TUCK_RISE = 0.035        # f, v: lower lip up (under the upper teeth)
 TUCK_THIN = 0.3          # f, v: the lower lip thinner by this share of its thickness (its top rolled in under the teeth)
 CORNER_WIDE = 0.12       # each corner outwards at wide = 1
-CORNER_ROUND = 0.18      # each corner inwards at round = 1
+CORNER_ROUND = 0.22      # each corner inwards at round = 1
 CORNER_PRESS = 0.02
 RELAX_DOWN = 0.6         # of the smile's corner elevation, taken back at relax = 1
 RELAX_IN = 0.1           # corners inwards per unit of smile elevation at relax = 1
