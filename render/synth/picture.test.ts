@@ -596,11 +596,13 @@ describe('the mouth on every fixture face', () => {
   );
 
   it(
-    "closes the lips over a portrait's own teeth for m, b, p, and brings the lower lip up to them for f, v",
+    "closes the lips over a portrait's own teeth for m, b, p and oo, and brings the lower lip up to them for f, v",
     SLOW,
     async () => {
       // (the lips each move as one piece over the teeth, which stay, and meet in a crease; the graph
-      // before could not press a mouth that shows its teeth: it kept every row of them)
+      // before could not press a mouth that shows its teeth: it kept every row of them; and a smile kept its
+      // whole row of teeth for "oo", a grin where the lips round; a portrait caught open mid-speech keeps
+      // its opening for it)
       const showing = faces.filter((x) => x.ownTeeth);
       expect(showing.length, 'fixtures showing their teeth').toBeGreaterThanOrEqual(2);
       for (const f of showing) {
@@ -609,12 +611,15 @@ describe('the mouth on every fixture face', () => {
         const teethRows = (frame: RgbaFrame, x: number) =>
           teethRuns(frame, skin, x, y0, y1, { minL: 70, chromaShare: 0.7 }).reduce((n, r) => n + r.to - r.from + 1, 0);
         const pressed = await render(f, speakingShape('PP'));
+        const rounded = f.openMidSpeech ? null : await render(f, speakingShape('ou'));
         let columns = 0;
         for (const dx of [-0.1, 0, 0.1]) {
           const x = Math.round(up.x + dx * W);
           if (teethRows(f.frame, x) < 3) continue; // (no teeth in the portrait's column)
           columns++;
           expect(teethRows(pressed, x), `${f.name} m/b/p, column ${x}: rows of teeth left`).toBeLessThanOrEqual(1);
+          if (rounded)
+            expect(teethRows(rounded, x), `${f.name} oo, column ${x}: rows of teeth left`).toBeLessThanOrEqual(1);
         }
         expect(columns, `${f.name}: columns with teeth in the portrait`).toBeGreaterThanOrEqual(2);
         // (the rig reads the mouth shut: a closed portrait's openness is under 0.05)
@@ -728,12 +733,13 @@ describe('the mouth on every fixture face', () => {
       // (each column of the opening once took its lips' inner crease off its own, up to 2.5 pixels, and the
       // columns beside it none: a vertical line from the lower lip down to the chin at each end of "oo",
       // a step of 0.36-0.41 on Charles Barkla; the fuller rounded lower lip stretches the skin below it
-      // evenly instead, up to about 0.36 px per px and no step)
+      // evenly instead, up to about 0.36 px per px and no step, and lips closing over a broad smile's teeth
+      // for "oo" up to 0.64: within the open sounds' bar)
       for (const f of faces) {
         for (const v of ['ou', 'CH', 'RR'] as const) {
           const planes = await warpPlanes(synth, f.frame, f.face, speakingShape(v));
           expect(skinSeam(planes), `${f.name} ${v}: a step of px of vertical motion per px across`).toBeLessThan(0.3);
-          expect(skinShear(planes), `${f.name} ${v}: px of vertical motion per px across`).toBeLessThan(0.45);
+          expect(skinShear(planes), `${f.name} ${v}: px of vertical motion per px across`).toBeLessThan(0.85);
         }
       }
     },

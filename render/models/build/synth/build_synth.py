@@ -627,11 +627,20 @@ def build_synth() -> onnx.ModelProto:
 
     shut_k = engaged(pr) * own
     corners = ((1.1 - t_c.abs()) * (1.0 / 0.15)).clip(0.0, 1.0)  # (not past the corners: the cheeks)
-    gap_k = (yL - yU).relu() * shut_k * corners
+    # small rounded sounds ("oo", sh, r) on such a portrait: the lips close over its teeth, as for m, b, p but
+    # not pressed and only between its corners, which come in (a broad smile kept its teeth across the whole
+    # mouth for them; an open "o" keeps its own opening: closed from the corners in, the lips' edges came down
+    # in steps over its teeth)
+    round_k = engaged(rd * 1.3) * (own - own_inside) * (1.0 - smoothstep(0.3, 0.45, o))
+    shut_k = shut_k.max(round_k)
+    corners = corners.min(((1.05 - t_c.abs()) * (1.0 / 0.15)).clip(0.0, 1.0).max(1.0 - round_k))
+    gap_k = ((yL - yU).relu() * shut_k + (ldc + luc) * round_k) * corners
     # f, v on such a portrait: the lower lip comes up to its upper teeth's edge (its own occlusal line)
     close_f = (yL + ldc - y_occ - W * 0.01).relu() * (engaged(tk) * own) * corners
-    close_u = gap_k * 0.4
-    close_l = (gap_k * 0.6).max(close_f)
+    # (the upper lip comes down further for a rounded sound: a broad smile's lower lip, coming up the whole way,
+    # dragged the skin below it up unevenly)
+    close_u = gap_k * (0.4 + 0.15 * round_k)
+    close_l = (gap_k * (0.6 - 0.15 * round_k)).max(close_f)
     # (their edges sampled two pixels inside: the photograph blurs them into the teeth, a pale seam)
     ins = shut_k * px * 2.0
     yOUo = yOUo + close_u
@@ -862,6 +871,7 @@ def build_synth() -> onnx.ModelProto:
         return ((Yl - at).abs() / soft * -1.0 + 1.5).clip(0.0, 1.0)
 
     a_cr = crease((yUo + yLo) * 0.5) * (gap_k / (W * 0.02) - (yLo - yUo) / (px * 2.0)).clip(0.0, 1.0)
+    a_cr = a_cr * (1.0 - round_k * smoothstep(0.75, 0.95, t_c.abs()))  # (a rounded mouth's corners have come in)
     a_cr = a_cr.max(crease(yLo) * ((close_f / (W * 0.02)).clip(0.0, 1.0) * ((0.9 - t_c.abs()) * 10.0).clip(0.0, 1.0)))  # (short of the corners)
     # the lips' wet inner faces at the opening's edges (the lower one rolls out as the jaw drops):
     # each lip's own colour, darkened (the lower one towards the mouth's warm dark, opaque at its edge),
