@@ -734,7 +734,7 @@ describe('the mouth on every fixture face', () => {
       // columns beside it none: a vertical line from the lower lip down to the chin at each end of "oo",
       // a step of 0.36-0.41 on Charles Barkla; the fuller rounded lower lip stretches the skin below it
       // evenly instead, up to about 0.36 px per px and no step, and lips closing over a broad smile's teeth
-      // for "oo" up to 0.64: within the open sounds' bar)
+      // for "oo" up to 0.78: within the open sounds' bar)
       for (const f of faces) {
         for (const v of ['ou', 'CH', 'RR'] as const) {
           const planes = await warpPlanes(synth, f.frame, f.face, speakingShape(v));
