@@ -233,6 +233,7 @@ PALETTE_FIELDS = [
     ('crease_lo', 1),    # the crease's lower flank: from its darkest row down to the lower lip's light, in mouth widths
     ('occ_gap', 1),      # own teeth: the dark under the occlusal line, down to what lies below it (lower teeth, lip), in mouth widths
     ('grain', 1),        # the photograph's own fine grain: its luma's standard deviation over the root of the light, where the skin is smoothest
+    ('lip_edge_lo', 1),  # own teeth: the upper lip's real edge below the one taken (the landmarks can sit inside the lip), in mouth widths (>= 0)
 ]
 PALETTE = sum(n for _, n in PALETTE_FIELDS)
 
@@ -302,6 +303,12 @@ def build_palette() -> onnx.ModelProto:
     fy_ = (y_mouth + W * g.const(fl.reshape(1, 1, rows, 1))).reshape([0, 1, rows, 1])
     fy_ = concat([fy_] * 3, axis=1).reshape([0, 3 * rows, 1, 1])
     s_flank = add(ox, fy_)
+    # a portrait showing its teeth whose landmarks sit inside the upper lip: where it really ends below them,
+    # the largest rise of luminance going down into the opening
+    fb = np.linspace(-0.02, 0.14, rows, dtype=np.float32)
+    by_ = (y_iu + W * g.const(fb.reshape(1, 1, rows, 1))).reshape([0, 1, rows, 1])
+    by_ = concat([by_] * 3, axis=1).reshape([0, 3 * rows, 1, 1])
+    s_edge_lo = add(ox, by_)
     # the photograph's grain: 8x8 crop pixels (their centres) at each of the skin samples (below the
     # lower lip and beside the corners)
     gp = 8
@@ -322,7 +329,7 @@ def build_palette() -> onnx.ModelProto:
     grid = concat([concat([flat(sx), flat(sy)], axis=1).reshape([0, 2, -1]) for sx, sy in samples], axis=2)
     grid = g.op('Transpose', grid, perm=[0, 2, 1]).reshape([0, 1, -1, 2]) * 2.0 - 1.0  # [N,1,P,2]
     sampled = g.op('GridSample', crop, grid, mode='bilinear', padding_mode='border', align_corners=0)  # [N,3,1,P]
-    counts = [10, 3, 3, 3, 2, len(gap_pairs), 3 * rows, 3 * rows, 3 * rows, 3 * rows, 5 * gp * gp]
+    counts = [10, 3, 3, 3, 2, len(gap_pairs), 3 * rows, 3 * rows, 3 * rows, 3 * rows, 3 * rows, 5 * gp * gp]
     offs = np.cumsum([0] + counts)
 
     def part(k):
@@ -364,6 +371,15 @@ def build_palette() -> onnx.ModelProto:
     # where the lower lip's light begins below the crease: the first row under the darkest that is back
     # half way from the crease's dark to the lower lip's brightest (a soft photograph's crease is wide,
     # and a lip sampled from inside it shows a dark rim along the opening)
+    lo_l = lum(part(s_edge_lo)).reshape([0, 3, rows]).mean([1]).reshape([0, 1, 1, rows])
+    fb_mid = g.const(((fb[:-1] + fb[1:]) * 0.5).reshape(1, 1, 1, rows - 1))
+    # (within the upper half of the portrait's own opening: below it lie the teeth's own edges)
+    rise_lo = where(fb_mid * W < own_gap * 0.5, sl(g, lo_l, [1], [rows], [3]) - sl(g, lo_l, [0], [rows - 1], [3]), -1.0)
+    rwl = ((rise_lo - rise_lo.rmax()) * 120.0).exp()
+    lip_edge_lo = ((rwl * fb_mid).sum([3], keepdims=1) / rwl.sum([3], keepdims=1)).relu()
+    # only a clear step, clearer than any above (counted from where the lip's edge is taken to be)
+    lip_edge_lo = (lip_edge_lo - lip_edge_at.min(0.0)) * ((rise_lo.rmax() - 0.06) / 0.04).clip(0.0, 1.0) \
+        * ((rise_lo.rmax() - rise.rmax()) / 0.02).clip(0.0, 1.0)
     flank_l = lum(part(s_flank)).reshape([0, 3, rows]).mean([1]).reshape([0, 1, 1, rows])
     fl_at = g.const(fl.reshape(1, 1, 1, rows))
     under = fl_at > crease_at
@@ -460,7 +476,7 @@ def build_palette() -> onnx.ModelProto:
     grain = (dev.reshape([-1, 5]).rmin(1) * (0.7 / 0.943)).clip(0.0, 0.03)
     fields = dict(lip_rgb=lip_rgb, lip_up_rgb=lip_up_rgb, lip_lo_rgb=lip_lo_rgb, teeth_rgb=teeth_rgb, cav_rgb=cav_rgb,
                   tongue_rgb=tongue_rgb, light_lr=light_lr, own_teeth=own_teeth, occ_at=occ_at, crease_at=crease_at,
-                  lip_edge_at=lip_edge_at, blur=blur, crease_lo=crease_lo, occ_gap=occ_gap, grain=grain)
+                  lip_edge_at=lip_edge_at, blur=blur, crease_lo=crease_lo, occ_gap=occ_gap, grain=grain, lip_edge_lo=lip_edge_lo)
     palette = concat([fields[name].reshape([0, n]) for name, n in PALETTE_FIELDS], axis=1)
     g.output(palette, 'palette', ['N', PALETTE])
     return g.model(doc='The mouth synthesis palette for avatar-platform (measured once per frame); see build_synth.py')
@@ -625,7 +641,7 @@ def build_synth() -> onnx.ModelProto:
     def engaged(v):  # 0 up to 0.1, 1 from 0.5 on
         return (v * 2.5 - 0.25).clip(0.0, 1.0)
 
-    shut_k = engaged(pr) * own
+    shut_k = press_k = engaged(pr) * own
     corners = ((1.1 - t_c.abs()) * (1.0 / 0.15)).clip(0.0, 1.0)  # (not past the corners: the cheeks)
     # small rounded sounds ("oo", sh, r) on such a portrait: the lips close over its teeth, as for m, b, p but
     # not pressed and only between its corners, which come in (a broad smile kept its teeth across the whole
@@ -634,7 +650,9 @@ def build_synth() -> onnx.ModelProto:
     round_k = engaged(rd * 1.3) * (own - own_inside) * (1.0 - smoothstep(0.3, 0.45, o))
     shut_k = shut_k.max(round_k)
     corners = corners.min(((1.05 - t_c.abs()) * (1.0 / 0.15)).clip(0.0, 1.0).max(1.0 - round_k))
-    gap_k = ((yL - yU).relu() * shut_k + (ldc + luc) * round_k) * corners
+    # (pressed, the upper lip's real edge, where the landmarks sit inside it: its whole thickness comes down)
+    e_lo = W * fields['lip_edge_lo'] * press_k * (1.0 - t_c.sq()).relu()
+    gap_k = ((yL - yU).relu() * shut_k - e_lo + (ldc + luc) * round_k) * corners
     # f, v on such a portrait: the lower lip comes up to its upper teeth's edge (its own occlusal line)
     close_f = (yL + ldc - y_occ - W * 0.01).relu() * (engaged(tk) * own) * corners
     # (the upper lip comes down further for a rounded sound: a broad smile's lower lip, coming up the whole way,
@@ -644,7 +662,7 @@ def build_synth() -> onnx.ModelProto:
     # (their edges sampled two pixels inside: the photograph blurs them into the teeth, a pale seam)
     ins = shut_k * px * 2.0
     yOUo = yOUo + close_u
-    yUo = yUo + close_u
+    yUo = yUo + close_u + e_lo
     yLo = yLo - close_l
     yOLo = yOLo - close_l
     # what the portrait shows between its lips (its closure, or its upper teeth) ends here, and the new
@@ -669,7 +687,8 @@ def build_synth() -> onnx.ModelProto:
     # the skin above and below takes up the difference
     d_top = yOU - cmo - yOUo
     up_src = y1 + d_top * step(y1, y_nose, yOUo)
-    ulip_src = yOU - cmo + (y1 - yOUo) * ((yU - cm - ins - yOU + cmo) / (yUo - yOUo).max(1e-4))
+    # (the upper lip's measured edge is its steepest rise, not the landmarks': one pixel inside it is lip)
+    ulip_src = yOU - cmo + (y1 - yOUo) * ((yU + e_lo - cm - (ins - e_lo.min(px)) - yOU + cmo) / (yUo - yOUo).max(1e-4))
     llip_src = yL + cm_lo + ins + (y1 - yLo) * ((yOL + cmo_lo - yL - cm_lo - ins) / (yOLo - yLo).max(1e-4))
     # below the lower lip: its drop blends into the jaw's towards the chin, then fades over the neck
     d_bot = yOLo - yOL - cmo_lo
