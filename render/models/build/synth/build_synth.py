@@ -651,18 +651,22 @@ def build_synth() -> onnx.ModelProto:
     shut_k = shut_k.max(round_k)
     corners = corners.min(((1.05 - t_c.abs()) * (1.0 / 0.15)).clip(0.0, 1.0).max(1.0 - round_k))
     # (pressed, the upper lip's real edge, where the landmarks sit inside it: its whole thickness comes down)
-    e_lo = W * fields['lip_edge_lo'] * press_k * (1.0 - t_c.sq()).relu()
-    gap_k = ((yL - yU).relu() * shut_k - e_lo + (ldc + luc) * round_k) * corners
+    lip_below = W * fields['lip_edge_lo'] * press_k * (1.0 - t_c.sq()).relu()
+    gap_k = ((yL - yU).relu() * shut_k - lip_below + (ldc + luc) * round_k) * corners
     # f, v on such a portrait: the lower lip comes up to its upper teeth's edge (its own occlusal line)
     close_f = (yL + ldc - y_occ - W * 0.01).relu() * (engaged(tk) * own) * corners
     # (the upper lip comes down further for a rounded sound: a broad smile's lower lip, coming up the whole way,
     # dragged the skin below it up unevenly)
     close_u = gap_k * (0.4 + 0.15 * round_k)
+    # (a rounded sound's closure keeps its meeting line: the upper lip comes down less, at the whole thickness it has)
+    lip_below_r = (W * fields['lip_edge_lo'] * (1.0 - t_c.sq()).relu() * round_k).min(close_u)
+    close_u = close_u - lip_below_r
+    lip_below = lip_below + lip_below_r
     close_l = (gap_k * (0.6 - 0.15 * round_k)).max(close_f)
     # (their edges sampled two pixels inside: the photograph blurs them into the teeth, a pale seam)
     ins = shut_k * px * 2.0
     yOUo = yOUo + close_u
-    yUo = yUo + close_u + e_lo
+    yUo = yUo + close_u + lip_below
     yLo = yLo - close_l
     yOLo = yOLo - close_l
     # what the portrait shows between its lips (its closure, or its upper teeth) ends here, and the new
@@ -688,7 +692,7 @@ def build_synth() -> onnx.ModelProto:
     d_top = yOU - cmo - yOUo
     up_src = y1 + d_top * step(y1, y_nose, yOUo)
     # (the upper lip's measured edge is its steepest rise, not the landmarks': one pixel inside it is lip)
-    ulip_src = yOU - cmo + (y1 - yOUo) * ((yU + e_lo - cm - (ins - e_lo.min(px)) - yOU + cmo) / (yUo - yOUo).max(1e-4))
+    ulip_src = yOU - cmo + (y1 - yOUo) * ((yU + lip_below - cm - (ins - lip_below.min(px)) - yOU + cmo) / (yUo - yOUo).max(1e-4))
     llip_src = yL + cm_lo + ins + (y1 - yLo) * ((yOL + cmo_lo - yL - cm_lo - ins) / (yOLo - yLo).max(1e-4))
     # below the lower lip: its drop blends into the jaw's towards the chin, then fades over the neck
     d_bot = yOLo - yOL - cmo_lo
@@ -890,7 +894,7 @@ def build_synth() -> onnx.ModelProto:
         return ((Yl - at).abs() / soft * -1.0 + 1.5).clip(0.0, 1.0)
 
     a_cr = crease((yUo + yLo) * 0.5) * (gap_k / (W * 0.02) - (yLo - yUo) / (px * 2.0)).clip(0.0, 1.0)
-    a_cr = a_cr * (1.0 - round_k * smoothstep(0.75, 0.95, t_c.abs()))  # (a rounded mouth's corners have come in)
+    a_cr = a_cr * (1.0 - round_k * smoothstep(0.7, 0.9, t_c.abs()))  # (a rounded mouth's corners have come in)
     a_cr = a_cr.max(crease(yLo) * ((close_f / (W * 0.02)).clip(0.0, 1.0) * ((0.9 - t_c.abs()) * 10.0).clip(0.0, 1.0)))  # (short of the corners)
     # the lips' wet inner faces at the opening's edges (the lower one rolls out as the jaw drops):
     # each lip's own colour, darkened (the lower one towards the mouth's warm dark, opaque at its edge),
