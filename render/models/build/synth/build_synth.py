@@ -706,7 +706,7 @@ def build_synth() -> onnx.ModelProto:
     # past the dark under its occlusal line, cm_lo);
     # the new space in between samples the lips' inner edges (the drawn layer covers it, and its soft
     # edge shows lip there, not the crease)
-    in_src = where(y1 < yU, yU - cm, where(y1 < y_shut, y1, where(y1 < y_new_bot, yL + cm_lo + (y_occ - yL - cm_lo) * own, y1 - ldc + close_l + cm_lo * own)))
+    in_src = where(y1 < yU, yU - cm, where(y1 < y_shut, y1, where(y1 < y_new_bot, lerp(yL + cm_lo + (y_occ - yL - cm_lo) * own, y_occ + (y1 - y_shut) * (cm_lo / (y_new_bot - y_shut).max(px)).min(1.0), own_inside), y1 - ldc + close_l + cm_lo * own)))
     y_src = where(y1 < yOUo, up_src, where(y1 < yUo, ulip_src, where(y1 < yLo, in_src, where(y1 < yOLo, llip_src, low_src))))
     # the portrait's own upper teeth do not follow the corners either
     teeth_band = g.op('And', g.op('And', y1 > yU - W * 0.08, y1 < y_occ), own_teeth > 0.5)  # from a little above: the landmarks sit low there
@@ -936,7 +936,9 @@ def build_synth() -> onnx.ModelProto:
           + lip_lo_rgb * (a_ld * m * 0.72) + (wet(lip_lo_rgb, small * 0.35) * w_lo + wet(lip_up_rgb, small * 0.35) * w_up) * (opaque * (0.65 + 0.35 * lit))
           + lip_rgb * ((a_us + a_lw) * m * 0.6) + a_lw * m * 0.4 + cav_rgb * (a_fs * m) + (cav_rgb * 0.6 + lip_rgb * 0.4) * (a_cr * m))
     total = alpha + m * (a_us + a_lw + a_ld + a_fs + a_cr)
-    inner_pm = concat([pm.clip(0.0, 1.0) * 255.0, total], axis=1)  # [N,4,h,k]
+    # (a portrait caught open mid-speech shows its own inside there, stretched, not a flat drawn fill)
+    see = 1.0 - own_inside
+    inner_pm = concat([pm.clip(0.0, 1.0) * (255.0 * see), total * see], axis=1)  # [N,4,h,k]
 
     g.output(warp, 'warp', ['N', 2, 'w', 'w'])
     g.output(inner_pm, 'inner', ['N', 4, 'h', 'k'])
