@@ -442,8 +442,7 @@ describe('the mouth on every fixture face', () => {
     const open = faces.filter((x) => x.openMidSpeech);
     expect(open.length).toBeGreaterThanOrEqual(1);
     for (const f of open) {
-      const { W, up, y0, skin } = mouthSpan(f, 0.4);
-      const y1 = mouthSpan(f, 0.4).y1;
+      const { W, up, y0, y1, skin } = mouthSpan(f, 0.4);
       const inside = (frame: RgbaFrame) => {
         const values: number[] = [];
         for (const dx of [-0.1, 0, 0.1]) {

@@ -298,17 +298,16 @@ def build_palette() -> onnx.ModelProto:
     ey_ = (y_iu + W * g.const(fe.reshape(1, 1, rows, 1))).reshape([0, 1, rows, 1])
     ey_ = concat([ey_] * 3, axis=1).reshape([0, 3 * rows, 1, 1])
     s_edge = add(ox, ey_)
+    # ... and below it, from just above the landmarks' line into the opening (they can sit inside the upper lip)
+    fb = np.linspace(-0.02, 0.14, rows, dtype=np.float32)
+    by_ = (y_iu + W * g.const(fb.reshape(1, 1, rows, 1))).reshape([0, 1, rows, 1])
+    by_ = concat([by_] * 3, axis=1).reshape([0, 3 * rows, 1, 1])
+    s_edge_lo = add(ox, by_)
     # the crease's lower flank: down the middle columns from just above the lip line into the lower lip
     fl = np.linspace(-0.01, 0.13, rows, dtype=np.float32)
     fy_ = (y_mouth + W * g.const(fl.reshape(1, 1, rows, 1))).reshape([0, 1, rows, 1])
     fy_ = concat([fy_] * 3, axis=1).reshape([0, 3 * rows, 1, 1])
     s_flank = add(ox, fy_)
-    # a portrait showing its teeth whose landmarks sit inside the upper lip: where it really ends below them,
-    # the largest rise of luminance going down into the opening
-    fb = np.linspace(-0.02, 0.14, rows, dtype=np.float32)
-    by_ = (y_iu + W * g.const(fb.reshape(1, 1, rows, 1))).reshape([0, 1, rows, 1])
-    by_ = concat([by_] * 3, axis=1).reshape([0, 3 * rows, 1, 1])
-    s_edge_lo = add(ox, by_)
     # the photograph's grain: 8x8 crop pixels (their centres) at each of the skin samples (below the
     # lower lip and beside the corners)
     gp = 8
@@ -321,6 +320,16 @@ def build_palette() -> onnx.ModelProto:
 
     def flat(v):
         return v.reshape([0, -1])
+
+    def down_middle(k):  # a sample set of 3 columns x `rows` rows: the luma profile down the middle, [N,1,1,rows]
+        return lum(part(k)).reshape([0, 3, rows]).mean([1]).reshape([0, 1, 1, rows])
+
+    def step_down(profile, n):  # each row's luma less the one above it, [N,1,1,n-1]
+        return sl(g, profile, [1], [n], [3]) - sl(g, profile, [0], [n - 1], [3])
+
+    def steepest(step, at):  # where `step` is largest (a soft arg-max over the positions `at`)
+        w = ((step - step.rmax()) * 120.0).exp()
+        return (w * at).sum([3], keepdims=1) / w.sum([3], keepdims=1)
 
     def half_back(profile, at, rows, lo, hi):
         """The first position `at` among `rows` where `profile` is back half way from lo to hi (2 if none is)."""
@@ -351,36 +360,33 @@ def build_palette() -> onnx.ModelProto:
     side_l = lum(side)  # [N,1,1,2]
     light_lr = ((side_l.gather(1, axis=3) - side_l.gather(0, axis=3)) /
                 (side_l.gather(1, axis=3) + side_l.gather(0, axis=3) + 1e-3)).reshape([-1, 1, 1, 1]).clip(-0.5, 0.5)
-    edge_l = lum(part(s_edge)).reshape([0, 3, rows]).mean([1]).reshape([0, 1, 1, rows])
-    rise = sl(g, edge_l, [1], [rows], [3]) - sl(g, edge_l, [0], [rows - 1], [3])
-    rw = ((rise - rise.rmax()) * 120.0).exp()
+    rise = step_down(down_middle(s_edge), rows)
     fe_mid = (fe[:-1] + fe[1:]) * 0.5
-    lip_edge_at = (rw * g.const(fe_mid.reshape(1, 1, 1, rows - 1))).sum([3], keepdims=1) / rw.sum([3], keepdims=1)  # W units
+    lip_edge_at = steepest(rise, g.const(fe_mid.reshape(1, 1, 1, rows - 1)))  # W units
     # only a clear step (lip to teeth) counts
     lip_edge_at = lip_edge_at * ((rise.rmax() - 0.06) / 0.04).clip(0.0, 1.0)
-    crease_l = lum(part(s_crease)).reshape([0, 3, rows]).mean([1]).reshape([0, 1, 1, rows])
+    # ... and where it really ends below them, when they sit inside it: the largest rise going down into the
+    # upper half of the portrait's own opening (below it lie the teeth's own edges)
+    fb_mid = g.const(((fb[:-1] + fb[1:]) * 0.5).reshape(1, 1, 1, rows - 1))
+    rise_lo = where(fb_mid * W < own_gap * 0.5, step_down(down_middle(s_edge_lo), rows), -1.0)
+    lip_edge_lo = steepest(rise_lo, fb_mid).relu()
+    # only a clear step, clearer than any above (counted from where the lip's edge is taken to be)
+    lip_edge_lo = (lip_edge_lo - lip_edge_at.min(0.0)) * ((rise_lo.rmax() - 0.06) / 0.04).clip(0.0, 1.0) \
+        * ((rise_lo.rmax() - rise.rmax()) / 0.02).clip(0.0, 1.0)
+    crease_l = down_middle(s_crease)
     cw_ = ((crease_l - crease_l.rmin()) * -60.0).exp()
     crease_at = (cw_ * g.const(fc.reshape(1, 1, 1, rows))).sum([3], keepdims=1) / cw_.sum([3], keepdims=1)  # W units
     c_lo = crease_l.rmin()
     c_hi = crease_l.rmax()
     # the photograph's own blur, from the steepest step of the crease profile against its depth (a
     # step blurred by a Gaussian of sigma s rises at most depth / (2.5 s))
-    dstep = sl(g, crease_l, [1], [rows], [3]) - sl(g, crease_l, [0], [rows - 1], [3])
+    dstep = step_down(crease_l, rows)
     steep = dstep.abs().rmax() / (W * float(0.14 / (rows - 1)) / px)  # per crop pixel
     sigma_px = (c_hi - c_lo) / (steep * 2.5 + 1e-4)
     # where the lower lip's light begins below the crease: the first row under the darkest that is back
     # half way from the crease's dark to the lower lip's brightest (a soft photograph's crease is wide,
     # and a lip sampled from inside it shows a dark rim along the opening)
-    lo_l = lum(part(s_edge_lo)).reshape([0, 3, rows]).mean([1]).reshape([0, 1, 1, rows])
-    fb_mid = g.const(((fb[:-1] + fb[1:]) * 0.5).reshape(1, 1, 1, rows - 1))
-    # (within the upper half of the portrait's own opening: below it lie the teeth's own edges)
-    rise_lo = where(fb_mid * W < own_gap * 0.5, sl(g, lo_l, [1], [rows], [3]) - sl(g, lo_l, [0], [rows - 1], [3]), -1.0)
-    rwl = ((rise_lo - rise_lo.rmax()) * 120.0).exp()
-    lip_edge_lo = ((rwl * fb_mid).sum([3], keepdims=1) / rwl.sum([3], keepdims=1)).relu()
-    # only a clear step, clearer than any above (counted from where the lip's edge is taken to be)
-    lip_edge_lo = (lip_edge_lo - lip_edge_at.min(0.0)) * ((rise_lo.rmax() - 0.06) / 0.04).clip(0.0, 1.0) \
-        * ((rise_lo.rmax() - rise.rmax()) / 0.02).clip(0.0, 1.0)
-    flank_l = lum(part(s_flank)).reshape([0, 3, rows]).mean([1]).reshape([0, 1, 1, rows])
+    flank_l = down_middle(s_flank)
     fl_at = g.const(fl.reshape(1, 1, 1, rows))
     under = fl_at > crease_at
     lo_hi = (flank_l * under.cast(TensorProto.FLOAT)).rmax()
@@ -417,9 +423,8 @@ def build_palette() -> onnx.ModelProto:
     fall_all = sl(g, occ_all, [0], [n_all - 1], [3]) - sl(g, occ_all, [1], [n_all], [3])
     occ_l = sl(g, occ_all, [occ_above], [n_all], [3])
     fall = sl(g, fall_all, [occ_above], [n_all - 1], [3])
-    ow = ((fall - fall.rmax()) * 120.0).exp()
     fo_mid = (fo[:-1] + fo[1:]) * 0.5
-    occ_at = (ow * g.const(fo_mid.reshape(1, 1, 1, occ_rows - 1))).sum([3], keepdims=1) / ow.sum([3], keepdims=1)
+    occ_at = steepest(fall, g.const(fo_mid.reshape(1, 1, 1, occ_rows - 1)))
     # A portrait that shows its teeth: the first large fall from the top instead (the upper teeth's edge;
     # in a mouth open mid-speech the largest can be the lower teeth's, onto the lower lip), a soft "first"
     # so that a clip's frames do not jump between two falls of about the same size
@@ -650,8 +655,9 @@ def build_synth() -> onnx.ModelProto:
     round_k = engaged(rd * 1.3) * (own - own_inside) * (1.0 - smoothstep(0.3, 0.45, o))
     shut_k = shut_k.max(round_k)
     corners = corners.min(((1.05 - t_c.abs()) * (1.0 / 0.15)).clip(0.0, 1.0).max(1.0 - round_k))
-    # (pressed, the upper lip's real edge, where the landmarks sit inside it: its whole thickness comes down)
-    lip_below = W * fields['lip_edge_lo'] * press_k * (1.0 - t_c.sq()).relu()
+    # (the upper lip's real edge, where the landmarks sit inside it: pressed, its whole thickness comes down)
+    lip_real = W * fields['lip_edge_lo'] * (1.0 - t_c.sq()).relu()
+    lip_below = lip_real * press_k
     gap_k = ((yL - yU).relu() * shut_k - lip_below + (ldc + luc) * round_k) * corners
     # f, v on such a portrait: the lower lip comes up to its upper teeth's edge (its own occlusal line)
     close_f = (yL + ldc - y_occ - W * 0.01).relu() * (engaged(tk) * own) * corners
@@ -659,7 +665,7 @@ def build_synth() -> onnx.ModelProto:
     # dragged the skin below it up unevenly)
     close_u = gap_k * (0.4 + 0.15 * round_k)
     # (a rounded sound's closure keeps its meeting line: the upper lip comes down less, at the whole thickness it has)
-    lip_below_r = (W * fields['lip_edge_lo'] * (1.0 - t_c.sq()).relu() * round_k).min(close_u)
+    lip_below_r = (lip_real * round_k).min(close_u)
     close_u = close_u - lip_below_r
     lip_below = lip_below + lip_below_r
     close_l = (gap_k * (0.6 - 0.15 * round_k)).max(close_f)
