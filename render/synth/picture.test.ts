@@ -488,6 +488,48 @@ describe('the mouth on every fixture face', () => {
     }
   });
 
+  it("opens under a portrait's own teeth onto a shaded mouth with its tongue, not a black slab", SLOW, async () => {
+    // Down the middle 0.3 W of the opening (what the graph draws opaquely): the 40th percentile of L*, and the
+    // upper half of its rows against the lower (the back of the mouth behind the teeth, the tongue in front).
+    // A portrait showing its teeth draws its cavity from the dark between them, black on the portrait whose
+    // own darks are L* 3: the graph before this one filled "ah" and "o" there with one flat slab (L* 7.8 and
+    // 10.0), its tongue a thin strip at the bottom (a blind reviewer: "a hole cut into the photo"); 20-29 now.
+    // The faces drawn whole open at 12-27.
+    const ownFaces = faces.filter((x) => x.ownTeeth && !x.openMidSpeech);
+    expect(ownFaces.length).toBeGreaterThanOrEqual(2);
+    for (const f of ownFaces) {
+      const W = f.face.mouthWidth;
+      const x0 = Math.round(keyPoint(f.face, 5).x);
+      for (const v of OPEN_SOUNDS) {
+        const { out, coverage } = await pictureAt(f, v);
+        const all: number[] = [];
+        const halves = [0, 0, 0, 0]; // sum and count of L*, upper half then lower
+        for (let x = x0 - Math.round(0.15 * W); x <= x0 + Math.round(0.15 * W); x++) {
+          const rows: number[] = [];
+          for (let y = 0; y < out.height; y++) if (coverage[y * out.width + x]! >= 0.9) rows.push(y);
+          const mid = (rows[0]! + rows.at(-1)!) / 2;
+          for (const y of rows) {
+            const i = (y * out.width + x) * 4;
+            const l = toLab(out.data[i]!, out.data[i + 1]!, out.data[i + 2]!)[0];
+            all.push(l);
+            halves[y <= mid ? 0 : 2]! += l;
+            halves[y <= mid ? 1 : 3]! += 1;
+          }
+        }
+        all.sort((a, b) => a - b);
+        const [p40, upper, lower] = [
+          all[Math.floor(0.4 * (all.length - 1))]!,
+          halves[0]! / halves[1]!,
+          halves[2]! / halves[3]!,
+        ];
+        const what = `${f.name} ${v}: L* p40 ${p40.toFixed(1)}, upper half ${upper.toFixed(1)}, lower ${lower.toFixed(1)}`;
+        expect(all.length, what).toBeGreaterThanOrEqual(20);
+        expect(p40, what).toBeGreaterThanOrEqual(15);
+        expect(upper, what).toBeLessThan(lower);
+      }
+    }
+  });
+
   it(
     "shades the opening from the portrait's own darks: no darker than they are, in the lips' warm hue",
     SLOW,

@@ -793,8 +793,10 @@ def build_synth() -> onnx.ModelProto:
     u_lo = s_mm / 5.5
     f_lo = u_lo - g.op('Floor', u_lo)
     e_lo = f_lo.min(1.0 - f_lo)
-    # tongue: a dome behind the lower teeth, lit at its front, darker at the back (its top)
-    y_tg = y_lt - W * (0.06 * (1.0 - t_c.sq()).relu()) * smoothstep(0.03, 0.12, jc / W)
+    # tongue: a dome behind the lower teeth, lit at its front, darker at the back (its top); under a portrait's
+    # own teeth it rises further (their lower teeth, hidden, no longer bound it; low, the opening above it was a
+    # black slab), but not into a rounded "o" (one flat fill up to the teeth)
+    y_tg = y_lt - W * ((0.06 + 0.05 * own * (1.0 - rd)) * (1.0 - t_c.sq()).relu()) * smoothstep(0.03, 0.12, jc / W)
     # f, v: the upper teeth rest on the lower lip (drawn over its top)
     tuck_k = smoothstep(0.05, 0.4, tk) * (1.0 - own) * prof_s.sqrt()
     y_fe = yLo + W * 0.03 * prof_s  # where the teeth rest on the lower lip
@@ -813,7 +815,7 @@ def build_synth() -> onnx.ModelProto:
     incisal_soft = g.op('Expand', px * 1.6, g.op('Shape', soft))
     (in_lt, in_own_ut, in_tuck_top, in_tuck_bot, in_fs, in_us, in_lo, in_tg, in_ut) = g.op('Split', (across([
         (y_lt, 1, soft), (yU + px, -1, soft), (yUo, 1, soft), (y_fe, -1, soft), (y_fe, 1, soft), (yUo, -1, soft),
-        (yLo, 1, soft), (y_tg, 1, soft), (y_te, -1, incisal_soft),
+        (yLo, 1, soft), (y_tg, 1, soft.max(W * 0.03 * own)), (y_te, -1, incisal_soft),
     ]) + 0.5).clip(0.0, 1.0), axis=1, n_out=9)
     # smooth steps down from an edge, over a width (each channel's own light: offset + scale * step)
     steps = across([
@@ -867,12 +869,15 @@ def build_synth() -> onnx.ModelProto:
     cav_rgb = wet(cav_rgb, (small * 0.7 + lit * 0.4) * (1.0 - own))
     # towards the corners the cavity darkens, and the tongue goes
     sides_cav, sides_tg = smoothsteps(t_c.abs(), [(0.2, 0.9), (0.45, 0.8)], [1.0, 1.0], [-0.25, -1.0])
-    cav_shade = (0.72 + (0.5 * smoothstep(y_te0, yLo, Yl) + 0.2 * near_lip) * lit) * sides_cav
-    cav_shade = cav_shade.max(0.08 / cav_l.max(0.01))  # never below L* 5: a hole
+    cav_shade = (0.72 + (0.5 * smoothstep(y_te0, lerp(yLo, y_new_bot, own), Yl) + 0.2 * near_lip) * lit) * sides_cav
+    # (never below L* 5: a hole; under a portrait's own teeth, whose dark between them may be black, L* 12, and
+    # lighter down to its opening's own lower edge, not the lower lip's landmarks far below it)
+    cav_shade = cav_shade.max((0.08 + 0.06 * own) / cav_l.max(0.01))
     a_tg = in_tg * sides_tg * (1.0 - own_inside)
     # the tongue lit at its front, falling into the lower lip's shade where it meets it (lit there, it drew a
-    # pale line along the opening's lower edge)
-    tg_shade = lit_tg * (1.0 - 0.45 * near_lip)
+    # pale line along the opening's lower edge); under a portrait's own teeth in the mouth's shade, deeper in
+    # colour (at their light, a pale flat pink; dimmed alone, a muddy brown), its top soft
+    tg_shade = lit_tg * (1.0 - 0.45 * near_lip) * (1.0 - 0.4 * own)
     # grain: a fixed pattern attached to the face (crop pixels), as strong as the photograph's own at each
     # layer's light and so weaker in the dark, as a photograph's is (its deviation in proportion to the root of
     # the light): multiplicative, one amplitude for the teeth and one for the rest (cavity, tongue, lips' faces)
@@ -938,7 +943,7 @@ def build_synth() -> onnx.ModelProto:
     opaque = grained(cav_l)
     opaque_t = grained(luma(g, teeth_rgb))
     m = 1.0 - alpha  # the margins show where the opening does not
-    pm = (cav_rgb * ((w_cav * keep + w_lc) * opaque) + tongue_rgb * (w_tg * keep * opaque) + teeth_rgb * (w_teeth * keep * opaque_t)
+    pm = (cav_rgb * ((w_cav * keep + w_lc) * opaque) + wet(tongue_rgb, 0.5 * own) * (w_tg * keep * opaque) + teeth_rgb * (w_teeth * keep * opaque_t)
           + lip_lo_rgb * (a_ld * m * 0.72) + (wet(lip_lo_rgb, small * 0.35) * w_lo + wet(lip_up_rgb, small * 0.35) * w_up) * (opaque * (0.65 + 0.35 * lit))
           + lip_rgb * ((a_us + a_lw) * m * 0.6) + a_lw * m * 0.4 + cav_rgb * (a_fs * m) + (cav_rgb * 0.6 + lip_rgb * 0.4) * (a_cr * m))
     total = alpha + m * (a_us + a_lw + a_ld + a_fs + a_cr)
