@@ -107,7 +107,7 @@ async function strip(
 /** The sentence the motion clips speak (the embedded TTS, its phone timings). */
 export const MOTION_SENTENCE = 'Hello! I am your new avatar. How can I help you today?';
 /** The faces shown in motion in the gallery. */
-const MOTION_FACES = ['grace_hopper', 'barkla'];
+const MOTION_FACES = ['grace_hopper', 'astronaut', 'barkla'];
 
 /**
  * One face speaking MOTION_SENTENCE at about 1x, the previous renderer beside this one, as an animated
