@@ -786,7 +786,9 @@ def build_synth() -> onnx.ModelProto:
     y_te_rest = y_occ + W * TOOTH_LEN * (1.0 - own)
     # rounded lips come forward over the upper teeth: "oo" is a small dark opening, not a pale oval of teeth
     # (and the arch of an "o" shows none more: they go up with it)
-    y_te0 = y_te_rest - W * (ROUND_HIDE * rd + round_arch * ROUND_ARCH * prof_s) * (1.0 - own)
+    # (and towards its ends, where the lips curve down round the opening, they go behind them: drawn to the ends,
+    # a thin band of teeth followed the opening's edge down its sides, "a light band ... like an outline")
+    y_te0 = y_te_rest - W * (ROUND_HIDE * rd + round_arch * ROUND_ARCH * prof_s + 0.035 * rd * (1.0 - prof_s)) * (1.0 - own)
     y_te = y_te0 - W * (0.018 * t_c.sq() + 0.01 * (1.0 - smoothstep(0.0, 0.3, e_up)))
     # lower teeth: on the jaw, smaller, in the upper teeth's shadow; shown only where the lip lets them
     y_lt = y_te_rest - W * OVERBITE + jc - W * 0.012 * t_c.sq()
