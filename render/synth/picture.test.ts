@@ -199,6 +199,13 @@ function mouthSpan(f: Face, below: number) {
   return { W, up, y0, y1, skin: chroma(references(f.frame, f.face).skin) };
 }
 
+/** The rows of column x that the drawn layer covers at least `min`, top down. */
+function coveredRows(coverage: Float32Array, frame: RgbaFrame, x: number, min = 0.5): number[] {
+  const rows: number[] = [];
+  for (let y = 0; y < frame.height; y++) if (coverage[y * frame.width + x]! >= min) rows.push(y);
+  return rows;
+}
+
 /** The frame pixels the drawn layer covers (nearly) opaquely. */
 function opaquePixels(coverage: Float32Array): number[] {
   const drawn: number[] = [];
@@ -473,12 +480,7 @@ describe('the mouth on every fixture face', () => {
     for (const f of ownFaces) {
       for (const v of OPEN_SOUNDS) {
         const coverage = await drawnCoverage(synth, f.frame, f.face, speakingShape(v));
-        const { width, height } = f.frame;
-        const columns = Array.from({ length: width }, (_, x) => {
-          let n = 0;
-          for (let y = 0; y < height; y++) if (coverage[y * width + x]! >= 0.5) n++;
-          return n;
-        });
+        const columns = Array.from({ length: f.frame.width }, (_, x) => coveredRows(coverage, f.frame, x).length);
         const drawn = columns.flatMap((n, x) => (n > 0 ? [x] : []));
         const [mid, half] = [(drawn[0]! + drawn.at(-1)!) / 2, (drawn.at(-1)! - drawn[0]!) / 2];
         const at = (t: number) => (columns[Math.round(mid - t * half)]! + columns[Math.round(mid + t * half)]!) / 2;
@@ -505,8 +507,7 @@ describe('the mouth on every fixture face', () => {
         const all: number[] = [];
         const halves = [0, 0, 0, 0]; // sum and count of L*, upper half then lower
         for (let x = x0 - Math.round(0.15 * W); x <= x0 + Math.round(0.15 * W); x++) {
-          const rows: number[] = [];
-          for (let y = 0; y < out.height; y++) if (coverage[y * out.width + x]! >= 0.9) rows.push(y);
+          const rows = coveredRows(coverage, out, x, 0.9);
           const mid = (rows[0]! + rows.at(-1)!) / 2;
           for (const y of rows) {
             const i = (y * out.width + x) * 4;
@@ -918,14 +919,10 @@ describe('the mouth on every fixture face', () => {
     const { mean, listed } = await onPlainFaces(
       async (f) => {
         const coverage = await drawnCoverage(synth, f.frame, f.face, speakingShape('oh'));
-        const { width, height } = f.frame;
-        const [top, bottom] = [new Array<number>(width).fill(-1), new Array<number>(width).fill(-1)];
-        for (let x = 0; x < width; x++)
-          for (let y = 0; y < height; y++)
-            if (coverage[y * width + x]! >= 0.5) [top[x], bottom[x]] = [top[x]! < 0 ? y : top[x]!, y];
-        const drawn = top.flatMap((t, x) => (t >= 0 ? [x] : []));
-        const middle = Math.round((drawn[0]! + drawn.at(-1)!) / 2);
-        const [across, tall] = [drawn.at(-1)! - drawn[0]! + 1, bottom[middle]! - top[middle]! + 1];
+        const rows = Array.from({ length: f.frame.width }, (_, x) => coveredRows(coverage, f.frame, x));
+        const drawn = rows.flatMap((r, x) => (r.length > 0 ? [x] : []));
+        const middle = rows[Math.round((drawn[0]! + drawn.at(-1)!) / 2)]!;
+        const [across, tall] = [drawn.at(-1)! - drawn[0]! + 1, middle.at(-1)! - middle[0]! + 1];
         expect(tall, `${f.name}: "o" ${tall} px tall at the middle`).toBeGreaterThanOrEqual(8);
         return across / tall;
       },
@@ -949,17 +946,15 @@ describe('the mouth on every fixture face', () => {
           async (f) => {
             const shape = speakingShape(v);
             const [out, coverage] = [await render(f, shape), await drawnCoverage(synth, f.frame, f.face, shape)];
-            const { width, height } = f.frame;
-            const columns: number[][] = [];
-            for (let x = 0; x < width; x++) {
-              const top: number[] = [];
-              for (let y = 0; y < height && top.length < 2; y++) {
-                const i = (y * width + x) * 4;
-                if (coverage[y * width + x]! >= 0.5)
-                  top.push(toLab(out.data[i]!, out.data[i + 1]!, out.data[i + 2]!)[0]);
-              }
-              if (top.length > 0) columns.push(top);
-            }
+            const lightness = (y: number, x: number) => {
+              const i = (y * out.width + x) * 4;
+              return toLab(out.data[i]!, out.data[i + 1]!, out.data[i + 2]!)[0];
+            };
+            const columns = Array.from({ length: out.width }, (_, x) =>
+              coveredRows(coverage, out, x)
+                .slice(0, 2)
+                .map((y) => lightness(y, x)),
+            ).filter((top) => top.length > 0);
             const n = columns.length;
             expect(n, `${f.name} ${v}: columns of the opening`).toBeGreaterThanOrEqual(10);
             const mean = (xs: number[]) => xs.reduce((s, q) => s + q, 0) / xs.length;
